@@ -1,0 +1,1091 @@
+//! The TLS 1.3 client: one struct per handshake state (RFC 8446 §A.1).
+//!
+//! ```text
+//!  Start ──ClientHello──▶ ExpectServerHello ──HRR──▶ (ClientHello 2) ──▶ ExpectServerHello
+//!                               │ ServerHello
+//!                               ▼
+//!                   ExpectEncryptedExtensions ──▶ ExpectCertificateOrRequest ──▶ ExpectCertificate
+//!                               │ (PSK)                                              │
+//!                               ▼                                                    ▼
+//!                        ExpectFinished ◀──────────────────────────── ExpectCertificateVerify
+//!                               │ Finished (send ours)
+//!                               ▼
+//!                           Connected (NewSessionTicket, KeyUpdate, data)
+//! ```
+
+use std::sync::Arc;
+
+use subtle::ConstantTimeEq;
+
+use crate::config::{apply_extension_order, ClientConfig, ServerVerification};
+use crate::conn::{self, Conn, Endpoint};
+use crate::crypto::aead::{suite_params, SuiteParams};
+use crate::crypto::cert::{self, Usage};
+use crate::crypto::kx::KeyShareSecret;
+use crate::crypto::random::RandomSource;
+use crate::crypto::sign::certificate_verify_message;
+use crate::error::{Error, PeerMisbehaved};
+use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
+use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
+use crate::keyschedule::transcript::Transcript;
+use crate::messages::enums::{
+    AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
+    ProtocolVersion, ServerNameType, SignatureScheme,
+};
+use crate::messages::extensions::{Extension, KeyShareEntry, ServerName};
+use crate::messages::handshake::{
+    CertificateEntry, CertificatePayload, CertificateVerify, ClientHello, DecodeContext,
+    HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
+};
+use crate::session::{StoredTicket, TicketStore};
+use crate::traffic::{receive_key_update, send_key_update, Traffic};
+
+/// A TLS 1.3 client connection, sans-IO: feed it bytes with [`Client::receive`], send what
+/// [`Client::take_output`] returns, and read what happened from [`Client::events`].
+pub struct Client {
+    conn: Conn,
+    config: Arc<ClientConfig>,
+    state: State,
+    negotiated: Option<Negotiated>,
+    early_skip: Option<usize>,
+    tickets: TicketStore,
+    offered_ticket: Option<StoredTicket>,
+    early_data: EarlyDataState,
+}
+
+/// 0-RTT bookkeeping on the client (§4.2.10).
+#[derive(Default)]
+struct EarlyDataState {
+    /// The bytes sent as early data (kept until the server accepts or rejects).
+    sent: Vec<u8>,
+    /// The ticket's max_early_data_size minus what was sent.
+    budget: usize,
+    /// Early data may be written now.
+    open: bool,
+    status: Option<EarlyDataStatus>,
+}
+
+enum State {
+    Start,
+    ExpectServerHello(Box<ExpectServerHello>),
+    ExpectEncryptedExtensions(Box<Handshaking>),
+    ExpectCertificateOrRequest(Box<Handshaking>),
+    ExpectCertificate(Box<Handshaking>),
+    ExpectCertificateVerify(Box<Handshaking>),
+    ExpectFinished(Box<Handshaking>),
+    Connected(Box<Traffic>),
+    /// Transient while a state is being replaced, and after failure.
+    Poisoned,
+}
+
+/// After the ClientHello: what we offered.
+struct ExpectServerHello {
+    random: [u8; 32],
+    session_id: Vec<u8>,
+    shares: Vec<KeyShareSecret>,
+    transcript: Transcript,
+    /// Set after a HelloRetryRequest: only one is allowed (§4.1.4).
+    hello_retry: Option<HelloRetry>,
+    /// The PSK's early secret, when a ticket is offered.
+    early_secret: Option<EarlySecret>,
+    /// Whether this ClientHello carries the early_data extension.
+    early_data_offered: bool,
+    ccs_sent: bool,
+}
+
+struct HelloRetry {
+    suite: CipherSuite,
+}
+
+/// Between ServerHello and the server's Finished.
+struct Handshaking {
+    suite: SuiteParams,
+    transcript: Transcript,
+    handshake: HandshakeSecret,
+    client_hs: TrafficSecret,
+    server_hs: TrafficSecret,
+    group: Option<NamedGroup>,
+    resumed: bool,
+    psk_identity: Option<u16>,
+    hello_retry: bool,
+    ccs_sent: bool,
+    alpn: Option<Vec<u8>>,
+    /// CertificateRequest context and the schemes the server accepts, if it asked.
+    cert_request: Option<(Vec<u8>, Vec<SignatureScheme>)>,
+    server_chain: Vec<Vec<u8>>,
+    server_scheme: Option<SignatureScheme>,
+    early_accepted: bool,
+    early_offered: bool,
+}
+
+impl Client {
+    /// A client for `config`, drawing every random value (randoms, key shares, signatures) from `rng`.
+    pub fn new(config: Arc<ClientConfig>, rng: Box<dyn RandomSource>) -> Result<Client, Error> {
+        if config
+            .cipher_suites
+            .iter()
+            .all(|s| suite_params(*s).is_none())
+        {
+            return Err(Error::Config("no supported cipher suite configured".into()));
+        }
+        for g in &config.key_shares {
+            if !config.groups.contains(g) {
+                return Err(Error::Config(format!(
+                    "key share group {g} is not in the offered groups"
+                )));
+            }
+        }
+        let conn = Conn::new(
+            Side::Client,
+            config.observe,
+            rng,
+            config.padding,
+            config.max_handshake_message,
+        );
+        Ok(Client {
+            conn,
+            config,
+            state: State::Start,
+            negotiated: None,
+            early_skip: None,
+            tickets: TicketStore::default(),
+            offered_ticket: None,
+            early_data: EarlyDataState::default(),
+        })
+    }
+
+    /// Use these tickets for resumption (the first usable one is offered).
+    pub fn with_tickets(mut self, tickets: TicketStore) -> Self {
+        self.tickets = tickets;
+        self
+    }
+
+    /// Queue the ClientHello. `now_ms` is the caller's clock (Unix ms): it dates the ticket age.
+    pub fn start(&mut self, now_ms: u64) -> Result<(), Error> {
+        if !matches!(self.state, State::Start) {
+            return Err(Error::InvalidState("start() called twice"));
+        }
+        self.conn.now_ms = now_ms;
+        match self.send_first_hello() {
+            Ok(s) => {
+                self.state = State::ExpectServerHello(Box::new(s));
+                Ok(())
+            }
+            Err(e) => {
+                self.conn.fail(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Feed bytes received from the server. On a protocol violation the right alert is queued
+    /// (take it with [`Client::take_output`]) and the error returned; the connection is then dead.
+    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
+        conn::receive(self, bytes, now_ms)
+    }
+
+    /// Bytes to send to the server.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        self.conn.take_output()
+    }
+
+    /// Whether output is waiting.
+    pub fn wants_write(&self) -> bool {
+        self.conn.has_output()
+    }
+
+    /// Drain the events recorded so far, in order.
+    pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
+        self.conn.ev.queue.drain(..)
+    }
+
+    /// Send application data. Before the handshake completes this is 0-RTT data when a ticket
+    /// allowing it was offered; otherwise it is an error.
+    pub fn send(&mut self, data: &[u8]) -> Result<(), Error> {
+        if self.conn.failed || self.conn.write_closed {
+            return Err(Error::Closed);
+        }
+        match &self.state {
+            State::Connected(_) => {
+                self.conn.send_app_data(data)?;
+                Ok(())
+            }
+            _ if self.early_data.open => {
+                if data.len() > self.early_data.budget {
+                    return Err(Error::InvalidState(
+                        "early data exceeds the ticket's max_early_data_size",
+                    ));
+                }
+                self.early_data.budget -= data.len();
+                self.early_data.sent.extend_from_slice(data);
+                self.conn.send_app_data(data)?;
+                Ok(())
+            }
+            _ => Err(Error::InvalidState("handshake not complete")),
+        }
+    }
+
+    /// Send close_notify (§6.1).
+    pub fn close(&mut self) {
+        self.conn
+            .send_alert(AlertLevel::Warning, AlertDescription::CloseNotify);
+    }
+
+    /// Update our sending keys, optionally asking the server to update its own (§4.6.3).
+    pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
+        let State::Connected(t) = &mut self.state else {
+            return Err(Error::InvalidState("handshake not complete"));
+        };
+        send_key_update(&mut self.conn, t, request_peer)
+    }
+
+    /// RFC 8446 §7.5 exporter.
+    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
+        let State::Connected(t) = &self.state else {
+            return Err(Error::InvalidState("handshake not complete"));
+        };
+        t.exporter
+            .export(label, context, len, &mut self.conn.ev)
+            .map_err(|_| Error::InvalidState("exporter label or length too long"))
+    }
+
+    /// What was negotiated, once connected.
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.as_ref()
+    }
+
+    /// Whether the handshake is complete.
+    pub fn is_connected(&self) -> bool {
+        matches!(self.state, State::Connected(_))
+    }
+
+    /// Whether the connection is closed or failed.
+    pub fn is_closed(&self) -> bool {
+        self.conn.failed || self.conn.read_closed
+    }
+
+    /// Tickets received so far (and those given at construction that were not used).
+    pub fn tickets(&self) -> &TicketStore {
+        &self.tickets
+    }
+
+    // ------------------------------------------------------------ ClientHello
+
+    fn send_first_hello(&mut self) -> Result<ExpectServerHello, Error> {
+        let random: [u8; 32] = self.conn.random();
+        self.conn.client_random = random;
+        // §D.4: a non-empty legacy_session_id puts the server in compatibility mode.
+        let session_id = if self.config.compat_mode {
+            self.conn.random::<32>().to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut shares = Vec::new();
+        for g in &self.config.key_shares {
+            shares.push(KeyShareSecret::generate(*g, self.conn.rng.as_mut())?);
+        }
+        let now = self.conn.now_ms;
+        self.offered_ticket = self.tickets.take_usable(
+            self.config.server_name.as_deref(),
+            &self.config.cipher_suites,
+            now,
+        );
+        let hello = self.build_hello(&random, &session_id, &shares, None, false)?;
+        // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
+        self.conn.plaintext_version = 0x0301;
+        let (hello, transcript, early_secret) = self.finish_hello(hello, Transcript::new())?;
+        self.conn.flush()?;
+        self.conn.plaintext_version = 0x0303;
+        self.conn.ccs_allowed = true;
+        let mut ccs_sent = false;
+        let early_data_offered = hello.find(ExtensionType::EarlyData).is_some();
+        if let (Some(early), true) = (&early_secret, early_data_offered) {
+            // §4.2.10: 0-RTT data goes right after the ClientHello under the early traffic key.
+            if self.config.compat_mode {
+                self.conn.send_ccs()?;
+                ccs_sent = true;
+            }
+            let suite = self.ticket_suite()?;
+            let secret = early.client_early_traffic_secret(&transcript, &mut self.conn.ev);
+            self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
+            self.early_data.open = true;
+        }
+        Ok(ExpectServerHello {
+            random,
+            session_id,
+            shares,
+            transcript,
+            hello_retry: None,
+            early_secret,
+            early_data_offered,
+            ccs_sent,
+        })
+    }
+
+    fn ticket_suite(&self) -> Result<SuiteParams, Error> {
+        self.offered_ticket
+            .as_ref()
+            .and_then(|t| suite_params(t.suite))
+            .ok_or(Error::InvalidState("no ticket"))
+    }
+
+    /// The extensions of a ClientHello, in the configured order (pre_shared_key last, §4.2.11).
+    fn build_hello(
+        &mut self,
+        random: &[u8; 32],
+        session_id: &[u8],
+        shares: &[KeyShareSecret],
+        cookie: Option<Vec<u8>>,
+        retry: bool,
+    ) -> Result<ClientHello, Error> {
+        let cfg = &self.config;
+        let mut exts = Vec::new();
+        if let Some(name) = &cfg.server_name {
+            exts.push(Extension::ServerName(vec![ServerName {
+                typ: ServerNameType::HostName,
+                name: name.as_bytes().to_vec(),
+            }]));
+        }
+        exts.extend(cfg.extra_extensions.iter().cloned());
+        exts.push(Extension::SupportedGroups(cfg.groups.clone()));
+        exts.push(Extension::KeyShareClient(
+            shares
+                .iter()
+                .map(|s| KeyShareEntry {
+                    group: s.group(),
+                    key_exchange: s.public().to_vec(),
+                })
+                .collect(),
+        ));
+        if self.offered_ticket.is_some() && cfg.enable_early_data && !retry {
+            if let Some(t) = &self.offered_ticket {
+                if t.max_early_data > 0 {
+                    exts.push(Extension::EarlyDataEmpty);
+                }
+            }
+        }
+        exts.push(Extension::SupportedVersionsClient(vec![
+            ProtocolVersion::TLSv1_3,
+        ]));
+        exts.push(Extension::SignatureAlgorithms(
+            cfg.signature_schemes.clone(),
+        ));
+        if let Some(c) = cookie {
+            exts.push(Extension::Cookie(c));
+        }
+        if !cfg.psk_modes.is_empty() {
+            exts.push(Extension::PskKeyExchangeModes(cfg.psk_modes.clone()));
+        }
+        if !cfg.alpn.is_empty() {
+            exts.push(Extension::Alpn(cfg.alpn.clone()));
+        }
+        if let Some(limit) = cfg.record_size_limit {
+            exts.push(Extension::RecordSizeLimit(limit));
+        }
+        apply_extension_order(&mut exts, &cfg.extension_order);
+        if let Some(t) = &self.offered_ticket {
+            // Placeholder binder of the right length; filled in by `finish_hello`.
+            let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
+            let age = (self.conn.now_ms.saturating_sub(t.received_at_ms)) as u32;
+            exts.push(Extension::PreSharedKeyClient(
+                crate::messages::extensions::OfferedPsks {
+                    identities: vec![crate::messages::extensions::PskIdentity {
+                        identity: t.ticket.clone(),
+                        obfuscated_ticket_age: age.wrapping_add(t.age_add),
+                    }],
+                    binders: vec![vec![0u8; hash_len]],
+                },
+            ));
+        }
+        Ok(ClientHello {
+            legacy_version: 0x0303,
+            random: *random,
+            legacy_session_id: session_id.to_vec(),
+            cipher_suites: cfg.cipher_suites.clone(),
+            legacy_compression_methods: vec![0],
+            extensions: exts,
+        })
+    }
+
+    /// Compute the PSK binder (§4.2.11.2) if a ticket is offered, then send the ClientHello.
+    fn finish_hello(
+        &mut self,
+        mut hello: ClientHello,
+        mut transcript: Transcript,
+    ) -> Result<(ClientHello, Transcript, Option<EarlySecret>), Error> {
+        let mut early = None;
+        if let Some(t) = self.offered_ticket.clone() {
+            let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
+            transcript
+                .start_hash(suite.hash)
+                .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+            let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
+            let encoded = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
+            let partial_len = encoded.encoded.len() - hello.binders_len();
+            let partial_hash = transcript.hash_of_prefix_with(&encoded.encoded[..partial_len]);
+            let binder = es
+                .binder_key(true, &mut self.conn.ev)
+                .binder(partial_hash.as_ref(), &mut self.conn.ev);
+            if let Some(Extension::PreSharedKeyClient(offer)) = hello.extensions.last_mut() {
+                offer.binders = vec![binder];
+            }
+            early = Some(es);
+        }
+        let msg = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
+        transcript.add(HandshakeType::ClientHello, &msg.encoded);
+        self.conn.send_handshake(&msg);
+        if let Some(t) = &self.offered_ticket {
+            if hello.find(ExtensionType::EarlyData).is_some() {
+                self.early_data.budget = t.max_early_data as usize;
+                self.early_data.status = Some(EarlyDataStatus::Rejected);
+            }
+        }
+        Ok((hello, transcript, early))
+    }
+
+    // ---------------------------------------------------------------- dispatch
+
+    fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
+        let hash_len = match &self.state {
+            State::ExpectServerHello(_) | State::Start | State::Poisoned => 32,
+            State::ExpectEncryptedExtensions(h)
+            | State::ExpectCertificateOrRequest(h)
+            | State::ExpectCertificate(h)
+            | State::ExpectCertificateVerify(h)
+            | State::ExpectFinished(h) => h.suite.hash.output_len(),
+            State::Connected(t) => t.suite.hash.output_len(),
+        };
+        let msg = HandshakeMessage::decode(&bytes, DecodeContext { hash_len })?;
+        self.conn.handshake_received(&msg);
+        let state = core::mem::replace(&mut self.state, State::Poisoned);
+        self.state = match state {
+            State::ExpectServerHello(s) => self.on_server_hello(*s, msg)?,
+            State::ExpectEncryptedExtensions(h) => self.on_encrypted_extensions(h, msg)?,
+            State::ExpectCertificateOrRequest(h) => self.on_certificate_or_request(h, msg)?,
+            State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
+            State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
+            State::ExpectFinished(h) => self.on_finished(h, msg)?,
+            State::Connected(t) => self.on_post_handshake(t, msg)?,
+            State::Start | State::Poisoned => {
+                return Err(unexpected("nothing (handshake not started)", &msg))
+            }
+        };
+        Ok(())
+    }
+
+    fn on_server_hello(
+        &mut self,
+        mut s: ExpectServerHello,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::ServerHello(sh) = &msg.payload else {
+            return Err(unexpected("ServerHello", &msg));
+        };
+        check_server_hello_common(sh, &s)?;
+        let suite = if self.config.cipher_suites.contains(&sh.cipher_suite) {
+            suite_params(sh.cipher_suite)
+        } else {
+            None
+        }
+        .ok_or(PeerMisbehaved::SelectedUnoffered("cipher suite"))?;
+        if let Some(retry) = &s.hello_retry {
+            if retry.suite != sh.cipher_suite {
+                return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
+            }
+        }
+        if sh.is_hello_retry_request() {
+            return self.on_hello_retry(s, sh.clone(), msg, suite);
+        }
+        // §4.1.3 / §4.2: only these extensions may appear in a ServerHello.
+        for e in &sh.extensions {
+            match e.typ() {
+                ExtensionType::KeyShare
+                | ExtensionType::PreSharedKey
+                | ExtensionType::SupportedVersions => {}
+                other => return Err(PeerMisbehaved::UnsolicitedExtension(other).into()),
+            }
+        }
+        // PSK: the server either selected our only identity or ignored it.
+        let mut psk_identity = None;
+        let mut early = s.early_secret.take();
+        if let Some(Extension::PreSharedKeyServer(idx)) = sh.find(ExtensionType::PreSharedKey) {
+            let Some(t) = &self.offered_ticket else {
+                return Err(
+                    PeerMisbehaved::UnsolicitedExtension(ExtensionType::PreSharedKey).into(),
+                );
+            };
+            if *idx != 0 {
+                return Err(PeerMisbehaved::SelectedUnoffered("PSK identity").into());
+            }
+            if t.suite_hash() != Some(suite.hash) {
+                return Err(
+                    PeerMisbehaved::SelectedUnoffered("suite with another PSK hash").into(),
+                );
+            }
+            psk_identity = Some(0);
+        } else {
+            early = None;
+        }
+        // Key exchange (§4.2.8): the share must be for a group we sent a share for.
+        let mut group = None;
+        let mut shared = None;
+        match sh.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareServer(entry)) => {
+                let pos = s
+                    .shares
+                    .iter()
+                    .position(|k| k.group() == entry.group)
+                    .ok_or(PeerMisbehaved::SelectedUnoffered("key share group"))?;
+                let share = s.shares.swap_remove(pos);
+                let result = share.complete(&entry.key_exchange)?;
+                if self.conn.observe().secrets {
+                    self.conn.ev.push(Event::KeyShare(KeyShareEvent {
+                        group: entry.group,
+                        components: result.components.clone(),
+                        shared_secret: result.shared_secret.to_vec(),
+                    }));
+                }
+                group = Some(entry.group);
+                shared = Some(result.shared_secret.clone());
+            }
+            Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
+            None if psk_identity.is_some() => {
+                // psk_ke: allowed only if we offered it (§4.2.9).
+                if !self
+                    .config
+                    .psk_modes
+                    .contains(&crate::messages::enums::PskKeyExchangeMode::PskKe)
+                {
+                    return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into());
+                }
+            }
+            None => return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into()),
+        }
+        let resumed = psk_identity.is_some();
+        let early_offered = s.early_data_offered;
+        s.transcript
+            .start_hash(suite.hash)
+            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+        s.transcript.add(HandshakeType::ServerHello, &msg.encoded);
+        let es = match early {
+            Some(es) => es,
+            None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
+        };
+        let hs = es.into_handshake(shared.as_deref(), &mut self.conn.ev);
+        let client_hs = hs.client_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
+        let server_hs = hs.server_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
+        self.conn
+            .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
+        if !resumed {
+            self.offered_ticket = None;
+        }
+        Ok(State::ExpectEncryptedExtensions(Box::new(Handshaking {
+            suite,
+            transcript: s.transcript,
+            handshake: hs,
+            client_hs,
+            server_hs,
+            group,
+            resumed,
+            psk_identity,
+            hello_retry: s.hello_retry.is_some(),
+            ccs_sent: s.ccs_sent,
+            alpn: None,
+            cert_request: None,
+            server_chain: Vec::new(),
+            server_scheme: None,
+            early_accepted: false,
+            early_offered,
+        })))
+    }
+
+    /// §4.1.4: answer a HelloRetryRequest once, with a share for the group it names.
+    fn on_hello_retry(
+        &mut self,
+        mut s: ExpectServerHello,
+        hrr: ServerHello,
+        msg: HandshakeMessage,
+        suite: SuiteParams,
+    ) -> Result<State, Error> {
+        if s.hello_retry.is_some() {
+            return Err(PeerMisbehaved::SecondHelloRetry.into());
+        }
+        let mut new_group = None;
+        let mut cookie = None;
+        for e in &hrr.extensions {
+            match e {
+                Extension::KeyShareHrr(g) => new_group = Some(*g),
+                Extension::Cookie(c) => cookie = Some(c.clone()),
+                Extension::SupportedVersionsServer(_) => {}
+                other => return Err(PeerMisbehaved::UnsolicitedExtension(other.typ()).into()),
+            }
+        }
+        if let Some(g) = new_group {
+            // The group must be offered and must not be one we already sent a share for.
+            if !self.config.groups.contains(&g) || s.shares.iter().any(|k| k.group() == g) {
+                return Err(PeerMisbehaved::IllegalExtension("HelloRetryRequest key_share").into());
+            }
+        } else if cookie.is_none() {
+            return Err(PeerMisbehaved::HelloRetryChangesNothing.into());
+        }
+        // A ticket whose hash does not match the suite cannot be offered again.
+        if let Some(t) = &self.offered_ticket {
+            if t.suite_hash() != Some(suite.hash) {
+                self.offered_ticket = None;
+            }
+        }
+        // 0-RTT is abandoned after HRR (§4.2.10); report the data as rejected now.
+        self.reject_early_data();
+        s.transcript
+            .start_hash(suite.hash)
+            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+        s.transcript
+            .replace_with_message_hash()
+            .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+        s.transcript.add(HandshakeType::ServerHello, &msg.encoded);
+        if self.config.compat_mode && !s.ccs_sent {
+            self.conn.send_ccs()?;
+            s.ccs_sent = true;
+        }
+        // Early keys (if any) are gone: the second ClientHello is plaintext again.
+        self.conn.reset_write_to_plaintext()?;
+        let shares = match new_group {
+            Some(g) => vec![KeyShareSecret::generate(g, self.conn.rng.as_mut())?],
+            None => core::mem::take(&mut s.shares),
+        };
+        let hello = self.build_hello(&s.random, &s.session_id, &shares, cookie, true)?;
+        let (_, transcript, early_secret) = self.finish_hello(hello, s.transcript)?;
+        Ok(State::ExpectServerHello(Box::new(ExpectServerHello {
+            random: s.random,
+            session_id: s.session_id,
+            shares,
+            transcript,
+            hello_retry: Some(HelloRetry {
+                suite: hrr.cipher_suite,
+            }),
+            early_secret,
+            early_data_offered: false,
+            ccs_sent: s.ccs_sent,
+        })))
+    }
+
+    fn on_encrypted_extensions(
+        &mut self,
+        mut h: Box<Handshaking>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::EncryptedExtensions(exts) = &msg.payload else {
+            return Err(unexpected("EncryptedExtensions", &msg));
+        };
+        let offered_list: Vec<ExtensionType> = exts
+            .iter()
+            .map(|e| e.typ())
+            .filter(|t| self.offered_extension(*t))
+            .collect();
+        let offered = |t: ExtensionType| offered_list.contains(&t);
+        for e in exts {
+            match e {
+                Extension::ServerNameAck if offered(ExtensionType::ServerName) => {}
+                Extension::SupportedGroups(_) => {} // §4.2.7: informational
+                Extension::Alpn(protos)
+                    if offered(ExtensionType::ApplicationLayerProtocolNegotiation) =>
+                {
+                    // RFC 7301 §3.1: exactly one protocol, one we offered.
+                    match protos.as_slice() {
+                        [p] if self.config.alpn.contains(p) => h.alpn = Some(p.clone()),
+                        _ => return Err(PeerMisbehaved::UnofferedAlpn.into()),
+                    }
+                }
+                Extension::RecordSizeLimit(limit) if offered(ExtensionType::RecordSizeLimit) => {
+                    if *limit < 64 {
+                        return Err(PeerMisbehaved::BadRecordSizeLimit.into());
+                    }
+                    // RFC 8449 §4: the limit counts the inner content type byte in TLS 1.3.
+                    self.conn.max_fragment =
+                        (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
+                }
+                Extension::EarlyDataEmpty if h.early_offered && h.resumed => {
+                    h.early_accepted = true;
+                }
+                Extension::Unknown { typ, .. } => {
+                    if !offered(*typ) {
+                        return Err(PeerMisbehaved::UnsolicitedExtension(*typ).into());
+                    }
+                }
+                other => {
+                    // §4.2: a known extension not allowed here, or not offered.
+                    let t = other.typ();
+                    return Err(if offered(t) {
+                        PeerMisbehaved::IllegalExtension("EncryptedExtensions").into()
+                    } else {
+                        PeerMisbehaved::UnsolicitedExtension(t).into()
+                    });
+                }
+            }
+        }
+        h.transcript
+            .add(HandshakeType::EncryptedExtensions, &msg.encoded);
+        if h.early_offered {
+            if h.early_accepted {
+                self.early_data.status = Some(EarlyDataStatus::Accepted);
+            } else {
+                self.reject_early_data();
+            }
+        }
+        if h.resumed {
+            Ok(State::ExpectFinished(h))
+        } else {
+            Ok(State::ExpectCertificateOrRequest(h))
+        }
+    }
+
+    fn on_certificate_or_request(
+        &mut self,
+        mut h: Box<Handshaking>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        match &msg.payload {
+            HandshakePayload::CertificateRequest(cr) => {
+                // §4.3.2: signature_algorithms is mandatory; context empty during the handshake.
+                let schemes = match cr.extensions.iter().find_map(|e| match e {
+                    Extension::SignatureAlgorithms(s) => Some(s.clone()),
+                    _ => None,
+                }) {
+                    Some(s) => s,
+                    None => {
+                        return Err(PeerMisbehaved::MissingExtension(
+                            ExtensionType::SignatureAlgorithms,
+                        )
+                        .into())
+                    }
+                };
+                if !cr.context.is_empty() {
+                    return Err(PeerMisbehaved::IllegalExtension(
+                        "certificate_request_context during handshake",
+                    )
+                    .into());
+                }
+                h.cert_request = Some((cr.context.clone(), schemes));
+                h.transcript
+                    .add(HandshakeType::CertificateRequest, &msg.encoded);
+                Ok(State::ExpectCertificate(h))
+            }
+            HandshakePayload::Certificate(_) => self.on_certificate(h, msg),
+            _ => Err(unexpected("Certificate or CertificateRequest", &msg)),
+        }
+    }
+
+    fn on_certificate(
+        &mut self,
+        mut h: Box<Handshaking>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::Certificate(c) = &msg.payload else {
+            return Err(unexpected("Certificate", &msg));
+        };
+        if !c.context.is_empty() {
+            return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
+        }
+        if c.entries.is_empty() {
+            return Err(PeerMisbehaved::NoServerCertificate.into());
+        }
+        let chain: Vec<Vec<u8>> = c.entries.iter().map(|e| e.cert_data.clone()).collect();
+        let now = self
+            .config
+            .fixed_validation_time_ms
+            .unwrap_or(self.conn.now_ms);
+        match &self.config.verification {
+            ServerVerification::Roots(roots) => cert::verify_chain(
+                &chain,
+                roots,
+                self.config.server_name.as_deref(),
+                now / 1000,
+                Usage::Server,
+            )?,
+            ServerVerification::RootsNoName(roots) => {
+                cert::verify_chain(&chain, roots, None, now / 1000, Usage::Server)?
+            }
+            ServerVerification::AcceptAny => {}
+        }
+        h.server_chain = chain;
+        h.transcript.add(HandshakeType::Certificate, &msg.encoded);
+        Ok(State::ExpectCertificateVerify(h))
+    }
+
+    fn on_certificate_verify(
+        &mut self,
+        mut h: Box<Handshaking>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
+            return Err(unexpected("CertificateVerify", &msg));
+        };
+        if !self.config.signature_schemes.contains(&cv.scheme) {
+            return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
+        }
+        let hash = h.transcript.current_hash();
+        let content = certificate_verify_message(true, hash.as_ref());
+        let leaf = h
+            .server_chain
+            .first()
+            .ok_or(PeerMisbehaved::NoServerCertificate)?;
+        cert::verify_with_leaf(leaf, cv.scheme, &content, &cv.signature)
+            .map_err(|_| PeerMisbehaved::BadCertificateVerify)?;
+        h.server_scheme = Some(cv.scheme);
+        h.transcript
+            .add(HandshakeType::CertificateVerify, &msg.encoded);
+        Ok(State::ExpectFinished(h))
+    }
+
+    fn on_finished(&mut self, h: Box<Handshaking>, msg: HandshakeMessage) -> Result<State, Error> {
+        let HandshakePayload::Finished(verify_data) = &msg.payload else {
+            return Err(unexpected("Finished", &msg));
+        };
+        let mut h = *h;
+        let ev = &mut self.conn.ev;
+        let expected = h
+            .server_hs
+            .verify_data(h.transcript.current_hash().as_ref(), ev);
+        if verify_data.len() != expected.len() {
+            return Err(crate::messages::codec::DecodeError::Invalid {
+                what: "Finished length",
+            }
+            .into());
+        }
+        if !bool::from(expected.ct_eq(verify_data)) {
+            return Err(PeerMisbehaved::BadFinished.into());
+        }
+        h.transcript.add(HandshakeType::Finished, &msg.encoded);
+        let master = h.handshake.into_master(ev);
+        let client_app = master.client_application_traffic_secret(&h.transcript, ev);
+        let server_app = master.server_application_traffic_secret(&h.transcript, ev);
+        let exporter = master.exporter_master_secret(&h.transcript, ev);
+        self.conn
+            .set_read_keys(Epoch::Application(0), &h.suite, &server_app)?;
+        self.conn.ccs_allowed = false;
+
+        // Our second flight (§4.4): [CCS] [EndOfEarlyData] [Certificate CertificateVerify] Finished.
+        if self.config.compat_mode && !h.ccs_sent {
+            self.conn.send_ccs()?;
+        }
+        if h.early_accepted {
+            let eoed = HandshakeMessage::new(HandshakePayload::EndOfEarlyData);
+            h.transcript
+                .add(HandshakeType::EndOfEarlyData, &eoed.encoded);
+            self.conn.send_handshake(&eoed);
+        }
+        self.early_data.open = false;
+        self.conn
+            .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        let mut client_scheme = None;
+        if let Some((context, schemes)) = h.cert_request.take() {
+            client_scheme = self.send_client_certificate(&mut h.transcript, context, &schemes)?;
+        }
+        let fin = h
+            .client_hs
+            .verify_data(h.transcript.current_hash().as_ref(), &mut self.conn.ev);
+        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin));
+        h.transcript.add(HandshakeType::Finished, &fin.encoded);
+        self.conn.send_handshake(&fin);
+        let resumption = master.resumption_master_secret(&h.transcript, &mut self.conn.ev);
+        self.conn
+            .set_write_keys(Epoch::Application(0), &h.suite, &client_app)?;
+        self.conn.log_secret(exporter.name(), exporter.as_bytes());
+        let negotiated = Negotiated {
+            version: "TLSv1.3",
+            suite: h.suite.suite,
+            group: h.group,
+            signature_scheme: h.server_scheme,
+            client_signature_scheme: client_scheme,
+            resumed: h.resumed,
+            psk_identity: h.psk_identity,
+            early_data: self.early_data.status.unwrap_or(EarlyDataStatus::NotSent),
+            alpn: h
+                .alpn
+                .as_ref()
+                .map(|a| String::from_utf8_lossy(a).into_owned()),
+            hello_retry: h.hello_retry,
+        };
+        self.negotiated = Some(negotiated.clone());
+        self.conn.ev.push(Event::Connected(negotiated));
+        Ok(State::Connected(Box::new(Traffic {
+            suite: h.suite,
+            client_app,
+            server_app,
+            exporter,
+            resumption,
+            key_updates_in_a_row: 0,
+        })))
+    }
+
+    /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify.
+    fn send_client_certificate(
+        &mut self,
+        transcript: &mut Transcript,
+        context: Vec<u8>,
+        schemes: &[SignatureScheme],
+    ) -> Result<Option<SignatureScheme>, Error> {
+        let Some(ck) = self.config.client_cert.clone() else {
+            let m = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
+                context,
+                entries: Vec::new(),
+            }));
+            transcript.add(HandshakeType::Certificate, &m.encoded);
+            self.conn.send_handshake(&m);
+            return Ok(None);
+        };
+        let scheme = ck
+            .key
+            .schemes()
+            .into_iter()
+            .find(|s| schemes.contains(s))
+            .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
+        let m = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
+            context,
+            entries: ck
+                .chain
+                .iter()
+                .map(|c| CertificateEntry {
+                    cert_data: c.clone(),
+                    extensions: Vec::new(),
+                })
+                .collect(),
+        }));
+        transcript.add(HandshakeType::Certificate, &m.encoded);
+        self.conn.send_handshake(&m);
+        let content = certificate_verify_message(false, transcript.current_hash().as_ref());
+        let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
+        let m = HandshakeMessage::new(HandshakePayload::CertificateVerify(CertificateVerify {
+            scheme,
+            signature,
+        }));
+        transcript.add(HandshakeType::CertificateVerify, &m.encoded);
+        self.conn.send_handshake(&m);
+        Ok(Some(scheme))
+    }
+
+    fn on_post_handshake(
+        &mut self,
+        mut t: Box<Traffic>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        match &msg.payload {
+            HandshakePayload::NewSessionTicket(nst) => {
+                // §4.6.1: lifetime at most 7 days.
+                if nst.lifetime > 604_800 {
+                    return Err(PeerMisbehaved::TicketLifetimeTooLong.into());
+                }
+                let max_early = nst.extensions.iter().find_map(|e| match e {
+                    Extension::EarlyDataMax(n) => Some(*n),
+                    _ => None,
+                });
+                let psk = t.resumption.psk(&nst.nonce, &mut self.conn.ev);
+                self.tickets.insert(StoredTicket {
+                    server_name: self.config.server_name.clone(),
+                    suite: t.suite.suite,
+                    ticket: nst.ticket.clone(),
+                    psk: psk.as_ref().to_vec(),
+                    age_add: nst.age_add,
+                    lifetime: nst.lifetime,
+                    received_at_ms: self.conn.now_ms,
+                    max_early_data: max_early.unwrap_or(0),
+                    alpn: self.negotiated.as_ref().and_then(|n| n.alpn.clone()),
+                });
+                self.conn.ev.push(Event::Ticket {
+                    direction: self.conn.side.receiving(),
+                    lifetime: nst.lifetime,
+                    max_early_data: max_early,
+                });
+                Ok(State::Connected(t))
+            }
+            HandshakePayload::KeyUpdate(req) => {
+                receive_key_update(&mut self.conn, &mut t, *req)?;
+                Ok(State::Connected(t))
+            }
+            _ => Err(unexpected("NewSessionTicket or KeyUpdate", &msg)),
+        }
+    }
+
+    fn offered_extension(&self, t: ExtensionType) -> bool {
+        match &self.state {
+            _ if t == ExtensionType::ServerName => self.config.server_name.is_some(),
+            _ if t == ExtensionType::ApplicationLayerProtocolNegotiation => {
+                !self.config.alpn.is_empty()
+            }
+            _ if t == ExtensionType::RecordSizeLimit => self.config.record_size_limit.is_some(),
+            _ => self.config.extra_extensions.iter().any(|e| e.typ() == t),
+        }
+    }
+
+    fn reject_early_data(&mut self) {
+        if self.early_data.status.is_some() {
+            self.early_data.status = Some(EarlyDataStatus::Rejected);
+            self.early_data.open = false;
+            let data = core::mem::take(&mut self.early_data.sent);
+            // Never lose application bytes silently: hand them back.
+            self.conn.ev.push(Event::EarlyDataRejected { data });
+        }
+    }
+}
+
+/// Checks shared by ServerHello and HelloRetryRequest (§4.1.3, §4.2.1).
+fn check_server_hello_common(sh: &ServerHello, s: &ExpectServerHello) -> Result<(), Error> {
+    match sh.find(ExtensionType::SupportedVersions) {
+        Some(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3)) => {}
+        Some(Extension::SupportedVersionsServer(_)) => {
+            return Err(PeerMisbehaved::SelectedUnoffered("version").into())
+        }
+        Some(_) => return Err(PeerMisbehaved::IllegalExtension("supported_versions").into()),
+        None => {
+            // A TLS 1.2 server: we only speak 1.3. Check the downgrade sentinel first (§4.1.3).
+            let tail = &sh.random[24..];
+            if tail == DOWNGRADE_TLS12 || tail == DOWNGRADE_TLS11 {
+                return Err(PeerMisbehaved::DowngradeSentinel.into());
+            }
+            return Err(PeerMisbehaved::UnsupportedVersion.into());
+        }
+    }
+    if sh.legacy_version != 0x0303 {
+        return Err(PeerMisbehaved::BadLegacyField("legacy_version").into());
+    }
+    if sh.legacy_compression_method != 0 {
+        return Err(PeerMisbehaved::BadLegacyField("legacy_compression_method").into());
+    }
+    if sh.legacy_session_id_echo != s.session_id {
+        return Err(PeerMisbehaved::SessionIdMismatch.into());
+    }
+    Ok(())
+}
+
+fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
+    PeerMisbehaved::UnexpectedMessage {
+        expected,
+        got: msg.typ(),
+    }
+    .into()
+}
+
+impl Endpoint for Client {
+    fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
+    fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
+        self.handle(bytes)
+    }
+
+    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
+        match &mut self.state {
+            State::Connected(t) => {
+                t.key_updates_in_a_row = 0;
+                self.conn.ev.push(Event::AppData { data });
+                Ok(())
+            }
+            _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
+        }
+    }
+
+    fn early_skip(&mut self) -> &mut Option<usize> {
+        &mut self.early_skip
+    }
+}

@@ -1,0 +1,271 @@
+//! Client and server configuration.
+//!
+//! Defaults are what a modern client/server sends; every knob a researcher wants to turn (extension
+//! order, extra extensions, padding, compatibility mode, which groups get a key share) is a field.
+
+use std::sync::Arc;
+
+use crate::crypto::random::RandomSource;
+use crate::crypto::sign::SigningKey;
+use crate::error::Error;
+use crate::events::Observe;
+use crate::messages::enums::{
+    CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+};
+use crate::messages::extensions::Extension;
+use crate::record::PaddingPolicy;
+
+/// Default cap on one handshake message (checked before reassembly).
+pub const DEFAULT_MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
+
+/// Something that can produce CertificateVerify signatures.
+///
+/// [`SigningKey`] is the usual implementation; tests replaying RFC 8448 use one that returns the
+/// published (randomized) RSA-PSS signature.
+pub trait Signer: Send + Sync {
+    /// The schemes this key can sign with, in preference order.
+    fn schemes(&self) -> Vec<SignatureScheme>;
+    /// Sign `message` (the §4.4.3 content) with `scheme`, drawing any randomness from `rng`.
+    fn sign(
+        &self,
+        scheme: SignatureScheme,
+        message: &[u8],
+        rng: &mut dyn RandomSource,
+    ) -> Result<Vec<u8>, Error>;
+}
+
+impl Signer for SigningKey {
+    fn schemes(&self) -> Vec<SignatureScheme> {
+        SigningKey::schemes(self).to_vec()
+    }
+
+    fn sign(
+        &self,
+        scheme: SignatureScheme,
+        message: &[u8],
+        rng: &mut dyn RandomSource,
+    ) -> Result<Vec<u8>, Error> {
+        SigningKey::sign(self, scheme, message, rng).map_err(Error::Signature)
+    }
+}
+
+/// A certificate chain (leaf first, DER) with the key of its leaf.
+#[derive(Clone)]
+pub struct CertifiedKey {
+    /// DER certificates, leaf first.
+    pub chain: Vec<Vec<u8>>,
+    /// The leaf's private key.
+    pub key: Arc<dyn Signer>,
+}
+
+impl core::fmt::Debug for CertifiedKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "CertifiedKey({} certs)", self.chain.len())
+    }
+}
+
+/// How the client checks the server's certificate.
+#[derive(Clone, Debug)]
+pub enum ServerVerification {
+    /// Validate the chain against these DER trust anchors and the server name.
+    Roots(Vec<Vec<u8>>),
+    /// Validate the chain against these roots but not the name: for certificates without a
+    /// subjectAltName, such as RFC 8448's.
+    RootsNoName(Vec<Vec<u8>>),
+    /// Research mode: accept any certificate (the CertificateVerify signature is still checked
+    /// against the leaf's key, so the handshake transcript stays authenticated by *someone*).
+    AcceptAny,
+}
+
+/// Whether and how the server asks for a client certificate (RFC 8446 §4.3.2).
+#[derive(Clone, Debug, Default)]
+pub enum ClientAuth {
+    /// Do not send CertificateRequest.
+    #[default]
+    None,
+    /// Ask; an empty Certificate is accepted. A non-empty one must validate against the roots
+    /// (or anything if the list is empty).
+    Optional(Vec<Vec<u8>>),
+    /// Ask and insist (certificate_required otherwise).
+    Required(Vec<Vec<u8>>),
+}
+
+/// An externally provisioned PSK (RFC 8446 §4.2.11).
+#[derive(Clone, Debug)]
+pub struct ExternalPsk {
+    /// The identity sent on the wire.
+    pub identity: Vec<u8>,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The hash it is bound to.
+    pub suite: CipherSuite,
+}
+
+/// Client configuration.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Offered suites, in order.
+    pub cipher_suites: Vec<CipherSuite>,
+    /// supported_groups, in order.
+    pub groups: Vec<NamedGroup>,
+    /// Groups that get a key share in the first ClientHello (must be in `groups`).
+    pub key_shares: Vec<NamedGroup>,
+    /// signature_algorithms, in order.
+    pub signature_schemes: Vec<SignatureScheme>,
+    /// server_name (SNI) and the name checked in the certificate.
+    pub server_name: Option<String>,
+    /// ALPN protocols offered.
+    pub alpn: Vec<Vec<u8>>,
+    /// Certificate verification.
+    pub verification: ServerVerification,
+    /// Middlebox compatibility mode (RFC 8446 §D.4): 32-byte legacy_session_id and a dummy CCS.
+    pub compat_mode: bool,
+    /// record_size_limit to advertise (RFC 8449), if any.
+    pub record_size_limit: Option<u16>,
+    /// Padding of protected records we send.
+    pub padding: PaddingPolicy,
+    /// Largest handshake message accepted.
+    pub max_handshake_message: usize,
+    /// Extensions added verbatim to the ClientHello (e.g. renegotiation_info, GREASE).
+    pub extra_extensions: Vec<Extension>,
+    /// Extension order: listed types first, in this order; the rest keep their default order.
+    /// pre_shared_key always stays last (§4.2.11).
+    pub extension_order: Vec<ExtensionType>,
+    /// Client certificate for CertificateRequest.
+    pub client_cert: Option<CertifiedKey>,
+    /// psk_key_exchange_modes offered (empty: extension not sent unless resuming).
+    pub psk_modes: Vec<PskKeyExchangeMode>,
+    /// External PSKs to offer.
+    pub external_psks: Vec<ExternalPsk>,
+    /// Whether to offer early data when a ticket allows it.
+    pub enable_early_data: bool,
+    /// Which optional events to record.
+    pub observe: Observe,
+    /// Unix time (ms) used for certificate validation when the caller passes no clock; tests use it.
+    pub fixed_validation_time_ms: Option<u64>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            cipher_suites: vec![
+                CipherSuite::TLS_AES_128_GCM_SHA256,
+                CipherSuite::TLS_AES_256_GCM_SHA384,
+                CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+            ],
+            groups: vec![NamedGroup::X25519, NamedGroup::secp256r1],
+            key_shares: vec![NamedGroup::X25519],
+            signature_schemes: vec![
+                SignatureScheme::ecdsa_secp256r1_sha256,
+                SignatureScheme::ed25519,
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_rsae_sha384,
+                SignatureScheme::rsa_pss_rsae_sha512,
+            ],
+            server_name: None,
+            alpn: Vec::new(),
+            verification: ServerVerification::AcceptAny,
+            compat_mode: false,
+            record_size_limit: None,
+            padding: PaddingPolicy::None,
+            max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
+            extra_extensions: Vec::new(),
+            extension_order: Vec::new(),
+            client_cert: None,
+            psk_modes: vec![PskKeyExchangeMode::PskDheKe],
+            external_psks: Vec::new(),
+            enable_early_data: true,
+            observe: Observe::ALL,
+            fixed_validation_time_ms: None,
+        }
+    }
+}
+
+/// Server configuration.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The server's certificate chain and key.
+    pub cert: CertifiedKey,
+    /// Suites in server preference order.
+    pub cipher_suites: Vec<CipherSuite>,
+    /// Groups in server preference order.
+    pub groups: Vec<NamedGroup>,
+    /// Signature schemes we are willing to use, in preference order.
+    pub signature_schemes: Vec<SignatureScheme>,
+    /// ALPN protocols we speak, in preference order.
+    pub alpn: Vec<Vec<u8>>,
+    /// Client authentication policy.
+    pub client_auth: ClientAuth,
+    /// Send the dummy ChangeCipherSpec when the client is in compatibility mode (§D.4).
+    pub compat_mode: bool,
+    /// record_size_limit to advertise in EncryptedExtensions when the client sent one.
+    pub record_size_limit: Option<u16>,
+    /// Send our supported_groups in EncryptedExtensions (§4.2.7 allows it).
+    pub send_supported_groups: bool,
+    /// Acknowledge server_name with an empty extension in EncryptedExtensions (RFC 6066 §3).
+    pub ack_server_name: bool,
+    /// EncryptedExtensions order: listed types first.
+    pub extension_order: Vec<ExtensionType>,
+    /// Put a cookie of this many random bytes in HelloRetryRequest (§4.2.2).
+    pub hrr_cookie: Option<usize>,
+    /// Padding of protected records we send.
+    pub padding: PaddingPolicy,
+    /// Largest handshake message accepted.
+    pub max_handshake_message: usize,
+    /// Which optional events to record.
+    pub observe: Observe,
+    /// Unix time (ms) for client certificate validation (tests).
+    pub fixed_validation_time_ms: Option<u64>,
+}
+
+impl ServerConfig {
+    /// A configuration with defaults around a certificate.
+    pub fn new(cert: CertifiedKey) -> Self {
+        ServerConfig {
+            cert,
+            cipher_suites: vec![
+                CipherSuite::TLS_AES_128_GCM_SHA256,
+                CipherSuite::TLS_AES_256_GCM_SHA384,
+                CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+            ],
+            groups: vec![NamedGroup::X25519, NamedGroup::secp256r1],
+            signature_schemes: vec![
+                SignatureScheme::ecdsa_secp256r1_sha256,
+                SignatureScheme::ed25519,
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_rsae_sha384,
+                SignatureScheme::rsa_pss_rsae_sha512,
+            ],
+            alpn: Vec::new(),
+            client_auth: ClientAuth::None,
+            compat_mode: true,
+            record_size_limit: None,
+            send_supported_groups: false,
+            ack_server_name: true,
+            extension_order: Vec::new(),
+            hrr_cookie: None,
+            padding: PaddingPolicy::None,
+            max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
+            observe: Observe::ALL,
+            fixed_validation_time_ms: None,
+        }
+    }
+}
+
+/// Sort `exts` so that types listed in `order` come first, in that order; others keep their relative
+/// order; pre_shared_key stays last (§4.2.11).
+pub(crate) fn apply_extension_order(exts: &mut [Extension], order: &[ExtensionType]) {
+    if order.is_empty() {
+        return;
+    }
+    let rank = |e: &Extension| -> usize {
+        if e.typ() == ExtensionType::PreSharedKey {
+            return usize::MAX;
+        }
+        order
+            .iter()
+            .position(|t| *t == e.typ())
+            .unwrap_or(order.len())
+    };
+    exts.sort_by_key(rank); // stable: unlisted keep their order
+}

@@ -1,0 +1,604 @@
+//! The part of a connection both sides share: bytes ↔ records ↔ handshake messages, key switches,
+//! alerts and events. The client and server state machines sit on top and never touch bytes directly.
+//!
+//! Receive path (RFC 8446 §5): `Deframer` (records) → `RecordProtector::open` (inner plaintext) →
+//! `HandshakeJoiner` (messages) → the state machine. Send path: messages are queued per epoch and cut
+//! into records when the keys change or output is taken, so one flight under one key becomes as few
+//! records as the size limit allows (RFC 8448 §3 sends EncryptedExtensions..Finished in one record).
+
+use crate::crypto::aead::SuiteParams;
+use crate::crypto::random::RandomSource;
+use crate::error::{Error, PeerMisbehaved};
+use crate::events::{
+    Direction, Epoch, Event, EventQueue, HandshakeEvent, Observe, RecordEvent, SecretEvent, Side,
+};
+use crate::keyschedule::schedule::{SecretName, TrafficSecret};
+use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
+use crate::messages::handshake::HandshakeMessage;
+use crate::record::{
+    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordProtector,
+    MAX_PLAINTEXT,
+};
+
+/// Consecutive records without content (empty application data, CCS) we tolerate (resource limit).
+pub(crate) const MAX_EMPTY_RECORDS: u32 = 32;
+
+/// What the record layer hands the state machine.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// One whole handshake message (header included).
+    Handshake(Vec<u8>),
+    /// Application data (or early data, when the read epoch is `Early`).
+    AppData(Vec<u8>),
+    /// An alert.
+    Alert(AlertLevel, AlertDescription),
+}
+
+pub(crate) struct Conn {
+    pub(crate) side: Side,
+    pub(crate) ev: EventQueue,
+    pub(crate) rng: Box<dyn RandomSource>,
+    pub(crate) now_ms: u64,
+    deframer: Deframer,
+    joiner: HandshakeJoiner,
+    read: Option<RecordProtector>,
+    pub(crate) read_epoch: Epoch,
+    write: Option<RecordProtector>,
+    pub(crate) write_epoch: Epoch,
+    /// Handshake bytes queued under `write_epoch`, not yet cut into records.
+    pending: Vec<u8>,
+    out: Vec<u8>,
+    padding: PaddingPolicy,
+    /// Largest plaintext per record we send (RFC 8449 limit - 1, or 2^14).
+    pub(crate) max_fragment: usize,
+    /// legacy_record_version for plaintext records (0x0301 only for the first ClientHello, §5.1).
+    pub(crate) plaintext_version: u16,
+    /// ChangeCipherSpec is tolerated from the first ClientHello until the peer's Finished (§5).
+    pub(crate) ccs_allowed: bool,
+    empty_records: u32,
+    /// ClientHello.random, for key-log lines.
+    pub(crate) client_random: [u8; 32],
+    /// Set once a fatal error happened or close_notify was received.
+    pub(crate) read_closed: bool,
+    pub(crate) write_closed: bool,
+    pub(crate) failed: bool,
+}
+
+impl Conn {
+    pub(crate) fn new(
+        side: Side,
+        observe: Observe,
+        rng: Box<dyn RandomSource>,
+        padding: PaddingPolicy,
+        max_handshake_message: usize,
+    ) -> Self {
+        Conn {
+            side,
+            ev: EventQueue::new(observe),
+            rng,
+            now_ms: 0,
+            deframer: Deframer::new(),
+            joiner: HandshakeJoiner::new(max_handshake_message),
+            read: None,
+            read_epoch: Epoch::Plaintext,
+            write: None,
+            write_epoch: Epoch::Plaintext,
+            pending: Vec::new(),
+            out: Vec::new(),
+            padding,
+            max_fragment: MAX_PLAINTEXT,
+            plaintext_version: 0x0303,
+            ccs_allowed: false,
+            empty_records: 0,
+            client_random: [0; 32],
+            read_closed: false,
+            write_closed: false,
+            failed: false,
+        }
+    }
+
+    pub(crate) fn observe(&self) -> Observe {
+        self.ev.observe
+    }
+
+    // ---------------------------------------------------------------- sending
+
+    /// Queue a handshake message under the current write keys.
+    pub(crate) fn send_handshake(&mut self, msg: &HandshakeMessage) {
+        if self.ev.observe.handshake {
+            let layout = self.ev.observe.layouts.then(|| msg.layout());
+            self.ev.push(Event::Handshake(HandshakeEvent {
+                direction: self.side.sending(),
+                epoch: self.write_epoch,
+                typ: msg.typ(),
+                bytes: msg.encoded.clone(),
+                layout,
+            }));
+        }
+        self.pending.extend_from_slice(&msg.encoded);
+    }
+
+    /// Cut queued handshake bytes into records under the current write keys.
+    pub(crate) fn flush(&mut self) -> Result<(), Error> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = core::mem::take(&mut self.pending);
+        for chunk in pending.chunks(self.max_fragment) {
+            self.write_record(ContentType::Handshake, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Switch the write keys; what was queued goes out under the old ones (keys change on a record
+    /// boundary, §5.1).
+    pub(crate) fn set_write_keys(
+        &mut self,
+        epoch: Epoch,
+        suite: &SuiteParams,
+        secret: &TrafficSecret,
+    ) -> Result<(), Error> {
+        self.flush()?;
+        self.log_secret(secret.name(), secret.as_bytes());
+        let (key, iv) = secret.keys(suite.aead, &mut self.ev);
+        self.write = Some(RecordProtector::new(suite.aead, &key, iv)?);
+        self.write_epoch = epoch;
+        Ok(())
+    }
+
+    /// Back to plaintext records (a client whose 0-RTT was cut short by a HelloRetryRequest sends
+    /// its second ClientHello in the clear, §4.1.2).
+    pub(crate) fn reset_write_to_plaintext(&mut self) -> Result<(), Error> {
+        self.flush()?;
+        self.write = None;
+        self.write_epoch = Epoch::Plaintext;
+        Ok(())
+    }
+
+    /// Switch the read keys. Bytes of the current record left after the message that triggered the
+    /// change are a protocol violation (§5.1).
+    pub(crate) fn set_read_keys(
+        &mut self,
+        epoch: Epoch,
+        suite: &SuiteParams,
+        secret: &TrafficSecret,
+    ) -> Result<(), Error> {
+        if !self.joiner.is_empty() {
+            return Err(PeerMisbehaved::KeyChangeNotOnRecordBoundary.into());
+        }
+        self.log_secret(secret.name(), secret.as_bytes());
+        let (key, iv) = secret.keys(suite.aead, &mut self.ev);
+        self.read = Some(RecordProtector::new(suite.aead, &key, iv)?);
+        self.read_epoch = epoch;
+        Ok(())
+    }
+
+    /// Report a named secret (the NSS key log is built from these).
+    pub(crate) fn log_secret(&mut self, name: SecretName, secret: &[u8]) {
+        if !self.ev.observe.secrets {
+            return;
+        }
+        if let Some(label) = name.nss_label() {
+            self.ev.push(Event::Secret(SecretEvent {
+                name,
+                nss_label: label,
+                client_random: self.client_random.to_vec(),
+                secret: secret.to_vec(),
+            }));
+        }
+    }
+
+    /// The dummy ChangeCipherSpec of compatibility mode (§D.4): always plaintext.
+    pub(crate) fn send_ccs(&mut self) -> Result<(), Error> {
+        self.flush()?;
+        let rec = plaintext_record(ContentType::ChangeCipherSpec, 0x0303, &[1]);
+        self.record_event_sent(&rec, ContentType::ChangeCipherSpec, 1, 0, 0, None, &[1]);
+        self.out.extend_from_slice(&rec);
+        Ok(())
+    }
+
+    pub(crate) fn send_alert(&mut self, level: AlertLevel, desc: AlertDescription) {
+        if self.write_closed {
+            return;
+        }
+        // A record that cannot be sealed (sequence exhausted) leaves nothing else to do.
+        let _ = self.flush().and_then(|_| {
+            self.write_record(ContentType::Alert, &[level.to_repr(), desc.to_repr()])
+        });
+        self.ev.push(Event::Alert {
+            direction: self.side.sending(),
+            level,
+            description: desc,
+        });
+        if desc == AlertDescription::CloseNotify || level == AlertLevel::Fatal {
+            self.write_closed = true;
+        }
+    }
+
+    pub(crate) fn send_app_data(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.flush()?;
+        for chunk in data.chunks(self.max_fragment) {
+            self.write_record(ContentType::ApplicationData, chunk)?;
+        }
+        Ok(())
+    }
+
+    fn write_record(&mut self, typ: ContentType, content: &[u8]) -> Result<(), Error> {
+        let start = self.out.len();
+        match self.write.as_mut() {
+            None => {
+                self.out
+                    .extend_from_slice(&plaintext_record(typ, self.plaintext_version, content));
+                if self.ev.observe.records {
+                    let rec = self.out[start..].to_vec();
+                    self.record_event_sent(&rec, typ, content.len(), 0, 0, None, content);
+                }
+            }
+            Some(p) => {
+                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4).
+                let padding = self
+                    .padding
+                    .padding_for(content.len())
+                    .min(MAX_PLAINTEXT.saturating_sub(content.len()));
+                let seq = p.seq();
+                let tag = p.tag_len();
+                p.seal_into(typ, content, padding, &mut self.out)?;
+                if self.ev.observe.records {
+                    let rec = self.out[start..].to_vec();
+                    self.record_event_sent(
+                        &rec,
+                        typ,
+                        content.len(),
+                        padding,
+                        tag,
+                        Some(seq),
+                        content,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_event_sent(
+        &mut self,
+        rec: &[u8],
+        inner: ContentType,
+        plaintext_len: usize,
+        padding_len: usize,
+        tag_len: usize,
+        seq: Option<u64>,
+        content: &[u8],
+    ) {
+        if !self.ev.observe.records {
+            return;
+        }
+        let direction = self.side.sending();
+        self.ev.push(Event::Record(RecordEvent {
+            direction,
+            epoch: self.write_epoch,
+            time_ms: self.now_ms,
+            header: rec[..5].to_vec(),
+            wire_type: ContentType::from(rec[0]),
+            inner_type: inner,
+            wire_len: rec.len(),
+            payload_len: rec.len() - 5,
+            plaintext_len,
+            padding_len,
+            tag_len,
+            seq,
+            content: content.to_vec(),
+        }));
+    }
+
+    /// Everything queued so far, as wire bytes.
+    pub(crate) fn take_output(&mut self) -> Vec<u8> {
+        if let Err(e) = self.flush() {
+            self.fail(&e);
+        }
+        core::mem::take(&mut self.out)
+    }
+
+    pub(crate) fn has_output(&self) -> bool {
+        !self.out.is_empty() || !self.pending.is_empty()
+    }
+
+    // -------------------------------------------------------------- receiving
+
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        self.deframer.feed(bytes);
+    }
+
+    /// The next complete item, or `None` when more bytes are needed.
+    ///
+    /// `early_skip`: for a server that rejected 0-RTT, the number of early-data bytes it may still
+    /// silently drop when a record does not decrypt under the handshake keys (§4.2.10).
+    pub(crate) fn next_incoming(
+        &mut self,
+        early_skip: &mut Option<usize>,
+    ) -> Result<Option<Incoming>, Error> {
+        loop {
+            if let Some((msg, _)) = self.joiner.next_message() {
+                return Ok(Some(Incoming::Handshake(msg)));
+            }
+            let rec = match self.deframer.next_record()? {
+                Some(r) => r,
+                None => return Ok(None),
+            };
+            if let Some(item) = self.process_record(rec, early_skip)? {
+                return Ok(Some(item));
+            }
+        }
+    }
+
+    fn process_record(
+        &mut self,
+        rec: OpaqueRecord,
+        early_skip: &mut Option<usize>,
+    ) -> Result<Option<Incoming>, Error> {
+        let direction = self.side.receiving();
+        // §5: an unprotected CCS of one byte 0x01 is dropped during the handshake.
+        if rec.typ == ContentType::ChangeCipherSpec {
+            self.record_event_received(
+                &rec,
+                ContentType::ChangeCipherSpec,
+                &rec.payload,
+                0,
+                0,
+                None,
+            );
+            if !self.ccs_allowed || rec.payload != [1] {
+                return Err(PeerMisbehaved::BadChangeCipherSpec.into());
+            }
+            self.count_empty()?;
+            return Ok(None);
+        }
+        let (inner, content) = match self.read.as_mut() {
+            Some(p) if rec.typ == ContentType::ApplicationData => {
+                let seq = p.seq();
+                match p.open(&rec) {
+                    Ok(inner) => {
+                        let tag = p.tag_len();
+                        self.record_event_received(
+                            &rec,
+                            inner.typ,
+                            &inner.content,
+                            inner.padding,
+                            tag,
+                            Some(seq),
+                        );
+                        (inner.typ, inner.content)
+                    }
+                    Err(e) => {
+                        // Rejected 0-RTT: skip undecryptable records within the budget.
+                        if let Some(budget) = early_skip.as_mut() {
+                            let n = rec.payload.len();
+                            // `open` leaves the sequence number alone on failure.
+                            if n <= *budget {
+                                *budget -= n;
+                                return Ok(None);
+                            }
+                            return Err(PeerMisbehaved::TooMuchEarlyData.into());
+                        }
+                        return Err(e.into());
+                    }
+                }
+            }
+            // A peer that fails before it has our keys sends its alert in plaintext; report it.
+            Some(_) if rec.typ == ContentType::Alert && self.read_epoch != Epoch::Plaintext => {
+                if self.read_epoch != Epoch::Handshake && self.read_epoch != Epoch::Early {
+                    return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into());
+                }
+                self.record_event_received(&rec, rec.typ, &rec.payload, 0, 0, None);
+                (rec.typ, rec.payload)
+            }
+            Some(_) => return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into()),
+            None => {
+                match rec.typ {
+                    ContentType::Handshake | ContentType::Alert => {}
+                    ContentType::ApplicationData => {
+                        // Early data the server decided not to read arrives before it has keys
+                        // only if the peer is broken; a rejecting server has handshake keys.
+                        return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
+                    }
+                    other => return Err(PeerMisbehaved::UnexpectedContentType(other).into()),
+                }
+                self.record_event_received(&rec, rec.typ, &rec.payload, 0, 0, None);
+                (rec.typ, rec.payload)
+            }
+        };
+        let _ = direction;
+        match inner {
+            ContentType::Handshake => {
+                if content.is_empty() {
+                    return Err(PeerMisbehaved::EmptyRecord.into());
+                }
+                self.empty_records = 0;
+                self.joiner.push(&content)?;
+                Ok(None)
+            }
+            ContentType::Alert => {
+                if !self.joiner.is_empty() {
+                    // §5.1: handshake messages must not be interleaved with other record types.
+                    return Err(PeerMisbehaved::UnexpectedContentType(ContentType::Alert).into());
+                }
+                if content.is_empty() {
+                    return Err(PeerMisbehaved::EmptyRecord.into());
+                }
+                let alert = crate::messages::Alert::decode(&content)?;
+                Ok(Some(Incoming::Alert(alert.level, alert.description)))
+            }
+            ContentType::ApplicationData => {
+                if !self.joiner.is_empty() {
+                    return Err(PeerMisbehaved::UnexpectedContentType(
+                        ContentType::ApplicationData,
+                    )
+                    .into());
+                }
+                if content.is_empty() {
+                    self.count_empty()?;
+                    return Ok(None);
+                }
+                self.empty_records = 0;
+                Ok(Some(Incoming::AppData(content)))
+            }
+            other => Err(PeerMisbehaved::UnexpectedContentType(other).into()),
+        }
+    }
+
+    fn count_empty(&mut self) -> Result<(), Error> {
+        self.empty_records += 1;
+        if self.empty_records > MAX_EMPTY_RECORDS {
+            return Err(PeerMisbehaved::TooManyEmptyRecords.into());
+        }
+        Ok(())
+    }
+
+    fn record_event_received(
+        &mut self,
+        rec: &OpaqueRecord,
+        inner: ContentType,
+        content: &[u8],
+        padding_len: usize,
+        tag_len: usize,
+        seq: Option<u64>,
+    ) {
+        if !self.ev.observe.records {
+            return;
+        }
+        let direction: Direction = self.side.receiving();
+        self.ev.push(Event::Record(RecordEvent {
+            direction,
+            epoch: self.read_epoch,
+            time_ms: self.now_ms,
+            header: rec.header.to_vec(),
+            wire_type: rec.typ,
+            inner_type: inner,
+            wire_len: 5 + rec.payload.len(),
+            payload_len: rec.payload.len(),
+            plaintext_len: content.len(),
+            padding_len,
+            tag_len,
+            seq,
+            content: content.to_vec(),
+        }));
+    }
+
+    /// Report a received handshake message.
+    pub(crate) fn handshake_received(&mut self, msg: &HandshakeMessage) {
+        if self.ev.observe.handshake {
+            let layout = self.ev.observe.layouts.then(|| msg.layout());
+            self.ev.push(Event::Handshake(HandshakeEvent {
+                direction: self.side.receiving(),
+                epoch: self.read_epoch,
+                typ: msg.typ(),
+                bytes: msg.encoded.clone(),
+                layout,
+            }));
+        }
+    }
+
+    /// Fail the connection: send the alert `err` calls for (under the current keys) and stop.
+    pub(crate) fn fail(&mut self, err: &Error) {
+        if self.failed {
+            return;
+        }
+        self.failed = true;
+        if let Some(desc) = err.alert() {
+            self.send_alert(AlertLevel::Fatal, desc);
+        }
+        self.read_closed = true;
+        self.ev.push(Event::Closed);
+    }
+
+    /// Draw `N` random bytes from the injected source.
+    pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
+        let mut b = [0u8; N];
+        self.rng.fill(&mut b);
+        b
+    }
+}
+
+/// What the client and server state machines provide to the shared receive loop.
+pub(crate) trait Endpoint {
+    fn conn(&mut self) -> &mut Conn;
+    /// One whole handshake message arrived.
+    fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error>;
+    /// Application data arrived (or 0-RTT data when the read epoch is `Early`).
+    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error>;
+    /// Early-data bytes a rejecting server may still skip (§4.2.10).
+    fn early_skip(&mut self) -> &mut Option<usize>;
+}
+
+/// The receive loop both sides share: feed bytes, hand each item to the state machine, and on the first
+/// error send its alert and stop (RFC 8446 §6.2).
+pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
+    {
+        let c = ep.conn();
+        if c.failed {
+            return Err(Error::Closed);
+        }
+        c.now_ms = now_ms;
+        if c.read_closed {
+            if bytes.is_empty() {
+                return Ok(());
+            }
+            let e: Error = PeerMisbehaved::DataAfterClose.into();
+            c.fail(&e);
+            return Err(e);
+        }
+        c.feed(bytes);
+    }
+    loop {
+        let mut skip = *ep.early_skip();
+        let item = ep.conn().next_incoming(&mut skip);
+        *ep.early_skip() = skip;
+        let result = match item {
+            Ok(None) => return Ok(()),
+            Ok(Some(Incoming::Handshake(m))) => ep.on_handshake(m),
+            Ok(Some(Incoming::AppData(d))) => ep.on_app_data(d),
+            Ok(Some(Incoming::Alert(level, desc))) => {
+                let c = ep.conn();
+                c.ev.push(Event::Alert {
+                    direction: c.side.receiving(),
+                    level,
+                    description: desc,
+                });
+                match desc {
+                    AlertDescription::CloseNotify => {
+                        // §6.1: no more data will come; anything after it is an error.
+                        c.read_closed = true;
+                        c.ev.push(Event::Closed);
+                        if c.deframer_has_data() {
+                            let e: Error = PeerMisbehaved::DataAfterClose.into();
+                            c.fail(&e);
+                            return Err(e);
+                        }
+                        return Ok(());
+                    }
+                    AlertDescription::UserCanceled => Ok(()),
+                    // §6.2: every other alert is fatal whatever its level says.
+                    other => {
+                        c.failed = true;
+                        c.read_closed = true;
+                        c.write_closed = true;
+                        c.ev.push(Event::Closed);
+                        return Err(Error::AlertReceived(other));
+                    }
+                }
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            ep.conn().fail(&e);
+            return Err(e);
+        }
+    }
+}
+
+impl Conn {
+    fn deframer_has_data(&self) -> bool {
+        self.deframer.has_partial()
+    }
+}

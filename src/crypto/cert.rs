@@ -1,0 +1,711 @@
+//! Certificate path validation and CertificateVerify against a leaf (RFC 8446 §4.4.2.4, §4.4.3).
+//!
+//! Path building and X.509 rules come from rustls-webpki; every signature it checks goes through
+//! our RustCrypto [`VerifyAlg`](crate::crypto::sign::VerifyAlg)s, the same code that verifies
+//! CertificateVerify. Time is an input (unix seconds): the core has no clock.
+
+use core::fmt;
+use std::time::Duration;
+
+use p256::ecdsa::signature::Signer;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use webpki::{EndEntityCert, KeyUsage};
+
+use crate::crypto::sign::{self, SigError, SigningKey, CERTIFICATE_ALGORITHMS};
+use crate::messages::enums::{AlertDescription, SignatureScheme};
+
+/// Whose certificate is being checked: decides the required extended key usage (RFC 5280
+/// §4.2.1.12, when the extension is present) and what an empty chain means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Usage {
+    /// A server's certificate, checked by a client (id-kp-serverAuth).
+    Server,
+    /// A client's certificate, checked by a server (id-kp-clientAuth).
+    Client,
+}
+
+/// Why a certificate chain was rejected. Each maps to one alert via [`CertError::alert`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CertError {
+    /// The peer sent no certificate (§4.4.2.4).
+    Empty(Usage),
+    /// A certificate in the path is past its notAfter.
+    Expired,
+    /// A certificate in the path is before its notBefore.
+    NotYetValid,
+    /// No path to a trust anchor.
+    UnknownIssuer,
+    /// A certificate's signature does not verify with its issuer's key.
+    BadSignature,
+    /// The leaf is not valid for the requested server name.
+    NameMismatch,
+    /// A certificate is not valid DER / X.509 v3 as webpki requires.
+    BadEncoding,
+    /// A certificate is signed with an algorithm we do not implement.
+    UnsupportedSignature,
+    /// The extended key usage does not allow this use.
+    WrongUsage,
+    /// One of *our* trust anchors (by index) could not be parsed: a local configuration error.
+    BadTrustAnchor(usize),
+    /// Anything else webpki rejects (constraints, unknown critical extensions...).
+    Other(String),
+}
+
+impl CertError {
+    /// The alert to send (RFC 8446 §4.4.2.4, §6.2).
+    pub fn alert(&self) -> AlertDescription {
+        match self {
+            // §4.4.2.4: an empty server Certificate is a decode_error; an empty client one is
+            // certificate_required if the server insists.
+            CertError::Empty(Usage::Server) => AlertDescription::DecodeError,
+            CertError::Empty(Usage::Client) => AlertDescription::CertificateRequired,
+            // §6.2: "has expired or is not currently valid".
+            CertError::Expired | CertError::NotYetValid => AlertDescription::CertificateExpired,
+            CertError::UnknownIssuer => AlertDescription::UnknownCa,
+            CertError::WrongUsage => AlertDescription::UnsupportedCertificate,
+            CertError::BadTrustAnchor(_) => AlertDescription::InternalError,
+            CertError::BadSignature
+            | CertError::NameMismatch
+            | CertError::BadEncoding
+            | CertError::UnsupportedSignature
+            | CertError::Other(_) => AlertDescription::BadCertificate,
+        }
+    }
+}
+
+impl fmt::Display for CertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CertError::Empty(u) => write!(f, "empty certificate chain ({u:?})"),
+            CertError::Expired => f.write_str("certificate expired"),
+            CertError::NotYetValid => f.write_str("certificate not yet valid"),
+            CertError::UnknownIssuer => f.write_str("certificate issuer unknown"),
+            CertError::BadSignature => f.write_str("certificate signature invalid"),
+            CertError::NameMismatch => f.write_str("certificate not valid for server name"),
+            CertError::BadEncoding => f.write_str("certificate encoding invalid"),
+            CertError::UnsupportedSignature => f.write_str("certificate signature unsupported"),
+            CertError::WrongUsage => f.write_str("certificate not valid for this usage"),
+            CertError::BadTrustAnchor(i) => write!(f, "trust anchor {i} unparseable"),
+            CertError::Other(s) => write!(f, "certificate rejected: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for CertError {}
+
+#[allow(deprecated)] // webpki keeps deprecated variants alongside their *Context replacements.
+fn map_webpki(e: webpki::Error) -> CertError {
+    use webpki::Error as E;
+    match e {
+        E::CertExpired { .. } => CertError::Expired,
+        E::CertNotValidYet { .. } => CertError::NotYetValid,
+        E::UnknownIssuer => CertError::UnknownIssuer,
+        E::InvalidSignatureForPublicKey => CertError::BadSignature,
+        E::CertNotValidForName(_) => CertError::NameMismatch,
+        E::BadDer
+        | E::BadDerTime
+        | E::TrailingData(_)
+        | E::UnsupportedCertVersion
+        | E::MalformedExtensions
+        | E::ExtensionValueInvalid
+        | E::InvalidSerialNumber
+        | E::InvalidCertValidity => CertError::BadEncoding,
+        E::UnsupportedSignatureAlgorithm
+        | E::UnsupportedSignatureAlgorithmContext(_)
+        | E::UnsupportedSignatureAlgorithmForPublicKey
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => CertError::UnsupportedSignature,
+        E::RequiredEkuNotFound | E::RequiredEkuNotFoundContext(_) | E::EmptyEkuExtension => {
+            CertError::WrongUsage
+        }
+        other => CertError::Other(format!("{other:?}")),
+    }
+}
+
+/// A set of trust anchors (DER certificates), checked once at construction.
+#[derive(Clone, Debug, Default)]
+pub struct CertVerifier {
+    roots: Vec<Vec<u8>>,
+}
+
+impl CertVerifier {
+    /// Fails with [`CertError::BadTrustAnchor`] if a root cannot be used as an anchor.
+    pub fn new(roots: Vec<Vec<u8>>) -> Result<Self, CertError> {
+        for (i, r) in roots.iter().enumerate() {
+            let der = CertificateDer::from(r.as_slice());
+            webpki::anchor_from_trusted_cert(&der).map_err(|_| CertError::BadTrustAnchor(i))?;
+        }
+        Ok(Self { roots })
+    }
+
+    /// The anchors, as given.
+    pub fn roots(&self) -> &[Vec<u8>] {
+        &self.roots
+    }
+
+    /// See [`verify_chain`].
+    pub fn verify(
+        &self,
+        chain: &[Vec<u8>],
+        server_name: Option<&str>,
+        now_unix_secs: u64,
+        usage: Usage,
+    ) -> Result<(), CertError> {
+        verify_chain(chain, &self.roots, server_name, now_unix_secs, usage)
+    }
+}
+
+/// Validates `chain` (DER, leaf first, then intermediates in any order) up to one of `roots` at
+/// time `now_unix_secs`, and, if given, that the leaf is valid for `server_name` (DNS name or IP
+/// address, matched against subjectAltName only — never the CN).
+pub fn verify_chain(
+    chain: &[Vec<u8>],
+    roots: &[Vec<u8>],
+    server_name: Option<&str>,
+    now_unix_secs: u64,
+    usage: Usage,
+) -> Result<(), CertError> {
+    let (leaf, rest) = chain.split_first().ok_or(CertError::Empty(usage))?;
+    let root_ders: Vec<CertificateDer<'_>> = roots
+        .iter()
+        .map(|r| CertificateDer::from(r.as_slice()))
+        .collect();
+    let anchors = root_ders
+        .iter()
+        .enumerate()
+        .map(|(i, d)| webpki::anchor_from_trusted_cert(d).map_err(|_| CertError::BadTrustAnchor(i)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let intermediates: Vec<CertificateDer<'_>> = rest
+        .iter()
+        .map(|c| CertificateDer::from(c.as_slice()))
+        .collect();
+    let leaf_der = CertificateDer::from(leaf.as_slice());
+    let ee = EndEntityCert::try_from(&leaf_der).map_err(map_webpki)?;
+    let eku = match usage {
+        Usage::Server => KeyUsage::server_auth(),
+        Usage::Client => KeyUsage::client_auth(),
+    };
+    ee.verify_for_usage(
+        CERTIFICATE_ALGORITHMS,
+        &anchors,
+        &intermediates,
+        UnixTime::since_unix_epoch(Duration::from_secs(now_unix_secs)),
+        eku,
+        None,
+        None,
+    )
+    .map_err(map_webpki)?;
+    if let Some(name) = server_name {
+        let name = ServerName::try_from(name)
+            .map_err(|_| CertError::Other(format!("invalid server name {name:?}")))?;
+        ee.verify_is_valid_for_subject_name(&name)
+            .map_err(map_webpki)?;
+    }
+    Ok(())
+}
+
+/// CertificateVerify check (§4.4.3): `signature` by the key of `leaf_der` over `message`
+/// (see [`sign::certificate_verify_message`]) with `scheme`.
+pub fn verify_with_leaf(
+    leaf_der: &[u8],
+    scheme: SignatureScheme,
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), SigError> {
+    // Reject disallowed schemes before touching the certificate.
+    sign::certificate_verify_algorithm(scheme).ok_or(SigError::UnsupportedScheme(scheme))?;
+    let der = CertificateDer::from(leaf_der);
+    let ee = EndEntityCert::try_from(&der)
+        .map_err(|_| SigError::BadKey("leaf certificate unparseable"))?;
+    let spki = ee.subject_public_key_info();
+    sign::verify_signature(scheme, spki.as_ref(), message, signature)
+}
+
+/// Reads every "CERTIFICATE" block of a PEM text, in order.
+pub fn certs_from_pem(pem: &str) -> Result<Vec<Vec<u8>>, CertError> {
+    let mut out = Vec::new();
+    let mut rest = pem.as_bytes();
+    loop {
+        match rustls_pemfile::read_one_from_slice(rest) {
+            Ok(Some((item, tail))) => {
+                rest = tail;
+                if let rustls_pemfile::Item::X509Certificate(c) = item {
+                    out.push(c.to_vec());
+                }
+            }
+            Ok(None) => return Ok(out),
+            Err(_) => return Err(CertError::BadEncoding),
+        }
+    }
+}
+
+/// Failure to build a certificate locally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertGenError(pub String);
+
+impl fmt::Display for CertGenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "certificate generation failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for CertGenError {}
+
+/// A self-signed end-entity certificate for `names` (DNS names or IP addresses; the first is
+/// also the CN) with validity `[not_before, not_after]` (unix seconds), signed by our P-256
+/// `key` through rcgen's remote-key hook. ECDSA here is RFC 6979 and rcgen derives the serial
+/// from the public key, so the same key and inputs give byte-identical DER (seeded demos).
+/// Returns the certificate DER.
+pub fn self_signed_p256(
+    names: &[&str],
+    key: &SigningKey,
+    not_before_unix: u64,
+    not_after_unix: u64,
+) -> Result<Vec<u8>, CertGenError> {
+    if !matches!(key, SigningKey::EcdsaP256(_)) {
+        return Err(CertGenError(format!("{key:?} is not a P-256 key")));
+    }
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .map_err(|e| CertGenError(e.to_string()))?;
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(
+        rcgen::DnType::CommonName,
+        names.first().copied().unwrap_or("tls13lab"),
+    );
+    params.distinguished_name = dn;
+    set_validity(&mut params, not_before_unix, not_after_unix)?;
+    params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![
+        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+        rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let kp = rcgen_key(key)?;
+    let cert = params
+        .self_signed(&kp)
+        .map_err(|e| CertGenError(e.to_string()))?;
+    Ok(cert.der().to_vec())
+}
+
+/// rcgen wants `time::OffsetDateTime`; reach it from the epoch so we need no `time` dependency.
+fn set_validity(
+    params: &mut rcgen::CertificateParams,
+    not_before: u64,
+    not_after: u64,
+) -> Result<(), CertGenError> {
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    let range = |secs: u64| CertGenError(format!("time {secs} out of range"));
+    params.not_before = epoch
+        .checked_add(
+            Duration::from_secs(not_before)
+                .try_into()
+                .map_err(|_| range(not_before))?,
+        )
+        .ok_or_else(|| range(not_before))?;
+    params.not_after = epoch
+        .checked_add(
+            Duration::from_secs(not_after)
+                .try_into()
+                .map_err(|_| range(not_after))?,
+        )
+        .ok_or_else(|| range(not_after))?;
+    Ok(())
+}
+
+/// Wraps our key as an rcgen key pair; rcgen only serializes, the signature is ours.
+fn rcgen_key(key: &SigningKey) -> Result<rcgen::KeyPair, CertGenError> {
+    let remote = match key {
+        SigningKey::EcdsaP256(k) => RemoteKey {
+            public: k
+                .verifying_key()
+                .to_encoded_point(false)
+                .as_bytes()
+                .to_vec(),
+            key: key.clone(),
+            alg: &rcgen::PKCS_ECDSA_P256_SHA256,
+        },
+        SigningKey::Ed25519(k) => RemoteKey {
+            public: k.verifying_key().as_bytes().to_vec(),
+            key: key.clone(),
+            alg: &rcgen::PKCS_ED25519,
+        },
+        SigningKey::Rsa(_) => {
+            return Err(CertGenError("RSA certificates are not generated".into()));
+        }
+    };
+    rcgen::KeyPair::from_remote(Box::new(remote)).map_err(|e| CertGenError(e.to_string()))
+}
+
+struct RemoteKey {
+    key: SigningKey,
+    public: Vec<u8>,
+    alg: &'static rcgen::SignatureAlgorithm,
+}
+
+impl rcgen::RemoteKeyPair for RemoteKey {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
+        match &self.key {
+            SigningKey::EcdsaP256(k) => {
+                let sig: p256::ecdsa::Signature = k.sign(msg);
+                Ok(sig.to_der().as_bytes().to_vec())
+            }
+            SigningKey::Ed25519(k) => Ok(k.sign(msg).to_bytes().to_vec()),
+            SigningKey::Rsa(_) => Err(rcgen::Error::RemoteKeyError),
+        }
+    }
+
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        self.alg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::random::{ScriptedRandom, SeededRandom};
+    use crate::crypto::sign::certificate_verify_message;
+
+    const RSA_CERT: &str = include_str!("../../tests/vectors/pem/server_rsa_certificate.pem");
+    const ECDSA_CERT: &str =
+        include_str!("../../tests/vectors/pem/server_ecdsa_certificate_client_auth.pem");
+    const CLIENT_CERT: &str = include_str!("../../tests/vectors/pem/client_rsa_certificate.pem");
+    const RSA_KEY: &str = include_str!("../../tests/vectors/pem/server_rsa_key.pem");
+
+    const T_2015: u64 = 1_420_070_400; // 2015-01-01
+    const T_2020: u64 = 1_577_836_800; // 2020-01-01
+    const T_2026_12: u64 = 1_796_083_200; // 2026-12-01
+
+    // RFC 8448 §3: server CertificateVerify (rsa_pss_rsae_sha256) and the content it signs
+    // (transcript hash from rfc8448_computed_extras.json).
+    const S3_CV_SIG: &str = "5a747c5d88fa9bd2e55ab085a61015b7211f824cd484145ab3ff52f1fda8477b0b7abc90db78e2d33a5c141a078653fa6bef780c5ea248eeaaa785c4f394cab6d30bbe8d4859ee511f602957b15411ac027671459e46445c9ea58c181e818e95b8c3fb0bf3278409d3be152a3da5043e063dda65cdf5aea20d53dfacd42f74f3";
+    const S3_CV_HASH: &str = "764d6632b3c35c3f3205e3499ac3edbaabb88295fba751461d3678e2e5ea0687";
+    // RFC 8448 §6: server (ecdsa_secp256r1_sha256) and client (rsa_pss_rsae_sha256) signatures.
+    const S6_SERVER_CV_SIG: &str = "3045022100d7a4d34bd54f55fee1a89625678c3dd5e5f60dac73ec940c5c7b9304a02084a90220289f595ed488b9ac689a3d192b1a8bb38f34af7874c059c9806a1f38269353e8";
+    const S6_SERVER_CV_HASH: &str =
+        "859eaf14bd760766c74a398668367bc3a32687ce5a598b4383726ab82a911e26";
+    const S6_CLIENT_CV_SIG: &str = "186b2223b503a759c35dba0e9721b4b579138d5f0f5e6ec7feaaf27f3ad7f386c2c7bd7cb2be52fbf5ed8393f406ee79369692ec7ac695651d858219e672a8eb7b2a677b640b46ab630edc5f3f2f8272b9c0d906f81f84ddc5b8c7bcf955c78a3cf99e5016f73e04eb7dfcb28833f13e8f75ec2ff3581e2f098ad4157fd6d6ad";
+    const S6_CLIENT_CV_HASH: &str =
+        "44026ef3331bc864da1c08ee32e196d93cc2c5d487e47e957d980e7c3d801b9a";
+
+    fn h(s: &str) -> Vec<u8> {
+        hex::decode(s).unwrap()
+    }
+
+    fn one_cert(pem: &str) -> Vec<u8> {
+        let mut v = certs_from_pem(pem).unwrap();
+        assert_eq!(v.len(), 1);
+        v.remove(0)
+    }
+
+    #[test]
+    fn rfc8448_s3_cert_is_its_own_root() {
+        let c = one_cert(RSA_CERT);
+        let chain = vec![c.clone()];
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server).unwrap();
+        verify_chain(&chain, &chain, None, T_2020, Usage::Client).unwrap();
+        let v = CertVerifier::new(chain.clone()).unwrap();
+        v.verify(&chain, None, T_2020, Usage::Server).unwrap();
+
+        let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server).unwrap_err();
+        assert_eq!(err, CertError::Expired);
+        assert_eq!(err.alert(), AlertDescription::CertificateExpired);
+        let err = verify_chain(&chain, &chain, None, T_2015, Usage::Server).unwrap_err();
+        assert_eq!(err, CertError::NotYetValid);
+        assert_eq!(err.alert(), AlertDescription::CertificateExpired);
+        // No subjectAltName: the CN "rsa" is not a DNS identity (RFC 6125).
+        let err = verify_chain(&chain, &chain, Some("rsa"), T_2020, Usage::Server).unwrap_err();
+        assert_eq!(err, CertError::NameMismatch);
+        assert_eq!(err.alert(), AlertDescription::BadCertificate);
+    }
+
+    #[test]
+    fn rfc8448_s6_certs_are_their_own_roots() {
+        for pem in [ECDSA_CERT, CLIENT_CERT] {
+            let chain = vec![one_cert(pem)];
+            verify_chain(&chain, &chain, None, T_2020, Usage::Client).unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_issuer_empty_and_garbage() {
+        let rsa = vec![one_cert(RSA_CERT)];
+        let ecdsa = vec![one_cert(ECDSA_CERT)];
+        let err = verify_chain(&rsa, &ecdsa, None, T_2020, Usage::Server).unwrap_err();
+        assert_eq!(err, CertError::UnknownIssuer);
+        assert_eq!(err.alert(), AlertDescription::UnknownCa);
+        assert_eq!(
+            verify_chain(&rsa, &[], None, T_2020, Usage::Server),
+            Err(CertError::UnknownIssuer)
+        );
+        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Server).unwrap_err();
+        assert_eq!(err.alert(), AlertDescription::DecodeError);
+        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Client).unwrap_err();
+        assert_eq!(err.alert(), AlertDescription::CertificateRequired);
+        assert_eq!(
+            CertVerifier::new(vec![vec![1, 2, 3]]).unwrap_err(),
+            CertError::BadTrustAnchor(0)
+        );
+        assert_eq!(
+            verify_chain(&rsa, &[vec![0x30]], None, T_2020, Usage::Server)
+                .unwrap_err()
+                .alert(),
+            AlertDescription::InternalError
+        );
+        // Every truncation of the leaf is rejected, never a panic.
+        for i in 0..rsa[0].len() {
+            let cut = vec![rsa[0][..i].to_vec()];
+            let err = verify_chain(&cut, &rsa, None, T_2020, Usage::Server).unwrap_err();
+            assert_eq!(
+                err.alert(),
+                AlertDescription::BadCertificate,
+                "{i}: {err:?}"
+            );
+        }
+        // A corrupted signature no longer chains to the (intact) anchor.
+        let mut bad = rsa[0].clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let err = verify_chain(&[bad], &rsa, None, T_2020, Usage::Server).unwrap_err();
+        assert_eq!(err, CertError::BadSignature);
+    }
+
+    #[test]
+    fn rfc8448_s3_certificate_verify() {
+        let leaf = one_cert(RSA_CERT);
+        let msg = certificate_verify_message(true, &h(S3_CV_HASH));
+        let sig = h(S3_CV_SIG);
+        let scheme = SignatureScheme::rsa_pss_rsae_sha256;
+        verify_with_leaf(&leaf, scheme, &msg, &sig).unwrap();
+
+        let err = verify_with_leaf(
+            &leaf,
+            scheme,
+            &certificate_verify_message(false, &h(S3_CV_HASH)),
+            &sig,
+        )
+        .unwrap_err();
+        assert_eq!(err, SigError::BadSignature);
+        assert_eq!(err.alert(), AlertDescription::DecryptError);
+        // Salt length must equal the hash length: the same bytes are not a SHA-384 PSS signature.
+        assert_eq!(
+            verify_with_leaf(&leaf, SignatureScheme::rsa_pss_rsae_sha384, &msg, &sig),
+            Err(SigError::BadSignature)
+        );
+        // §4.4.3: PKCS#1 v1.5 never in CertificateVerify, whatever the key.
+        assert_eq!(
+            verify_with_leaf(&leaf, SignatureScheme::rsa_pkcs1_sha256, &msg, &sig),
+            Err(SigError::UnsupportedScheme(
+                SignatureScheme::rsa_pkcs1_sha256
+            ))
+        );
+        assert_eq!(
+            verify_with_leaf(&leaf, SignatureScheme::ecdsa_secp256r1_sha256, &msg, &sig),
+            Err(SigError::KeyMismatch(
+                SignatureScheme::ecdsa_secp256r1_sha256
+            ))
+        );
+        assert!(matches!(
+            verify_with_leaf(&leaf[..100], scheme, &msg, &sig),
+            Err(SigError::BadKey(_))
+        ));
+    }
+
+    #[test]
+    fn rfc8448_s6_certificate_verifies() {
+        let server = one_cert(ECDSA_CERT);
+        let msg = certificate_verify_message(true, &h(S6_SERVER_CV_HASH));
+        let scheme = SignatureScheme::ecdsa_secp256r1_sha256;
+        verify_with_leaf(&server, scheme, &msg, &h(S6_SERVER_CV_SIG)).unwrap();
+        assert_eq!(
+            verify_with_leaf(&server, scheme, &msg[1..], &h(S6_SERVER_CV_SIG)),
+            Err(SigError::BadSignature)
+        );
+
+        let client = one_cert(CLIENT_CERT);
+        let msg = certificate_verify_message(false, &h(S6_CLIENT_CV_HASH));
+        verify_with_leaf(
+            &client,
+            SignatureScheme::rsa_pss_rsae_sha256,
+            &msg,
+            &h(S6_CLIENT_CV_SIG),
+        )
+        .unwrap();
+    }
+
+    /// MGF1 (RFC 8017 §B.2.1) with SHA-256, to read the salt back out of a PSS signature.
+    fn mgf1_sha256(seed: &[u8], len: usize) -> Vec<u8> {
+        use sha2::Digest;
+        let mut out = Vec::new();
+        let mut counter = 0u32;
+        while out.len() < len {
+            let mut d = sha2::Sha256::new();
+            d.update(seed);
+            d.update(counter.to_be_bytes());
+            out.extend_from_slice(&d.finalize());
+            counter += 1;
+        }
+        out.truncate(len);
+        out
+    }
+
+    #[test]
+    fn rfc8448_s3_signature_reproduced_from_injected_salt() {
+        use rsa::traits::PublicKeyParts;
+        let key = SigningKey::from_pem(RSA_KEY).unwrap();
+        let SigningKey::Rsa(rk) = &key else {
+            panic!("RSA key expected")
+        };
+        // Open the RFC's signature with the public key: EM = maskedDB || H || 0xbc.
+        let sig = h(S3_CV_SIG);
+        let em = rsa::BigUint::from_bytes_be(&sig)
+            .modpow(rk.e(), rk.n())
+            .to_bytes_be();
+        assert_eq!(em.len(), 128);
+        assert_eq!(em[127], 0xbc);
+        let (masked_db, hh) = em[..127].split_at(95);
+        let mut db: Vec<u8> = masked_db
+            .iter()
+            .zip(mgf1_sha256(hh, 95))
+            .map(|(a, b)| a ^ b)
+            .collect();
+        db[0] &= 0x7f;
+        assert_eq!(db[95 - 33], 0x01);
+        let salt = db[95 - 32..].to_vec();
+
+        // Signing with that salt as the one injected draw gives the RFC's bytes exactly.
+        let msg = certificate_verify_message(true, &h(S3_CV_HASH));
+        let mut rng = ScriptedRandom::new(vec![salt], 0);
+        let ours = key
+            .sign(SignatureScheme::rsa_pss_rsae_sha256, &msg, &mut rng)
+            .unwrap();
+        assert_eq!(ours, sig);
+        assert!(rng.mismatches().is_empty());
+        assert_eq!((rng.remaining(), rng.draws()), (0, 1));
+    }
+
+    #[test]
+    fn rfc8448_key_matches_certificate() {
+        let key = SigningKey::from_pem(RSA_KEY).unwrap();
+        let leaf = one_cert(RSA_CERT);
+        let msg = certificate_verify_message(true, &[9; 32]);
+        let sig = key
+            .sign(
+                SignatureScheme::rsa_pss_rsae_sha384,
+                &msg,
+                &mut SeededRandom::from_seed(1),
+            )
+            .unwrap();
+        verify_with_leaf(&leaf, SignatureScheme::rsa_pss_rsae_sha384, &msg, &sig).unwrap();
+    }
+
+    const NB: u64 = T_2020;
+    const NA: u64 = T_2020 + 365 * 86_400;
+
+    #[test]
+    fn self_signed_p256_is_deterministic_and_validates() {
+        let names = ["localhost", "127.0.0.1"];
+        let k1 = SigningKey::generate_p256(&mut SeededRandom::from_seed(42));
+        let k2 = SigningKey::generate_p256(&mut SeededRandom::from_seed(42));
+        let c1 = self_signed_p256(&names, &k1, NB, NA).unwrap();
+        let c2 = self_signed_p256(&names, &k2, NB, NA).unwrap();
+        assert_eq!(c1, c2);
+        let k3 = SigningKey::generate_p256(&mut SeededRandom::from_seed(43));
+        assert_ne!(self_signed_p256(&names, &k3, NB, NA).unwrap(), c1);
+
+        let chain = vec![c1.clone()];
+        for name in [None, Some("localhost"), Some("127.0.0.1")] {
+            for usage in [Usage::Server, Usage::Client] {
+                verify_chain(&chain, &chain, name, NB + 10, usage).unwrap();
+            }
+        }
+        assert_eq!(
+            verify_chain(&chain, &chain, Some("example.com"), NB + 10, Usage::Server),
+            Err(CertError::NameMismatch)
+        );
+        assert_eq!(
+            verify_chain(&chain, &chain, None, NA + 1, Usage::Server),
+            Err(CertError::Expired)
+        );
+
+        // CertificateVerify round trip: the key signs, the certificate verifies.
+        let msg = certificate_verify_message(true, &[3; 32]);
+        let scheme = SignatureScheme::ecdsa_secp256r1_sha256;
+        let sig = k1
+            .sign(scheme, &msg, &mut SeededRandom::from_seed(0))
+            .unwrap();
+        verify_with_leaf(&c1, scheme, &msg, &sig).unwrap();
+        assert_eq!(
+            verify_with_leaf(&c1, SignatureScheme::ed25519, &msg, &sig),
+            Err(SigError::KeyMismatch(SignatureScheme::ed25519))
+        );
+
+        assert!(self_signed_p256(&names, &k1, NB, u64::MAX).is_err());
+        let rsa = SigningKey::from_pem(RSA_KEY).unwrap();
+        assert!(self_signed_p256(&names, &rsa, NB, NA).is_err());
+        let ed = SigningKey::generate_ed25519(&mut SeededRandom::from_seed(1));
+        assert!(self_signed_p256(&names, &ed, NB, NA).is_err());
+    }
+
+    fn params(
+        name: &str,
+        ca: bool,
+        eku: Vec<rcgen::ExtendedKeyUsagePurpose>,
+    ) -> rcgen::CertificateParams {
+        let mut p = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        let mut dn = rcgen::DistinguishedName::new();
+        dn.push(rcgen::DnType::CommonName, name);
+        p.distinguished_name = dn;
+        set_validity(&mut p, NB, NA).unwrap();
+        if ca {
+            p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
+        p.extended_key_usages = eku;
+        p
+    }
+
+    #[test]
+    fn chain_through_intermediate() {
+        use rcgen::ExtendedKeyUsagePurpose as Eku;
+        let mut rng = SeededRandom::from_seed(7);
+        let root_key = rcgen_key(&SigningKey::generate_ed25519(&mut rng)).unwrap();
+        let inter_key = rcgen_key(&SigningKey::generate_p256(&mut rng)).unwrap();
+        let leaf_sk = SigningKey::generate_p256(&mut rng);
+        let leaf_key = rcgen_key(&leaf_sk).unwrap();
+
+        let root = params("root.test", true, vec![])
+            .self_signed(&root_key)
+            .unwrap();
+        let inter = params("inter.test", true, vec![])
+            .signed_by(&inter_key, &root, &root_key)
+            .unwrap();
+        let leaf = params("leaf.test", false, vec![Eku::ServerAuth])
+            .signed_by(&leaf_key, &inter, &inter_key)
+            .unwrap();
+        let chain = vec![leaf.der().to_vec(), inter.der().to_vec()];
+        let roots = vec![root.der().to_vec()];
+
+        verify_chain(&chain, &roots, Some("leaf.test"), NB + 1, Usage::Server).unwrap();
+        assert_eq!(
+            verify_chain(&chain[..1], &roots, None, NB + 1, Usage::Server),
+            Err(CertError::UnknownIssuer)
+        );
+        let err = verify_chain(&chain, &roots, None, NB + 1, Usage::Client).unwrap_err();
+        assert_eq!(err, CertError::WrongUsage);
+        assert_eq!(err.alert(), AlertDescription::UnsupportedCertificate);
+        // The leaf's key signs CertificateVerify that checks out against the leaf certificate.
+        let msg = certificate_verify_message(false, &[1; 48]);
+        let sig = leaf_sk
+            .sign(SignatureScheme::ecdsa_secp256r1_sha256, &msg, &mut rng)
+            .unwrap();
+        verify_with_leaf(
+            &chain[0],
+            SignatureScheme::ecdsa_secp256r1_sha256,
+            &msg,
+            &sig,
+        )
+        .unwrap();
+    }
+}

@@ -1,0 +1,306 @@
+//! The two hash functions TLS 1.3's cipher suites use (RFC 8446 §B.4), HMAC over them, and an
+//! incremental state for the transcript hash (RFC 8446 §4.4.1).
+//!
+//! Everything here is fixed-size and allocation-free: an [`Output`] is at most 48 bytes on the stack.
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256, Sha384};
+use subtle::ConstantTimeEq;
+
+/// Largest output of any supported hash (SHA-384).
+pub const MAX_HASH_LEN: usize = 48;
+
+/// Hash function of a cipher suite (RFC 8446 §B.4): the transcript hash and HKDF both use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum HashAlg {
+    /// SHA-256 (TLS_AES_128_GCM_SHA256, TLS_CHACHA20_POLY1305_SHA256).
+    Sha256,
+    /// SHA-384 (TLS_AES_256_GCM_SHA384).
+    Sha384,
+}
+
+impl HashAlg {
+    /// Hash.length in RFC 8446 §7.1.
+    pub const fn output_len(self) -> usize {
+        match self {
+            HashAlg::Sha256 => 32,
+            HashAlg::Sha384 => 48,
+        }
+    }
+
+    /// Display name, e.g. `"SHA-256"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HashAlg::Sha256 => "SHA-256",
+            HashAlg::Sha384 => "SHA-384",
+        }
+    }
+
+    /// One-shot hash of `data`.
+    pub fn hash(self, data: &[u8]) -> Output {
+        let mut st = HashState::new(self);
+        st.update(data);
+        st.finish()
+    }
+
+    /// HMAC(key, data) (RFC 2104), used for Finished and PSK binders (RFC 8446 §4.4.4, §4.2.11.2).
+    pub fn hmac(self, key: &[u8], data: &[u8]) -> Output {
+        self.hmac_parts(key, &[data])
+    }
+
+    /// HMAC over the concatenation of `parts`, so callers never build the message in a buffer
+    /// (HKDF's `T(n-1) | info | n` is fed this way).
+    pub fn hmac_parts(self, key: &[u8], parts: &[&[u8]]) -> Output {
+        match self {
+            HashAlg::Sha256 => hmac_sha256(key, parts),
+            HashAlg::Sha384 => hmac_sha384(key, parts),
+        }
+    }
+
+    /// A string of Hash.length zero bytes: the "0" of the key schedule diagram (RFC 8446 §7.1).
+    pub fn zeros(self) -> Output {
+        Output {
+            bytes: [0; MAX_HASH_LEN],
+            len: self.output_len() as u8,
+        }
+    }
+
+    /// A fresh incremental state.
+    pub fn start(self) -> HashState {
+        HashState::new(self)
+    }
+}
+
+impl core::fmt::Display for HashAlg {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+macro_rules! hmac_fn {
+    ($name:ident, $d:ty) => {
+        fn $name(key: &[u8], parts: &[&[u8]]) -> Output {
+            // HMAC takes keys of any length (longer ones are hashed, RFC 2104 §2), so the error
+            // arm cannot happen; an empty output keeps this panic-free anyway.
+            let Ok(mut mac) = <Hmac<$d> as Mac>::new_from_slice(key) else {
+                return Output::empty();
+            };
+            for p in parts {
+                mac.update(p);
+            }
+            Output::from_generic(&mac.finalize().into_bytes())
+        }
+    };
+}
+hmac_fn!(hmac_sha256, Sha256);
+hmac_fn!(hmac_sha384, Sha384);
+
+/// A hash or HMAC value (≤ 48 bytes) held inline.
+///
+/// Equality is constant-time, since Finished values and binders may be compared as `Output`s.
+/// Erased on drop: HMAC outputs are sometimes key material (HKDF's PRK and T(i)).
+#[derive(Clone, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
+pub struct Output {
+    bytes: [u8; MAX_HASH_LEN],
+    len: u8,
+}
+
+impl Output {
+    /// Copies `bytes`; `None` if longer than 48 bytes.
+    pub fn new(bytes: &[u8]) -> Option<Output> {
+        if bytes.len() > MAX_HASH_LEN {
+            return None;
+        }
+        let mut out = Output::empty();
+        out.bytes[..bytes.len()].copy_from_slice(bytes);
+        out.len = bytes.len() as u8;
+        Some(out)
+    }
+
+    /// The zero-length output: what a transcript reports before its hash is chosen.
+    pub const fn empty() -> Output {
+        Output {
+            bytes: [0; MAX_HASH_LEN],
+            len: 0,
+        }
+    }
+
+    fn from_generic(b: &[u8]) -> Output {
+        // Digest outputs are 32 or 48 bytes here, always within capacity.
+        Output::new(b).unwrap_or_else(Output::empty)
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for the zero-length output.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies into a `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl AsRef<[u8]> for Output {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl core::ops::Deref for Output {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Output {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice().ct_eq(other.as_slice()).into()
+    }
+}
+
+impl Eq for Output {}
+
+impl ConstantTimeEq for Output {
+    fn ct_eq(&self, other: &Self) -> subtle::Choice {
+        self.as_slice().ct_eq(other.as_slice())
+    }
+}
+
+impl core::fmt::Debug for Output {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Output(")?;
+        write_hex(f, self.as_slice())?;
+        f.write_str(")")
+    }
+}
+
+/// Incremental hash: the running transcript hash (RFC 8446 §4.4.1).
+///
+/// Reading the current value clones the state (cheap: ~100-200 bytes, no heap), so the running
+/// hash keeps going.
+#[derive(Clone)]
+pub enum HashState {
+    /// SHA-256 state.
+    Sha256(Sha256),
+    /// SHA-384 state.
+    Sha384(Sha384),
+}
+
+impl HashState {
+    /// Empty state for `alg`.
+    pub fn new(alg: HashAlg) -> HashState {
+        match alg {
+            HashAlg::Sha256 => HashState::Sha256(Sha256::new()),
+            HashAlg::Sha384 => HashState::Sha384(Sha384::new()),
+        }
+    }
+
+    /// Which function this is.
+    pub fn alg(&self) -> HashAlg {
+        match self {
+            HashState::Sha256(_) => HashAlg::Sha256,
+            HashState::Sha384(_) => HashAlg::Sha384,
+        }
+    }
+
+    /// Absorbs `data`.
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            HashState::Sha256(h) => h.update(data),
+            HashState::Sha384(h) => h.update(data),
+        }
+    }
+
+    /// Hash of everything absorbed so far, leaving the state usable.
+    pub fn current(&self) -> Output {
+        self.clone().finish()
+    }
+
+    /// Hash of everything absorbed, consuming the state.
+    pub fn finish(self) -> Output {
+        match self {
+            HashState::Sha256(h) => Output::from_generic(&h.finalize()),
+            HashState::Sha384(h) => Output::from_generic(&h.finalize()),
+        }
+    }
+}
+
+impl core::fmt::Debug for HashState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "HashState({})", self.alg().name())
+    }
+}
+
+/// Lowercase hex without separators, for `Debug` impls and serialized derivations.
+pub(crate) fn write_hex(w: &mut impl core::fmt::Write, bytes: &[u8]) -> core::fmt::Result {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        w.write_char(DIGITS[(b >> 4) as usize] as char)?;
+        w.write_char(DIGITS[(b & 0xf) as usize] as char)?;
+    }
+    Ok(())
+}
+
+/// `bytes` as a lowercase hex `String`.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    // Writing to a String cannot fail.
+    let _ = write_hex(&mut s, bytes);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_hashes() {
+        // Transcript-Hash("") as printed in RFC 8448 §3 ("derive secret for handshake").
+        assert_eq!(
+            to_hex(&HashAlg::Sha256.hash(b"")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(HashAlg::Sha384.hash(b"").len(), 48);
+        assert_eq!(HashAlg::Sha384.zeros().as_slice(), &[0u8; 48][..]);
+    }
+
+    #[test]
+    fn incremental_matches_one_shot() {
+        let mut st = HashAlg::Sha384.start();
+        st.update(b"hello ");
+        let mid = st.current();
+        st.update(b"world");
+        assert_eq!(mid, HashAlg::Sha384.hash(b"hello "));
+        assert_eq!(st.finish(), HashAlg::Sha384.hash(b"hello world"));
+    }
+
+    #[test]
+    fn hmac_rfc4231_case2() {
+        let out = HashAlg::Sha256.hmac_parts(b"Jefe", &[b"what do ya want ", b"for nothing?"]);
+        assert_eq!(
+            to_hex(&out),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn output_eq_and_debug() {
+        let a = Output::new(&[1, 2, 3]).unwrap();
+        assert_eq!(a, Output::new(&[1, 2, 3]).unwrap());
+        assert_ne!(a, Output::new(&[1, 2]).unwrap());
+        assert_eq!(format!("{a:?}"), "Output(010203)");
+        assert!(Output::new(&[0; 49]).is_none());
+    }
+}

@@ -1,0 +1,601 @@
+//! Key exchange for the `key_share` extension (RFC 8446 §4.2.8, §7.4).
+//!
+//! A named group is an ordered list of components. A pure group (x25519, secp256r1) has one;
+//! a hybrid such as X25519MLKEM768 (draft-ietf-tls-ecdhe-mlkem) will have two, whose shares and
+//! shared secrets are concatenated in table order. Each component is either Diffie-Hellman
+//! (both sides generate a key pair) or, later, a KEM (the client sends an encapsulation key, the
+//! server answers with a ciphertext). Adding ML-KEM means adding a component and a table row; the
+//! client/server entry points below do not change.
+//!
+//! All private values are drawn from the injected [`RandomSource`]; for X25519 the 32 drawn bytes
+//! *are* the private key, so RFC 8448 tests can inject the RFC's keys.
+
+use core::fmt;
+
+use p256::elliptic_curve::sec1::ToEncodedPoint;
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::crypto::random::RandomSource;
+use crate::messages::enums::{AlertDescription, NamedGroup};
+
+/// Groups we can offer and accept, in our preference order.
+pub fn supported_groups() -> &'static [NamedGroup] {
+    &[NamedGroup::X25519, NamedGroup::secp256r1]
+}
+
+/// Whether [`KeyShareSecret::generate`] and [`server_respond`] accept `group`.
+pub fn is_supported(group: NamedGroup) -> bool {
+    components(group).is_some()
+}
+
+/// The components of a group, in the order their shares and secrets are concatenated.
+fn components(group: NamedGroup) -> Option<&'static [Component]> {
+    match group {
+        NamedGroup::X25519 => Some(&[Component::X25519]),
+        NamedGroup::secp256r1 => Some(&[Component::P256]),
+        // Issue 4: X25519MLKEM768 => [MlKem768, X25519], SecP256r1MLKEM768 => [P256, MlKem768].
+        _ => None,
+    }
+}
+
+/// Why a key exchange failed. Each maps to one alert via [`KxError::alert`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KxError {
+    /// The group is not one we implement.
+    Unsupported(NamedGroup),
+    /// The peer's key_exchange bytes are malformed: wrong length, not an uncompressed point,
+    /// or not on the curve (RFC 8446 §4.2.8.2).
+    InvalidPeerShare(&'static str),
+    /// X25519 produced the all-zero value: the peer sent a small-order point (RFC 8446 §7.4.2).
+    ZeroSharedSecret,
+}
+
+impl KxError {
+    /// The alert to send (RFC 8446 §6.2).
+    pub fn alert(&self) -> AlertDescription {
+        // A group we did not offer, or a bad share, is an illegal parameter of the peer's
+        // message (§4.2.8, §4.2.8.2, §7.4.2).
+        AlertDescription::IllegalParameter
+    }
+}
+
+impl fmt::Display for KxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KxError::Unsupported(g) => write!(f, "unsupported key exchange group {g}"),
+            KxError::InvalidPeerShare(why) => write!(f, "invalid peer key share: {why}"),
+            KxError::ZeroSharedSecret => f.write_str("all-zero (EC)DHE shared secret"),
+        }
+    }
+}
+
+impl std::error::Error for KxError {}
+
+/// What one component of a group contributed, for the ledger.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KxComponent {
+    /// "X25519", "P-256"; later "ML-KEM-768".
+    pub name: &'static str,
+    /// This component's slice of the client's key_exchange.
+    pub client_share: Vec<u8>,
+    /// This component's slice of the server's key_exchange.
+    pub server_share: Vec<u8>,
+    /// This component's shared secret (zeroized on drop).
+    pub secret: Vec<u8>,
+}
+
+impl Drop for KxComponent {
+    fn drop(&mut self) {
+        self.secret.zeroize();
+    }
+}
+
+/// For the ledger: shares and secret as hex (the ledger shows secrets only when asked to).
+impl serde::Serialize for KxComponent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("KxComponent", 4)?;
+        st.serialize_field("name", self.name)?;
+        st.serialize_field("client_share", &format!("{:?}", Hex(&self.client_share)))?;
+        st.serialize_field("server_share", &format!("{:?}", Hex(&self.server_share)))?;
+        st.serialize_field("secret", &format!("{:?}", Hex(&self.secret)))?;
+        st.end()
+    }
+}
+
+impl fmt::Debug for KxComponent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KxComponent")
+            .field("name", &self.name)
+            .field("client_share", &Hex(&self.client_share))
+            .field("server_share", &Hex(&self.server_share))
+            .field("secret", &format_args!("<{} bytes>", self.secret.len()))
+            .finish()
+    }
+}
+
+/// The outcome of a key exchange: the (EC)DHE input to the key schedule (§7.1).
+#[derive(Clone, PartialEq, Eq)]
+pub struct KxResult {
+    /// Concatenation of the component secrets (zeroized on drop).
+    pub shared_secret: Vec<u8>,
+    /// Per-component detail, in concatenation order.
+    pub components: Vec<KxComponent>,
+}
+
+impl Drop for KxResult {
+    fn drop(&mut self) {
+        self.shared_secret.zeroize();
+    }
+}
+
+impl fmt::Debug for KxResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KxResult")
+            .field(
+                "shared_secret",
+                &format_args!("<{} bytes>", self.shared_secret.len()),
+            )
+            .field("components", &self.components)
+            .finish()
+    }
+}
+
+/// A client's pending key share: sent in the ClientHello, completed with the ServerHello's share.
+pub struct KeyShareSecret {
+    group: NamedGroup,
+    public: Vec<u8>,
+    private: Vec<ComponentPrivate>,
+}
+
+impl KeyShareSecret {
+    /// Draws a fresh private key for `group` from `rng`.
+    pub fn generate(group: NamedGroup, rng: &mut dyn RandomSource) -> Result<Self, KxError> {
+        let comps = components(group).ok_or(KxError::Unsupported(group))?;
+        let mut public = Vec::new();
+        let mut private = Vec::with_capacity(comps.len());
+        for c in comps {
+            let (priv_key, pub_key) = c.generate(rng)?;
+            public.extend_from_slice(&pub_key);
+            private.push(priv_key);
+        }
+        Ok(Self {
+            group,
+            public,
+            private,
+        })
+    }
+
+    /// The group this share belongs to.
+    pub fn group(&self) -> NamedGroup {
+        self.group
+    }
+
+    /// KeyShareEntry.key_exchange to send (§4.2.8).
+    pub fn public(&self) -> &[u8] {
+        &self.public
+    }
+
+    /// Client side: combine our private key(s) with the server's key_exchange.
+    pub fn complete(self, server_share: &[u8]) -> Result<KxResult, KxError> {
+        let comps = components(self.group).ok_or(KxError::Unsupported(self.group))?;
+        let server_parts = split(server_share, comps.iter().map(|c| c.server_share_len()))?;
+        let client_parts = split(&self.public, comps.iter().map(|c| c.client_share_len()))?;
+        let mut out = KxResult {
+            shared_secret: Vec::new(),
+            components: Vec::with_capacity(comps.len()),
+        };
+        for (((c, p), cs), ss) in comps
+            .iter()
+            .zip(&self.private)
+            .zip(client_parts)
+            .zip(server_parts)
+        {
+            let secret = p.complete(ss)?;
+            out.push(c.name(), cs, ss, &secret);
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Debug for KeyShareSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyShareSecret")
+            .field("group", &self.group)
+            .field("public", &Hex(&self.public))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Server side: validate the client's key_exchange for `group`, draw our own key (DH) or
+/// encapsulate (KEM, later), and return our key_exchange with the shared secret.
+pub fn server_respond(
+    group: NamedGroup,
+    client_share: &[u8],
+    rng: &mut dyn RandomSource,
+) -> Result<(Vec<u8>, KxResult), KxError> {
+    let comps = components(group).ok_or(KxError::Unsupported(group))?;
+    let client_parts = split(client_share, comps.iter().map(|c| c.client_share_len()))?;
+    let mut server_share = Vec::new();
+    let mut out = KxResult {
+        shared_secret: Vec::new(),
+        components: Vec::with_capacity(comps.len()),
+    };
+    for (c, cs) in comps.iter().zip(client_parts) {
+        let (ss, secret) = c.respond(cs, rng)?;
+        server_share.extend_from_slice(&ss);
+        out.push(c.name(), cs, &ss, &secret);
+    }
+    Ok((server_share, out))
+}
+
+impl KxResult {
+    fn push(&mut self, name: &'static str, client: &[u8], server: &[u8], secret: &[u8]) {
+        self.shared_secret.extend_from_slice(secret);
+        self.components.push(KxComponent {
+            name,
+            client_share: client.to_vec(),
+            server_share: server.to_vec(),
+            secret: secret.to_vec(),
+        });
+    }
+}
+
+/// Splits a concatenated share into exactly the component lengths (no trailing bytes).
+fn split(mut share: &[u8], lens: impl Iterator<Item = usize>) -> Result<Vec<&[u8]>, KxError> {
+    let mut parts = Vec::new();
+    for len in lens {
+        if share.len() < len {
+            return Err(KxError::InvalidPeerShare(
+                "key share too short for its group",
+            ));
+        }
+        let (head, rest) = share.split_at(len);
+        parts.push(head);
+        share = rest;
+    }
+    if !share.is_empty() {
+        return Err(KxError::InvalidPeerShare(
+            "key share too long for its group",
+        ));
+    }
+    Ok(parts)
+}
+
+/// One key-exchange primitive (a whole group, or one half of a hybrid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Component {
+    /// RFC 7748 X25519; shares are 32-byte u-coordinates.
+    X25519,
+    /// secp256r1 ECDH; shares are 65-byte uncompressed points (§4.2.8.2).
+    P256,
+}
+
+/// Draws allowed when a P-256 candidate is zero or >= n (probability ~2^-32 each).
+const MAX_SCALAR_DRAWS: usize = 8;
+
+/// A P-256 private scalar from 32-byte draws, by rejection: a value in [1, n) is used verbatim,
+/// so RFC 8448's keys can be injected. A source that yields nothing valid in
+/// [`MAX_SCALAR_DRAWS`] draws (only a broken or constant one does) gets a scalar derived from its
+/// last draw: a weak key, exactly as a constant source gives a fixed X25519 key, but no hang.
+pub(crate) fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
+    use rand_core::SeedableRng;
+    let mut bytes = Zeroizing::new([0u8; 32]);
+    for _ in 0..MAX_SCALAR_DRAWS {
+        rng.fill(&mut bytes[..]);
+        let candidate: Option<p256::NonZeroScalar> =
+            p256::NonZeroScalar::from_repr((*bytes).into()).into();
+        if let Some(s) = candidate {
+            return s;
+        }
+    }
+    p256::NonZeroScalar::random(&mut rand_chacha::ChaCha20Rng::from_seed(*bytes))
+}
+
+impl Component {
+    fn name(self) -> &'static str {
+        match self {
+            Component::X25519 => "X25519",
+            Component::P256 => "P-256",
+        }
+    }
+
+    fn client_share_len(self) -> usize {
+        match self {
+            Component::X25519 => 32,
+            Component::P256 => 65,
+        }
+    }
+
+    /// Equal to the client's for DH; a KEM's ciphertext length will differ.
+    fn server_share_len(self) -> usize {
+        self.client_share_len()
+    }
+
+    /// Key generation for the side that speaks first (client; server too for DH).
+    fn generate(self, rng: &mut dyn RandomSource) -> Result<(ComponentPrivate, Vec<u8>), KxError> {
+        match self {
+            Component::X25519 => {
+                let mut bytes = Zeroizing::new([0u8; 32]);
+                rng.fill(&mut bytes[..]);
+                // Clamping happens inside the scalar multiplication (RFC 7748 §5), so the drawn
+                // bytes are used as-is and an RFC 8448 private key can be injected verbatim.
+                let secret = x25519_dalek::StaticSecret::from(*bytes);
+                let public = x25519_dalek::PublicKey::from(&secret);
+                Ok((ComponentPrivate::X25519(secret), public.as_bytes().to_vec()))
+            }
+            Component::P256 => {
+                let secret = p256::SecretKey::from(draw_p256_scalar(rng));
+                let public = secret.public_key().to_encoded_point(false);
+                Ok((ComponentPrivate::P256(secret), public.as_bytes().to_vec()))
+            }
+        }
+    }
+
+    /// Server side for one component: returns (server share, shared secret).
+    fn respond(
+        self,
+        client_share: &[u8],
+        rng: &mut dyn RandomSource,
+    ) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), KxError> {
+        // Validate the peer's share before drawing anything, so a bad share costs no randomness
+        // and the draw sequence of a replayed connection does not depend on peer garbage.
+        match self {
+            Component::X25519 => {
+                x25519_peer(client_share)?;
+            }
+            Component::P256 => {
+                p256_peer(client_share)?;
+            }
+        }
+        let (private, public) = self.generate(rng)?;
+        let secret = private.complete(client_share)?;
+        Ok((public, secret))
+    }
+}
+
+/// A component's private state held between ClientHello and ServerHello (zeroized on drop by
+/// the underlying types).
+enum ComponentPrivate {
+    X25519(x25519_dalek::StaticSecret),
+    P256(p256::SecretKey),
+}
+
+impl ComponentPrivate {
+    /// DH with the peer's share (validated here).
+    fn complete(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, KxError> {
+        match self {
+            ComponentPrivate::X25519(secret) => {
+                let peer = x25519_peer(peer)?;
+                let shared = secret.diffie_hellman(&peer);
+                // §7.4.2 / RFC 7748 §6: abort on the all-zero output (checked in constant time).
+                if !shared.was_contributory() {
+                    return Err(KxError::ZeroSharedSecret);
+                }
+                Ok(Zeroizing::new(shared.as_bytes().to_vec()))
+            }
+            ComponentPrivate::P256(secret) => {
+                let peer = p256_peer(peer)?;
+                let shared =
+                    p256::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
+                // §7.4.2: the x-coordinate, full 32 bytes (leading zeros kept).
+                Ok(Zeroizing::new(shared.raw_secret_bytes().to_vec()))
+            }
+        }
+    }
+}
+
+fn x25519_peer(share: &[u8]) -> Result<x25519_dalek::PublicKey, KxError> {
+    let bytes: [u8; 32] = share
+        .try_into()
+        .map_err(|_| KxError::InvalidPeerShare("x25519 share must be 32 bytes"))?;
+    Ok(x25519_dalek::PublicKey::from(bytes))
+}
+
+/// §4.2.8.2: UncompressedPointRepresentation (0x04 || X || Y), on the curve, not the identity.
+fn p256_peer(share: &[u8]) -> Result<p256::PublicKey, KxError> {
+    if share.len() != 65 || share[0] != 0x04 {
+        return Err(KxError::InvalidPeerShare(
+            "secp256r1 share must be a 65-byte uncompressed point",
+        ));
+    }
+    p256::PublicKey::from_sec1_bytes(share)
+        .map_err(|_| KxError::InvalidPeerShare("secp256r1 point is not on the curve"))
+}
+
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Debug for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::random::{ScriptedRandom, SeededRandom};
+
+    fn h(s: &str) -> Vec<u8> {
+        hex::decode(s).unwrap()
+    }
+
+    // RFC 8448 §3 (simple 1-RTT handshake).
+    const S3_CLIENT_PRIV: &str = "49af42ba7f7994852d713ef2784bcbcaa7911de26adc5642cb634540e7ea5005";
+    const S3_CLIENT_PUB: &str = "99381de560e4bd43d23d8e435a7dbafeb3c06e51c13cae4d5413691e529aaf2c";
+    const S3_SERVER_PRIV: &str = "b1580eeadf6dd589b8ef4f2d5652578cc810e9980191ec8d058308cea216a21e";
+    const S3_SERVER_PUB: &str = "c9828876112095fe66762bdbf7c672e156d6cc253b833df1dd69b1b04e751f0f";
+    const S3_SHARED: &str = "8bd4054fb55b9d63fdfbacf9f04b9f0d35e6d63f537563efd46272900f89492d";
+
+    // RFC 8448 §5 (HelloRetryRequest to secp256r1).
+    const S5_CLIENT_PRIV: &str = "ab5473467e19346ceb0a0414e41da21d4d2445bc3025afe97c4e8dc8d513da39";
+    const S5_CLIENT_PUB: &str = "04a6da7392ec591e17abfd535964b99894d13befb221b3def2ebe3830eac8f0151812677c4d6d2237e85cf01d6910cfb83954e76ba7352830534159897e8065780";
+    const S5_SERVER_PRIV: &str = "8c510601f9765bfb8ed693449a48989859b5cfa879cb9f5443c41c5ff10634ed";
+    const S5_SERVER_PUB: &str = "04583e054b7a66672ae020ad9d2686fcc85b5ad41a134a0f03ee72b893052bd85b4c8de6776f5b04ac07d83540eab3e3d9c547bc6528c4317d294686093a6cad7d";
+    const S5_SHARED: &str = "c142ce13ca11b5c2233652e63ad3d97844f1621fbfb9de69d547dc8fedeabeb4";
+
+    #[test]
+    fn rfc8448_s3_x25519_both_sides() {
+        let mut crng = ScriptedRandom::new(vec![h(S3_CLIENT_PRIV)], 0);
+        let client = KeyShareSecret::generate(NamedGroup::X25519, &mut crng).unwrap();
+        assert_eq!(client.public(), &h(S3_CLIENT_PUB)[..]);
+        assert_eq!(client.group(), NamedGroup::X25519);
+
+        let mut srng = ScriptedRandom::new(vec![h(S3_SERVER_PRIV)], 0);
+        let (sshare, sres) =
+            server_respond(NamedGroup::X25519, client.public(), &mut srng).unwrap();
+        assert_eq!(sshare, h(S3_SERVER_PUB));
+        assert_eq!(sres.shared_secret, h(S3_SHARED));
+
+        let cres = client.complete(&sshare).unwrap();
+        assert_eq!(cres.shared_secret, h(S3_SHARED));
+        assert_eq!(cres.components.len(), 1);
+        assert_eq!(cres.components[0].name, "X25519");
+        assert_eq!(cres.components[0].client_share, h(S3_CLIENT_PUB));
+        assert_eq!(cres.components[0].server_share, h(S3_SERVER_PUB));
+        assert!(crng.mismatches().is_empty() && srng.mismatches().is_empty());
+        assert_eq!((crng.remaining(), srng.remaining()), (0, 0));
+    }
+
+    #[test]
+    fn rfc8448_s5_p256_both_sides() {
+        let mut crng = ScriptedRandom::new(vec![h(S5_CLIENT_PRIV)], 0);
+        let client = KeyShareSecret::generate(NamedGroup::secp256r1, &mut crng).unwrap();
+        assert_eq!(client.public(), &h(S5_CLIENT_PUB)[..]);
+
+        let mut srng = ScriptedRandom::new(vec![h(S5_SERVER_PRIV)], 0);
+        let (sshare, sres) =
+            server_respond(NamedGroup::secp256r1, client.public(), &mut srng).unwrap();
+        assert_eq!(sshare, h(S5_SERVER_PUB));
+        assert_eq!(sres.shared_secret, h(S5_SHARED));
+        assert_eq!(
+            client.complete(&sshare).unwrap().shared_secret,
+            h(S5_SHARED)
+        );
+    }
+
+    #[test]
+    fn seeded_generation_is_reproducible() {
+        for &g in supported_groups() {
+            let a = KeyShareSecret::generate(g, &mut SeededRandom::from_seed(3)).unwrap();
+            let b = KeyShareSecret::generate(g, &mut SeededRandom::from_seed(3)).unwrap();
+            let c = KeyShareSecret::generate(g, &mut SeededRandom::from_seed(4)).unwrap();
+            assert_eq!(a.public(), b.public());
+            assert_ne!(a.public(), c.public());
+            let (ss, sres) =
+                server_respond(g, a.public(), &mut SeededRandom::from_seed(5)).unwrap();
+            let cres = a.complete(&ss).unwrap();
+            assert_eq!(cres.shared_secret, sres.shared_secret);
+            assert_eq!(cres.shared_secret.len(), 32);
+        }
+    }
+
+    #[test]
+    fn x25519_invalid_shares_rejected() {
+        let mut rng = SeededRandom::from_seed(1);
+        for bad in [&[][..], &[9u8; 31][..], &[9u8; 33][..]] {
+            let err = server_respond(NamedGroup::X25519, bad, &mut rng).unwrap_err();
+            assert!(matches!(err, KxError::InvalidPeerShare(_)), "{err:?}");
+            assert_eq!(err.alert(), AlertDescription::IllegalParameter);
+            let k = KeyShareSecret::generate(NamedGroup::X25519, &mut rng).unwrap();
+            assert!(matches!(k.complete(bad), Err(KxError::InvalidPeerShare(_))));
+        }
+        // Small-order points give the all-zero secret (RFC 7748 §7): 0, 1, and the order-8 point.
+        let mut one = [0u8; 32];
+        one[0] = 1;
+        let order8 = h("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800");
+        for bad in [vec![0u8; 32], one.to_vec(), order8] {
+            let err = server_respond(NamedGroup::X25519, &bad, &mut rng).unwrap_err();
+            assert_eq!(err, KxError::ZeroSharedSecret);
+            assert_eq!(err.alert(), AlertDescription::IllegalParameter);
+            let k = KeyShareSecret::generate(NamedGroup::X25519, &mut rng).unwrap();
+            assert_eq!(k.complete(&bad).unwrap_err(), KxError::ZeroSharedSecret);
+        }
+    }
+
+    #[test]
+    fn p256_invalid_shares_rejected() {
+        let mut rng = SeededRandom::from_seed(1);
+        let good = h(S5_SERVER_PUB);
+        let mut off_curve = good.clone();
+        off_curve[64] ^= 1;
+        let mut compressed = vec![0x02];
+        compressed.extend_from_slice(&good[1..33]);
+        let mut bad_prefix = good.clone();
+        bad_prefix[0] = 0x06;
+        let mut identity_ish = vec![0x04];
+        identity_ish.extend_from_slice(&[0u8; 64]);
+        for bad in [
+            vec![],
+            vec![0x04],
+            good[..64].to_vec(),
+            [good.clone(), vec![0]].concat(),
+            off_curve,
+            compressed,
+            bad_prefix,
+            identity_ish,
+        ] {
+            let err = server_respond(NamedGroup::secp256r1, &bad, &mut rng).unwrap_err();
+            assert!(matches!(err, KxError::InvalidPeerShare(_)), "{err:?}");
+            let k = KeyShareSecret::generate(NamedGroup::secp256r1, &mut rng).unwrap();
+            assert!(matches!(
+                k.complete(&bad),
+                Err(KxError::InvalidPeerShare(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn unsupported_group_and_constant_rng() {
+        let mut rng = SeededRandom::from_seed(1);
+        for g in [NamedGroup::X448, NamedGroup::Unknown(0x1234)] {
+            assert!(!is_supported(g));
+            assert_eq!(
+                KeyShareSecret::generate(g, &mut rng).unwrap_err(),
+                KxError::Unsupported(g)
+            );
+            let err = server_respond(g, &[1; 32], &mut rng).unwrap_err();
+            assert_eq!(err.alert(), AlertDescription::IllegalParameter);
+        }
+        struct Constant(u8);
+        impl RandomSource for Constant {
+            fn fill(&mut self, buf: &mut [u8]) {
+                buf.fill(self.0)
+            }
+        }
+        // A broken source still yields a usable (weak) key rather than hanging or failing.
+        for byte in [0x00, 0xff] {
+            let k = KeyShareSecret::generate(NamedGroup::secp256r1, &mut Constant(byte)).unwrap();
+            let (ss, _) = server_respond(NamedGroup::secp256r1, k.public(), &mut rng).unwrap();
+            k.complete(&ss).unwrap();
+        }
+    }
+
+    #[test]
+    fn component_serializes_as_hex() {
+        let mut rng = ScriptedRandom::new(vec![h(S3_CLIENT_PRIV)], 0);
+        let k = KeyShareSecret::generate(NamedGroup::X25519, &mut rng).unwrap();
+        let r = k.complete(&h(S3_SERVER_PUB)).unwrap();
+        let v = serde_json::to_value(&r.components[0]).unwrap();
+        assert_eq!(v["name"], "X25519");
+        assert_eq!(v["client_share"], S3_CLIENT_PUB);
+        assert_eq!(v["server_share"], S3_SERVER_PUB);
+        assert_eq!(v["secret"], S3_SHARED);
+    }
+
+    #[test]
+    fn debug_redacts_secrets() {
+        let k = KeyShareSecret::generate(
+            NamedGroup::X25519,
+            &mut ScriptedRandom::new(vec![h(S3_CLIENT_PRIV)], 0),
+        )
+        .unwrap();
+        let dbg = format!("{k:?}");
+        assert!(dbg.contains(S3_CLIENT_PUB) && !dbg.contains(S3_CLIENT_PRIV));
+        let r = k.complete(&h(S3_SERVER_PUB)).unwrap();
+        assert!(!format!("{r:?}").contains(S3_SHARED));
+    }
+}

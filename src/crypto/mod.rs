@@ -1,0 +1,14 @@
+//! Cryptographic backends for the sans-IO core (all RustCrypto, all randomness injected).
+//!
+//! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
+//! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
+//! - [`kx`]: key_share groups and (EC)DHE (§4.2.8, §7.4).
+//! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
+//! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers.
+
+pub mod aead;
+pub mod cert;
+pub mod hash;
+pub mod kx;
+pub mod random;
+pub mod sign;

@@ -1,0 +1,936 @@
+//! Signatures for CertificateVerify (RFC 8446 §4.4.3) and certificate chains.
+//!
+//! Signing: ECDSA P-256 (RFC 6979 deterministic, DER-encoded), Ed25519 (deterministic), and
+//! RSASSA-PSS with rsaEncryption keys (`rsa_pss_rsae_*`), whose salt (hash length, §4.2.3) is the
+//! only value drawn from the injected [`RandomSource`].
+//!
+//! Verification: one set of [`VerifyAlg`]s implements rustls-pki-types'
+//! `SignatureVerificationAlgorithm` on RustCrypto. webpki uses them for certificate chains
+//! ([`CERTIFICATE_ALGORITHMS`]) and the CertificateVerify check uses the same objects
+//! ([`certificate_verify_algorithm`]), so RFC 8448's 1024-bit RSA key works in both places.
+
+use core::fmt;
+
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
+use p256::ecdsa::signature::hazmat::PrehashVerifier;
+use p256::ecdsa::signature::{Signer, Verifier};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{CryptoRng, RngCore, SeedableRng};
+use rsa::pkcs1::DecodeRsaPrivateKey;
+use rsa::traits::{PrivateKeyParts, PublicKeyParts};
+use rustls_pki_types::{
+    alg_id, AlgorithmIdentifier, InvalidSignature, SignatureVerificationAlgorithm,
+};
+use sha2::Digest;
+use zeroize::Zeroizing;
+
+use crate::crypto::random::RandomSource;
+use crate::messages::enums::{AlertDescription, SignatureScheme};
+
+/// Smallest and largest RSA moduli we sign or verify with. 1024 only because RFC 8448 uses it.
+pub const RSA_MIN_BITS: usize = 1024;
+/// See [`RSA_MIN_BITS`].
+pub const RSA_MAX_BITS: usize = 8192;
+
+/// Schemes we accept in CertificateVerify, in preference order (for `signature_algorithms`).
+pub fn supported_verify_schemes() -> &'static [SignatureScheme] {
+    &[
+        SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::ed25519,
+        SignatureScheme::rsa_pss_rsae_sha256,
+        SignatureScheme::rsa_pss_rsae_sha384,
+        SignatureScheme::rsa_pss_rsae_sha512,
+    ]
+}
+
+/// Schemes we can verify in certificates (for `signature_algorithms_cert`, §4.2.3): the above
+/// plus PKCS#1 v1.5, which §4.4.3 allows only in certificates.
+pub fn supported_cert_schemes() -> &'static [SignatureScheme] {
+    &[
+        SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::ed25519,
+        SignatureScheme::rsa_pss_rsae_sha256,
+        SignatureScheme::rsa_pss_rsae_sha384,
+        SignatureScheme::rsa_pss_rsae_sha512,
+        SignatureScheme::rsa_pkcs1_sha256,
+        SignatureScheme::rsa_pkcs1_sha384,
+        SignatureScheme::rsa_pkcs1_sha512,
+    ]
+}
+
+/// The content signed in CertificateVerify (§4.4.3): 64 spaces, the context string, a zero byte,
+/// then Transcript-Hash(Handshake Context, Certificate).
+pub fn certificate_verify_message(server: bool, transcript_hash: &[u8]) -> Vec<u8> {
+    let context: &[u8] = if server {
+        b"TLS 1.3, server CertificateVerify"
+    } else {
+        b"TLS 1.3, client CertificateVerify"
+    };
+    let mut m = Vec::with_capacity(64 + context.len() + 1 + transcript_hash.len());
+    m.extend_from_slice(&[0x20; 64]);
+    m.extend_from_slice(context);
+    m.push(0);
+    m.extend_from_slice(transcript_hash);
+    m
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Why a signature could not be checked or made. Each maps to one alert via [`SigError::alert`].
+/// The first four are the peer's fault; the rest are failures of our own key (internal_error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SigError {
+    /// A scheme not allowed here: unknown, SHA-1, or PKCS#1 v1.5 in CertificateVerify (§4.4.3).
+    UnsupportedScheme(SignatureScheme),
+    /// The scheme does not fit the certificate's key type or curve (§4.4.3 "compatible").
+    KeyMismatch(SignatureScheme),
+    /// The peer's public key could not be parsed or is out of range (e.g. RSA below 1024 bits).
+    BadKey(&'static str),
+    /// The signature does not verify (§4.4.3: decrypt_error).
+    BadSignature,
+    /// Our private key cannot make this scheme (wrong type, or RSA too small for the hash).
+    CannotSign(SignatureScheme),
+    /// Our private key could not be parsed, or is of a type/size we do not support.
+    BadPrivateKey(&'static str),
+    /// The signing backend or a key encoding failed.
+    SigningFailed(&'static str),
+}
+
+impl SigError {
+    /// The alert to send (RFC 8446 §4.4.3, §6.2).
+    pub fn alert(&self) -> AlertDescription {
+        match self {
+            SigError::UnsupportedScheme(_) | SigError::KeyMismatch(_) => {
+                AlertDescription::IllegalParameter
+            }
+            SigError::BadKey(_) => AlertDescription::BadCertificate,
+            SigError::BadSignature => AlertDescription::DecryptError,
+            SigError::CannotSign(_) | SigError::BadPrivateKey(_) | SigError::SigningFailed(_) => {
+                AlertDescription::InternalError
+            }
+        }
+    }
+}
+
+impl fmt::Display for SigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SigError::UnsupportedScheme(s) => write!(f, "signature scheme {s} not allowed"),
+            SigError::KeyMismatch(s) => write!(f, "signature scheme {s} does not match the key"),
+            SigError::BadKey(why) => write!(f, "bad public key: {why}"),
+            SigError::BadSignature => f.write_str("signature verification failed"),
+            SigError::CannotSign(s) => write!(f, "our key cannot sign with {s}"),
+            SigError::BadPrivateKey(why) => write!(f, "bad private key: {why}"),
+            SigError::SigningFailed(why) => write!(f, "signing failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for SigError {}
+
+// ---------------------------------------------------------------------------------------------
+// Hashes
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sha {
+    S256,
+    S384,
+    S512,
+}
+
+impl Sha {
+    fn len(self) -> usize {
+        match self {
+            Sha::S256 => 32,
+            Sha::S384 => 48,
+            Sha::S512 => 64,
+        }
+    }
+
+    fn digest(self, m: &[u8]) -> Vec<u8> {
+        match self {
+            Sha::S256 => sha2::Sha256::digest(m).to_vec(),
+            Sha::S384 => sha2::Sha384::digest(m).to_vec(),
+            Sha::S512 => sha2::Sha512::digest(m).to_vec(),
+        }
+    }
+
+    fn pss(self) -> rsa::Pss {
+        match self {
+            Sha::S256 => rsa::Pss::new::<sha2::Sha256>(),
+            Sha::S384 => rsa::Pss::new::<sha2::Sha384>(),
+            Sha::S512 => rsa::Pss::new::<sha2::Sha512>(),
+        }
+    }
+
+    fn pkcs1v15(self) -> rsa::Pkcs1v15Sign {
+        match self {
+            Sha::S256 => rsa::Pkcs1v15Sign::new::<sha2::Sha256>(),
+            Sha::S384 => rsa::Pkcs1v15Sign::new::<sha2::Sha384>(),
+            Sha::S512 => rsa::Pkcs1v15Sign::new::<sha2::Sha512>(),
+        }
+    }
+}
+
+/// The hash of an `rsa_pss_rsae_*` scheme.
+fn pss_hash(scheme: SignatureScheme) -> Option<Sha> {
+    match scheme {
+        SignatureScheme::rsa_pss_rsae_sha256 => Some(Sha::S256),
+        SignatureScheme::rsa_pss_rsae_sha384 => Some(Sha::S384),
+        SignatureScheme::rsa_pss_rsae_sha512 => Some(Sha::S512),
+        _ => None,
+    }
+}
+
+/// EMSA-PSS needs emLen >= hLen + sLen + 2 with sLen = hLen (RFC 8017 §9.1.1), so e.g. a
+/// 1024-bit key cannot do rsa_pss_rsae_sha512.
+fn rsa_can_pss(modulus_bits: usize, h: Sha) -> bool {
+    modulus_bits.saturating_sub(1).div_ceil(8) >= 2 * h.len() + 2
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signing
+
+/// A private key for CertificateVerify.
+#[derive(Clone)]
+pub enum SigningKey {
+    /// secp256r1; signs `ecdsa_secp256r1_sha256`.
+    EcdsaP256(p256::ecdsa::SigningKey),
+    /// Signs `ed25519`.
+    Ed25519(ed25519_dalek::SigningKey),
+    /// rsaEncryption key; signs `rsa_pss_rsae_*` (never PKCS#1 v1.5 in TLS 1.3, §4.4.3).
+    Rsa(rsa::RsaPrivateKey),
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SigningKey::EcdsaP256(_) => f.write_str("SigningKey::EcdsaP256(..)"),
+            SigningKey::Ed25519(_) => f.write_str("SigningKey::Ed25519(..)"),
+            SigningKey::Rsa(k) => write!(f, "SigningKey::Rsa({} bits, ..)", k.n().bits()),
+        }
+    }
+}
+
+impl SigningKey {
+    /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, Ed25519 or RSA key.
+    pub fn from_pkcs8_der(der: &[u8]) -> Result<Self, SigError> {
+        if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
+            return Ok(SigningKey::EcdsaP256(k));
+        }
+        if let Ok(k) = ed25519_dalek::SigningKey::from_pkcs8_der(der) {
+            return Ok(SigningKey::Ed25519(k));
+        }
+        if let Ok(k) = rsa::RsaPrivateKey::from_pkcs8_der(der) {
+            return Self::rsa(k);
+        }
+        Err(SigError::BadPrivateKey(
+            "not a PKCS#8 P-256, Ed25519 or RSA private key",
+        ))
+    }
+
+    /// Reads the first private key in a PEM text: "PRIVATE KEY" (PKCS#8), "EC PRIVATE KEY"
+    /// (SEC1, P-256) or "RSA PRIVATE KEY" (PKCS#1). Other PEM blocks are skipped.
+    pub fn from_pem(pem: &str) -> Result<Self, SigError> {
+        use rustls_pemfile::Item;
+        let mut rest = pem.as_bytes();
+        loop {
+            match rustls_pemfile::read_one_from_slice(rest) {
+                Ok(Some((item, tail))) => {
+                    rest = tail;
+                    match item {
+                        Item::Pkcs8Key(k) => return Self::from_pkcs8_der(k.secret_pkcs8_der()),
+                        Item::Sec1Key(k) => {
+                            let sk = p256::SecretKey::from_sec1_der(k.secret_sec1_der()).map_err(
+                                |_| SigError::BadPrivateKey("not a SEC1 P-256 private key"),
+                            )?;
+                            return Ok(SigningKey::EcdsaP256(sk.into()));
+                        }
+                        Item::Pkcs1Key(k) => {
+                            let rk = rsa::RsaPrivateKey::from_pkcs1_der(k.secret_pkcs1_der())
+                                .map_err(|_| {
+                                    SigError::BadPrivateKey("not a PKCS#1 RSA private key")
+                                })?;
+                            return Self::rsa(rk);
+                        }
+                        _ => continue,
+                    }
+                }
+                Ok(None) => return Err(SigError::BadPrivateKey("no private key in PEM")),
+                Err(_) => return Err(SigError::BadPrivateKey("malformed PEM")),
+            }
+        }
+    }
+
+    fn rsa(k: rsa::RsaPrivateKey) -> Result<Self, SigError> {
+        let bits = k.n().bits();
+        if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&bits) {
+            return Err(SigError::BadPrivateKey(
+                "RSA modulus outside 1024..=8192 bits",
+            ));
+        }
+        Ok(SigningKey::Rsa(k))
+    }
+
+    /// A fresh P-256 key whose scalar is 32 bytes drawn from `rng` (redrawn if 0 or >= n; see
+    /// [`crate::crypto::kx`] for how a source that never yields a valid scalar is handled).
+    pub fn generate_p256(rng: &mut dyn RandomSource) -> Self {
+        SigningKey::EcdsaP256(p256::ecdsa::SigningKey::from(
+            crate::crypto::kx::draw_p256_scalar(rng),
+        ))
+    }
+
+    /// A fresh Ed25519 key: the 32 drawn bytes are the RFC 8032 seed.
+    pub fn generate_ed25519(rng: &mut dyn RandomSource) -> Self {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill(&mut seed[..]);
+        SigningKey::Ed25519(ed25519_dalek::SigningKey::from_bytes(&seed))
+    }
+
+    /// The schemes this key can produce, in preference order. An RSA key lists only the PSS
+    /// hashes its modulus is large enough for.
+    pub fn schemes(&self) -> &'static [SignatureScheme] {
+        match self {
+            SigningKey::EcdsaP256(_) => &[SignatureScheme::ecdsa_secp256r1_sha256],
+            SigningKey::Ed25519(_) => &[SignatureScheme::ed25519],
+            SigningKey::Rsa(k) if rsa_can_pss(k.n().bits(), Sha::S512) => &[
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_rsae_sha384,
+                SignatureScheme::rsa_pss_rsae_sha512,
+            ],
+            SigningKey::Rsa(_) => &[
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_rsae_sha384,
+            ],
+        }
+    }
+
+    /// Signs `message` (for CertificateVerify: [`certificate_verify_message`]). Only RSA-PSS
+    /// draws from `rng`: exactly one `fill` of hash-length bytes, the salt.
+    pub fn sign(
+        &self,
+        scheme: SignatureScheme,
+        message: &[u8],
+        rng: &mut dyn RandomSource,
+    ) -> Result<Vec<u8>, SigError> {
+        if !self.schemes().contains(&scheme) {
+            return Err(SigError::CannotSign(scheme));
+        }
+        match self {
+            SigningKey::EcdsaP256(k) => {
+                // RFC 6979 nonce: no randomness, reproducible signatures.
+                let sig: p256::ecdsa::Signature = k.sign(message);
+                Ok(sig.to_der().as_bytes().to_vec())
+            }
+            SigningKey::Ed25519(k) => Ok(k.sign(message).to_bytes().to_vec()),
+            SigningKey::Rsa(k) => {
+                let h = pss_hash(scheme).ok_or(SigError::CannotSign(scheme))?;
+                let hashed = h.digest(message);
+                let mut salt = vec![0u8; h.len()];
+                rng.fill(&mut salt);
+                // The rsa crate also wants randomness for blinding. Taking that from `rng` too
+                // would make the number of draws depend on bignum internals, so derive it from
+                // the secret exponent, message and salt: secret, unpredictable, reproducible.
+                let mut seed_hash = sha2::Sha256::new();
+                seed_hash.update(b"tls13lab rsa blinding");
+                seed_hash.update(Zeroizing::new(k.d().to_bytes_be()).as_slice());
+                seed_hash.update(&hashed);
+                seed_hash.update(&salt);
+                let mut seed = Zeroizing::new([0u8; 32]);
+                seed.copy_from_slice(&seed_hash.finalize());
+                let mut rng = SaltThenBlinding {
+                    salt: Some(salt),
+                    blinding: ChaCha20Rng::from_seed(*seed),
+                };
+                k.sign_with_rng(&mut rng, h.pss(), &hashed)
+                    .map_err(|_| SigError::SigningFailed("RSA-PSS signing"))
+            }
+        }
+    }
+
+    /// PKCS#8 DER of the private key (e.g. to write a PEM for a demo server).
+    pub fn to_pkcs8_der(&self) -> Result<Vec<u8>, SigError> {
+        let doc = match self {
+            SigningKey::EcdsaP256(k) => k.to_pkcs8_der(),
+            SigningKey::Ed25519(k) => k.to_pkcs8_der(),
+            SigningKey::Rsa(k) => k.to_pkcs8_der(),
+        };
+        doc.map(|d| d.as_bytes().to_vec())
+            .map_err(|_| SigError::SigningFailed("PKCS#8 encoding"))
+    }
+
+    /// SubjectPublicKeyInfo DER of the public key.
+    pub fn public_key_spki_der(&self) -> Result<Vec<u8>, SigError> {
+        let doc = match self {
+            SigningKey::EcdsaP256(k) => k.verifying_key().to_public_key_der(),
+            SigningKey::Ed25519(k) => k.verifying_key().to_public_key_der(),
+            SigningKey::Rsa(k) => k.to_public_key().to_public_key_der(),
+        };
+        doc.map(|d| d.as_bytes().to_vec())
+            .map_err(|_| SigError::SigningFailed("SPKI encoding"))
+    }
+}
+
+/// RNG handed to the rsa crate: its first draw (the PSS salt, drawn before any blinding) is the
+/// salt we took from the injected source; later draws come from the derived blinding stream.
+struct SaltThenBlinding {
+    salt: Option<Vec<u8>>,
+    blinding: ChaCha20Rng,
+}
+
+impl RngCore for SaltThenBlinding {
+    fn next_u32(&mut self) -> u32 {
+        self.blinding.next_u32()
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.blinding.next_u64()
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        match self.salt.take() {
+            Some(salt) if salt.len() == dest.len() => dest.copy_from_slice(&salt),
+            other => {
+                self.salt = other;
+                self.blinding.fill_bytes(dest)
+            }
+        }
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl CryptoRng for SaltThenBlinding {}
+
+// ---------------------------------------------------------------------------------------------
+// Verification
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AlgKind {
+    /// DER ECDSA-Sig-Value over a P-256 key.
+    EcdsaP256(Sha),
+    Ed25519,
+    /// RSASSA-PKCS1-v1_5: certificates only.
+    RsaPkcs1(Sha),
+    /// RSASSA-PSS, MGF1 with the same hash, salt length = hash length (§4.2.3).
+    RsaPss(Sha),
+}
+
+/// A signature verification algorithm on RustCrypto, usable by webpki and by CertificateVerify.
+pub struct VerifyAlg {
+    name: &'static str,
+    kind: AlgKind,
+    public_key_alg_id: AlgorithmIdentifier,
+    signature_alg_id: AlgorithmIdentifier,
+}
+
+impl fmt::Debug for VerifyAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VerifyAlg({}, RustCrypto)", self.name)
+    }
+}
+
+/// ECDSA P-256 with SHA-256.
+pub static ECDSA_P256_SHA256: VerifyAlg = VerifyAlg {
+    name: "ecdsa_secp256r1_sha256",
+    kind: AlgKind::EcdsaP256(Sha::S256),
+    public_key_alg_id: alg_id::ECDSA_P256,
+    signature_alg_id: alg_id::ECDSA_SHA256,
+};
+/// ECDSA P-256 with SHA-384 (seen in certificates issued by P-256 CAs).
+pub static ECDSA_P256_SHA384: VerifyAlg = VerifyAlg {
+    name: "ecdsa_p256_sha384",
+    kind: AlgKind::EcdsaP256(Sha::S384),
+    public_key_alg_id: alg_id::ECDSA_P256,
+    signature_alg_id: alg_id::ECDSA_SHA384,
+};
+/// Ed25519 (RFC 8410 identifiers).
+pub static ED25519: VerifyAlg = VerifyAlg {
+    name: "ed25519",
+    kind: AlgKind::Ed25519,
+    public_key_alg_id: alg_id::ED25519,
+    signature_alg_id: alg_id::ED25519,
+};
+/// RSA PKCS#1 v1.5 SHA-256 (certificates only).
+pub static RSA_PKCS1_SHA256: VerifyAlg = VerifyAlg {
+    name: "rsa_pkcs1_sha256",
+    kind: AlgKind::RsaPkcs1(Sha::S256),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PKCS1_SHA256,
+};
+/// RSA PKCS#1 v1.5 SHA-384 (certificates only).
+pub static RSA_PKCS1_SHA384: VerifyAlg = VerifyAlg {
+    name: "rsa_pkcs1_sha384",
+    kind: AlgKind::RsaPkcs1(Sha::S384),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PKCS1_SHA384,
+};
+/// RSA PKCS#1 v1.5 SHA-512 (certificates only).
+pub static RSA_PKCS1_SHA512: VerifyAlg = VerifyAlg {
+    name: "rsa_pkcs1_sha512",
+    kind: AlgKind::RsaPkcs1(Sha::S512),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PKCS1_SHA512,
+};
+/// RSA-PSS SHA-256 with an rsaEncryption key.
+pub static RSA_PSS_RSAE_SHA256: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_rsae_sha256",
+    kind: AlgKind::RsaPss(Sha::S256),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PSS_SHA256,
+};
+/// RSA-PSS SHA-384 with an rsaEncryption key.
+pub static RSA_PSS_RSAE_SHA384: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_rsae_sha384",
+    kind: AlgKind::RsaPss(Sha::S384),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PSS_SHA384,
+};
+/// RSA-PSS SHA-512 with an rsaEncryption key.
+pub static RSA_PSS_RSAE_SHA512: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_rsae_sha512",
+    kind: AlgKind::RsaPss(Sha::S512),
+    public_key_alg_id: alg_id::RSA_ENCRYPTION,
+    signature_alg_id: alg_id::RSA_PSS_SHA512,
+};
+
+/// Everything webpki may use to check certificate signatures.
+pub static CERTIFICATE_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
+    &ECDSA_P256_SHA256,
+    &ECDSA_P256_SHA384,
+    &ED25519,
+    &RSA_PSS_RSAE_SHA256,
+    &RSA_PSS_RSAE_SHA384,
+    &RSA_PSS_RSAE_SHA512,
+    &RSA_PKCS1_SHA256,
+    &RSA_PKCS1_SHA384,
+    &RSA_PKCS1_SHA512,
+];
+
+/// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
+/// or `None`.
+pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
+    match scheme {
+        SignatureScheme::ecdsa_secp256r1_sha256 => Some(&ECDSA_P256_SHA256),
+        SignatureScheme::ed25519 => Some(&ED25519),
+        SignatureScheme::rsa_pss_rsae_sha256 => Some(&RSA_PSS_RSAE_SHA256),
+        SignatureScheme::rsa_pss_rsae_sha384 => Some(&RSA_PSS_RSAE_SHA384),
+        SignatureScheme::rsa_pss_rsae_sha512 => Some(&RSA_PSS_RSAE_SHA512),
+        _ => None,
+    }
+}
+
+impl VerifyAlg {
+    /// Verifies with `public_key` = the subjectPublicKey BIT STRING contents of a key whose
+    /// algorithm is [`SignatureVerificationAlgorithm::public_key_alg_id`].
+    pub fn verify(&self, public_key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), SigError> {
+        match self.kind {
+            AlgKind::EcdsaP256(h) => {
+                // Only the uncompressed form appears in certificates (RFC 5480 §2.2).
+                if public_key.len() != 65 || public_key[0] != 0x04 {
+                    return Err(SigError::BadKey("P-256 key is not an uncompressed point"));
+                }
+                let vk = p256::ecdsa::VerifyingKey::from_sec1_bytes(public_key)
+                    .map_err(|_| SigError::BadKey("P-256 key is not on the curve"))?;
+                let sig =
+                    p256::ecdsa::Signature::from_der(sig).map_err(|_| SigError::BadSignature)?;
+                let ok = match h {
+                    Sha::S256 => vk.verify(message, &sig),
+                    other => vk.verify_prehash(&other.digest(message), &sig),
+                };
+                ok.map_err(|_| SigError::BadSignature)
+            }
+            AlgKind::Ed25519 => {
+                let pk: &[u8; 32] = public_key
+                    .try_into()
+                    .map_err(|_| SigError::BadKey("Ed25519 key must be 32 bytes"))?;
+                let vk = ed25519_dalek::VerifyingKey::from_bytes(pk)
+                    .map_err(|_| SigError::BadKey("Ed25519 key is not a valid point"))?;
+                let sig = ed25519_dalek::Signature::from_slice(sig)
+                    .map_err(|_| SigError::BadSignature)?;
+                // Strict: rejects small-order keys and non-canonical encodings.
+                vk.verify_strict(message, &sig)
+                    .map_err(|_| SigError::BadSignature)
+            }
+            AlgKind::RsaPkcs1(h) => {
+                let pk = rsa_public_key(public_key)?;
+                pk.verify(h.pkcs1v15(), &h.digest(message), sig)
+                    .map_err(|_| SigError::BadSignature)
+            }
+            AlgKind::RsaPss(h) => {
+                let pk = rsa_public_key(public_key)?;
+                // The rsa crate checks the salt length equals the hash length.
+                pk.verify(h.pss(), &h.digest(message), sig)
+                    .map_err(|_| SigError::BadSignature)
+            }
+        }
+    }
+
+    /// Verifies against a whole SubjectPublicKeyInfo, checking its algorithm first.
+    fn verify_spki(&self, spki_der: &[u8], message: &[u8], sig: &[u8]) -> Result<(), SigError> {
+        let (alg, key) = parse_spki(spki_der).ok_or(SigError::BadKey("malformed SPKI"))?;
+        if alg != self.public_key_alg_id.as_ref() {
+            return Err(SigError::KeyMismatch(SignatureScheme::Unknown(0)));
+        }
+        self.verify(key, message, sig)
+    }
+}
+
+impl SignatureVerificationAlgorithm for VerifyAlg {
+    fn verify_signature(
+        &self,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), InvalidSignature> {
+        self.verify(public_key, message, signature)
+            .map_err(|_| InvalidSignature)
+    }
+
+    fn public_key_alg_id(&self) -> AlgorithmIdentifier {
+        self.public_key_alg_id
+    }
+
+    fn signature_alg_id(&self) -> AlgorithmIdentifier {
+        self.signature_alg_id
+    }
+}
+
+/// PKCS#1 RSAPublicKey, bounded to [`RSA_MIN_BITS`]..=[`RSA_MAX_BITS`].
+fn rsa_public_key(der: &[u8]) -> Result<rsa::RsaPublicKey, SigError> {
+    use rsa::pkcs1::der::Decode;
+    let k = rsa::pkcs1::RsaPublicKey::from_der(der)
+        .map_err(|_| SigError::BadKey("malformed RSA public key"))?;
+    let n = rsa::BigUint::from_bytes_be(k.modulus.as_bytes());
+    let e = rsa::BigUint::from_bytes_be(k.public_exponent.as_bytes());
+    if !(RSA_MIN_BITS..=RSA_MAX_BITS).contains(&n.bits()) {
+        return Err(SigError::BadKey("RSA modulus outside 1024..=8192 bits"));
+    }
+    rsa::RsaPublicKey::new_with_max_size(n, e, RSA_MAX_BITS)
+        .map_err(|_| SigError::BadKey("invalid RSA public key"))
+}
+
+/// Verifies a CertificateVerify-style signature made with `scheme` by the key in `spki_der`
+/// (a DER SubjectPublicKeyInfo). For a certificate use [`crate::crypto::cert::verify_with_leaf`].
+pub fn verify_signature(
+    scheme: SignatureScheme,
+    spki_der: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), SigError> {
+    let alg = certificate_verify_algorithm(scheme).ok_or(SigError::UnsupportedScheme(scheme))?;
+    alg.verify_spki(spki_der, message, signature)
+        .map_err(|e| match e {
+            SigError::KeyMismatch(_) => SigError::KeyMismatch(scheme),
+            other => other,
+        })
+}
+
+/// Splits a DER SubjectPublicKeyInfo into (AlgorithmIdentifier contents, subjectPublicKey bits).
+fn parse_spki(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (spki, rest) = der_tlv(der, 0x30)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let (alg, rest) = der_tlv(spki, 0x30)?;
+    let (bits, rest) = der_tlv(rest, 0x03)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    // BIT STRING: first octet is the number of unused bits, which must be 0 for a key.
+    match bits.split_first() {
+        Some((0, key)) => Some((alg, key)),
+        _ => None,
+    }
+}
+
+/// Reads one DER TLV with the expected tag; returns (contents, remainder).
+fn der_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+    let (&t, rest) = input.split_first()?;
+    if t != tag {
+        return None;
+    }
+    let (&first, mut rest) = rest.split_first()?;
+    let len = if first < 0x80 {
+        usize::from(first)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 3 {
+            return None;
+        }
+        let (len_bytes, tail) = rest.split_at_checked(n)?;
+        rest = tail;
+        let len = len_bytes
+            .iter()
+            .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+        // Minimal encoding (DER).
+        if len < 0x80 || len_bytes[0] == 0 {
+            return None;
+        }
+        len
+    };
+    let (contents, tail) = rest.split_at_checked(len)?;
+    Some((contents, tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::random::{ScriptedRandom, SeededRandom};
+
+    pub(crate) const RFC8448_RSA_KEY_PKCS8: &str =
+        include_str!("../../tests/vectors/pem/server_rsa_key.pem");
+    pub(crate) const RFC8448_RSA_KEY_PKCS1: &str =
+        include_str!("../../tests/vectors/pem/server_rsa_key_pkcs1.pem");
+
+    struct Counting<'a>(&'a mut dyn RandomSource, Vec<usize>);
+    impl RandomSource for Counting<'_> {
+        fn fill(&mut self, buf: &mut [u8]) {
+            self.1.push(buf.len());
+            self.0.fill(buf)
+        }
+    }
+
+    fn keys() -> Vec<SigningKey> {
+        let mut rng = SeededRandom::from_seed(11);
+        vec![
+            SigningKey::generate_p256(&mut rng),
+            SigningKey::generate_ed25519(&mut rng),
+            SigningKey::from_pem(RFC8448_RSA_KEY_PKCS8).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn cv_message_matches_rfc8446_example() {
+        // §4.4.3 example: transcript hash of 32 bytes of 01.
+        let m = certificate_verify_message(true, &[1; 32]);
+        let expected = [
+            vec![0x20; 64],
+            b"TLS 1.3, server CertificateVerify".to_vec(),
+            vec![0],
+            vec![1; 32],
+        ]
+        .concat();
+        assert_eq!(m, expected);
+        assert!(certificate_verify_message(false, &[]).starts_with(&[0x20; 64]));
+        assert_eq!(
+            &certificate_verify_message(false, &[])[64..97],
+            b"TLS 1.3, client CertificateVerify"
+        );
+    }
+
+    #[test]
+    fn sign_verify_round_trips() {
+        let msg = certificate_verify_message(true, &[7; 32]);
+        for key in keys() {
+            let spki = key.public_key_spki_der().unwrap();
+            for &scheme in key.schemes() {
+                let mut rng = SeededRandom::from_seed(1);
+                let sig = key.sign(scheme, &msg, &mut rng).unwrap();
+                verify_signature(scheme, &spki, &msg, &sig).unwrap();
+                // Tampered message and signature fail with decrypt_error.
+                let err = verify_signature(scheme, &spki, b"other", &sig).unwrap_err();
+                assert_eq!(err, SigError::BadSignature);
+                assert_eq!(err.alert(), AlertDescription::DecryptError);
+                let mut bad = sig.clone();
+                let last = bad.len() - 1;
+                bad[last] ^= 1;
+                assert!(verify_signature(scheme, &spki, &msg, &bad).is_err());
+                assert!(verify_signature(scheme, &spki, &msg, &[]).is_err());
+            }
+            // A scheme of another key type is a mismatch, not a bad signature.
+            let foreign = if matches!(key, SigningKey::Ed25519(_)) {
+                SignatureScheme::ecdsa_secp256r1_sha256
+            } else {
+                SignatureScheme::ed25519
+            };
+            let err = verify_signature(foreign, &spki, &msg, &[0; 64]).unwrap_err();
+            assert_eq!(err, SigError::KeyMismatch(foreign));
+            assert_eq!(err.alert(), AlertDescription::IllegalParameter);
+            assert_eq!(
+                key.sign(foreign, &msg, &mut SeededRandom::from_seed(1)),
+                Err(SigError::CannotSign(foreign))
+            );
+        }
+    }
+
+    #[test]
+    fn deterministic_schemes_draw_nothing() {
+        let msg = b"hello";
+        for key in keys().into_iter().take(2) {
+            let scheme = key.schemes()[0];
+            let mut inner = SeededRandom::from_seed(1);
+            let mut c = Counting(&mut inner, vec![]);
+            let a = key.sign(scheme, msg, &mut c).unwrap();
+            let b = key
+                .sign(scheme, msg, &mut SeededRandom::from_seed(2))
+                .unwrap();
+            assert_eq!(a, b);
+            assert!(c.1.is_empty());
+        }
+    }
+
+    #[test]
+    fn rsa_pss_draws_exactly_the_salt() {
+        let key = SigningKey::from_pem(RFC8448_RSA_KEY_PKCS1).unwrap();
+        let msg = b"content";
+        let mut inner = SeededRandom::from_seed(5);
+        let mut c = Counting(&mut inner, vec![]);
+        let a = key
+            .sign(SignatureScheme::rsa_pss_rsae_sha384, msg, &mut c)
+            .unwrap();
+        assert_eq!(c.1, vec![48]);
+        // Same seed, same signature; other seed, other salt, other signature.
+        let b = key
+            .sign(
+                SignatureScheme::rsa_pss_rsae_sha384,
+                msg,
+                &mut SeededRandom::from_seed(5),
+            )
+            .unwrap();
+        let d = key
+            .sign(
+                SignatureScheme::rsa_pss_rsae_sha384,
+                msg,
+                &mut SeededRandom::from_seed(6),
+            )
+            .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, d);
+    }
+
+    #[test]
+    fn rfc8448_key_loads_and_1024_bit_limits() {
+        let a = SigningKey::from_pem(RFC8448_RSA_KEY_PKCS8).unwrap();
+        let b = SigningKey::from_pem(RFC8448_RSA_KEY_PKCS1).unwrap();
+        assert_eq!(a.public_key_spki_der(), b.public_key_spki_der());
+        // A 1024-bit modulus cannot hold PSS with SHA-512 and a 64-byte salt.
+        assert_eq!(
+            a.schemes(),
+            &[
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_rsae_sha384
+            ]
+        );
+        assert_eq!(
+            a.sign(
+                SignatureScheme::rsa_pss_rsae_sha512,
+                b"x",
+                &mut SeededRandom::from_seed(0)
+            ),
+            Err(SigError::CannotSign(SignatureScheme::rsa_pss_rsae_sha512))
+        );
+        // PKCS#1 v1.5 is never produced for TLS 1.3 (§4.4.3).
+        assert!(a
+            .sign(
+                SignatureScheme::rsa_pkcs1_sha256,
+                b"x",
+                &mut SeededRandom::from_seed(0)
+            )
+            .is_err());
+        // PKCS#8 round trip.
+        let der = a.to_pkcs8_der().unwrap();
+        let c = SigningKey::from_pkcs8_der(&der).unwrap();
+        assert_eq!(c.public_key_spki_der(), a.public_key_spki_der());
+    }
+
+    #[test]
+    fn key_encodings_round_trip() {
+        for key in keys() {
+            let der = key.to_pkcs8_der().unwrap();
+            let back = SigningKey::from_pkcs8_der(&der).unwrap();
+            assert_eq!(back.public_key_spki_der(), key.public_key_spki_der());
+            assert_eq!(back.schemes(), key.schemes());
+        }
+        // SEC1 "EC PRIVATE KEY".
+        let sk = p256::SecretKey::from_slice(&[3; 32]).unwrap();
+        let pem = p256::pkcs8::der::pem::encode_string(
+            "EC PRIVATE KEY",
+            p256::pkcs8::der::pem::LineEnding::LF,
+            &sk.to_sec1_der().unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(
+            SigningKey::from_pem(&pem).unwrap(),
+            SigningKey::EcdsaP256(_)
+        ));
+        // Garbage.
+        assert!(SigningKey::from_pkcs8_der(&[0x30, 0x00]).is_err());
+        assert!(SigningKey::from_pem("").is_err());
+        assert!(SigningKey::from_pem(
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn seeded_p256_keys_are_reproducible() {
+        let a = SigningKey::generate_p256(&mut SeededRandom::from_seed(9));
+        let b = SigningKey::generate_p256(&mut SeededRandom::from_seed(9));
+        assert_eq!(a.to_pkcs8_der(), b.to_pkcs8_der());
+        // Zero and n are redrawn; a valid scalar is taken verbatim.
+        let n = hex::decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
+            .unwrap();
+        let mut rng = ScriptedRandom::new(vec![vec![0; 32], n, vec![1; 32]], 0);
+        let k = SigningKey::generate_p256(&mut rng);
+        let want = SigningKey::EcdsaP256(p256::ecdsa::SigningKey::from_slice(&[1; 32]).unwrap());
+        assert_eq!(k.to_pkcs8_der(), want.to_pkcs8_der());
+    }
+
+    #[test]
+    fn unsupported_schemes_and_bad_keys() {
+        let key = &keys()[0];
+        let spki = key.public_key_spki_der().unwrap();
+        for s in [
+            SignatureScheme::rsa_pkcs1_sha256,
+            SignatureScheme::rsa_pkcs1_sha1,
+            SignatureScheme::ecdsa_sha1,
+            SignatureScheme::rsa_pss_pss_sha256,
+            SignatureScheme::ecdsa_secp384r1_sha384,
+            SignatureScheme::Unknown(0xfefe),
+        ] {
+            let err = verify_signature(s, &spki, b"m", b"s").unwrap_err();
+            assert_eq!(err, SigError::UnsupportedScheme(s));
+            assert_eq!(err.alert(), AlertDescription::IllegalParameter);
+        }
+        // Truncations of an SPKI are never accepted and never panic.
+        for i in 0..spki.len() {
+            let r = verify_signature(
+                SignatureScheme::ecdsa_secp256r1_sha256,
+                &spki[..i],
+                b"m",
+                b"s",
+            );
+            assert!(matches!(
+                r,
+                Err(SigError::BadKey(_)) | Err(SigError::KeyMismatch(_))
+            ));
+        }
+        assert_eq!(
+            verify_signature(
+                SignatureScheme::ed25519,
+                &[0x30, 0x81, 0x05, 0, 0, 0, 0, 0],
+                b"",
+                b""
+            ),
+            Err(SigError::BadKey("malformed SPKI"))
+        );
+    }
+
+    #[test]
+    fn der_tlv_edges() {
+        assert_eq!(der_tlv(&[0x30, 0x00], 0x30), Some((&[][..], &[][..])));
+        assert_eq!(der_tlv(&[0x30, 0x01], 0x30), None);
+        assert_eq!(der_tlv(&[0x31, 0x00], 0x30), None);
+        assert_eq!(der_tlv(&[0x30, 0x80], 0x30), None); // indefinite length
+        assert_eq!(der_tlv(&[0x30, 0x81, 0x10], 0x30), None); // non-minimal
+        assert_eq!(der_tlv(&[0x30, 0x84, 1, 0, 0, 0], 0x30), None);
+        let mut long = vec![0x04, 0x81, 0x80];
+        long.extend([0u8; 0x80]);
+        assert_eq!(der_tlv(&long, 0x04).map(|(c, _)| c.len()), Some(0x80));
+    }
+}

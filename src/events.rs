@@ -1,0 +1,364 @@
+//! Everything a connection reports to its observer.
+//!
+//! The state machines push [`Event`]s in the order things happen; the caller drains them with
+//! `events()`. The ledger ([`crate::ledger`]), the NSS key log, the JSON output and the teaching CLI are
+//! all projections of this one stream, so they can never disagree.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::crypto::kx::KxComponent;
+use crate::keyschedule::schedule::{Derivation, DerivationSink, SecretName};
+use crate::messages::enums::{
+    AlertDescription, AlertLevel, CipherSuite, ContentType, HandshakeType, NamedGroup,
+    SignatureScheme,
+};
+use crate::messages::layout::Span;
+
+/// Which endpoint a connection object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The TLS client.
+    Client,
+    /// The TLS server.
+    Server,
+}
+
+impl Side {
+    /// The direction of bytes this side sends.
+    pub fn sending(self) -> Direction {
+        match self {
+            Side::Client => Direction::ClientToServer,
+            Side::Server => Direction::ServerToClient,
+        }
+    }
+
+    /// The direction of bytes this side receives.
+    pub fn receiving(self) -> Direction {
+        match self {
+            Side::Client => Direction::ServerToClient,
+            Side::Server => Direction::ClientToServer,
+        }
+    }
+}
+
+/// Which way bytes travel, independent of who observes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client → server.
+    ClientToServer,
+    /// Server → client.
+    ServerToClient,
+}
+
+impl Direction {
+    /// An arrow for tables: `C→S` or `S→C`.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "C→S",
+            Direction::ServerToClient => "S→C",
+        }
+    }
+}
+
+/// The keys a record is protected under (RFC 8446 §7.3 traffic secrets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Epoch {
+    /// TLSPlaintext: ClientHello, ServerHello, HelloRetryRequest, ChangeCipherSpec, early alerts.
+    Plaintext,
+    /// client_early_traffic_secret (0-RTT).
+    Early,
+    /// [sender]_handshake_traffic_secret.
+    Handshake,
+    /// [sender]_application_traffic_secret_N; N counts KeyUpdates.
+    Application(u64),
+}
+
+impl core::fmt::Display for Epoch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Epoch::Plaintext => f.write_str("plaintext"),
+            Epoch::Early => f.write_str("early"),
+            Epoch::Handshake => f.write_str("handshake"),
+            Epoch::Application(0) => f.write_str("application"),
+            Epoch::Application(n) => write!(f, "application#{n}"),
+        }
+    }
+}
+
+/// One record as it crossed the wire, with its exact byte accounting.
+///
+/// `wire_len = 5 + payload_len`; for protected records
+/// `payload_len = plaintext_len + 1 (inner type) + padding_len + tag_len` (RFC 8446 §5.2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordEvent {
+    /// Which way it went.
+    pub direction: Direction,
+    /// Which keys protect it.
+    pub epoch: Epoch,
+    /// The caller's clock (ms) when the record was sent or received.
+    pub time_ms: u64,
+    /// The 5-byte record header as on the wire.
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub header: Vec<u8>,
+    /// TLSPlaintext.type / TLSCiphertext.opaque_type.
+    pub wire_type: ContentType,
+    /// The real content type (TLSInnerPlaintext.type for protected records).
+    pub inner_type: ContentType,
+    /// Header + payload.
+    pub wire_len: usize,
+    /// Bytes after the header.
+    pub payload_len: usize,
+    /// Content bytes (without inner type, padding and tag).
+    pub plaintext_len: usize,
+    /// Zero bytes of TLSInnerPlaintext padding.
+    pub padding_len: usize,
+    /// AEAD tag bytes (16 for all TLS 1.3 suites) or 0.
+    pub tag_len: usize,
+    /// AEAD sequence number, for protected records.
+    pub seq: Option<u64>,
+    /// The content (plaintext), so observers can split it into messages.
+    #[serde(skip)]
+    pub content: Vec<u8>,
+}
+
+/// One handshake message, sent or received, with its exact bytes and field layout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HandshakeEvent {
+    /// Which way it went.
+    pub direction: Direction,
+    /// Which keys protected it.
+    pub epoch: Epoch,
+    /// HandshakeType.
+    pub typ: HandshakeType,
+    /// The whole message including its 4-byte header.
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub bytes: Vec<u8>,
+    /// Byte spans of every field and extension (present when layouts are observed).
+    pub layout: Option<Vec<Span>>,
+}
+
+/// The outcome of a key exchange, component by component (a hybrid group has two).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyShareEvent {
+    /// The negotiated group.
+    pub group: NamedGroup,
+    /// Each component's shares and secret.
+    pub components: Vec<KxComponent>,
+    /// The combined (EC)DHE/KEM shared secret fed into the handshake secret.
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub shared_secret: Vec<u8>,
+}
+
+/// A named traffic or exporter secret, in the shape of an NSS key log line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SecretEvent {
+    /// Which secret.
+    pub name: SecretName,
+    /// The NSS SSLKEYLOGFILE label, e.g. `CLIENT_HANDSHAKE_TRAFFIC_SECRET`.
+    pub nss_label: &'static str,
+    /// ClientHello.random, the key of every key-log line.
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub client_random: Vec<u8>,
+    /// The secret.
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub secret: Vec<u8>,
+}
+
+impl SecretEvent {
+    /// One line of an NSS key log file.
+    pub fn keylog_line(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.nss_label,
+            hex(&self.client_random),
+            hex(&self.secret)
+        )
+    }
+}
+
+/// What was negotiated, reported once when the handshake completes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Negotiated {
+    /// Always TLS 1.3.
+    pub version: &'static str,
+    /// The cipher suite.
+    pub suite: CipherSuite,
+    /// The key-exchange group, `None` for psk_ke.
+    pub group: Option<NamedGroup>,
+    /// The server's CertificateVerify scheme, `None` when resumed.
+    pub signature_scheme: Option<SignatureScheme>,
+    /// The client's CertificateVerify scheme if it authenticated.
+    pub client_signature_scheme: Option<SignatureScheme>,
+    /// Whether a PSK was used.
+    pub resumed: bool,
+    /// Index of the PSK identity the server selected.
+    pub psk_identity: Option<u16>,
+    /// Early data outcome.
+    pub early_data: EarlyDataStatus,
+    /// Negotiated ALPN protocol.
+    pub alpn: Option<String>,
+    /// Whether a HelloRetryRequest happened.
+    pub hello_retry: bool,
+}
+
+/// What happened to 0-RTT data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EarlyDataStatus {
+    /// The client offered none.
+    NotSent,
+    /// The server accepted it.
+    Accepted,
+    /// The server rejected it; the client got it back in [`Event::EarlyDataRejected`].
+    Rejected,
+}
+
+/// Everything a connection reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A record crossed the wire.
+    Record(RecordEvent),
+    /// A handshake message was sent or received.
+    Handshake(HandshakeEvent),
+    /// A key-schedule step (HKDF-Extract, Derive-Secret, HKDF-Expand-Label).
+    Derivation(Derivation),
+    /// A named traffic/exporter secret (key-log shaped).
+    Secret(SecretEvent),
+    /// A key exchange completed.
+    KeyShare(KeyShareEvent),
+    /// The handshake completed.
+    Connected(Negotiated),
+    /// Application data arrived.
+    AppData {
+        /// The bytes.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        data: Vec<u8>,
+    },
+    /// 0-RTT data arrived (server) — delivered before the handshake completes.
+    EarlyData {
+        /// The bytes.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        data: Vec<u8>,
+    },
+    /// The server rejected our 0-RTT data: these bytes were NOT delivered; resend them if needed.
+    EarlyDataRejected {
+        /// The bytes that were sent as early data.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        data: Vec<u8>,
+    },
+    /// A NewSessionTicket was issued (server) or received and stored (client).
+    Ticket {
+        /// Which way it went.
+        direction: Direction,
+        /// Its lifetime in seconds.
+        lifetime: u32,
+        /// max_early_data_size, if it allows 0-RTT.
+        max_early_data: Option<u32>,
+    },
+    /// Traffic keys were updated (RFC 8446 §4.6.3).
+    KeyUpdate {
+        /// Whose sending keys changed.
+        direction: Direction,
+        /// Whether the sender asked the peer to update too.
+        requested: bool,
+    },
+    /// An alert was sent or received.
+    Alert {
+        /// Which way it went.
+        direction: Direction,
+        /// warning or fatal.
+        level: AlertLevel,
+        /// Which alert.
+        description: AlertDescription,
+    },
+    /// The connection is closed for reading (close_notify or fatal alert).
+    Closed,
+}
+
+/// Which optional event kinds a connection records. Turning them off makes the hot path allocation-free
+/// for benchmarks; application data, alerts and the outcome are always reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Observe {
+    /// [`Event::Record`].
+    pub records: bool,
+    /// [`Event::Handshake`] (with layouts if `layouts`).
+    pub handshake: bool,
+    /// Field/extension layouts inside handshake events.
+    pub layouts: bool,
+    /// [`Event::Derivation`] — every key-schedule step.
+    pub derivations: bool,
+    /// [`Event::Secret`] and [`Event::KeyShare`] (secret values!).
+    pub secrets: bool,
+}
+
+impl Observe {
+    /// Everything (the default: this is a research tool).
+    pub const ALL: Observe = Observe {
+        records: true,
+        handshake: true,
+        layouts: true,
+        derivations: true,
+        secrets: true,
+    };
+    /// Only what applications need (benchmarks).
+    pub const NONE: Observe = Observe {
+        records: false,
+        handshake: false,
+        layouts: false,
+        derivations: false,
+        secrets: false,
+    };
+}
+
+impl Default for Observe {
+    fn default() -> Self {
+        Observe::ALL
+    }
+}
+
+/// The queue a connection pushes events into.
+#[derive(Debug)]
+pub(crate) struct EventQueue {
+    pub(crate) observe: Observe,
+    pub(crate) queue: VecDeque<Event>,
+}
+
+impl EventQueue {
+    pub(crate) fn new(observe: Observe) -> Self {
+        EventQueue {
+            observe,
+            queue: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, e: Event) {
+        self.queue.push_back(e);
+    }
+}
+
+impl DerivationSink for EventQueue {
+    fn enabled(&self) -> bool {
+        self.observe.derivations
+    }
+
+    fn record(&mut self, d: Derivation) {
+        self.queue.push_back(Event::Derivation(d));
+    }
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}

@@ -1,0 +1,317 @@
+//! The handshake transcript hash (RFC 8446 §4.4.1).
+//!
+//! A client sends its ClientHello before it knows which hash the server's cipher suite will use,
+//! so the transcript first buffers whole messages and switches to incremental hashing when
+//! [`Transcript::start_hash`] names the function. It also remembers which handshake messages it
+//! covers, so every derived secret can say what its context was ("ClientHello..ServerHello").
+
+use crate::crypto::hash::{HashAlg, HashState, Output};
+use crate::messages::enums::HandshakeType;
+
+/// Misuse of the transcript by the state machine (never caused by peer bytes alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TranscriptError {
+    /// The hash was already chosen and a different one was asked for. After a
+    /// HelloRetryRequest the ServerHello must keep the HRR's suite (RFC 8446 §4.1.4), so the
+    /// hash can never legitimately change.
+    HashChanged {
+        /// Hash in use.
+        current: HashAlg,
+        /// Hash requested.
+        requested: HashAlg,
+    },
+    /// The operation needs the hash function, which is not chosen yet.
+    NotStarted,
+    /// `replace_with_message_hash` needs a transcript holding exactly the first ClientHello
+    /// (RFC 8446 §4.4.1); a second HelloRetryRequest also ends up here.
+    NotFirstClientHello,
+}
+
+impl core::fmt::Display for TranscriptError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TranscriptError::HashChanged { current, requested } => {
+                write!(
+                    f,
+                    "transcript hash is {current}, cannot switch to {requested}"
+                )
+            }
+            TranscriptError::NotStarted => f.write_str("transcript hash not chosen yet"),
+            TranscriptError::NotFirstClientHello => {
+                f.write_str("message_hash replaces only a lone first ClientHello")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TranscriptError {}
+
+// One per connection: boxing the hash state would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+enum State {
+    /// Hash not chosen: whole messages kept verbatim.
+    Buffering(Vec<u8>),
+    /// Running hash of everything added so far.
+    Hashing(HashState),
+}
+
+/// Transcript-Hash(M1 || M2 || ... ) over whole handshake messages including their 4-byte
+/// headers (RFC 8446 §4.4.1), excluding record-layer headers.
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    state: State,
+    covered: Vec<HandshakeType>,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Transcript {
+    /// An empty transcript whose hash function is not chosen yet.
+    pub fn new() -> Transcript {
+        Transcript {
+            state: State::Buffering(Vec::new()),
+            covered: Vec::new(),
+        }
+    }
+
+    /// Appends one whole handshake message (`msg` starts with its 4-byte header), exactly the
+    /// bytes sent or received: hashing a re-encoding could differ from what the peer hashed.
+    pub fn add(&mut self, typ: HandshakeType, msg: &[u8]) {
+        match &mut self.state {
+            State::Buffering(buf) => buf.extend_from_slice(msg),
+            State::Hashing(h) => h.update(msg),
+        }
+        self.covered.push(typ);
+    }
+
+    /// Chooses the hash (the negotiated suite's) and hashes what was buffered. Calling it again
+    /// with the same function is a no-op.
+    pub fn start_hash(&mut self, alg: HashAlg) -> Result<(), TranscriptError> {
+        match &mut self.state {
+            State::Hashing(h) if h.alg() == alg => Ok(()),
+            State::Hashing(h) => Err(TranscriptError::HashChanged {
+                current: h.alg(),
+                requested: alg,
+            }),
+            State::Buffering(buf) => {
+                let mut h = HashState::new(alg);
+                h.update(buf);
+                self.state = State::Hashing(h);
+                Ok(())
+            }
+        }
+    }
+
+    /// The hash function, once chosen.
+    pub fn alg(&self) -> Option<HashAlg> {
+        match &self.state {
+            State::Buffering(_) => None,
+            State::Hashing(h) => Some(h.alg()),
+        }
+    }
+
+    /// Transcript-Hash of everything added so far.
+    ///
+    /// Before [`start_hash`](Self::start_hash) this is the empty [`Output`]: any key or Finished
+    /// value computed from it is wrong, so a state-machine slip fails closed instead of panicking.
+    pub fn current_hash(&self) -> Output {
+        match &self.state {
+            State::Buffering(_) => Output::empty(),
+            State::Hashing(h) => h.current(),
+        }
+    }
+
+    /// Transcript-Hash under `alg`: works before the hash is chosen too (a client's early
+    /// secrets hash the ClientHello with the PSK's hash, RFC 8446 §7.1). `None` if the
+    /// transcript already runs another hash.
+    pub fn current_hash_as(&self, alg: HashAlg) -> Option<Output> {
+        self.hash_of_prefix_with_alg(alg, &[])
+    }
+
+    /// Hash of the transcript followed by `extra`, without adding `extra`: the PSK binder input
+    /// (RFC 8446 §4.2.11.2), where `extra` is the ClientHello up to its binders list. Like
+    /// [`current_hash`](Self::current_hash), empty before `start_hash`.
+    pub fn hash_of_prefix_with(&self, extra: &[u8]) -> Output {
+        match &self.state {
+            State::Buffering(_) => Output::empty(),
+            State::Hashing(h) => self
+                .hash_of_prefix_with_alg(h.alg(), extra)
+                .unwrap_or_else(Output::empty),
+        }
+    }
+
+    /// [`hash_of_prefix_with`](Self::hash_of_prefix_with) under `alg`, the PSK's hash, which
+    /// also works before the hash is chosen (the first ClientHello's binder is computed before
+    /// the server picks a suite). `None` if the transcript already runs another hash: after a
+    /// HelloRetryRequest, a PSK whose hash differs from the selected suite's cannot be offered.
+    pub fn hash_of_prefix_with_alg(&self, alg: HashAlg, extra: &[u8]) -> Option<Output> {
+        match &self.state {
+            State::Buffering(buf) => {
+                let mut h = HashState::new(alg);
+                h.update(buf);
+                h.update(extra);
+                Some(h.finish())
+            }
+            State::Hashing(h) if h.alg() == alg => {
+                if extra.is_empty() {
+                    return Some(h.current());
+                }
+                let mut h = h.clone();
+                h.update(extra);
+                Some(h.finish())
+            }
+            State::Hashing(_) => None,
+        }
+    }
+
+    /// HelloRetryRequest (RFC 8446 §4.4.1): replaces ClientHello1 with the synthetic
+    ///
+    /// ```text
+    /// message_hash(254) 00 00 Hash.length || Hash(ClientHello1)
+    /// ```
+    ///
+    /// Call after `start_hash` with the HRR's suite and before adding the HRR. Only a transcript
+    /// holding exactly one ClientHello qualifies, which also rejects a second HRR.
+    pub fn replace_with_message_hash(&mut self) -> Result<(), TranscriptError> {
+        let State::Hashing(h) = &self.state else {
+            return Err(TranscriptError::NotStarted);
+        };
+        if self.covered.as_slice() != [HandshakeType::ClientHello] {
+            return Err(TranscriptError::NotFirstClientHello);
+        }
+        let alg = h.alg();
+        let ch1 = h.current();
+        let mut fresh = HashState::new(alg);
+        fresh.update(&[
+            HandshakeType::MessageHash.to_repr(),
+            0,
+            0,
+            alg.output_len() as u8,
+        ]);
+        fresh.update(&ch1);
+        self.state = State::Hashing(fresh);
+        self.covered[0] = HandshakeType::MessageHash;
+        Ok(())
+    }
+
+    /// The messages covered, in order (`MessageHash` stands for a replaced ClientHello1).
+    pub fn covered(&self) -> &[HandshakeType] {
+        &self.covered
+    }
+
+    /// Short description of what the hash covers: `""`, `"ClientHello"`, or
+    /// `"ClientHello..ServerHello"` (first..last), as the RFC writes transcript contexts. The
+    /// synthetic message of a HelloRetryRequest is shown under its RFC name, `message_hash`.
+    pub fn covers(&self) -> String {
+        fn name(t: &HandshakeType) -> String {
+            match t {
+                HandshakeType::MessageHash => "message_hash".to_string(),
+                other => format!("{other:?}"),
+            }
+        }
+        match self.covered.as_slice() {
+            [] => String::new(),
+            [one] => name(one),
+            [first, .., last] => format!("{}..{}", name(first), name(last)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyschedule::test_vectors as v;
+
+    #[test]
+    fn buffers_until_hash_is_chosen() {
+        let mut t = Transcript::new();
+        t.add(HandshakeType::ClientHello, &v::s3_client_hello());
+        assert!(t.current_hash().is_empty());
+        assert_eq!(t.alg(), None);
+        t.start_hash(HashAlg::Sha256).unwrap();
+        t.add(HandshakeType::ServerHello, &v::s3_server_hello());
+        // RFC 8448 §3: the c/s hs traffic context, Hash(ClientHello || ServerHello).
+        assert_eq!(
+            hex::encode(t.current_hash()),
+            "860c06edc07858ee8e78f0e7428c58edd6b43f2ca3e6e95f02ed063cf0e1cad8"
+        );
+        assert_eq!(t.covers(), "ClientHello..ServerHello");
+        assert_eq!(t.start_hash(HashAlg::Sha256), Ok(()));
+        assert_eq!(
+            t.start_hash(HashAlg::Sha384),
+            Err(TranscriptError::HashChanged {
+                current: HashAlg::Sha256,
+                requested: HashAlg::Sha384
+            })
+        );
+        assert_eq!(t.current_hash_as(HashAlg::Sha384), None);
+    }
+
+    #[test]
+    fn hash_as_before_start_and_prefix_does_not_commit() {
+        let mut t = Transcript::new();
+        let ch = v::s3_client_hello();
+        t.add(HandshakeType::ClientHello, &ch[..100]);
+        let with = t
+            .hash_of_prefix_with_alg(HashAlg::Sha256, &ch[100..])
+            .unwrap();
+        assert_eq!(with, HashAlg::Sha256.hash(&ch));
+        assert!(
+            t.hash_of_prefix_with(&ch[100..]).is_empty(),
+            "no hash chosen yet"
+        );
+        assert_eq!(
+            t.current_hash_as(HashAlg::Sha256).unwrap(),
+            HashAlg::Sha256.hash(&ch[..100])
+        );
+        t.start_hash(HashAlg::Sha256).unwrap();
+        assert_eq!(t.hash_of_prefix_with(&ch[100..]), with);
+        assert_eq!(t.hash_of_prefix_with_alg(HashAlg::Sha384, b""), None);
+        assert_eq!(t.current_hash(), HashAlg::Sha256.hash(&ch[..100]));
+    }
+
+    #[test]
+    fn rfc8448_s5_hello_retry_request_message_hash() {
+        let mut t = Transcript::new();
+        t.add(HandshakeType::ClientHello, &v::s5_client_hello_1());
+        assert_eq!(
+            t.replace_with_message_hash(),
+            Err(TranscriptError::NotStarted)
+        );
+        t.start_hash(HashAlg::Sha256).unwrap();
+        t.replace_with_message_hash().unwrap();
+        t.add(HandshakeType::ServerHello, &v::s5_hello_retry_request());
+        // A second HRR cannot be folded in.
+        assert_eq!(
+            t.replace_with_message_hash(),
+            Err(TranscriptError::NotFirstClientHello)
+        );
+        // Computed extras §5: transcript hash before ClientHello2 is sent, then before ServerHello.
+        assert_eq!(
+            hex::encode(t.current_hash()),
+            "74eec04d09c926e86c0647c37ba4dc18d277eec3337e4608c4d829b77e2fd2b3"
+        );
+        t.add(HandshakeType::ClientHello, &v::s5_client_hello_2());
+        t.add(HandshakeType::ServerHello, &v::s5_server_hello());
+        // ... and the context of "c hs traffic" / "s hs traffic" in §5.
+        assert_eq!(
+            hex::encode(t.current_hash()),
+            "8aa8e828ec2f8a884fec95a3139de01c15a3daa7ff5bfc3f4bfcc21b438d7bf8"
+        );
+        assert_eq!(t.covers(), "message_hash..ServerHello");
+        assert_eq!(
+            t.covered(),
+            &[
+                HandshakeType::MessageHash,
+                HandshakeType::ServerHello,
+                HandshakeType::ClientHello,
+                HandshakeType::ServerHello
+            ]
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! The ledger: records, the handshake messages they carry, flights and totals — built only from
+//! [`Event`]s, so it accounts for exactly what crossed the wire.
+//!
+//! Accounting (RFC 8446 §5.1, §5.2): `wire = 5 (header) + payload`, and for protected records
+//! `payload = plaintext + 1 (inner content type) + padding + 16 (tag)`.
+//! A *flight* is a maximal run of records one side sends before the other side's next record.
+
+use std::fmt::Write as _;
+
+use serde::{Serialize, Serializer};
+
+use crate::events::{Direction, EarlyDataStatus, Epoch, Event, Negotiated, RecordEvent};
+use crate::messages::enums::{ContentType, HandshakeType};
+
+/// One handshake message (or the part of it) inside a record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MessagePart {
+    /// Its type.
+    pub typ: HandshakeType,
+    /// The whole message's length including its 4-byte header.
+    pub len: usize,
+    /// Bytes of it carried by this record (less than `len` when fragmented).
+    pub bytes_here: usize,
+}
+
+/// One record in the ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LedgerRecord {
+    /// 1-based position in the connection.
+    pub index: usize,
+    /// 1-based flight number.
+    pub flight: usize,
+    /// The record as reported.
+    #[serde(flatten)]
+    pub record: RecordEvent,
+    /// Handshake messages it carries.
+    pub messages: Vec<MessagePart>,
+}
+
+/// Per-direction sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DirectionTotals {
+    /// Bytes on the wire (headers included).
+    pub bytes: usize,
+    /// Records.
+    pub records: usize,
+    /// Record headers (5 each).
+    pub header_bytes: usize,
+    /// AEAD tags.
+    pub tag_bytes: usize,
+    /// Inner content-type bytes.
+    pub inner_type_bytes: usize,
+    /// Padding.
+    pub padding_bytes: usize,
+    /// Handshake-message bytes.
+    pub handshake_bytes: usize,
+    /// Application-data bytes.
+    pub app_bytes: usize,
+}
+
+/// Totals both ways.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Client → server.
+    pub client_to_server: DirectionTotals,
+    /// Server → client.
+    pub server_to_client: DirectionTotals,
+}
+
+/// A connection's ledger.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Ledger {
+    /// What was negotiated.
+    pub negotiated: Option<Negotiated>,
+    /// Every record, in the order the observing endpoint sent or received it.
+    pub records: Vec<LedgerRecord>,
+    /// Sums.
+    pub totals: Totals,
+    #[serde(skip)]
+    splitters: [Splitter; 2],
+    #[serde(skip)]
+    last_direction: Option<Direction>,
+    #[serde(skip)]
+    flights: usize,
+}
+
+/// Splits one direction's handshake byte stream into messages across records.
+#[derive(Clone, Debug, Default)]
+struct Splitter {
+    header: Vec<u8>,
+    typ: Option<HandshakeType>,
+    len: usize,
+    remaining: usize,
+}
+
+impl Splitter {
+    fn split(&mut self, mut content: &[u8]) -> Vec<MessagePart> {
+        let mut parts = Vec::new();
+        while !content.is_empty() {
+            if self.remaining == 0 {
+                let need = 4 - self.header.len();
+                let take = need.min(content.len());
+                self.header.extend_from_slice(&content[..take]);
+                content = &content[take..];
+                if self.header.len() < 4 {
+                    break;
+                }
+                let body = (usize::from(self.header[1]) << 16)
+                    | (usize::from(self.header[2]) << 8)
+                    | usize::from(self.header[3]);
+                self.typ = Some(HandshakeType::from(self.header[0]));
+                self.len = body + 4;
+                self.remaining = body;
+                self.header.clear();
+                parts.push(MessagePart {
+                    typ: HandshakeType::from(self.typ.map_or(0, |t| t.to_repr())),
+                    len: self.len,
+                    bytes_here: take,
+                });
+                if body == 0 {
+                    continue;
+                }
+            }
+            let take = self.remaining.min(content.len());
+            self.remaining -= take;
+            content = &content[take..];
+            match parts.last_mut() {
+                Some(p) if p.bytes_here < p.len && p.typ == self.typ.unwrap_or(p.typ) => {
+                    p.bytes_here += take
+                }
+                _ => parts.push(MessagePart {
+                    typ: self.typ.unwrap_or(HandshakeType::Unknown(0)),
+                    len: self.len,
+                    bytes_here: take,
+                }),
+            }
+        }
+        parts
+    }
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Ledger::default()
+    }
+
+    /// A ledger of these events (typically one endpoint's whole stream).
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
+        let mut l = Ledger::new();
+        for e in events {
+            l.observe(e);
+        }
+        l
+    }
+
+    /// Account for one event.
+    pub fn observe(&mut self, e: &Event) {
+        match e {
+            Event::Record(r) => self.add_record(r),
+            Event::Connected(n) => self.negotiated = Some(n.clone()),
+            _ => {}
+        }
+    }
+
+    fn add_record(&mut self, r: &RecordEvent) {
+        if self.last_direction != Some(r.direction) {
+            self.flights += 1;
+            self.last_direction = Some(r.direction);
+        }
+        let idx = match r.direction {
+            Direction::ClientToServer => 0,
+            Direction::ServerToClient => 1,
+        };
+        let messages = if r.inner_type == ContentType::Handshake {
+            self.splitters[idx].split(&r.content)
+        } else {
+            Vec::new()
+        };
+        let t = match r.direction {
+            Direction::ClientToServer => &mut self.totals.client_to_server,
+            Direction::ServerToClient => &mut self.totals.server_to_client,
+        };
+        t.bytes += r.wire_len;
+        t.records += 1;
+        t.header_bytes += 5;
+        t.tag_bytes += r.tag_len;
+        t.padding_bytes += r.padding_len;
+        if r.seq.is_some() {
+            t.inner_type_bytes += 1;
+        }
+        match r.inner_type {
+            ContentType::Handshake => t.handshake_bytes += r.plaintext_len,
+            ContentType::ApplicationData => t.app_bytes += r.plaintext_len,
+            _ => {}
+        }
+        self.records.push(LedgerRecord {
+            index: self.records.len() + 1,
+            flight: self.flights,
+            record: r.clone(),
+            messages,
+        });
+    }
+
+    /// Client→server flights sent before the first application-data byte arrived from the server:
+    /// the round trips the client waited (TCP's own handshake not included).
+    pub fn round_trips_to_first_response(&self) -> Option<usize> {
+        let first = self.records.iter().position(|r| {
+            r.record.direction == Direction::ServerToClient
+                && r.record.inner_type == ContentType::ApplicationData
+        })?;
+        let mut trips = 0;
+        let mut last = None;
+        for r in &self.records[..first] {
+            if r.record.direction == Direction::ClientToServer && last != Some(r.flight) {
+                trips += 1;
+                last = Some(r.flight);
+            }
+        }
+        Some(trips)
+    }
+
+    /// The record-by-record table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:>3} {:>6} {:>3} {:>3} {:<12} {:<18} {:<18} {:>6} {:>24}  messages",
+            "#",
+            "t(ms)",
+            "dir",
+            "fl",
+            "epoch",
+            "wire type",
+            "inner type",
+            "bytes",
+            "hdr+plain+type+pad+tag"
+        );
+        for r in &self.records {
+            let rec = &r.record;
+            let breakdown = if rec.seq.is_some() {
+                format!(
+                    "5+{}+1+{}+{}",
+                    rec.plaintext_len, rec.padding_len, rec.tag_len
+                )
+            } else {
+                format!("5+{}", rec.plaintext_len)
+            };
+            let msgs: Vec<String> = r
+                .messages
+                .iter()
+                .map(|m| {
+                    if m.bytes_here == m.len {
+                        format!("{}({})", m.typ, m.len)
+                    } else {
+                        format!("{}({}/{})", m.typ, m.bytes_here, m.len)
+                    }
+                })
+                .collect();
+            let msgs = if msgs.is_empty() && rec.inner_type == ContentType::Alert {
+                alert_text(&rec.content)
+            } else {
+                msgs.join(" ")
+            };
+            let _ = writeln!(
+                s,
+                "{:>3} {:>6} {:>3} {:>3} {:<12} {:<18} {:<18} {:>6} {:>24}  {}",
+                r.index,
+                rec.time_ms,
+                rec.direction.arrow(),
+                r.flight,
+                rec.epoch.to_string(),
+                rec.wire_type.to_string(),
+                rec.inner_type.to_string(),
+                rec.wire_len,
+                breakdown,
+                msgs
+            );
+        }
+        let t = &self.totals;
+        for (name, d) in [("C→S", &t.client_to_server), ("S→C", &t.server_to_client)] {
+            let _ = writeln!(
+                s,
+                "total {name}: {} bytes in {} records (headers {}, tags {}, inner types {}, padding {}; handshake {}, application {})",
+                d.bytes, d.records, d.header_bytes, d.tag_bytes, d.inner_type_bytes, d.padding_bytes, d.handshake_bytes, d.app_bytes
+            );
+        }
+        s
+    }
+
+    /// JSON (records, totals, negotiated).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The early data outcome, if connected.
+    pub fn early_data(&self) -> Option<EarlyDataStatus> {
+        self.negotiated.as_ref().map(|n| n.early_data)
+    }
+
+    /// Handshake messages per flight, e.g. `[["client_hello"], ["server_hello", ...]]`.
+    pub fn messages_per_flight(&self) -> Vec<(Direction, Vec<HandshakeType>)> {
+        let mut out: Vec<(usize, Direction, Vec<HandshakeType>)> = Vec::new();
+        for r in &self.records {
+            let starts: Vec<HandshakeType> = r
+                .messages
+                .iter()
+                .filter(|m| m.bytes_here > 0)
+                .map(|m| m.typ)
+                .collect();
+            match out.last_mut() {
+                Some((f, _, v)) if *f == r.flight => v.extend(starts),
+                _ => out.push((r.flight, r.record.direction, starts)),
+            }
+        }
+        out.into_iter().map(|(_, d, v)| (d, v)).collect()
+    }
+
+    /// Records of one epoch kind (for tests and summaries).
+    pub fn records_in(&self, epoch: Epoch) -> impl Iterator<Item = &LedgerRecord> {
+        self.records.iter().filter(move |r| r.record.epoch == epoch)
+    }
+}
+
+fn alert_text(content: &[u8]) -> String {
+    match content {
+        [level, desc] => format!(
+            "alert {} {}",
+            crate::messages::enums::AlertLevel::from(*level),
+            crate::messages::enums::AlertDescription::from(*desc)
+        ),
+        _ => "alert".into(),
+    }
+}
+
+/// Serialize bytes as lowercase hex (serde helper).
+pub fn ser_hex<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::events::hex(v))
+}
+
+/// Parse lowercase/uppercase hex.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}

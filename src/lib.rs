@@ -1,0 +1,57 @@
+//! # tls13lab — a sans-IO TLS 1.3 client and server for studying TLS
+//!
+//! Bytes in → bytes out + [`events::Event`]s. The core owns no socket, reads no clock and draws no OS
+//! randomness: time is a parameter of every call and all randomness comes from the
+//! [`crypto::random::RandomSource`] you pass in, so a whole connection replays byte for byte from a seed.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tls13lab::{Client, ClientConfig, Server, ServerConfig, Event};
+//! use tls13lab::crypto::random::SeededRandom;
+//!
+//! let (server_config, _root) = tls13lab::demo::server_config(7, 1_700_000_000_000).unwrap();
+//! let mut client = Client::new(Arc::new(ClientConfig::default()), Box::new(SeededRandom::from_seed(1))).unwrap();
+//! let mut server = Server::new(Arc::new(server_config), Box::new(SeededRandom::from_seed(2))).unwrap();
+//!
+//! let now = 1_700_000_000_000;
+//! client.start(now).unwrap();
+//! server.receive(&client.take_output(), now).unwrap();          // ClientHello
+//! client.receive(&server.take_output(), now).unwrap();          // ServerHello .. Finished
+//! client.send(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+//! server.receive(&client.take_output(), now).unwrap();          // Finished + request
+//! assert!(client.is_connected() && server.is_connected());
+//! let request: Vec<u8> = server.events().filter_map(|e| match e {
+//!     Event::AppData { data } => Some(data),
+//!     _ => None,
+//! }).flatten().collect();
+//! assert_eq!(request, b"GET / HTTP/1.0\r\n\r\n");
+//! ```
+//!
+//! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
+//! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
+//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod config;
+pub(crate) mod conn;
+pub mod crypto;
+pub mod demo;
+pub mod error;
+pub mod events;
+pub mod keyschedule;
+pub mod ledger;
+pub mod messages;
+pub mod record;
+pub mod server;
+pub mod session;
+pub(crate) mod traffic;
+
+pub use client::Client;
+pub use config::{ClientAuth, ClientConfig, ServerConfig, ServerVerification};
+pub use error::{Error, PeerMisbehaved};
+pub use events::{Event, Observe};
+pub use ledger::Ledger;
+pub use server::Server;

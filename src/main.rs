@@ -1,0 +1,104 @@
+//! The `tls13lab` command line. With no subcommand it runs the in-memory demo.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use tls13lab::demo;
+use tls13lab::events::Event;
+
+#[derive(Parser)]
+#[command(
+    name = "tls13lab",
+    version,
+    about = "A sans-IO TLS 1.3 client and server that shows every byte"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// An in-memory client and server: handshake, request, response, close; prints the ledger.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args, Default)]
+struct DemoArgs {
+    /// Seed for all randomness (the run replays byte for byte).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the client's ledger as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+const NOW_MS: u64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z: a fixed clock keeps the demo replayable
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command.unwrap_or(Command::Demo(DemoArgs {
+        seed: 1,
+        json: None,
+    })) {
+        Command::Demo(a) => run_demo(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tls13lab: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_demo(a: DemoArgs) -> Result<(), String> {
+    let (server_cfg, root) = demo::server_config(a.seed, NOW_MS).map_err(|e| e.to_string())?;
+    let client_cfg = demo::client_config(root);
+    let request = b"GET / HTTP/1.0\r\n\r\n";
+    let response = b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nhello from tls13lab\n";
+    let p = demo::request_response(
+        Arc::new(client_cfg),
+        Arc::new(server_cfg),
+        a.seed,
+        NOW_MS,
+        request,
+        response,
+        Default::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let ledger = p.ledger();
+    println!(
+        "== full handshake, X25519, ECDSA P-256 certificate (seed {})",
+        a.seed
+    );
+    print!("{}", ledger.table());
+    if let Some(n) = &ledger.negotiated {
+        println!(
+            "negotiated: {} {} group {} signature {} resumed {} early data {:?}",
+            n.version,
+            n.suite,
+            n.group.map_or("none".into(), |g| g.to_string()),
+            n.signature_scheme.map_or("none".into(), |s| s.to_string()),
+            n.resumed,
+            n.early_data
+        );
+    }
+    if let Some(rt) = ledger.round_trips_to_first_response() {
+        println!("round trips until the first response byte: {rt}");
+    }
+    println!(
+        "response: {:?}",
+        String::from_utf8_lossy(&demo::app_data(&p.client_events))
+    );
+    let _ = p
+        .client_events
+        .iter()
+        .filter(|e| matches!(e, Event::Closed))
+        .count();
+    if let Some(path) = a.json {
+        std::fs::write(&path, ledger.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,703 @@
+//! Handshake messages (RFC 8446 §4).
+//!
+//! ```text
+//! struct {
+//!     HandshakeType msg_type;    /* handshake type */
+//!     uint24 length;             /* remaining bytes in message */
+//!     select (Handshake.msg_type) { ... };
+//! } Handshake;
+//! ```
+//!
+//! A [`HandshakeMessage`] keeps the bytes it was decoded from beside the parse: the transcript
+//! hash must cover what arrived on the wire (§4.4.1), not our re-encoding of it.
+
+use super::codec::{DecodeError, Reader, Writer};
+use super::enums::{CipherSuite, ExtensionType, HandshakeType, KeyUpdateRequest, SignatureScheme};
+use super::extensions::{decode_extensions, encode_extensions, Extension, ExtensionContext};
+use super::layout::Span;
+
+/// ServerHello.random of a HelloRetryRequest: SHA-256("HelloRetryRequest") (§4.1.3).
+pub const HRR_RANDOM: [u8; 32] = [
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+];
+
+/// Last 8 bytes of ServerHello.random from a TLS 1.3 server that negotiated TLS 1.2 (§4.1.3).
+pub const DOWNGRADE_TLS12: [u8; 8] = *b"DOWNGRD\x01";
+
+/// Last 8 bytes of ServerHello.random from a server that negotiated TLS 1.1 or below (§4.1.3).
+pub const DOWNGRADE_TLS11: [u8; 8] = *b"DOWNGRD\x00";
+
+/// What the decoder needs to know from the connection state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeContext {
+    /// Hash.length of the negotiated suite: the exact size of Finished.verify_data and of the
+    /// message_hash body. 0 means "not known": any length is accepted and the state machine
+    /// checks it.
+    pub hash_len: usize,
+}
+
+/// Type and body length from the 4-byte handshake header, if `bytes` holds one (§4).
+pub fn handshake_header(bytes: &[u8]) -> Option<(HandshakeType, usize)> {
+    let mut r = Reader::new(bytes);
+    let typ = r.u8("msg_type").ok()?;
+    let len = r.u24("length").ok()?;
+    Some((typ.into(), len as usize))
+}
+
+/// One handshake message: the parse and the exact bytes (4-byte header included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandshakeMessage {
+    /// The decoded body.
+    pub payload: HandshakePayload,
+    /// The wire bytes, header included: what goes into the transcript hash.
+    pub encoded: Vec<u8>,
+}
+
+impl HandshakeMessage {
+    /// Encodes `payload` into a new message.
+    pub fn new(payload: HandshakePayload) -> Self {
+        let mut w = Writer::new();
+        payload.write(&mut w);
+        HandshakeMessage {
+            payload,
+            encoded: w.into_bytes(),
+        }
+    }
+
+    /// Decodes one whole message (header included); `bytes` must hold exactly that message.
+    pub fn decode(bytes: &[u8], ctx: DecodeContext) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let typ = HandshakeType::from(r.u8("msg_type")?);
+        let mut body = r.sub_u24("handshake message")?;
+        r.finish("handshake message")?;
+        let payload = HandshakePayload::decode_body(typ, &mut body, ctx)?;
+        body.finish(typ.name())?;
+        Ok(HandshakeMessage {
+            payload,
+            encoded: bytes.to_vec(),
+        })
+    }
+
+    /// msg_type.
+    pub fn typ(&self) -> HandshakeType {
+        self.payload.typ()
+    }
+
+    /// The named byte ranges of [`HandshakeMessage::encoded`], found by re-encoding the payload
+    /// while recording spans (which gives the same bytes for any decoded message).
+    pub fn layout(&self) -> Vec<Span> {
+        let mut w = Writer::with_layout();
+        self.payload.write(&mut w);
+        w.into_layout().1
+    }
+}
+
+/// The body of a handshake message, by msg_type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandshakePayload {
+    /// §4.1.2.
+    ClientHello(ClientHello),
+    /// §4.1.3; also a HelloRetryRequest (see [`ServerHello::is_hello_retry_request`]).
+    ServerHello(ServerHello),
+    /// `struct { Extension extensions<0..2^16-1>; } EncryptedExtensions;` (§4.3.1).
+    EncryptedExtensions(Vec<Extension>),
+    /// §4.3.2.
+    CertificateRequest(CertificateRequest),
+    /// §4.4.2.
+    Certificate(CertificatePayload),
+    /// §4.4.3.
+    CertificateVerify(CertificateVerify),
+    /// `struct { opaque verify_data[Hash.length]; } Finished;` (§4.4.4).
+    Finished(Vec<u8>),
+    /// §4.6.1.
+    NewSessionTicket(NewSessionTicket),
+    /// `struct {} EndOfEarlyData;` (§4.5).
+    EndOfEarlyData,
+    /// `struct { KeyUpdateRequest request_update; } KeyUpdate;` (§4.6.3).
+    KeyUpdate(KeyUpdateRequest),
+    /// The synthetic message that replaces ClientHello1 in the transcript after a
+    /// HelloRetryRequest; its body is Hash(ClientHello1) (§4.4.1). Never sent.
+    MessageHash(Vec<u8>),
+    /// Any other msg_type, body kept byte-exact.
+    Unknown {
+        /// msg_type.
+        typ: HandshakeType,
+        /// The body.
+        body: Vec<u8>,
+    },
+}
+
+impl HandshakePayload {
+    /// msg_type of this payload.
+    pub fn typ(&self) -> HandshakeType {
+        use HandshakePayload as P;
+        use HandshakeType as T;
+        match self {
+            P::ClientHello(_) => T::ClientHello,
+            P::ServerHello(_) => T::ServerHello,
+            P::EncryptedExtensions(_) => T::EncryptedExtensions,
+            P::CertificateRequest(_) => T::CertificateRequest,
+            P::Certificate(_) => T::Certificate,
+            P::CertificateVerify(_) => T::CertificateVerify,
+            P::Finished(_) => T::Finished,
+            P::NewSessionTicket(_) => T::NewSessionTicket,
+            P::EndOfEarlyData => T::EndOfEarlyData,
+            P::KeyUpdate(_) => T::KeyUpdate,
+            P::MessageHash(_) => T::MessageHash,
+            P::Unknown { typ, .. } => *typ,
+        }
+    }
+
+    fn decode_body(
+        typ: HandshakeType,
+        r: &mut Reader<'_>,
+        ctx: DecodeContext,
+    ) -> Result<Self, DecodeError> {
+        use HandshakePayload as P;
+        use HandshakeType as T;
+        Ok(match typ {
+            T::ClientHello => P::ClientHello(ClientHello::decode(r)?),
+            T::ServerHello => P::ServerHello(ServerHello::decode(r)?),
+            T::EncryptedExtensions => {
+                P::EncryptedExtensions(decode_extensions(r, ExtensionContext::EncryptedExtensions)?)
+            }
+            T::CertificateRequest => P::CertificateRequest(CertificateRequest::decode(r)?),
+            T::Certificate => P::Certificate(CertificatePayload::decode(r)?),
+            T::CertificateVerify => P::CertificateVerify(CertificateVerify {
+                scheme: r.u16("algorithm")?.into(),
+                signature: r.vec_u16("signature")?,
+            }),
+            T::Finished => P::Finished(hash_sized(r, ctx, "verify_data")?),
+            T::NewSessionTicket => P::NewSessionTicket(NewSessionTicket::decode(r)?),
+            T::EndOfEarlyData => P::EndOfEarlyData,
+            T::KeyUpdate => P::KeyUpdate(r.u8("request_update")?.into()),
+            T::MessageHash => P::MessageHash(hash_sized(r, ctx, "message_hash")?),
+            _ => P::Unknown {
+                typ,
+                body: r.rest().to_vec(),
+            },
+        })
+    }
+
+    /// Header (spans "msg_type", "length") and body.
+    fn write(&self, w: &mut Writer) {
+        w.span("msg_type", |w| w.u8(self.typ().into()));
+        w.len_u24(|w| self.write_body(w));
+    }
+
+    fn write_body(&self, w: &mut Writer) {
+        use HandshakePayload as P;
+        match self {
+            P::ClientHello(ch) => ch.encode(w),
+            P::ServerHello(sh) => sh.encode(w),
+            P::EncryptedExtensions(exts) => encode_extensions(w, exts),
+            P::CertificateRequest(cr) => {
+                w.span("certificate_request_context", |w| w.opaque_u8(&cr.context));
+                encode_extensions(w, &cr.extensions);
+            }
+            P::Certificate(c) => c.encode(w),
+            P::CertificateVerify(cv) => {
+                w.span("algorithm", |w| w.u16(cv.scheme.into()));
+                w.span("signature", |w| w.opaque_u16(&cv.signature));
+            }
+            P::Finished(verify_data) => w.span("verify_data", |w| w.bytes(verify_data)),
+            P::NewSessionTicket(nst) => nst.encode(w),
+            P::EndOfEarlyData => {}
+            P::KeyUpdate(req) => w.span("request_update", |w| w.u8((*req).into())),
+            P::MessageHash(hash) => w.span("hash", |w| w.bytes(hash)),
+            P::Unknown { body, .. } => w.span("body", |w| w.bytes(body)),
+        }
+    }
+}
+
+/// `opaque x[Hash.length]`: exactly `ctx.hash_len` bytes when that is known, else the rest.
+fn hash_sized(
+    r: &mut Reader<'_>,
+    ctx: DecodeContext,
+    what: &'static str,
+) -> Result<Vec<u8>, DecodeError> {
+    match ctx.hash_len {
+        0 => Ok(r.rest().to_vec()),
+        n => Ok(r.bytes(n, what)?.to_vec()),
+    }
+}
+
+/// `opaque legacy_session_id<0..32>` and `legacy_session_id_echo<0..32>`.
+fn session_id(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
+    Ok(r.sub_u8(what)?.at_most(32, what)?.rest().to_vec())
+}
+
+/// ```text
+/// struct {
+///     ProtocolVersion legacy_version = 0x0303;    /* TLS v1.2 */
+///     Random random;
+///     opaque legacy_session_id<0..32>;
+///     CipherSuite cipher_suites<2..2^16-2>;
+///     opaque legacy_compression_methods<1..2^8-1>;
+///     Extension extensions<8..2^16-1>;
+/// } ClientHello;
+/// ```
+/// §4.1.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientHello {
+    /// Always 0x0303 in TLS 1.3; the real versions are in supported_versions.
+    pub legacy_version: u16,
+    /// 32 random bytes.
+    pub random: [u8; 32],
+    /// Echoed by the server; non-empty in middlebox compatibility mode (§D.4).
+    pub legacy_session_id: Vec<u8>,
+    /// Offered suites, most preferred first.
+    pub cipher_suites: Vec<CipherSuite>,
+    /// Must be exactly `[0]` in TLS 1.3 (the state machine checks).
+    pub legacy_compression_methods: Vec<u8>,
+    /// Extensions in wire order.
+    pub extensions: Vec<Extension>,
+}
+
+impl ClientHello {
+    /// The extension of type `t`, if present.
+    pub fn find(&self, t: ExtensionType) -> Option<&Extension> {
+        self.extensions.iter().find(|e| e.typ() == t)
+    }
+
+    /// Length of the binders list (2-byte prefix + entries) at the end of the encoding, 0 if the
+    /// last extension is not pre_shared_key. The partial ClientHello that binders are computed
+    /// over is `encoded[..encoded.len() - binders_len()]` (§4.2.11.2).
+    pub fn binders_len(&self) -> usize {
+        match self.extensions.last() {
+            Some(Extension::PreSharedKeyClient(psks)) => psks.binders_len(),
+            _ => 0,
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(ClientHello {
+            legacy_version: r.u16("legacy_version")?,
+            random: r.array("random")?,
+            legacy_session_id: session_id(r, "legacy_session_id")?,
+            cipher_suites: r
+                .sub_u16("cipher_suites")?
+                .at_least(2, "cipher_suites")?
+                .u16_items("cipher_suites")?,
+            legacy_compression_methods: r
+                .sub_u8("legacy_compression_methods")?
+                .at_least(1, "legacy_compression_methods")?
+                .rest()
+                .to_vec(),
+            extensions: decode_extensions(r, ExtensionContext::ClientHello)?,
+        })
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.span("legacy_version", |w| w.u16(self.legacy_version));
+        w.span("random", |w| w.bytes(&self.random));
+        w.span("legacy_session_id", |w| {
+            w.opaque_u8(&self.legacy_session_id)
+        });
+        w.span("cipher_suites", |w| {
+            w.len_u16(|w| {
+                for &s in &self.cipher_suites {
+                    w.span(s, |w| w.u16(s.into()));
+                }
+            })
+        });
+        w.span("legacy_compression_methods", |w| {
+            w.opaque_u8(&self.legacy_compression_methods)
+        });
+        encode_extensions(w, &self.extensions);
+    }
+}
+
+/// ```text
+/// struct {
+///     ProtocolVersion legacy_version = 0x0303;    /* TLS v1.2 */
+///     Random random;
+///     opaque legacy_session_id_echo<0..32>;
+///     CipherSuite cipher_suite;
+///     uint8 legacy_compression_method = 0;
+///     Extension extensions<6..2^16-1>;
+/// } ServerHello;
+/// ```
+/// §4.1.3. A HelloRetryRequest has the same structure with [`HRR_RANDOM`] (§4.1.4); its
+/// extensions are decoded in the HelloRetryRequest context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerHello {
+    /// 0x0303; checked by the state machine, not the decoder.
+    pub legacy_version: u16,
+    /// 32 random bytes, or [`HRR_RANDOM`].
+    pub random: [u8; 32],
+    /// Must echo the ClientHello's legacy_session_id (the state machine checks).
+    pub legacy_session_id_echo: Vec<u8>,
+    /// The selected suite.
+    pub cipher_suite: CipherSuite,
+    /// 0; checked by the state machine.
+    pub legacy_compression_method: u8,
+    /// Extensions in wire order.
+    pub extensions: Vec<Extension>,
+}
+
+impl ServerHello {
+    /// True if this is a HelloRetryRequest (§4.1.3: "MUST first examine the Random value").
+    pub fn is_hello_retry_request(&self) -> bool {
+        self.random == HRR_RANDOM
+    }
+
+    /// The extension of type `t`, if present.
+    pub fn find(&self, t: ExtensionType) -> Option<&Extension> {
+        self.extensions.iter().find(|e| e.typ() == t)
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let legacy_version = r.u16("legacy_version")?;
+        let random = r.array("random")?;
+        let ctx = if random == HRR_RANDOM {
+            ExtensionContext::HelloRetryRequest
+        } else {
+            ExtensionContext::ServerHello
+        };
+        Ok(ServerHello {
+            legacy_version,
+            random,
+            legacy_session_id_echo: session_id(r, "legacy_session_id_echo")?,
+            cipher_suite: r.u16("cipher_suite")?.into(),
+            legacy_compression_method: r.u8("legacy_compression_method")?,
+            extensions: decode_extensions(r, ctx)?,
+        })
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.span("legacy_version", |w| w.u16(self.legacy_version));
+        w.span("random", |w| w.bytes(&self.random));
+        w.span("legacy_session_id_echo", |w| {
+            w.opaque_u8(&self.legacy_session_id_echo)
+        });
+        w.span("cipher_suite", |w| w.u16(self.cipher_suite.into()));
+        w.span("legacy_compression_method", |w| {
+            w.u8(self.legacy_compression_method)
+        });
+        encode_extensions(w, &self.extensions);
+    }
+}
+
+/// ```text
+/// struct {
+///     opaque certificate_request_context<0..2^8-1>;
+///     Extension extensions<2..2^16-1>;
+/// } CertificateRequest;
+/// ```
+/// §4.3.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateRequest {
+    /// Echoed in the client's Certificate; empty during the handshake.
+    pub context: Vec<u8>,
+    /// signature_algorithms is required (the state machine checks).
+    pub extensions: Vec<Extension>,
+}
+
+impl CertificateRequest {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(CertificateRequest {
+            context: r.vec_u8("certificate_request_context")?,
+            extensions: decode_extensions(r, ExtensionContext::CertificateRequest)?,
+        })
+    }
+}
+
+/// ```text
+/// struct {
+///     opaque certificate_request_context<0..2^8-1>;
+///     CertificateEntry certificate_list<0..2^24-1>;
+/// } Certificate;
+/// ```
+/// §4.4.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificatePayload {
+    /// Empty for a server; echoes CertificateRequest's context for a client.
+    pub context: Vec<u8>,
+    /// The chain, end-entity first.
+    pub entries: Vec<CertificateEntry>,
+}
+
+/// ```text
+/// struct {
+///     opaque cert_data<1..2^24-1>;     /* certificate_type X509 */
+///     Extension extensions<0..2^16-1>;
+/// } CertificateEntry;
+/// ```
+/// §4.4.2. Only the X.509 form is modelled (no RawPublicKey, RFC 7250).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateEntry {
+    /// DER certificate.
+    pub cert_data: Vec<u8>,
+    /// Per-certificate extensions (OCSP status, SCTs).
+    pub extensions: Vec<Extension>,
+}
+
+impl CertificatePayload {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let context = r.vec_u8("certificate_request_context")?;
+        let entries = r
+            .sub_u24("certificate_list")?
+            .items("certificate_list", |r| {
+                Ok(CertificateEntry {
+                    cert_data: r
+                        .sub_u24("cert_data")?
+                        .at_least(1, "cert_data")?
+                        .rest()
+                        .to_vec(),
+                    extensions: decode_extensions(r, ExtensionContext::Certificate)?,
+                })
+            })?;
+        Ok(CertificatePayload { context, entries })
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.span("certificate_request_context", |w| {
+            w.opaque_u8(&self.context)
+        });
+        w.span("certificate_list", |w| {
+            w.len_u24(|w| {
+                for e in &self.entries {
+                    w.span("certificate_entry", |w| {
+                        w.span("cert_data", |w| w.opaque_u24(&e.cert_data));
+                        encode_extensions(w, &e.extensions);
+                    });
+                }
+            })
+        });
+    }
+}
+
+/// ```text
+/// struct {
+///     SignatureScheme algorithm;
+///     opaque signature<0..2^16-1>;
+/// } CertificateVerify;
+/// ```
+/// §4.4.3.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateVerify {
+    /// algorithm.
+    pub scheme: SignatureScheme,
+    /// The signature over the §4.4.3 content.
+    pub signature: Vec<u8>,
+}
+
+/// ```text
+/// struct {
+///     uint32 ticket_lifetime;
+///     uint32 ticket_age_add;
+///     opaque ticket_nonce<0..255>;
+///     opaque ticket<1..2^16-1>;
+///     Extension extensions<0..2^16-2>;
+/// } NewSessionTicket;
+/// ```
+/// §4.6.1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSessionTicket {
+    /// Seconds; at most 604800 (the state machine checks).
+    pub lifetime: u32,
+    /// Added to the ticket age to obfuscate it (§4.2.11.1).
+    pub age_add: u32,
+    /// Makes each ticket's PSK unique (§4.6.1).
+    pub nonce: Vec<u8>,
+    /// The opaque label the client offers as its PSK identity.
+    pub ticket: Vec<u8>,
+    /// e.g. early_data's max_early_data_size.
+    pub extensions: Vec<Extension>,
+}
+
+impl NewSessionTicket {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(NewSessionTicket {
+            lifetime: r.u32("ticket_lifetime")?,
+            age_add: r.u32("ticket_age_add")?,
+            nonce: r.vec_u8("ticket_nonce")?,
+            ticket: r.sub_u16("ticket")?.at_least(1, "ticket")?.rest().to_vec(),
+            extensions: decode_extensions(r, ExtensionContext::NewSessionTicket)?,
+        })
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.span("ticket_lifetime", |w| w.u32(self.lifetime));
+        w.span("ticket_age_add", |w| w.u32(self.age_add));
+        w.span("ticket_nonce", |w| w.opaque_u8(&self.nonce));
+        w.span("ticket", |w| w.opaque_u16(&self.ticket));
+        encode_extensions(w, &self.extensions);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::enums::{NamedGroup, ProtocolVersion};
+    use crate::messages::layout::check_tiling;
+
+    /// RFC 8448 §5: the HelloRetryRequest (selected group secp256r1, a cookie).
+    const HRR: &str =
+        "020000ac0303cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c0013\
+        01000084003300020017002c0074007271dcd04bb88bc3189119398a00000000eefafc76c146b823\
+        b096f8aacad365dd0030953f4edf625636e5f21bb2e23fcc654b1b5b40318d10d137abcbb87574e3\
+        6e8a1f025f7dfa5d6e50781b5eda4aa15b0c8be778257d16aa3030e9e7841dd9e4c0342267e8ca0c\
+        af571fb2b7cff0f934b0002b00020304";
+
+    fn hex(s: &str) -> Vec<u8> {
+        hex::decode(s).unwrap()
+    }
+
+    fn round_trip(bytes: &[u8], ctx: DecodeContext) -> HandshakeMessage {
+        let msg = HandshakeMessage::decode(bytes, ctx).unwrap();
+        assert_eq!(HandshakeMessage::new(msg.payload.clone()).encoded, bytes);
+        let mut w = Writer::with_layout();
+        msg.payload.write(&mut w);
+        let (relaid, spans) = w.into_layout();
+        assert_eq!(relaid, bytes, "recording spans does not change the bytes");
+        check_tiling(&spans, bytes.len()).unwrap();
+        msg
+    }
+
+    #[test]
+    fn header_is_parsed() {
+        assert_eq!(
+            handshake_header(&[20, 0, 0, 32]),
+            Some((HandshakeType::Finished, 32))
+        );
+        assert_eq!(handshake_header(&[20, 0, 0]), None);
+    }
+
+    #[test]
+    fn hello_retry_request_is_detected_by_random() {
+        let msg = round_trip(&hex(HRR), DecodeContext::default());
+        let HandshakePayload::ServerHello(sh) = &msg.payload else {
+            panic!("not a ServerHello: {msg:?}")
+        };
+        assert!(sh.is_hello_retry_request());
+        assert_eq!(
+            sh.find(ExtensionType::KeyShare),
+            Some(&Extension::KeyShareHrr(NamedGroup::secp256r1))
+        );
+        assert!(matches!(
+            sh.find(ExtensionType::Cookie),
+            Some(Extension::Cookie(c)) if c.len() == 0x72
+        ));
+    }
+
+    #[test]
+    fn minimal_hrr_uses_the_hrr_context() {
+        let sh = ServerHello {
+            legacy_version: 0x0303,
+            random: HRR_RANDOM,
+            legacy_session_id_echo: vec![],
+            cipher_suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+            legacy_compression_method: 0,
+            extensions: vec![Extension::KeyShareHrr(NamedGroup::secp256r1)],
+        };
+        let msg = HandshakeMessage::new(HandshakePayload::ServerHello(sh.clone()));
+        let back = round_trip(&msg.encoded, DecodeContext::default());
+        assert_eq!(back.payload, HandshakePayload::ServerHello(sh));
+    }
+
+    #[test]
+    fn client_hello_layout_names_the_rfc_fields() {
+        let ch = ClientHello {
+            legacy_version: 0x0303,
+            random: [7; 32],
+            legacy_session_id: vec![1; 32],
+            cipher_suites: vec![CipherSuite::TLS_AES_128_GCM_SHA256],
+            legacy_compression_methods: vec![0],
+            // extensions<8..2^16-1>: one version alone would be a 7-byte block.
+            extensions: vec![Extension::SupportedVersionsClient(vec![
+                ProtocolVersion::TLSv1_3,
+                ProtocolVersion::TLSv1_2,
+            ])],
+        };
+        let msg = HandshakeMessage::new(HandshakePayload::ClientHello(ch));
+        let spans = msg.layout();
+        let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "msg_type",
+                "length",
+                "legacy_version",
+                "random",
+                "legacy_session_id",
+                "cipher_suites",
+                "legacy_compression_methods",
+                "extensions"
+            ]
+        );
+        round_trip(&msg.encoded, DecodeContext::default());
+    }
+
+    #[test]
+    fn binders_len_covers_the_binders_vector() {
+        let psks = crate::messages::extensions::OfferedPsks {
+            identities: vec![crate::messages::extensions::PskIdentity {
+                identity: vec![9; 10],
+                obfuscated_ticket_age: 1,
+            }],
+            binders: vec![vec![0xbb; 32]],
+        };
+        let ch = ClientHello {
+            legacy_version: 0x0303,
+            random: [0; 32],
+            legacy_session_id: vec![],
+            cipher_suites: vec![CipherSuite::TLS_AES_128_GCM_SHA256],
+            legacy_compression_methods: vec![0],
+            extensions: vec![
+                Extension::SupportedVersionsClient(vec![ProtocolVersion::TLSv1_3]),
+                Extension::PreSharedKeyClient(psks),
+            ],
+        };
+        assert_eq!(ch.binders_len(), 2 + 1 + 32);
+        let msg = HandshakeMessage::new(HandshakePayload::ClientHello(ch));
+        let tail = &msg.encoded[msg.encoded.len() - 35..];
+        assert_eq!(&tail[..3], &[0, 33, 32]);
+    }
+
+    #[test]
+    fn finished_length_is_checked_when_known() {
+        let mut bytes = vec![20, 0, 0, 33];
+        bytes.extend([0u8; 33]);
+        let ctx = DecodeContext { hash_len: 32 };
+        assert_eq!(
+            HandshakeMessage::decode(&bytes, ctx).err(),
+            Some(DecodeError::Trailing { what: "finished" })
+        );
+        assert!(HandshakeMessage::decode(&bytes, DecodeContext::default()).is_ok());
+    }
+
+    #[test]
+    fn unknown_types_and_bad_lengths() {
+        let msg = round_trip(&[12, 0, 0, 2, 0xaa, 0xbb], DecodeContext::default());
+        assert_eq!(
+            msg.payload,
+            HandshakePayload::Unknown {
+                typ: HandshakeType::ServerKeyExchange,
+                body: vec![0xaa, 0xbb]
+            }
+        );
+        // Header promises more than there is / less than there is.
+        assert!(HandshakeMessage::decode(&[5, 0, 0, 1], DecodeContext::default()).is_err());
+        assert_eq!(
+            HandshakeMessage::decode(&[5, 0, 0, 0, 0], DecodeContext::default()).err(),
+            Some(DecodeError::Trailing {
+                what: "handshake message"
+            })
+        );
+    }
+
+    #[test]
+    fn downgrade_sentinels_match_the_rfc() {
+        assert_eq!(
+            DOWNGRADE_TLS12,
+            [0x44, 0x4f, 0x57, 0x4e, 0x47, 0x52, 0x44, 0x01]
+        );
+        assert_eq!(
+            DOWNGRADE_TLS11,
+            [0x44, 0x4f, 0x57, 0x4e, 0x47, 0x52, 0x44, 0x00]
+        );
+    }
+}

@@ -1,0 +1,444 @@
+//! Record protection (RFC 8446 §5.2-§5.4): one [`RecordProtector`] per direction per key epoch.
+//!
+//! ```text
+//! struct { opaque content[len]; ContentType type; uint8 zeros[padding]; } TLSInnerPlaintext;
+//! TLSCiphertext = 23 || 0x0303 || length || AEAD-Encrypt(key, nonce, AAD = the 5 header bytes, TLSInnerPlaintext)
+//! nonce = iv XOR (64-bit sequence number, left-padded with zeros to iv_length)
+//! ```
+//!
+//! Sealing writes header, content, type and padding into one buffer and encrypts it in place;
+//! opening decrypts in place. Neither copies more than once.
+
+use super::deframer::OpaqueRecord;
+use super::{RecordError, HEADER_LEN, LEGACY_RECORD_VERSION, MAX_CIPHERTEXT, MAX_PLAINTEXT};
+use crate::crypto::aead::{AeadAlg, AeadKey, NONCE_LEN, TAG_LEN};
+use crate::messages::enums::ContentType;
+
+/// A decrypted record (RFC 8446 §5.4) with its padding stripped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InnerPlaintext {
+    /// The real content type.
+    pub typ: ContentType,
+    /// TLSInnerPlaintext.content.
+    pub content: Vec<u8>,
+    /// How many zero bytes of padding followed the type.
+    pub padding: usize,
+}
+
+/// Seals or opens records for one direction under one key (RFC 8446 §5.2), counting sequence
+/// numbers from 0 (§5.3: they reset with every key change).
+pub struct RecordProtector {
+    key: AeadKey,
+    iv: [u8; NONCE_LEN],
+    seq: u64,
+    /// Set once seq 2^64 - 1 has been used: the counter must never wrap (§5.3).
+    exhausted: bool,
+}
+
+impl RecordProtector {
+    /// Keys a direction with the "key" and "iv" of a traffic secret (§7.3). Fails only if `key`
+    /// has the wrong length for `alg`.
+    pub fn new(alg: AeadAlg, key: &[u8], iv: [u8; NONCE_LEN]) -> Result<Self, RecordError> {
+        let key = AeadKey::new(alg, key).map_err(|_| RecordError::BadKey)?;
+        Ok(RecordProtector {
+            key,
+            iv,
+            seq: 0,
+            exhausted: false,
+        })
+    }
+
+    /// The AEAD algorithm.
+    pub fn alg(&self) -> AeadAlg {
+        self.key.alg()
+    }
+
+    /// Bytes of tag each record carries (16 for every TLS 1.3 AEAD).
+    pub fn tag_len(&self) -> usize {
+        TAG_LEN
+    }
+
+    /// Sequence number of the next record.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Per-record nonce: the IV XOR the sequence number, big-endian in the last 8 bytes (§5.3).
+    fn nonce(&self) -> [u8; NONCE_LEN] {
+        let mut n = self.iv;
+        for (b, s) in n[NONCE_LEN - 8..].iter_mut().zip(self.seq.to_be_bytes()) {
+            *b ^= s;
+        }
+        n
+    }
+
+    fn advance(&mut self) {
+        match self.seq.checked_add(1) {
+            Some(s) => self.seq = s,
+            None => self.exhausted = true,
+        }
+    }
+
+    /// Protects `plaintext` of real type `inner_type` with `padding` zero bytes and returns the
+    /// whole wire record (§5.2).
+    pub fn seal(
+        &mut self,
+        inner_type: ContentType,
+        plaintext: &[u8],
+        padding: usize,
+    ) -> Result<Vec<u8>, RecordError> {
+        let mut out = Vec::new();
+        self.seal_into(inner_type, plaintext, padding, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`seal`](Self::seal) but appends the record to `out`, so a flight can be written into
+    /// one buffer. On error `out` is unchanged.
+    pub fn seal_into(
+        &mut self,
+        inner_type: ContentType,
+        plaintext: &[u8],
+        padding: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RecordError> {
+        if self.exhausted {
+            return Err(RecordError::SeqExhausted);
+        }
+        // content + padding ≤ 2^14, i.e. TLSInnerPlaintext ≤ 2^14 + 1 (§5.4).
+        if plaintext.len().saturating_add(padding) > MAX_PLAINTEXT {
+            return Err(RecordError::PlaintextTooLong);
+        }
+        let inner_len = plaintext.len() + 1 + padding;
+        let len = (inner_len + TAG_LEN) as u16;
+        let l = len.to_be_bytes();
+        let v = LEGACY_RECORD_VERSION.to_be_bytes();
+        let header = [
+            ContentType::ApplicationData.to_repr(),
+            v[0],
+            v[1],
+            l[0],
+            l[1],
+        ];
+
+        let start = out.len();
+        out.reserve(HEADER_LEN + inner_len + TAG_LEN);
+        out.extend_from_slice(&header);
+        out.extend_from_slice(plaintext);
+        out.push(inner_type.to_repr());
+        out.resize(out.len() + padding, 0);
+        let nonce = self.nonce();
+        match self
+            .key
+            .seal_detached(&nonce, &header, &mut out[start + HEADER_LEN..])
+        {
+            Ok(tag) => {
+                out.extend_from_slice(&tag);
+                self.advance();
+                Ok(())
+            }
+            Err(_) => {
+                out.truncate(start);
+                Err(RecordError::PlaintextTooLong)
+            }
+        }
+    }
+
+    /// Opens a protected record, keeping `rec` (observers may want the ciphertext): one copy.
+    pub fn open(&mut self, rec: &OpaqueRecord) -> Result<InnerPlaintext, RecordError> {
+        self.check_outer(rec)?;
+        self.open_payload(&rec.header, rec.payload.clone())
+    }
+
+    /// Opens a protected record in place, reusing its payload buffer: no copy.
+    pub fn open_owned(&mut self, rec: OpaqueRecord) -> Result<InnerPlaintext, RecordError> {
+        self.check_outer(&rec)?;
+        self.open_payload(&rec.header, rec.payload)
+    }
+
+    fn check_outer(&self, rec: &OpaqueRecord) -> Result<(), RecordError> {
+        // Protected records always say application_data outside (§5.2).
+        if rec.typ != ContentType::ApplicationData {
+            return Err(RecordError::UnexpectedContentType(rec.typ));
+        }
+        if rec.payload.len() > MAX_CIPHERTEXT {
+            return Err(RecordError::RecordOverflow);
+        }
+        if self.exhausted {
+            return Err(RecordError::SeqExhausted);
+        }
+        Ok(())
+    }
+
+    /// Decrypts, then strips padding from the end: the content type is the last non-zero byte
+    /// (§5.4). The sequence number advances only on success, so a server skipping rejected
+    /// 0-RTT records (§4.2.10) keeps its handshake-key count right.
+    fn open_payload(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        mut buf: Vec<u8>,
+    ) -> Result<InnerPlaintext, RecordError> {
+        let Some(ct_len) = buf.len().checked_sub(TAG_LEN) else {
+            return Err(RecordError::BadRecordMac);
+        };
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&buf[ct_len..]);
+        let nonce = self.nonce();
+        self.key
+            .open_detached(&nonce, header, &mut buf[..ct_len], &tag)
+            .map_err(|_| RecordError::BadRecordMac)?;
+        self.advance();
+        buf.truncate(ct_len);
+
+        if buf.len() > MAX_PLAINTEXT + 1 {
+            return Err(RecordError::RecordOverflow);
+        }
+        let Some(type_at) = buf.iter().rposition(|&b| b != 0) else {
+            return Err(RecordError::NoContentType);
+        };
+        let typ = ContentType::from(buf[type_at]);
+        let padding = buf.len() - type_at - 1;
+        buf.truncate(type_at);
+        // Zero-length Handshake and Alert content is forbidden even with padding (§5.4).
+        if buf.is_empty() && matches!(typ, ContentType::Handshake | ContentType::Alert) {
+            return Err(RecordError::EmptyFragment(typ));
+        }
+        Ok(InnerPlaintext {
+            typ,
+            content: buf,
+            padding,
+        })
+    }
+}
+
+impl core::fmt::Debug for RecordProtector {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecordProtector")
+            .field("alg", &self.alg())
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyschedule::test_vectors as v;
+
+    fn h(s: &str) -> Vec<u8> {
+        hex::decode(s).unwrap()
+    }
+
+    fn iv(s: &str) -> [u8; 12] {
+        h(s).try_into().unwrap()
+    }
+
+    /// RFC 8448 §3 client handshake traffic key and IV.
+    fn s3_client_hs() -> RecordProtector {
+        RecordProtector::new(
+            AeadAlg::Aes128Gcm,
+            &h("dbfaa693d1762c5b666af5d950258d01"),
+            iv("5bd3c71b836e0b76bb73265f"),
+        )
+        .unwrap()
+    }
+
+    fn parse(wire: &[u8]) -> OpaqueRecord {
+        let mut d = super::super::Deframer::new();
+        d.feed(wire);
+        d.next_record().unwrap().unwrap()
+    }
+
+    #[test]
+    fn rfc8448_s3_client_finished_record_byte_exact() {
+        let wire = v::s3_client_finished_record();
+        let finished = v::s3_client_finished();
+        // Seal reproduces the record exactly (no padding; nonce = iv at seq 0; AAD 1703030035).
+        let mut p = s3_client_hs();
+        assert_eq!(p.nonce(), iv("5bd3c71b836e0b76bb73265f"));
+        let sealed = p.seal(ContentType::Handshake, &finished, 0).unwrap();
+        assert_eq!(hex::encode(&sealed), hex::encode(&wire));
+        assert_eq!(&sealed[..5], &h("1703030035")[..]);
+        assert_eq!(
+            &sealed[sealed.len() - 16..],
+            &h("46deb384bd1caeacab6867d726c40546")[..]
+        );
+        assert_eq!(p.seq(), 1);
+        // Open returns the Finished message.
+        let mut q = s3_client_hs();
+        let inner = q.open(&parse(&wire)).unwrap();
+        assert_eq!(inner.typ, ContentType::Handshake);
+        assert_eq!(inner.content, finished);
+        assert_eq!(inner.padding, 0);
+        assert_eq!(q.seq(), 1);
+    }
+
+    #[test]
+    fn rfc8448_s3_server_app_data_at_seq_1() {
+        // Server application traffic key/IV; the record is the server's second (nonce ...e985).
+        let mk = || {
+            RecordProtector::new(
+                AeadAlg::Aes128Gcm,
+                &h("9f02283b6c9c07efc26bb9f2ac92e356"),
+                iv("cf782b88dd83549aadf1e984"),
+            )
+            .unwrap()
+        };
+        let wire = v::s3_server_app_data_record();
+        let data: Vec<u8> = (0u8..50).collect();
+        let mut p = mk();
+        p.seq = 1;
+        assert_eq!(p.nonce(), iv("cf782b88dd83549aadf1e985"));
+        assert_eq!(
+            p.seal(ContentType::ApplicationData, &data, 0).unwrap(),
+            wire
+        );
+        let mut q = mk();
+        q.seq = 1;
+        let inner = q.open_owned(parse(&wire)).unwrap();
+        assert_eq!(
+            (inner.typ, inner.content),
+            (ContentType::ApplicationData, data)
+        );
+        // At the wrong sequence number the nonce differs and authentication fails.
+        let mut r = mk();
+        assert_eq!(r.open(&parse(&wire)), Err(RecordError::BadRecordMac));
+        assert_eq!(r.seq(), 0, "seq advances only on success");
+    }
+
+    #[test]
+    fn every_flipped_bit_is_bad_record_mac() {
+        let wire = v::s3_client_finished_record();
+        // Header bits are the AAD; body and tag bits are authenticated too.
+        for i in 0..wire.len() * 8 {
+            let mut w = wire.clone();
+            w[i / 8] ^= 1 << (i % 8);
+            let rec = OpaqueRecord {
+                header: w[..5].try_into().unwrap(),
+                typ: ContentType::ApplicationData,
+                version: 0x0303,
+                payload: w[5..].to_vec(),
+            };
+            assert_eq!(
+                s3_client_hs().open(&rec),
+                Err(RecordError::BadRecordMac),
+                "bit {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn padding_round_trip_and_all_zero_inner_plaintext() {
+        let mk = || RecordProtector::new(AeadAlg::ChaCha20Poly1305, &[3; 32], [9; 12]).unwrap();
+        let (mut s, mut r) = (mk(), mk());
+        let rec = s.seal(ContentType::ApplicationData, b"hi", 100).unwrap();
+        assert_eq!(rec.len(), 5 + 2 + 1 + 100 + 16);
+        let inner = r.open(&parse(&rec)).unwrap();
+        assert_eq!((&inner.content[..], inner.padding), (&b"hi"[..], 100));
+
+        // Inner plaintext of only zeros: type 0 (invalid) with empty content and padding; the
+        // content type cannot be found (§5.4).
+        let rec = s.seal(ContentType::Invalid, b"", 5).unwrap();
+        assert_eq!(r.open(&parse(&rec)), Err(RecordError::NoContentType));
+        assert_eq!(
+            RecordError::NoContentType.alert().name(),
+            "unexpected_message"
+        );
+
+        // Empty handshake content, even padded.
+        let rec = s.seal(ContentType::Handshake, b"", 3).unwrap();
+        assert_eq!(
+            r.open(&parse(&rec)),
+            Err(RecordError::EmptyFragment(ContentType::Handshake))
+        );
+        // Empty application data is allowed (§5.1).
+        let rec = s.seal(ContentType::ApplicationData, b"", 0).unwrap();
+        assert_eq!(r.open(&parse(&rec)).unwrap().content, b"");
+    }
+
+    #[test]
+    fn size_limits() {
+        let mut s = RecordProtector::new(AeadAlg::Aes256Gcm, &[1; 32], [0; 12]).unwrap();
+        let max = vec![7u8; MAX_PLAINTEXT];
+        let rec = s.seal(ContentType::ApplicationData, &max, 0).unwrap();
+        assert_eq!(rec.len(), 5 + MAX_PLAINTEXT + 1 + 16);
+        let mut out = vec![0xaa];
+        assert_eq!(
+            s.seal_into(ContentType::ApplicationData, &max, 1, &mut out),
+            Err(RecordError::PlaintextTooLong)
+        );
+        assert_eq!(out, [0xaa], "unchanged on error");
+
+        // A peer's record whose inner plaintext is 2^14 + 2 bytes: authentic but too long.
+        let peer = RecordProtector::new(AeadAlg::Aes256Gcm, &[1; 32], [0; 12]).unwrap();
+        let mut body = vec![7u8; MAX_PLAINTEXT + 1];
+        body.push(23);
+        let len = ((body.len() + 16) as u16).to_be_bytes();
+        let header = [23, 3, 3, len[0], len[1]];
+        let tag = peer
+            .key
+            .seal_detached(&peer.nonce(), &header, &mut body)
+            .unwrap();
+        body.extend_from_slice(&tag);
+        let rec = OpaqueRecord {
+            header,
+            typ: ContentType::ApplicationData,
+            version: 0x0303,
+            payload: body,
+        };
+        let mut r = RecordProtector::new(AeadAlg::Aes256Gcm, &[1; 32], [0; 12]).unwrap();
+        assert_eq!(r.open(&rec), Err(RecordError::RecordOverflow));
+
+        let big = OpaqueRecord::new(
+            ContentType::ApplicationData,
+            0x0303,
+            vec![0; MAX_CIPHERTEXT + 1],
+        );
+        assert_eq!(r.open(&big), Err(RecordError::RecordOverflow));
+        let short = OpaqueRecord::new(ContentType::ApplicationData, 0x0303, vec![0; 15]);
+        assert_eq!(r.open(&short), Err(RecordError::BadRecordMac));
+        let hs = OpaqueRecord::new(ContentType::Handshake, 0x0303, vec![0; 20]);
+        assert_eq!(
+            r.open(&hs),
+            Err(RecordError::UnexpectedContentType(ContentType::Handshake))
+        );
+    }
+
+    #[test]
+    fn sequence_number_never_wraps() {
+        let mut s = RecordProtector::new(AeadAlg::Aes128Gcm, &[1; 16], [0; 12]).unwrap();
+        s.seq = u64::MAX;
+        assert!(s.seal(ContentType::ApplicationData, b"last", 0).is_ok());
+        assert_eq!(
+            s.seal(ContentType::ApplicationData, b"one too many", 0),
+            Err(RecordError::SeqExhausted)
+        );
+        assert_eq!(
+            RecordProtector::new(AeadAlg::Aes128Gcm, &[1; 32], [0; 12]).map(|_| ()),
+            Err(RecordError::BadKey)
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(100))]
+        /// seal then open returns the content, type and padding, for every AEAD.
+        #[test]
+        fn seal_open_round_trip(
+            content in proptest::collection::vec(proptest::num::u8::ANY, 1..600),
+            padding in 0usize..300,
+            typ in 21u8..=23,
+            alg in 0usize..3,
+        ) {
+            let alg = [AeadAlg::Aes128Gcm, AeadAlg::Aes256Gcm, AeadAlg::ChaCha20Poly1305][alg];
+            let key = vec![0x42; alg.key_len()];
+            let mut s = RecordProtector::new(alg, &key, [5; 12]).unwrap();
+            let mut r = RecordProtector::new(alg, &key, [5; 12]).unwrap();
+            for _ in 0..2 {
+                let wire = s.seal(ContentType::from(typ), &content, padding).unwrap();
+                let inner = r.open_owned(parse(&wire)).unwrap();
+                proptest::prop_assert_eq!(inner.typ, ContentType::from(typ));
+                proptest::prop_assert_eq!(&inner.content, &content);
+                proptest::prop_assert_eq!(inner.padding, padding);
+            }
+        }
+    }
+}
