@@ -23,7 +23,7 @@ use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx::KeyShareSecret;
 use crate::crypto::random::RandomSource;
-use crate::crypto::sign::certificate_verify_message;
+use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
@@ -829,8 +829,10 @@ impl Client {
             .server_chain
             .first()
             .ok_or(PeerMisbehaved::NoServerCertificate)?;
-        cert::verify_with_leaf(leaf, cv.scheme, &content, &cv.signature)
-            .map_err(|_| PeerMisbehaved::BadCertificateVerify)?;
+        cert::verify_with_leaf(leaf, cv.scheme, &content, &cv.signature).map_err(|e| match e {
+            SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
+            other => Error::Signature(other),
+        })?;
         h.server_scheme = Some(cv.scheme);
         h.transcript
             .add(HandshakeType::CertificateVerify, &msg.encoded);

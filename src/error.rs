@@ -185,7 +185,7 @@ impl Error {
             Error::Peer(p) => Some(p.alert()),
             Error::KeyExchange(e) => Some(e.alert()),
             Error::Certificate(e) => Some(e.alert()),
-            Error::Signature(_) => Some(AlertDescription::DecryptError),
+            Error::Signature(e) => Some(e.alert()),
             Error::AlertReceived(_) | Error::Closed | Error::InvalidState(_) => None,
             Error::Config(_) => Some(AlertDescription::InternalError),
         }
