@@ -14,6 +14,7 @@ use crate::messages::enums::{
 };
 use crate::messages::extensions::Extension;
 use crate::record::PaddingPolicy;
+use crate::session::ServerSessions;
 
 /// Default cap on one handshake message (checked before reassembly).
 pub const DEFAULT_MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
@@ -181,6 +182,33 @@ impl Default for ClientConfig {
     }
 }
 
+/// How the server keeps resumption state (RFC 8446 §4.6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TicketMode {
+    /// The ticket is the session state sealed under a rotating ticket key (no server memory).
+    #[default]
+    Stateless,
+    /// The ticket is a random identifier of a server-side cache entry, removed when used.
+    Stateful,
+}
+
+/// 0-RTT anti-replay policy (RFC 8446 §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AntiReplay {
+    /// Every ticket allows 0-RTT once (§8.1): the server remembers used tickets until they expire.
+    #[default]
+    SingleUse,
+    /// Remember ClientHellos (their binders) inside a freshness window (§8.2) and refuse 0-RTT for a
+    /// repeated one or a ticket age outside the window.
+    Window {
+        /// Allowed difference between the client's and our view of the ticket age, and how long a
+        /// ClientHello is remembered.
+        window_ms: u64,
+    },
+    /// Accept replays: for experiments only.
+    Off,
+}
+
 /// Server configuration.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -216,6 +244,25 @@ pub struct ServerConfig {
     pub observe: Observe,
     /// Unix time (ms) for client certificate validation (tests).
     pub fixed_validation_time_ms: Option<u64>,
+    /// NewSessionTickets sent after the handshake (§4.6.1).
+    pub tickets: u32,
+    /// ticket_lifetime in seconds (at most 604800).
+    pub ticket_lifetime: u32,
+    /// max_early_data_size advertised in tickets; 0 refuses 0-RTT.
+    pub max_early_data: u32,
+    /// Stateless or stateful tickets.
+    pub ticket_mode: TicketMode,
+    /// Length of a stateful ticket identifier (random bytes).
+    pub stateful_ticket_len: usize,
+    /// 0-RTT anti-replay.
+    pub anti_replay: AntiReplay,
+    /// PSK key exchange modes we accept (§4.2.9), in preference order.
+    pub psk_modes: Vec<PskKeyExchangeMode>,
+    /// Externally provisioned PSKs we accept.
+    pub external_psks: Vec<ExternalPsk>,
+    /// Resumption state shared by every connection of this server (ticket keys, cache, replay
+    /// memory). Cloning the config shares it.
+    pub sessions: Arc<ServerSessions>,
 }
 
 impl ServerConfig {
@@ -248,6 +295,15 @@ impl ServerConfig {
             max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
             observe: Observe::ALL,
             fixed_validation_time_ms: None,
+            tickets: 2,
+            ticket_lifetime: 7200,
+            max_early_data: 16384,
+            ticket_mode: TicketMode::Stateless,
+            stateful_ticket_len: 32,
+            anti_replay: AntiReplay::SingleUse,
+            psk_modes: vec![PskKeyExchangeMode::PskDheKe, PskKeyExchangeMode::PskKe],
+            external_psks: Vec::new(),
+            sessions: Arc::new(ServerSessions::new()),
         }
     }
 }

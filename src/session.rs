@@ -132,3 +132,255 @@ mod suite_serde {
         Ok(CipherSuite::from(u16::deserialize(d)?))
     }
 }
+
+// ------------------------------------------------------------------------------------- server
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::crypto::aead::{AeadAlg, AeadKey};
+use crate::crypto::random::RandomSource;
+use crate::messages::codec::{Reader, Writer};
+
+/// What a server needs to resume a session (the content of a stateless ticket, or a cache entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumptionState {
+    /// The suite of the issuing connection.
+    pub suite: CipherSuite,
+    /// The resumption PSK (§4.6.1).
+    pub psk: Vec<u8>,
+    /// ticket_age_add.
+    pub age_add: u32,
+    /// When the ticket was issued (server clock, Unix ms).
+    pub issued_ms: u64,
+    /// ticket_lifetime (s).
+    pub lifetime: u32,
+    /// max_early_data_size the ticket allows.
+    pub max_early_data: u32,
+    /// ALPN of the issuing connection (0-RTT requires the same, §4.2.10).
+    pub alpn: Option<Vec<u8>>,
+}
+
+impl ResumptionState {
+    fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(self.suite.to_repr());
+        w.opaque_u8(&self.psk);
+        w.u32(self.age_add);
+        w.u32((self.issued_ms >> 32) as u32);
+        w.u32(self.issued_ms as u32);
+        w.u32(self.lifetime);
+        w.u32(self.max_early_data);
+        w.opaque_u8(self.alpn.as_deref().unwrap_or(&[]));
+        w.into_bytes()
+    }
+
+    fn decode(b: &[u8]) -> Option<ResumptionState> {
+        let mut r = Reader::new(b);
+        let suite = CipherSuite::from(r.u16("suite").ok()?);
+        let psk = r.vec_u8("psk").ok()?;
+        let age_add = r.u32("age_add").ok()?;
+        let hi = u64::from(r.u32("issued").ok()?);
+        let lo = u64::from(r.u32("issued").ok()?);
+        let lifetime = r.u32("lifetime").ok()?;
+        let max_early_data = r.u32("max_early_data").ok()?;
+        let alpn = r.vec_u8("alpn").ok()?;
+        r.finish("ticket").ok()?;
+        Some(ResumptionState {
+            suite,
+            psk,
+            age_add,
+            issued_ms: (hi << 32) | lo,
+            lifetime,
+            max_early_data,
+            alpn: (!alpn.is_empty()).then_some(alpn),
+        })
+    }
+
+    /// Whether the ticket is within its lifetime at `now_ms`.
+    pub fn is_fresh(&self, now_ms: u64) -> bool {
+        now_ms >= self.issued_ms
+            && now_ms - self.issued_ms < u64::from(self.lifetime.min(604_800)) * 1000
+    }
+}
+
+/// How many stateful entries / remembered tickets / remembered ClientHellos a server keeps: memory
+/// stays bounded whatever clients send.
+const MAX_ENTRIES: usize = 65_536;
+/// Stateless ticket: key id (4) ‖ nonce (12) ‖ AES-256-GCM(state) ‖ tag (16).
+const TICKET_OVERHEAD: usize = 4 + 12 + 16;
+
+struct TicketKey {
+    id: [u8; 4],
+    key: AeadKey,
+    created_ms: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Current key first, then the previous one (tickets sealed before a rotation still open).
+    keys: Vec<TicketKey>,
+    cache: HashMap<Vec<u8>, ResumptionState>,
+    /// Tickets already used for 0-RTT (single-use policy), with when they expire.
+    used: HashMap<Vec<u8>, u64>,
+    /// ClientHello binders seen inside the anti-replay window, with when they leave it.
+    seen: HashMap<Vec<u8>, u64>,
+}
+
+/// Resumption state shared by all connections of one server: ticket keys, the stateful cache and
+/// replay memory (RFC 8446 §8). Thread-safe; bounded.
+pub struct ServerSessions {
+    inner: Mutex<Inner>,
+    /// Rotate the stateless ticket key after this long (ms).
+    pub rotate_after_ms: u64,
+}
+
+impl core::fmt::Debug for ServerSessions {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ServerSessions(..)")
+    }
+}
+
+impl Default for ServerSessions {
+    fn default() -> Self {
+        ServerSessions::new()
+    }
+}
+
+impl ServerSessions {
+    /// Empty state. The first ticket key is drawn from the first connection's injected randomness,
+    /// so the core never touches OS randomness and seeded runs replay.
+    pub fn new() -> Self {
+        ServerSessions {
+            inner: Mutex::new(Inner::default()),
+            rotate_after_ms: 12 * 3600 * 1000,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave the maps inconsistent in a way that matters
+        // here (worst case: a ticket is not resumable), so recover from poisoning.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Install a new current ticket key; the previous one keeps opening older tickets.
+    pub fn rotate(&self, key: [u8; 32], id: [u8; 4], now_ms: u64) {
+        let mut g = self.lock();
+        if let Ok(k) = AeadKey::new(AeadAlg::Aes256Gcm, &key) {
+            g.keys.insert(
+                0,
+                TicketKey {
+                    id,
+                    key: k,
+                    created_ms: now_ms,
+                },
+            );
+            g.keys.truncate(2);
+        }
+    }
+
+    /// Seal `state` into a stateless ticket.
+    pub(crate) fn seal(
+        &self,
+        state: &ResumptionState,
+        rng: &mut dyn RandomSource,
+        now_ms: u64,
+    ) -> Vec<u8> {
+        let needs_key = {
+            let g = self.lock();
+            g.keys
+                .first()
+                .is_none_or(|k| now_ms.saturating_sub(k.created_ms) > self.rotate_after_ms)
+        };
+        if needs_key {
+            let mut key = [0u8; 32];
+            let mut id = [0u8; 4];
+            rng.fill(&mut key);
+            rng.fill(&mut id);
+            self.rotate(key, id, now_ms);
+            zeroize::Zeroize::zeroize(&mut key);
+        }
+        let mut nonce = [0u8; 12];
+        rng.fill(&mut nonce);
+        let g = self.lock();
+        let Some(k) = g.keys.first() else {
+            return Vec::new();
+        };
+        let mut body = state.encode();
+        let mut out = Vec::with_capacity(body.len() + TICKET_OVERHEAD);
+        out.extend_from_slice(&k.id);
+        out.extend_from_slice(&nonce);
+        if k.key.seal_in_place(&nonce, &k.id, &mut body).is_err() {
+            return Vec::new();
+        }
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Open a stateless ticket; `None` if it is not ours, was tampered with, or its key rotated out.
+    pub(crate) fn open(&self, ticket: &[u8]) -> Option<ResumptionState> {
+        if ticket.len() < TICKET_OVERHEAD {
+            return None;
+        }
+        let (id, rest) = ticket.split_at(4);
+        let (nonce, ct) = rest.split_at(12);
+        let g = self.lock();
+        let k = g.keys.iter().find(|k| k.id == id)?;
+        let mut body = ct.to_vec();
+        let nonce: [u8; 12] = nonce.try_into().ok()?;
+        k.key.open_in_place(&nonce, &k.id, &mut body).ok()?;
+        ResumptionState::decode(&body)
+    }
+
+    /// Remember a stateful session under `id`.
+    pub(crate) fn store(&self, id: Vec<u8>, state: ResumptionState, now_ms: u64) {
+        let mut g = self.lock();
+        if g.cache.len() >= MAX_ENTRIES {
+            g.cache.retain(|_, s| s.is_fresh(now_ms));
+            if g.cache.len() >= MAX_ENTRIES {
+                return; // full of live sessions: this one is simply not resumable
+            }
+        }
+        g.cache.insert(id, state);
+    }
+
+    /// Take (and forget) a stateful session: stateful tickets are single-use.
+    pub(crate) fn take(&self, id: &[u8]) -> Option<ResumptionState> {
+        self.lock().cache.remove(id)
+    }
+
+    /// Single-use anti-replay (§8.1): true the first time `ticket` is used before `expires_ms`.
+    pub(crate) fn first_use(&self, ticket: &[u8], now_ms: u64, expires_ms: u64) -> bool {
+        let mut g = self.lock();
+        remember(&mut g.used, ticket, now_ms, expires_ms)
+    }
+
+    /// ClientHello recording (§8.2): true if this binder was not seen inside the window.
+    pub(crate) fn first_hello(&self, binder: &[u8], now_ms: u64, window_ms: u64) -> bool {
+        let mut g = self.lock();
+        remember(&mut g.seen, binder, now_ms, now_ms + window_ms)
+    }
+
+    /// Number of stateful sessions held.
+    pub fn cached(&self) -> usize {
+        self.lock().cache.len()
+    }
+}
+
+/// Insert `key` into a bounded expiring set; false if it was already there and unexpired.
+fn remember(map: &mut HashMap<Vec<u8>, u64>, key: &[u8], now_ms: u64, until: u64) -> bool {
+    if let Some(exp) = map.get(key) {
+        if *exp > now_ms {
+            return false;
+        }
+    }
+    if map.len() >= MAX_ENTRIES {
+        map.retain(|_, exp| *exp > now_ms);
+        if map.len() >= MAX_ENTRIES {
+            // Full of live entries: refusing is the safe answer for anti-replay.
+            return false;
+        }
+    }
+    map.insert(key.to_vec(), until);
+    true
+}
