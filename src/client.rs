@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
 
-use crate::config::{apply_extension_order, ClientConfig, ServerVerification};
+use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
 use crate::conn::{self, Conn, Endpoint};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
@@ -307,6 +307,8 @@ impl Client {
             }
             let suite = self.ticket_suite()?;
             let secret = early.client_early_traffic_secret(&transcript, &mut self.conn.ev);
+            let exporter = early.early_exporter_master_secret(&transcript, &mut self.conn.ev);
+            self.conn.log_secret(exporter.name(), exporter.as_bytes());
             self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
             self.early_data.open = true;
         }
@@ -397,14 +399,36 @@ impl Client {
                 },
             ));
         }
-        Ok(ClientHello {
+        let mut hello = ClientHello {
             legacy_version: 0x0303,
             random: *random,
             legacy_session_id: session_id.to_vec(),
             cipher_suites: cfg.cipher_suites.clone(),
             legacy_compression_methods: vec![0],
             extensions: exts,
-        })
+        };
+        if cfg.hello_padding != HelloPadding::None {
+            // RFC 7685: a padding extension (4-byte header + zeros) brings the message to
+            // `target`; it sits before pre_shared_key, which must stay last (§4.2.11).
+            let len = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()))
+                .encoded
+                .len();
+            let target = match cfg.hello_padding {
+                HelloPadding::ToSize(n) => n,
+                HelloPadding::Avoid256To511 if (256..512).contains(&len) => 512,
+                _ => 0,
+            };
+            if len + 4 <= target {
+                let pad = Extension::Padding(vec![0; target - len - 4]);
+                let at = hello
+                    .extensions
+                    .iter()
+                    .position(|e| e.typ() == ExtensionType::PreSharedKey)
+                    .unwrap_or(hello.extensions.len());
+                hello.extensions.insert(at, pad);
+            }
+        }
+        Ok(hello)
     }
 
     /// Compute the PSK binder (§4.2.11.2) if a ticket is offered, then send the ClientHello.
@@ -416,16 +440,21 @@ impl Client {
         let mut early = None;
         if let Some(t) = self.offered_ticket.clone() {
             let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
-            transcript
-                .start_hash(suite.hash)
-                .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
             let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
+            // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
+            // binders list, so encode once with a placeholder binder of the right length.
             let encoded = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
             let partial_len = encoded.encoded.len() - hello.binders_len();
-            let partial_hash = transcript.hash_of_prefix_with(&encoded.encoded[..partial_len]);
             let binder = es
                 .binder_key(true, &mut self.conn.ev)
-                .binder(partial_hash.as_ref(), &mut self.conn.ev);
+                .binder_for(
+                    &transcript,
+                    &encoded.encoded[..partial_len],
+                    &mut self.conn.ev,
+                )
+                .ok_or(Error::InvalidState(
+                    "transcript hash differs from the ticket's",
+                ))?;
             if let Some(Extension::PreSharedKeyClient(offer)) = hello.extensions.last_mut() {
                 offer.binders = vec![binder];
             }

@@ -102,6 +102,19 @@ pub struct ExternalPsk {
     pub suite: CipherSuite,
 }
 
+/// When the client adds a padding extension (RFC 7685) to its ClientHello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HelloPadding {
+    /// Never.
+    #[default]
+    None,
+    /// Pad every ClientHello shorter than this many bytes (message length with its header) to it.
+    ToSize(usize),
+    /// Pad a ClientHello of 256..=511 bytes to 512: the workaround for middleboxes that hang on
+    /// such lengths (RFC 7685 §1), as RFC 8448's client and BoringSSL do.
+    Avoid256To511,
+}
+
 /// Client configuration.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -140,6 +153,8 @@ pub struct ClientConfig {
     pub external_psks: Vec<ExternalPsk>,
     /// Whether to offer early data when a ticket allows it.
     pub enable_early_data: bool,
+    /// ClientHello padding (RFC 7685).
+    pub hello_padding: HelloPadding,
     /// Which optional events to record.
     pub observe: Observe,
     /// Unix time (ms) used for certificate validation when the caller passes no clock; tests use it.
@@ -176,6 +191,7 @@ impl Default for ClientConfig {
             psk_modes: vec![PskKeyExchangeMode::PskDheKe],
             external_psks: Vec::new(),
             enable_early_data: true,
+            hello_padding: HelloPadding::None,
             observe: Observe::ALL,
             fixed_validation_time_ms: None,
         }
@@ -234,6 +250,9 @@ pub struct ServerConfig {
     pub ack_server_name: bool,
     /// EncryptedExtensions order: listed types first.
     pub extension_order: Vec<ExtensionType>,
+    /// Insist on our most preferred common group: send a HelloRetryRequest for it even when the
+    /// client already sent a share for another acceptable group (RFC 8448 §5 does this).
+    pub strict_group_preference: bool,
     /// Put a cookie of this many random bytes in HelloRetryRequest (§4.2.2).
     pub hrr_cookie: Option<usize>,
     /// Padding of protected records we send.
@@ -290,6 +309,7 @@ impl ServerConfig {
             send_supported_groups: false,
             ack_server_name: true,
             extension_order: Vec::new(),
+            strict_group_preference: false,
             hrr_cookie: None,
             padding: PaddingPolicy::None,
             max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,

@@ -398,8 +398,15 @@ impl Conn {
                 match rec.typ {
                     ContentType::Handshake | ContentType::Alert => {}
                     ContentType::ApplicationData => {
-                        // Early data the server decided not to read arrives before it has keys
-                        // only if the peer is broken; a rejecting server has handshake keys.
+                        // After a HelloRetryRequest the client's 0-RTT records still arrive
+                        // before ClientHello2; the server skips them (§4.2.10).
+                        if let Some(budget) = early_skip.as_mut() {
+                            if rec.payload.len() <= *budget {
+                                *budget -= rec.payload.len();
+                                return Ok(None);
+                            }
+                            return Err(PeerMisbehaved::TooMuchEarlyData.into());
+                        }
                         return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
                     }
                     other => return Err(PeerMisbehaved::UnexpectedContentType(other).into()),

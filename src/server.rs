@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
 
-use crate::config::{apply_extension_order, ClientAuth, ServerConfig};
+use crate::config::{apply_extension_order, AntiReplay, ClientAuth, ServerConfig, TicketMode};
 use crate::conn::{self, Conn, Endpoint};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
@@ -23,17 +23,20 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, MasterSecret, TrafficSecret};
+use crate::keyschedule::schedule::{
+    EarlySecret, ExporterSecret, HandshakeSecret, MasterSecret, TrafficSecret,
+};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, SignatureScheme,
+    ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
     CertificateEntry, CertificatePayload, CertificateRequest, CertificateVerify, ClientHello,
-    DecodeContext, HandshakeMessage, HandshakePayload, ServerHello, HRR_RANDOM,
+    DecodeContext, HandshakeMessage, HandshakePayload, NewSessionTicket, ServerHello, HRR_RANDOM,
 };
+use crate::session::ResumptionState;
 use crate::traffic::{receive_key_update, send_key_update, Traffic};
 
 /// A TLS 1.3 server connection, sans-IO: feed it bytes with [`Server::receive`], send what
@@ -44,10 +47,12 @@ pub struct Server {
     state: State,
     negotiated: Option<Negotiated>,
     early_skip: Option<usize>,
+    tickets_sent: u16,
 }
 
 enum State {
     ExpectClientHello(Option<Box<Retry>>),
+    ExpectEndOfEarlyData(Box<Handshaking>),
     ExpectCertificate(Box<Handshaking>),
     ExpectCertificateVerify(Box<Handshaking>),
     ExpectFinished(Box<Handshaking>),
@@ -76,15 +81,37 @@ struct Handshaking {
     server_app: TrafficSecret,
     negotiated: Negotiated,
     client_chain: Vec<Vec<u8>>,
+    /// 0-RTT bytes the client may still send (§4.2.10).
+    early_remaining: usize,
+    exporter: ExporterSecret,
 }
 
-/// What we decided from a ClientHello.
-struct Choice {
-    suite: SuiteParams,
-    scheme: SignatureScheme,
-    /// The group and the client's share for it, or the group to ask for in a HelloRetryRequest.
-    share: Result<KeyShareEntry, NamedGroup>,
+/// The key share decision (§4.2.8).
+enum ShareChoice {
+    /// Use the client's share.
+    Use(KeyShareEntry),
+    /// Ask for this group in a HelloRetryRequest.
+    Retry(NamedGroup),
+    /// No group in common.
+    NoCommon,
+    /// The client sent no key_share (possible with psk_ke).
+    Missing,
 }
+
+/// An offered PSK we can use, before its binder is checked.
+struct PskCandidate {
+    index: u16,
+    psk: Vec<u8>,
+    binder: Vec<u8>,
+    external: bool,
+    state: Option<ResumptionState>,
+    ticket: Vec<u8>,
+    client_age_ms: u64,
+    max_early_data: u32,
+}
+
+/// How far the client's and our view of a ticket's age may differ for 0-RTT (§8.3).
+const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
 impl Server {
     /// A server for `config`, drawing every random value from `rng`.
@@ -106,6 +133,7 @@ impl Server {
             state: State::ExpectClientHello(None),
             negotiated: None,
             early_skip: None,
+            tickets_sent: 0,
         })
     }
 
@@ -184,6 +212,7 @@ impl Server {
         let hash_len = match &self.state {
             State::ExpectCertificate(h)
             | State::ExpectCertificateVerify(h)
+            | State::ExpectEndOfEarlyData(h)
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
             State::Connected(t) => t.suite.hash.output_len(),
             _ => 32,
@@ -193,6 +222,7 @@ impl Server {
         let state = core::mem::replace(&mut self.state, State::Poisoned);
         self.state = match state {
             State::ExpectClientHello(retry) => self.on_client_hello(retry, msg)?,
+            State::ExpectEndOfEarlyData(h) => self.on_end_of_early_data(h, msg)?,
             State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
             State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
             State::ExpectFinished(h) => self.on_finished(h, msg)?,
@@ -216,74 +246,136 @@ impl Server {
         if retry.is_none() {
             self.conn.client_random = ch.random;
         }
-        let choice = self.choose(ch, retry.as_deref())?;
-        let share = match choice.share {
-            Ok(entry) => entry,
-            Err(group) => {
-                if retry.is_some() {
-                    // The second ClientHello must carry the share we asked for (§4.1.4).
-                    return Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into());
-                }
-                return self.send_hello_retry(ch, &msg, choice.suite, group);
-            }
-        };
-        let (mut transcript, ccs_sent) = match retry {
+        let suite = self.choose_suite(ch, retry.as_deref())?;
+        let offers_early = ch.find(ExtensionType::EarlyData).is_some();
+
+        // The transcript so far: empty, or message_hash(ClientHello1) + HelloRetryRequest.
+        let (mut transcript, ccs_sent) = match &retry {
             Some(r) => {
-                // §4.1.2: the second ClientHello answers the HelloRetryRequest.
-                if choice.suite.suite != r.suite {
-                    return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
-                }
-                if r.random != ch.random || r.session_id != ch.legacy_session_id {
-                    return Err(PeerMisbehaved::SecondClientHelloMismatch("random").into());
-                }
-                let cookie = ch.extensions.iter().find_map(|e| match e {
-                    Extension::Cookie(c) => Some(c),
-                    _ => None,
-                });
-                if r.cookie.as_ref() != cookie {
-                    return Err(PeerMisbehaved::SecondClientHelloMismatch("cookie").into());
-                }
-                if ch.find(ExtensionType::EarlyData).is_some() {
-                    return Err(PeerMisbehaved::SecondClientHelloMismatch("early_data").into());
-                }
-                (r.transcript, r.ccs_sent)
+                check_second_hello(ch, r)?;
+                (r.transcript.clone(), r.ccs_sent)
             }
             None => {
                 let mut t = Transcript::new();
-                t.start_hash(choice.suite.hash)
+                t.start_hash(suite.hash)
                     .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
                 (t, false)
             }
         };
+        let hello_retry = retry.is_some();
+
+        // PSK (§4.2.11) first: it decides whether we need a certificate and a key share.
+        let psk_offer = self.psk_candidate(ch, &suite)?;
+        let share = self.choose_share(ch, retry.as_deref())?;
+        let mode = match &psk_offer {
+            Some(_) => self.psk_mode(ch, &share),
+            None => None,
+        };
+        let (psk, share) = match (psk_offer, mode) {
+            (Some(p), Some(m)) => (Some((p, m)), share),
+            _ => (None, share),
+        };
+        let use_dhe = psk
+            .as_ref()
+            .is_none_or(|(_, m)| *m == PskKeyExchangeMode::PskDheKe);
+        let share = if use_dhe {
+            match share {
+                ShareChoice::Use(entry) => Some(entry),
+                ShareChoice::Retry(group) => {
+                    if retry.is_some() {
+                        // The second ClientHello must carry the share we asked for (§4.1.4).
+                        return Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into());
+                    }
+                    if offers_early {
+                        // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
+                        self.early_skip = Some(self.early_skip_budget());
+                    }
+                    return self.send_hello_retry(ch, &msg, suite, group);
+                }
+                ShareChoice::NoCommon => return Err(PeerMisbehaved::NoCommonGroup.into()),
+                ShareChoice::Missing => {
+                    return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into())
+                }
+            }
+        } else {
+            None
+        };
+        // Certificate authentication needs a common signature scheme (§4.2.3).
+        let scheme = if psk.is_none() {
+            Some(self.choose_scheme(ch)?)
+        } else {
+            None
+        };
+
+        // The binder proves the client holds the PSK and binds it to this ClientHello
+        // (§4.2.11.2): verify it over the transcript so far plus the truncated ClientHello.
+        let early_secret = match &psk {
+            Some((p, _)) => {
+                let es = EarlySecret::new(suite.hash, Some(&p.psk), &mut self.conn.ev);
+                let partial = &msg.encoded[..msg.encoded.len() - ch.binders_len()];
+                let expected = es
+                    .binder_key(!p.external, &mut self.conn.ev)
+                    .binder_for(&transcript, partial, &mut self.conn.ev)
+                    .ok_or(PeerMisbehaved::BadBinder)?;
+                if !bool::from(expected.ct_eq(&p.binder)) {
+                    return Err(PeerMisbehaved::BadBinder.into());
+                }
+                es
+            }
+            None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
+        };
         transcript.add(HandshakeType::ClientHello, &msg.encoded);
-        let hello_retry = ccs_sent || transcript_has_retry(&transcript);
+
+        // 0-RTT (§4.2.10): only with the first identity, a fresh ticket allowing it, the same suite
+        // and ALPN, no HelloRetryRequest, and the anti-replay policy's consent.
+        let alpn = self.choose_alpn(ch)?;
+        let early_accepted = match &psk {
+            Some((p, _)) if offers_early && !hello_retry => {
+                self.accept_early(p, &suite, alpn.as_deref())
+            }
+            _ => false,
+        };
+        let early_budget = psk.as_ref().map_or(0, |(p, _)| p.max_early_data);
 
         // ServerHello (§4.1.3): random first, then our share, from the injected source.
         let random: [u8; 32] = self.conn.random();
-        let (server_share, kx) =
-            kx::server_respond(share.group, &share.key_exchange, self.conn.rng.as_mut())?;
-        if self.conn.observe().secrets {
-            self.conn.ev.push(Event::KeyShare(KeyShareEvent {
-                group: share.group,
-                components: kx.components.clone(),
-                shared_secret: kx.shared_secret.to_vec(),
+        let mut sh_exts = Vec::new();
+        if let Some((p, _)) = &psk {
+            sh_exts.push(Extension::PreSharedKeyServer(p.index));
+        }
+        let mut shared = None;
+        if let Some(entry) = &share {
+            let (server_share, kx) =
+                kx::server_respond(entry.group, &entry.key_exchange, self.conn.rng.as_mut())?;
+            if self.conn.observe().secrets {
+                self.conn.ev.push(Event::KeyShare(KeyShareEvent {
+                    group: entry.group,
+                    components: kx.components.clone(),
+                    shared_secret: kx.shared_secret.to_vec(),
+                }));
+            }
+            shared = Some(kx.shared_secret.clone());
+            sh_exts.push(Extension::KeyShareServer(KeyShareEntry {
+                group: entry.group,
+                key_exchange: server_share,
             }));
         }
-        let sh = ServerHello {
+        sh_exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
+        let sh = HandshakeMessage::new(HandshakePayload::ServerHello(ServerHello {
             legacy_version: 0x0303,
             random,
             legacy_session_id_echo: ch.legacy_session_id.clone(),
-            cipher_suite: choice.suite.suite,
+            cipher_suite: suite.suite,
             legacy_compression_method: 0,
-            extensions: vec![
-                Extension::KeyShareServer(KeyShareEntry {
-                    group: share.group,
-                    key_exchange: server_share,
-                }),
-                Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3),
-            ],
-        };
-        let sh = HandshakeMessage::new(HandshakePayload::ServerHello(sh));
+            extensions: sh_exts,
+        }));
+        // The early traffic secret covers ClientHello only (§7.1).
+        let early_traffic = early_accepted
+            .then(|| early_secret.client_early_traffic_secret(&transcript, &mut self.conn.ev));
+        if early_accepted {
+            let ees = early_secret.early_exporter_master_secret(&transcript, &mut self.conn.ev);
+            self.conn.log_secret(ees.name(), ees.as_bytes());
+        }
         transcript.add(HandshakeType::ServerHello, &sh.encoded);
         self.conn.send_handshake(&sh);
         // §D.4: in compatibility mode the CCS follows our first handshake message.
@@ -291,38 +383,111 @@ impl Server {
             self.conn.send_ccs()?;
         }
 
-        let suite = choice.suite;
         let ev = &mut self.conn.ev;
-        let hs: HandshakeSecret = EarlySecret::new(suite.hash, None, ev)
-            .into_handshake(Some(kx.shared_secret.as_ref()), ev);
+        let hs: HandshakeSecret = early_secret.into_handshake(shared.as_deref(), ev);
         let client_hs = hs.client_handshake_traffic_secret(&transcript, ev);
         let server_hs = hs.server_handshake_traffic_secret(&transcript, ev);
         self.conn
             .set_write_keys(Epoch::Handshake, &suite, &server_hs)?;
-        self.conn
-            .set_read_keys(Epoch::Handshake, &suite, &client_hs)?;
+        match &early_traffic {
+            Some(secret) => self.conn.set_read_keys(Epoch::Early, &suite, secret)?,
+            None => self
+                .conn
+                .set_read_keys(Epoch::Handshake, &suite, &client_hs)?,
+        }
+        if offers_early && !early_accepted {
+            // We did not accept 0-RTT: skip what the client sends under early keys (§4.2.10).
+            self.early_skip = Some(self.early_skip_budget());
+        }
 
         // EncryptedExtensions (§4.3.1).
-        let (ee, alpn) = self.encrypted_extensions(ch)?;
+        let mut ee = self.encrypted_extensions(ch, alpn.as_deref())?;
+        if early_accepted {
+            ee.push(Extension::EarlyDataEmpty);
+            apply_extension_order(&mut ee, &self.config.extension_order);
+        }
         let ee = HandshakeMessage::new(HandshakePayload::EncryptedExtensions(ee));
         transcript.add(HandshakeType::EncryptedExtensions, &ee.encoded);
         self.conn.send_handshake(&ee);
 
-        // CertificateRequest (§4.3.2).
-        let asked_client = !matches!(self.config.client_auth, ClientAuth::None);
-        if asked_client {
-            let cr =
-                HandshakeMessage::new(HandshakePayload::CertificateRequest(CertificateRequest {
-                    context: Vec::new(),
-                    extensions: vec![Extension::SignatureAlgorithms(
-                        self.config.signature_schemes.clone(),
-                    )],
-                }));
-            transcript.add(HandshakeType::CertificateRequest, &cr.encoded);
-            self.conn.send_handshake(&cr);
+        // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
+        let asked_client = scheme.is_some() && !matches!(self.config.client_auth, ClientAuth::None);
+        if let Some(scheme) = scheme {
+            if asked_client {
+                let cr = HandshakeMessage::new(HandshakePayload::CertificateRequest(
+                    CertificateRequest {
+                        context: Vec::new(),
+                        extensions: vec![Extension::SignatureAlgorithms(
+                            self.config.signature_schemes.clone(),
+                        )],
+                    },
+                ));
+                transcript.add(HandshakeType::CertificateRequest, &cr.encoded);
+                self.conn.send_handshake(&cr);
+            }
+            self.send_certificate(&mut transcript, scheme)?;
         }
 
-        // Certificate and CertificateVerify (§4.4.2, §4.4.3).
+        // Finished (§4.4.4), then the application keys for our side.
+        let ev = &mut self.conn.ev;
+        let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
+        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin));
+        transcript.add(HandshakeType::Finished, &fin.encoded);
+        self.conn.send_handshake(&fin);
+        let ev = &mut self.conn.ev;
+        let master = hs.into_master(ev);
+        let client_app = master.client_application_traffic_secret(&transcript, ev);
+        let server_app = master.server_application_traffic_secret(&transcript, ev);
+        // The exporter covers ClientHello..server Finished, like the traffic secrets (§7.1).
+        let exporter = master.exporter_master_secret(&transcript, ev);
+        self.conn
+            .set_write_keys(Epoch::Application(0), &suite, &server_app)?;
+
+        let negotiated = Negotiated {
+            version: "TLSv1.3",
+            suite: suite.suite,
+            group: share.as_ref().map(|s| s.group),
+            signature_scheme: scheme,
+            client_signature_scheme: None,
+            resumed: psk.is_some(),
+            psk_identity: psk.as_ref().map(|(p, _)| p.index),
+            early_data: if early_accepted {
+                EarlyDataStatus::Accepted
+            } else if offers_early {
+                EarlyDataStatus::Rejected
+            } else {
+                EarlyDataStatus::NotSent
+            },
+            alpn: alpn.map(|a| String::from_utf8_lossy(&a).into_owned()),
+            hello_retry,
+        };
+        let h = Box::new(Handshaking {
+            suite,
+            transcript,
+            master,
+            client_hs,
+            client_app,
+            server_app,
+            negotiated,
+            client_chain: Vec::new(),
+            early_remaining: early_budget as usize,
+            exporter,
+        });
+        Ok(if early_accepted {
+            State::ExpectEndOfEarlyData(h)
+        } else if asked_client {
+            State::ExpectCertificate(h)
+        } else {
+            State::ExpectFinished(h)
+        })
+    }
+
+    /// Certificate and CertificateVerify (§4.4.2, §4.4.3).
+    fn send_certificate(
+        &mut self,
+        transcript: &mut Transcript,
+        scheme: SignatureScheme,
+    ) -> Result<(), Error> {
         let cert = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
             context: Vec::new(),
             entries: self
@@ -339,70 +504,26 @@ impl Server {
         transcript.add(HandshakeType::Certificate, &cert.encoded);
         self.conn.send_handshake(&cert);
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
-        let signature =
-            self.config
-                .cert
-                .key
-                .sign(choice.scheme, &content, self.conn.rng.as_mut())?;
+        let signature = self
+            .config
+            .cert
+            .key
+            .sign(scheme, &content, self.conn.rng.as_mut())?;
         let cv = HandshakeMessage::new(HandshakePayload::CertificateVerify(CertificateVerify {
-            scheme: choice.scheme,
+            scheme,
             signature,
         }));
         transcript.add(HandshakeType::CertificateVerify, &cv.encoded);
         self.conn.send_handshake(&cv);
-
-        // Finished (§4.4.4), then the application keys for our side.
-        let ev = &mut self.conn.ev;
-        let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
-        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin));
-        transcript.add(HandshakeType::Finished, &fin.encoded);
-        self.conn.send_handshake(&fin);
-        let ev = &mut self.conn.ev;
-        let master = hs.into_master(ev);
-        let client_app = master.client_application_traffic_secret(&transcript, ev);
-        let server_app = master.server_application_traffic_secret(&transcript, ev);
-        self.conn
-            .set_write_keys(Epoch::Application(0), &suite, &server_app)?;
-
-        let negotiated = Negotiated {
-            version: "TLSv1.3",
-            suite: suite.suite,
-            group: Some(share.group),
-            signature_scheme: Some(choice.scheme),
-            client_signature_scheme: None,
-            resumed: false,
-            psk_identity: None,
-            early_data: if ch.find(ExtensionType::EarlyData).is_some() {
-                EarlyDataStatus::Rejected
-            } else {
-                EarlyDataStatus::NotSent
-            },
-            alpn: alpn.map(|a| String::from_utf8_lossy(&a).into_owned()),
-            hello_retry,
-        };
-        if ch.find(ExtensionType::EarlyData).is_some() {
-            // We did not accept 0-RTT: skip what the client sends under early keys (§4.2.10).
-            self.early_skip = Some(crate::record::MAX_EARLY_SKIP);
-        }
-        let h = Box::new(Handshaking {
-            suite,
-            transcript,
-            master,
-            client_hs,
-            client_app,
-            server_app,
-            negotiated,
-            client_chain: Vec::new(),
-        });
-        Ok(if asked_client {
-            State::ExpectCertificate(h)
-        } else {
-            State::ExpectFinished(h)
-        })
+        Ok(())
     }
 
-    /// Pick suite, signature scheme and group (§4.1.1), in server preference order.
-    fn choose(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<Choice, Error> {
+    fn early_skip_budget(&self) -> usize {
+        (self.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
+    }
+
+    /// Suite in server preference order (§4.1.1); after a HelloRetryRequest it must not change.
+    fn choose_suite(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<SuiteParams, Error> {
         let suite = self
             .config
             .cipher_suites
@@ -410,32 +531,48 @@ impl Server {
             .filter(|s| ch.cipher_suites.contains(s))
             .find_map(|s| suite_params(*s))
             .ok_or(PeerMisbehaved::NoCommonCipherSuite)?;
+        if let Some(r) = retry {
+            if suite.suite != r.suite {
+                return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
+            }
+        }
+        Ok(suite)
+    }
+
+    /// The first signature scheme of our key that the client accepts (§4.2.3).
+    fn choose_scheme(&self, ch: &ClientHello) -> Result<SignatureScheme, Error> {
         let client_schemes = match ch.find(ExtensionType::SignatureAlgorithms) {
-            Some(Extension::SignatureAlgorithms(s)) => s.clone(),
+            Some(Extension::SignatureAlgorithms(s)) => s,
             _ => {
                 return Err(
                     PeerMisbehaved::MissingExtension(ExtensionType::SignatureAlgorithms).into(),
                 )
             }
         };
-        let scheme = self
-            .config
+        self.config
             .cert
             .key
             .schemes()
             .into_iter()
             .filter(|s| self.config.signature_schemes.contains(s))
             .find(|s| client_schemes.contains(s))
-            .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
+            .ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
+    }
+
+    /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client
+    /// already sent a share for (that saves a round trip).
+    fn choose_share(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<ShareChoice, Error> {
+        let shares = match ch.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s,
+            Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
+            None => return Ok(ShareChoice::Missing),
+        };
+        // §9.2: key_share requires supported_groups.
         let client_groups = match ch.find(ExtensionType::SupportedGroups) {
-            Some(Extension::SupportedGroups(g)) => g.clone(),
+            Some(Extension::SupportedGroups(g)) => g,
             _ => {
                 return Err(PeerMisbehaved::MissingExtension(ExtensionType::SupportedGroups).into())
             }
-        };
-        let shares = match ch.find(ExtensionType::KeyShare) {
-            Some(Extension::KeyShareClient(s)) => s.clone(),
-            _ => return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into()),
         };
         // §4.2.8: each share's group must be offered, and appear once.
         for (i, s) in shares.iter().enumerate() {
@@ -449,38 +586,157 @@ impl Server {
         if let Some(r) = retry {
             // §4.1.4: exactly one share, for the group we asked for.
             return match shares.as_slice() {
-                [s] if s.group == r.group => Ok(Choice {
-                    suite,
-                    scheme,
-                    share: Ok(s.clone()),
-                }),
+                [s] if s.group == r.group => Ok(ShareChoice::Use(s.clone())),
                 _ => Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into()),
             };
         }
-        let mutual: Vec<NamedGroup> = self
+        let mutual = self
             .config
             .groups
             .iter()
             .copied()
-            .filter(|g| client_groups.contains(g) && kx::is_supported(*g))
-            .collect();
-        // Prefer a group the client already sent a share for (saves a round trip), in our order.
-        if let Some(s) = mutual
-            .iter()
-            .find_map(|g| shares.iter().find(|s| s.group == *g))
-        {
-            return Ok(Choice {
-                suite,
-                scheme,
-                share: Ok(s.clone()),
-            });
+            .filter(|g| client_groups.contains(g) && kx::is_supported(*g));
+        let mut first = None;
+        for g in mutual {
+            if let Some(s) = shares.iter().find(|s| s.group == g) {
+                if first.is_none() || !self.config.strict_group_preference {
+                    return Ok(ShareChoice::Use(s.clone()));
+                }
+            }
+            first.get_or_insert(g);
         }
-        let group = *mutual.first().ok_or(PeerMisbehaved::NoCommonGroup)?;
-        Ok(Choice {
-            suite,
-            scheme,
-            share: Err(group),
+        Ok(first.map_or(ShareChoice::NoCommon, ShareChoice::Retry))
+    }
+
+    /// The first offered PSK identity we can use (§4.2.11), without checking its binder yet.
+    fn psk_candidate(
+        &mut self,
+        ch: &ClientHello,
+        suite: &SuiteParams,
+    ) -> Result<Option<PskCandidate>, Error> {
+        let Some(Extension::PreSharedKeyClient(offer)) = ch.find(ExtensionType::PreSharedKey)
+        else {
+            return Ok(None);
+        };
+        // §4.2.9: a PSK offer without psk_key_exchange_modes is an error.
+        if ch.find(ExtensionType::PskKeyExchangeModes).is_none() {
+            return Err(
+                PeerMisbehaved::MissingExtension(ExtensionType::PskKeyExchangeModes).into(),
+            );
+        }
+        if offer.identities.len() != offer.binders.len() {
+            return Err(PeerMisbehaved::IllegalExtension("pre_shared_key binders").into());
+        }
+        let now = self.conn.now_ms;
+        for (i, (id, binder)) in offer.identities.iter().zip(&offer.binders).enumerate() {
+            let Ok(index) = u16::try_from(i) else { break };
+            if let Some(ext) = self
+                .config
+                .external_psks
+                .iter()
+                .find(|p| p.identity == id.identity)
+            {
+                if suite_params(ext.suite).map(|s| s.hash) == Some(suite.hash) {
+                    return Ok(Some(PskCandidate {
+                        index,
+                        psk: ext.key.clone(),
+                        binder: binder.clone(),
+                        external: true,
+                        state: None,
+                        ticket: id.identity.clone(),
+                        client_age_ms: 0,
+                        max_early_data: 0,
+                    }));
+                }
+                continue;
+            }
+            let sessions = &self.config.sessions;
+            let state = match self.config.ticket_mode {
+                TicketMode::Stateless => sessions.open(&id.identity),
+                // Stateful tickets are single-use: taking one removes it (§8.1).
+                TicketMode::Stateful => sessions.take(&id.identity),
+            };
+            let Some(state) = state else { continue };
+            if !state.is_fresh(now) || suite_params(state.suite).map(|s| s.hash) != Some(suite.hash)
+            {
+                continue;
+            }
+            let client_age_ms = u64::from(id.obfuscated_ticket_age.wrapping_sub(state.age_add));
+            return Ok(Some(PskCandidate {
+                index,
+                psk: state.psk.clone(),
+                binder: binder.clone(),
+                external: false,
+                max_early_data: state.max_early_data,
+                state: Some(state),
+                ticket: id.identity.clone(),
+                client_age_ms,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// psk_dhe_ke when both sides allow it and a key exchange is possible, else psk_ke (§4.2.9).
+    fn psk_mode(&self, ch: &ClientHello, share: &ShareChoice) -> Option<PskKeyExchangeMode> {
+        let offered = match ch.find(ExtensionType::PskKeyExchangeModes) {
+            Some(Extension::PskKeyExchangeModes(m)) => m.clone(),
+            _ => return None,
+        };
+        self.config.psk_modes.iter().copied().find(|m| {
+            offered.contains(m)
+                && match m {
+                    PskKeyExchangeMode::PskDheKe => {
+                        matches!(share, ShareChoice::Use(_) | ShareChoice::Retry(_))
+                    }
+                    _ => true,
+                }
         })
+    }
+
+    /// Whether to accept 0-RTT with this PSK (§4.2.10, §8).
+    fn accept_early(&self, p: &PskCandidate, suite: &SuiteParams, alpn: Option<&[u8]>) -> bool {
+        let Some(state) = &p.state else { return false };
+        if p.index != 0
+            || self.config.max_early_data == 0
+            || state.max_early_data == 0
+            || state.suite != suite.suite
+            || state.alpn.as_deref() != alpn
+        {
+            return false;
+        }
+        let now = self.conn.now_ms;
+        let server_age = now.saturating_sub(state.issued_ms);
+        let skew = server_age.abs_diff(p.client_age_ms);
+        let sessions = &self.config.sessions;
+        let expires = state.issued_ms + u64::from(state.lifetime) * 1000;
+        match self.config.anti_replay {
+            AntiReplay::Off => true,
+            AntiReplay::SingleUse => {
+                skew <= DEFAULT_AGE_WINDOW_MS && sessions.first_use(&p.ticket, now, expires)
+            }
+            AntiReplay::Window { window_ms } => {
+                skew <= window_ms && sessions.first_hello(&p.binder, now, window_ms)
+            }
+        }
+    }
+
+    /// ALPN (RFC 7301 §3.2): our first protocol the client offers.
+    fn choose_alpn(&self, ch: &ClientHello) -> Result<Option<Vec<u8>>, Error> {
+        if let Some(Extension::Alpn(offered)) =
+            ch.find(ExtensionType::ApplicationLayerProtocolNegotiation)
+        {
+            if !self.config.alpn.is_empty() {
+                return self
+                    .config
+                    .alpn
+                    .iter()
+                    .find(|p| offered.contains(p))
+                    .cloned()
+                    .map(Some)
+                    .ok_or(PeerMisbehaved::NoApplicationProtocol.into());
+            }
+        }
+        Ok(None)
     }
 
     /// §4.1.4: ask for a share of `group`.
@@ -535,29 +791,19 @@ impl Server {
         }))))
     }
 
-    /// Our EncryptedExtensions, and the ALPN protocol chosen (RFC 7301 §3.2).
+    /// Our EncryptedExtensions (§4.3.1).
     fn encrypted_extensions(
         &mut self,
         ch: &ClientHello,
-    ) -> Result<(Vec<Extension>, Option<Vec<u8>>), Error> {
+        alpn: Option<&[u8]>,
+    ) -> Result<Vec<Extension>, Error> {
         let cfg = &self.config;
         let mut exts = Vec::new();
         if cfg.ack_server_name && ch.find(ExtensionType::ServerName).is_some() {
             exts.push(Extension::ServerNameAck);
         }
-        let mut alpn = None;
-        if let Some(Extension::Alpn(offered)) =
-            ch.find(ExtensionType::ApplicationLayerProtocolNegotiation)
-        {
-            if !cfg.alpn.is_empty() {
-                let p = cfg
-                    .alpn
-                    .iter()
-                    .find(|p| offered.contains(p))
-                    .ok_or(PeerMisbehaved::NoApplicationProtocol)?;
-                exts.push(Extension::Alpn(vec![p.clone()]));
-                alpn = Some(p.clone());
-            }
+        if let Some(p) = alpn {
+            exts.push(Extension::Alpn(vec![p.to_vec()]));
         }
         if cfg.send_supported_groups {
             exts.push(Extension::SupportedGroups(cfg.groups.clone()));
@@ -573,7 +819,7 @@ impl Server {
             exts.push(Extension::RecordSizeLimit(ours));
         }
         apply_extension_order(&mut exts, &cfg.extension_order);
-        Ok((exts, alpn))
+        Ok(exts)
     }
 
     fn on_certificate(
@@ -661,18 +907,103 @@ impl Server {
             .set_read_keys(Epoch::Application(0), &h.suite, &h.client_app)?;
         self.conn.ccs_allowed = false;
         let ev = &mut self.conn.ev;
-        let exporter = h.master.exporter_master_secret(&h.transcript, ev);
+        let exporter = h.exporter;
         let resumption = h.master.resumption_master_secret(&h.transcript, ev);
+        self.conn.log_secret(exporter.name(), exporter.as_bytes());
         self.negotiated = Some(h.negotiated.clone());
         self.conn.ev.push(Event::Connected(h.negotiated));
-        Ok(State::Connected(Box::new(Traffic {
+        let mut t = Box::new(Traffic {
             suite: h.suite,
             client_app: h.client_app,
             server_app: h.server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
-        })))
+        });
+        // §4.6.1: tickets go out once the client's Finished is verified.
+        for _ in 0..self.config.tickets {
+            self.issue_ticket(&mut t)?;
+        }
+        Ok(State::Connected(t))
+    }
+
+    /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
+    /// boundary.
+    fn on_end_of_early_data(
+        &mut self,
+        mut h: Box<Handshaking>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::EndOfEarlyData = &msg.payload else {
+            return Err(unexpected("EndOfEarlyData", &msg));
+        };
+        h.transcript
+            .add(HandshakeType::EndOfEarlyData, &msg.encoded);
+        self.conn
+            .set_read_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        Ok(State::ExpectFinished(h))
+    }
+
+    /// Send one NewSessionTicket (§4.6.1). Draws age_add, then the ticket (stateful: random
+    /// identifier; stateless: sealing nonce) from the injected source.
+    fn issue_ticket(&mut self, t: &mut Traffic) -> Result<(), Error> {
+        let cfg = self.config.clone();
+        let age_add = u32::from_be_bytes(self.conn.random::<4>());
+        // A per-connection counter keeps nonces unique (§4.6.1); RFC 8448 uses two bytes.
+        let nonce = self.tickets_sent.to_be_bytes().to_vec();
+        self.tickets_sent = self.tickets_sent.wrapping_add(1);
+        let psk = t.resumption.psk(&nonce, &mut self.conn.ev);
+        let now = self.conn.now_ms;
+        let state = ResumptionState {
+            suite: t.suite.suite,
+            psk: psk.as_ref().to_vec(),
+            age_add,
+            issued_ms: now,
+            lifetime: cfg.ticket_lifetime.min(604_800),
+            max_early_data: cfg.max_early_data,
+            alpn: self
+                .negotiated
+                .as_ref()
+                .and_then(|n| n.alpn.as_ref().map(|a| a.as_bytes().to_vec())),
+        };
+        let ticket = match cfg.ticket_mode {
+            TicketMode::Stateless => cfg.sessions.seal(&state, self.conn.rng.as_mut(), now),
+            TicketMode::Stateful => {
+                let mut id = vec![0u8; cfg.stateful_ticket_len.max(1)];
+                self.conn.rng.fill(&mut id);
+                cfg.sessions.store(id.clone(), state, now);
+                id
+            }
+        };
+        let mut extensions = Vec::new();
+        if cfg.max_early_data > 0 {
+            extensions.push(Extension::EarlyDataMax(cfg.max_early_data));
+        }
+        let m = HandshakeMessage::new(HandshakePayload::NewSessionTicket(NewSessionTicket {
+            lifetime: cfg.ticket_lifetime.min(604_800),
+            age_add,
+            nonce,
+            ticket,
+            extensions,
+        }));
+        self.conn.send_handshake(&m);
+        self.conn.ev.push(Event::Ticket {
+            direction: self.conn.side.sending(),
+            lifetime: cfg.ticket_lifetime,
+            max_early_data: (cfg.max_early_data > 0).then_some(cfg.max_early_data),
+        });
+        Ok(())
+    }
+
+    /// Send another NewSessionTicket now (§4.6.1: "at any time after" the client's Finished).
+    pub fn send_ticket(&mut self) -> Result<(), Error> {
+        let mut state = core::mem::replace(&mut self.state, State::Poisoned);
+        let r = match &mut state {
+            State::Connected(t) => self.issue_ticket(t),
+            _ => Err(Error::InvalidState("handshake not complete")),
+        };
+        self.state = state;
+        r
     }
 
     fn on_post_handshake(
@@ -690,9 +1021,23 @@ impl Server {
     }
 }
 
-/// Was a HelloRetryRequest part of this transcript?
-fn transcript_has_retry(t: &Transcript) -> bool {
-    t.covers().starts_with("message_hash")
+/// §4.1.2: the second ClientHello repeats the first except for what the HelloRetryRequest
+/// asked for (key_share, cookie) and what must go (early_data).
+fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
+    if r.random != ch.random || r.session_id != ch.legacy_session_id {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("random or session id").into());
+    }
+    let cookie = ch.extensions.iter().find_map(|e| match e {
+        Extension::Cookie(c) => Some(c),
+        _ => None,
+    });
+    if r.cookie.as_ref() != cookie {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("cookie").into());
+    }
+    if ch.find(ExtensionType::EarlyData).is_some() {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("early_data").into());
+    }
+    Ok(())
 }
 
 /// §4.1.2 checks every ClientHello must pass before we look at its offers.
@@ -745,6 +1090,15 @@ impl Endpoint for Server {
             State::Connected(t) => {
                 t.key_updates_in_a_row = 0;
                 self.conn.ev.push(Event::AppData { data });
+                Ok(())
+            }
+            // 0-RTT data, within the ticket's max_early_data_size (§4.2.10).
+            State::ExpectEndOfEarlyData(h) if self.conn.read_epoch == Epoch::Early => {
+                if data.len() > h.early_remaining {
+                    return Err(PeerMisbehaved::TooMuchEarlyData.into());
+                }
+                h.early_remaining -= data.len();
+                self.conn.ev.push(Event::EarlyData { data });
                 Ok(())
             }
             _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
