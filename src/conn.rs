@@ -48,6 +48,9 @@ pub(crate) struct Conn {
     /// Handshake bytes queued under `write_epoch`, not yet cut into records.
     pending: Vec<u8>,
     out: Vec<u8>,
+    /// Record events of `out`, reported when the bytes are taken: an observer then sees records in
+    /// wire order (what we received before sending comes first).
+    sent_records: Vec<Event>,
     padding: PaddingPolicy,
     /// Largest plaintext per record we send (RFC 8449 limit - 1, or 2^14).
     pub(crate) max_fragment: usize,
@@ -85,6 +88,7 @@ impl Conn {
             write_epoch: Epoch::Plaintext,
             pending: Vec::new(),
             out: Vec::new(),
+            sent_records: Vec::new(),
             padding,
             max_fragment: MAX_PLAINTEXT,
             plaintext_version: 0x0303,
@@ -275,7 +279,7 @@ impl Conn {
             return;
         }
         let direction = self.side.sending();
-        self.ev.push(Event::Record(RecordEvent {
+        self.sent_records.push(Event::Record(RecordEvent {
             direction,
             epoch: self.write_epoch,
             time_ms: self.now_ms,
@@ -296,6 +300,13 @@ impl Conn {
     pub(crate) fn take_output(&mut self) -> Vec<u8> {
         if let Err(e) = self.flush() {
             self.fail(&e);
+        }
+        let now = self.now_ms;
+        for mut e in self.sent_records.drain(..) {
+            if let Event::Record(r) = &mut e {
+                r.time_ms = now;
+            }
+            self.ev.queue.push_back(e);
         }
         core::mem::take(&mut self.out)
     }

@@ -42,6 +42,7 @@ pub struct Pair {
     pub client_events: Vec<Event>,
     /// Every event the server reported.
     pub server_events: Vec<Event>,
+    client_has_resent: bool,
 }
 
 impl Pair {
@@ -78,26 +79,35 @@ impl Pair {
             now_ms,
             client_events: Vec::new(),
             server_events: Vec::new(),
+            client_has_resent: false,
         })
     }
 
-    /// Move pending bytes client→server then server→client once; returns the bytes moved.
-    pub fn exchange(&mut self) -> Result<usize, Error> {
-        let mut moved = 0;
+    /// Deliver what the client has queued to the server; returns the bytes moved.
+    pub fn client_to_server(&mut self) -> Result<usize, Error> {
         let c = self.client.take_output();
-        moved += c.len();
         if !c.is_empty() {
             let r = self.server.receive(&c, self.now_ms);
             self.collect();
             r?;
         }
+        Ok(c.len())
+    }
+
+    /// Deliver what the server has queued to the client; returns the bytes moved.
+    pub fn server_to_client(&mut self) -> Result<usize, Error> {
         let s = self.server.take_output();
-        moved += s.len();
         if !s.is_empty() {
             let r = self.client.receive(&s, self.now_ms);
             self.collect();
             r?;
         }
+        Ok(s.len())
+    }
+
+    /// Move pending bytes client→server then server→client once; returns the bytes moved.
+    pub fn exchange(&mut self) -> Result<usize, Error> {
+        let moved = self.client_to_server()? + self.server_to_client()?;
         self.collect();
         Ok(moved)
     }
@@ -172,6 +182,10 @@ pub fn client_config(root: Vec<u8>) -> ClientConfig {
 }
 
 /// Run one request/response connection in memory and return the pair after close.
+///
+/// Each side acts as early as the protocol allows, as a real application would: the client sends
+/// its request as 0-RTT data when a ticket permits, otherwise right after its Finished; the server
+/// answers as soon as the request has arrived. The ledger then shows the true number of flights.
 pub fn request_response(
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
@@ -183,29 +197,160 @@ pub fn request_response(
 ) -> Result<Pair, Error> {
     let mut p = Pair::with_tickets(client, server, seed, now_ms, tickets)?;
     p.client.start(p.now_ms)?;
-    // 0-RTT: the request rides in the first flight when a ticket allows it.
-    let early = p.client.send(request).is_ok();
-    for _ in 0..16 {
-        if p.client.is_connected() && p.server.is_connected() {
+    let mut request_sent = p.client.send(request).is_ok();
+    let mut responded = false;
+    for _ in 0..32 {
+        let moved = p.client_to_server()?;
+        if !responded && p.server_received().len() >= request.len() {
+            p.server.send(response)?;
+            responded = true;
+        }
+        let moved = moved + p.server_to_client()?;
+        let rejected = p
+            .client_events
+            .iter()
+            .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
+        if p.client.is_connected() && (!request_sent || rejected) && !p.client_has_resent {
+            // Rejected 0-RTT data comes back to the application, which sends it again.
+            p.client.send(request)?;
+            p.client_has_resent = rejected;
+            request_sent = true;
+        }
+        if p.client_received().len() >= response.len() {
             break;
         }
-        if p.exchange()? == 0 {
+        if moved == 0 && !p.client.wants_write() {
             break;
         }
     }
-    let rejected = p
-        .client_events
-        .iter()
-        .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
-    if !early || rejected {
-        p.client.send(request)?;
-    }
-    p.exchange()?;
-    p.server.send(response)?;
-    p.exchange()?;
     p.client.close();
-    p.exchange()?;
+    p.client_to_server()?;
     p.server.close();
     p.settle()?;
     Ok(p)
+}
+
+/// One row of the demo's comparison.
+#[derive(Debug, Clone)]
+pub struct DemoRun {
+    /// What kind of connection.
+    pub label: &'static str,
+    /// Its ledger (client view).
+    pub ledger: Ledger,
+    /// Whether the server sent a Certificate.
+    pub certificate_sent: bool,
+    /// What the client received.
+    pub response: Vec<u8>,
+}
+
+/// Full, resumed and resumed-with-0-RTT connections between the same client and server
+/// configurations (the tickets of the first connection feed the others).
+pub fn three_connections(
+    client: Arc<ClientConfig>,
+    server: Arc<ServerConfig>,
+    seed: u64,
+    now_ms: u64,
+    request: &[u8],
+    response: &[u8],
+) -> Result<Vec<DemoRun>, Error> {
+    let mut runs = Vec::new();
+    let no_early = Arc::new(ClientConfig {
+        enable_early_data: false,
+        ..(*client).clone()
+    });
+    let first = request_response(
+        client.clone(),
+        server.clone(),
+        seed,
+        now_ms,
+        request,
+        response,
+        TicketStore::default(),
+    )?;
+    let mut tickets = first.client.tickets().clone();
+    runs.push(run_of("full", &first));
+    let mut t1 = TicketStore::default();
+    let mut t2 = TicketStore::default();
+    // Tickets are single-use: give each later connection its own.
+    if let Some(t) = tickets.tickets.pop_back() {
+        t1.insert(t);
+    }
+    if let Some(t) = tickets.tickets.pop_back() {
+        t2.insert(t);
+    }
+    let later = now_ms + 1000;
+    let resumed = request_response(
+        no_early,
+        server.clone(),
+        seed + 1,
+        later,
+        request,
+        response,
+        t1,
+    )?;
+    runs.push(run_of("resumed", &resumed));
+    let zero_rtt = request_response(client, server, seed + 2, later, request, response, t2)?;
+    runs.push(run_of("resumed+0-RTT", &zero_rtt));
+    Ok(runs)
+}
+
+fn run_of(label: &'static str, p: &Pair) -> DemoRun {
+    let ledger = p.ledger();
+    let certificate_sent = ledger.records.iter().any(|r| {
+        r.messages
+            .iter()
+            .any(|m| m.typ == crate::messages::enums::HandshakeType::Certificate)
+    });
+    DemoRun {
+        label,
+        ledger,
+        certificate_sent,
+        response: p.client_received(),
+    }
+}
+
+/// The side-by-side summary table of [`three_connections`].
+pub fn summary_table(runs: &[DemoRun]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<14} {:>9} {:>9} {:>9} {:>9} {:>5} {:>7} {:>10}  handshake messages per flight",
+        "connection", "C→S B", "C→S rec", "S→C B", "S→C rec", "cert", "RTs*", "early data"
+    );
+    for r in runs {
+        let t = &r.ledger.totals;
+        let early = match r.ledger.early_data() {
+            Some(crate::events::EarlyDataStatus::Accepted) => "accepted",
+            Some(crate::events::EarlyDataStatus::Rejected) => "rejected",
+            _ => "not sent",
+        };
+        let flights: Vec<String> = r
+            .ledger
+            .messages_per_flight()
+            .into_iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(d, m)| {
+                let names: Vec<String> = m.iter().map(|t| t.to_string()).collect();
+                format!("{} {}", d.arrow(), names.join(","))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<14} {:>9} {:>9} {:>9} {:>9} {:>5} {:>7} {:>10}  {}",
+            r.label,
+            t.client_to_server.bytes,
+            t.client_to_server.records,
+            t.server_to_client.bytes,
+            t.server_to_client.records,
+            if r.certificate_sent { "yes" } else { "no" },
+            r.ledger
+                .round_trips_to_first_response()
+                .map_or("-".into(), |n| n.to_string()),
+            early,
+            flights.join(" | ")
+        );
+    }
+    s.push_str("* round trips from the first ClientHello until the first response byte (TCP's own not included)\n");
+    s
 }

@@ -82,6 +82,8 @@ pub struct Ledger {
     last_direction: Option<Direction>,
     #[serde(skip)]
     flights: usize,
+    /// Time of the first record (the table shows times relative to it).
+    pub start_ms: Option<u64>,
 }
 
 /// Splits one direction's handshake byte stream into messages across records.
@@ -164,6 +166,7 @@ impl Ledger {
     }
 
     fn add_record(&mut self, r: &RecordEvent) {
+        self.start_ms.get_or_insert(r.time_ms);
         if self.last_direction != Some(r.direction) {
             self.flights += 1;
             self.last_direction = Some(r.direction);
@@ -266,7 +269,7 @@ impl Ledger {
                 s,
                 "{:>3} {:>6} {:>3} {:>3} {:<12} {:<18} {:<18} {:>6} {:>24}  {}",
                 r.index,
-                rec.time_ms,
+                rec.time_ms - self.start_ms.unwrap_or(rec.time_ms),
                 rec.direction.arrow(),
                 r.flight,
                 rec.epoch.to_string(),

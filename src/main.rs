@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use tls13lab::demo;
-use tls13lab::events::Event;
 
 #[derive(Parser)]
 #[command(
@@ -58,47 +57,41 @@ fn run_demo(a: DemoArgs) -> Result<(), String> {
     let client_cfg = demo::client_config(root);
     let request = b"GET / HTTP/1.0\r\n\r\n";
     let response = b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nhello from tls13lab\n";
-    let p = demo::request_response(
+    let runs = demo::three_connections(
         Arc::new(client_cfg),
         Arc::new(server_cfg),
         a.seed,
         NOW_MS,
         request,
         response,
-        Default::default(),
     )
     .map_err(|e| e.to_string())?;
-    let ledger = p.ledger();
-    println!(
-        "== full handshake, X25519, ECDSA P-256 certificate (seed {})",
-        a.seed
-    );
-    print!("{}", ledger.table());
-    if let Some(n) = &ledger.negotiated {
+    for r in &runs {
         println!(
-            "negotiated: {} {} group {} signature {} resumed {} early data {:?}",
-            n.version,
-            n.suite,
-            n.group.map_or("none".into(), |g| g.to_string()),
-            n.signature_scheme.map_or("none".into(), |s| s.to_string()),
-            n.resumed,
-            n.early_data
+            "== {} (X25519, ECDSA P-256 certificate, seed {})",
+            r.label, a.seed
         );
+        print!("{}", r.ledger.table());
+        if let Some(n) = &r.ledger.negotiated {
+            println!(
+                "negotiated: {} {} group {} signature {} resumed {} early data {:?}",
+                n.version,
+                n.suite,
+                n.group.map_or("none".into(), |g| g.to_string()),
+                n.signature_scheme.map_or("none".into(), |s| s.to_string()),
+                n.resumed,
+                n.early_data
+            );
+        }
+        println!("response: {:?}\n", String::from_utf8_lossy(&r.response));
     }
-    if let Some(rt) = ledger.round_trips_to_first_response() {
-        println!("round trips until the first response byte: {rt}");
-    }
-    println!(
-        "response: {:?}",
-        String::from_utf8_lossy(&demo::app_data(&p.client_events))
-    );
-    let _ = p
-        .client_events
-        .iter()
-        .filter(|e| matches!(e, Event::Closed))
-        .count();
+    println!("== summary");
+    print!("{}", demo::summary_table(&runs));
     if let Some(path) = a.json {
-        std::fs::write(&path, ledger.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let json =
+            serde_json::to_string_pretty(&runs.iter().map(|r| &r.ledger).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
