@@ -285,11 +285,28 @@ impl Client {
             shares.push(KeyShareSecret::generate(*g, self.conn.rng.as_mut())?);
         }
         let now = self.conn.now_ms;
-        self.offered_ticket = self.tickets.take_usable(
-            self.config.server_name.as_deref(),
-            &self.config.cipher_suites,
-            now,
-        );
+        // A resumption ticket if we have one, else the first configured external PSK (§4.2.11).
+        self.offered_ticket = self
+            .tickets
+            .take_usable(
+                self.config.server_name.as_deref(),
+                &self.config.cipher_suites,
+                now,
+            )
+            .or_else(|| {
+                self.config.external_psks.first().map(|p| StoredTicket {
+                    server_name: self.config.server_name.clone(),
+                    suite: p.suite,
+                    ticket: p.identity.clone(),
+                    psk: p.key.clone(),
+                    age_add: 0,
+                    lifetime: 0,
+                    received_at_ms: now,
+                    max_early_data: 0,
+                    alpn: None,
+                    external: true,
+                })
+            });
         let hello = self.build_hello(&random, &session_id, &shares, None, false)?;
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
@@ -388,12 +405,18 @@ impl Client {
         if let Some(t) = &self.offered_ticket {
             // Placeholder binder of the right length; filled in by `finish_hello`.
             let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
+            // §4.2.11.1: ticket age in ms plus age_add; 0 for external PSKs.
             let age = (self.conn.now_ms.saturating_sub(t.received_at_ms)) as u32;
+            let obfuscated = if t.external {
+                0
+            } else {
+                age.wrapping_add(t.age_add)
+            };
             exts.push(Extension::PreSharedKeyClient(
                 crate::messages::extensions::OfferedPsks {
                     identities: vec![crate::messages::extensions::PskIdentity {
                         identity: t.ticket.clone(),
-                        obfuscated_ticket_age: age.wrapping_add(t.age_add),
+                        obfuscated_ticket_age: obfuscated,
                     }],
                     binders: vec![vec![0u8; hash_len]],
                 },
@@ -446,7 +469,7 @@ impl Client {
             let encoded = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
             let partial_len = encoded.encoded.len() - hello.binders_len();
             let binder = es
-                .binder_key(true, &mut self.conn.ev)
+                .binder_key(!t.external, &mut self.conn.ev)
                 .binder_for(
                     &transcript,
                     &encoded.encoded[..partial_len],
@@ -1021,6 +1044,7 @@ impl Client {
                     received_at_ms: self.conn.now_ms,
                     max_early_data: max_early.unwrap_or(0),
                     alpn: self.negotiated.as_ref().and_then(|n| n.alpn.clone()),
+                    external: false,
                 });
                 self.conn.ev.push(Event::Ticket {
                     direction: self.conn.side.receiving(),

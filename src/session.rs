@@ -33,6 +33,10 @@ pub struct StoredTicket {
     pub max_early_data: u32,
     /// The ALPN protocol of the issuing connection.
     pub alpn: Option<String>,
+    /// An external PSK (RFC 8446 §4.2.11): its binder uses the "ext binder" label and its
+    /// obfuscated age is 0.
+    #[serde(default)]
+    pub external: bool,
 }
 
 impl StoredTicket {

@@ -1,0 +1,342 @@
+//! Resumption, 0-RTT and anti-replay in memory (RFC 8446 §2.2, §2.3, §4.2.10, §4.6.1, §8).
+
+use std::sync::Arc;
+
+use tls13lab::config::{AntiReplay, ExternalPsk, TicketMode};
+use tls13lab::demo::{self, request_response, Pair};
+use tls13lab::events::{EarlyDataStatus, Event};
+use tls13lab::messages::enums::{CipherSuite, NamedGroup, PskKeyExchangeMode};
+use tls13lab::session::TicketStore;
+use tls13lab::{ClientConfig, ServerConfig};
+
+const NOW: u64 = 1_767_225_600_000;
+const REQ: &[u8] = b"GET / HTTP/1.0\r\n\r\n";
+const RESP: &[u8] = b"HTTP/1.0 200 OK\r\n\r\nok";
+
+fn configs() -> (ClientConfig, ServerConfig) {
+    let (s, root) = demo::server_config(9, NOW).unwrap();
+    (demo::client_config(root), s)
+}
+
+/// A full handshake; returns its tickets.
+fn first(c: &Arc<ClientConfig>, s: &Arc<ServerConfig>) -> TicketStore {
+    let p = request_response(
+        c.clone(),
+        s.clone(),
+        1,
+        NOW,
+        REQ,
+        RESP,
+        TicketStore::default(),
+    )
+    .unwrap();
+    assert!(!p.client.negotiated().unwrap().resumed);
+    assert_eq!(p.client.tickets().len(), s.tickets as usize);
+    p.client.tickets().clone()
+}
+
+fn negotiated(p: &Pair) -> tls13lab::events::Negotiated {
+    p.client.negotiated().unwrap().clone()
+}
+
+#[test]
+fn psk_dhe_ke_resumption_stateless_and_stateful() {
+    for mode in [TicketMode::Stateless, TicketMode::Stateful] {
+        let (c, mut s) = configs();
+        s.ticket_mode = mode;
+        let (c, s) = (Arc::new(c), Arc::new(s));
+        let tickets = first(&c, &s);
+        let no_early = Arc::new(ClientConfig {
+            enable_early_data: false,
+            ..(*c).clone()
+        });
+        let p = request_response(no_early, s.clone(), 2, NOW + 5000, REQ, RESP, tickets).unwrap();
+        let n = negotiated(&p);
+        assert!(n.resumed, "{mode:?}");
+        assert_eq!(
+            n.group,
+            Some(NamedGroup::X25519),
+            "psk_dhe_ke still does (EC)DHE"
+        );
+        assert_eq!(n.signature_scheme, None, "no certificate when resuming");
+        assert_eq!(p.server.negotiated().unwrap().psk_identity, Some(0));
+        assert_eq!(p.client_received(), RESP);
+        // No Certificate crossed the wire.
+        assert!(!p.ledger().records.iter().any(|r| r
+            .messages
+            .iter()
+            .any(|m| m.typ == tls13lab::messages::enums::HandshakeType::Certificate)));
+    }
+}
+
+#[test]
+fn psk_ke_resumption_has_no_key_exchange() {
+    let (mut c, mut s) = configs();
+    c.psk_modes = vec![PskKeyExchangeMode::PskKe];
+    s.psk_modes = vec![PskKeyExchangeMode::PskKe];
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let p = request_response(c, s, 2, NOW + 1000, REQ, RESP, tickets).unwrap();
+    let n = negotiated(&p);
+    assert!(n.resumed);
+    assert_eq!(n.group, None);
+    assert!(!p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, Event::KeyShare(_))));
+}
+
+#[test]
+fn zero_rtt_accepted_delivers_early_data_in_one_round_trip() {
+    let (c, s) = configs();
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let p = request_response(c, s, 3, NOW + 1000, REQ, RESP, tickets).unwrap();
+    assert_eq!(negotiated(&p).early_data, EarlyDataStatus::Accepted);
+    let early: Vec<u8> = p
+        .server_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyData { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(early, REQ);
+    assert_eq!(p.ledger().round_trips_to_first_response(), Some(1));
+    assert_eq!(p.client_received(), RESP);
+}
+
+#[test]
+fn zero_rtt_rejected_is_reported_and_resent() {
+    let (c, mut s) = configs();
+    s.max_early_data = 0; // the server refuses 0-RTT by policy…
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let (c0, mut s_offering) = configs();
+    let _ = c0;
+    s_offering.sessions = s.sessions.clone();
+    s_offering.cert = s.cert.clone();
+    // …but the ticket came from a configuration that allowed it.
+    let tickets = first(&c, &Arc::new(s_offering));
+    let p = request_response(c, s, 4, NOW + 1000, REQ, RESP, tickets).unwrap();
+    let n = negotiated(&p);
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    let rejected: Vec<u8> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyDataRejected { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(
+        rejected, REQ,
+        "the application gets its rejected bytes back"
+    );
+    assert!(!p
+        .server_events
+        .iter()
+        .any(|e| matches!(e, Event::EarlyData { .. })));
+    // The application sent them again after the handshake.
+    assert_eq!(p.server_received(), REQ);
+    assert_eq!(p.client_received(), RESP);
+}
+
+/// Run only the client's first flight (ClientHello + 0-RTT data) into a fresh server.
+fn first_flight_into(s: &Arc<ServerConfig>, flight: &[u8], seed: u64) -> Pair {
+    let (c, _) = configs();
+    let mut p = Pair::new(Arc::new(c), s.clone(), seed, NOW + 1000).unwrap();
+    p.server.receive(flight, p.now_ms).unwrap();
+    p.server_events.extend(p.server.events());
+    p
+}
+
+fn early_data_received(p: &Pair) -> Vec<u8> {
+    p.server_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyData { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// RFC 8446 §8: a captured 0-RTT first flight replayed to the server must not deliver the early
+/// data a second time.
+#[test]
+fn replayed_zero_rtt_flight_is_refused() {
+    for (policy, mode) in [
+        (AntiReplay::SingleUse, TicketMode::Stateless),
+        (AntiReplay::SingleUse, TicketMode::Stateful),
+        (
+            AntiReplay::Window { window_ms: 10_000 },
+            TicketMode::Stateless,
+        ),
+    ] {
+        let (c, mut s) = configs();
+        s.anti_replay = policy;
+        s.ticket_mode = mode;
+        let (c, s) = (Arc::new(c), Arc::new(s));
+        let tickets = first(&c, &s);
+        // Capture the client's first flight.
+        let mut p = Pair::with_tickets(c, s.clone(), 5, NOW + 1000, tickets).unwrap();
+        p.client.start(p.now_ms).unwrap();
+        p.client.send(REQ).unwrap();
+        let flight = p.client.take_output();
+        let a = first_flight_into(&s, &flight, 6);
+        assert_eq!(
+            early_data_received(&a),
+            REQ,
+            "{policy:?} {mode:?}: first time accepted"
+        );
+        let b = first_flight_into(&s, &flight, 7);
+        assert!(
+            early_data_received(&b).is_empty(),
+            "{policy:?} {mode:?}: the replay must not deliver 0-RTT data"
+        );
+    }
+}
+
+#[test]
+fn replay_accepted_when_anti_replay_is_off() {
+    let (c, mut s) = configs();
+    s.anti_replay = AntiReplay::Off;
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let mut p = Pair::with_tickets(c, s.clone(), 5, NOW + 1000, tickets).unwrap();
+    p.client.start(p.now_ms).unwrap();
+    p.client.send(REQ).unwrap();
+    let flight = p.client.take_output();
+    assert_eq!(early_data_received(&first_flight_into(&s, &flight, 6)), REQ);
+    assert_eq!(early_data_received(&first_flight_into(&s, &flight, 7)), REQ);
+}
+
+#[test]
+fn expired_ticket_falls_back_to_full_handshake() {
+    let (c, mut s) = configs();
+    s.ticket_lifetime = 10;
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    // The client drops it itself…
+    let p = request_response(
+        c.clone(),
+        s.clone(),
+        8,
+        NOW + 11_000,
+        REQ,
+        RESP,
+        tickets.clone(),
+    )
+    .unwrap();
+    assert!(!negotiated(&p).resumed);
+    // …and a client that offers it anyway (wrong clock) gets a full handshake too.
+    let mut stale = tickets.clone();
+    for t in stale.tickets.iter_mut() {
+        t.received_at_ms = NOW + 11_000;
+    }
+    let p = request_response(c, s, 9, NOW + 11_000, REQ, RESP, stale).unwrap();
+    assert!(!negotiated(&p).resumed);
+}
+
+#[test]
+fn ticket_store_round_trips_through_json() {
+    let (c, s) = configs();
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let json = tickets.to_json();
+    let back = TicketStore::from_json(&json).unwrap();
+    assert_eq!(back, tickets);
+    let p = request_response(c, s, 10, NOW + 1000, REQ, RESP, back).unwrap();
+    assert!(negotiated(&p).resumed);
+}
+
+#[test]
+fn resumption_after_hello_retry_request() {
+    // The ticket's PSK binder must cover message_hash(ClientHello1) + HelloRetryRequest (§4.2.11.2).
+    let (mut c, mut s) = configs();
+    c.enable_early_data = false;
+    c.key_shares = vec![NamedGroup::X25519];
+    s.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let strict = Arc::new(ServerConfig {
+        strict_group_preference: true,
+        hrr_cookie: Some(16),
+        ..(*s).clone()
+    });
+    let p = request_response(c, strict, 11, NOW + 1000, REQ, RESP, tickets).unwrap();
+    let n = negotiated(&p);
+    assert!(n.resumed && n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+}
+
+#[test]
+fn resumption_with_another_suite_hash_is_a_full_handshake() {
+    let (c, s) = configs();
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s); // AES-128-GCM/SHA-256
+    let s384 = Arc::new(ServerConfig {
+        cipher_suites: vec![CipherSuite::TLS_AES_256_GCM_SHA384],
+        ..(*s).clone()
+    });
+    let p = request_response(c, s384, 12, NOW + 1000, REQ, RESP, tickets).unwrap();
+    let n = negotiated(&p);
+    assert!(!n.resumed);
+    assert_eq!(n.suite, CipherSuite::TLS_AES_256_GCM_SHA384);
+}
+
+#[test]
+fn external_psk_on_both_sides() {
+    let (mut c, mut s) = configs();
+    let psk = ExternalPsk {
+        identity: b"lab-psk".to_vec(),
+        key: vec![7u8; 32],
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    };
+    c.external_psks = vec![psk.clone()];
+    s.external_psks = vec![psk];
+    let p = request_response(
+        Arc::new(c),
+        Arc::new(s),
+        13,
+        NOW,
+        REQ,
+        RESP,
+        TicketStore::default(),
+    )
+    .unwrap();
+    let n = negotiated(&p);
+    assert!(n.resumed);
+    assert_eq!(n.signature_scheme, None);
+    assert_eq!(p.client_received(), RESP);
+    // A server with another key for that identity rejects the binder (decrypt_error, §4.2.11.2).
+    let (mut c, mut s) = configs();
+    c.external_psks = vec![ExternalPsk {
+        identity: b"lab-psk".to_vec(),
+        key: vec![7u8; 32],
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    }];
+    s.external_psks = vec![ExternalPsk {
+        identity: b"lab-psk".to_vec(),
+        key: vec![8u8; 32],
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    }];
+    let err = request_response(
+        Arc::new(c),
+        Arc::new(s),
+        14,
+        NOW,
+        REQ,
+        RESP,
+        TicketStore::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        err.alert(),
+        Some(tls13lab::messages::enums::AlertDescription::DecryptError)
+    );
+}
