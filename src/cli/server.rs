@@ -314,6 +314,11 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
     }
 }
 
+/// A request is answered at its blank line or at this size, whichever comes first.
+const MAX_REQUEST: usize = 64 * 1024;
+/// Application data one connection may send in all (echo mode); then it is closed.
+const MAX_CONNECTION_DATA: usize = 1024 * 1024;
+
 /// The connection loop: returns every event and how it ended.
 fn drive(
     n: u64,
@@ -334,6 +339,7 @@ fn drive(
     let mut d = Driver::new(stream, server);
     let mut events = Vec::new();
     let mut received = Vec::new();
+    let mut total = 0usize;
     let mut responded = false;
     let result = loop {
         let left = net::remaining(deadline);
@@ -378,6 +384,14 @@ fn drive(
             Ok(Step::Eof) => true,
             Ok(Step::Data) => false,
         };
+        total += chunks.iter().map(Vec::len).sum::<usize>();
+        if total > MAX_CONNECTION_DATA {
+            // Every event is kept for the ledger: a bounded budget keeps memory bounded too.
+            d.close();
+            break Err(Failure::Network(format!(
+                "more than {MAX_CONNECTION_DATA} bytes of data: closed {peer_s}"
+            )));
+        }
         if !responded {
             if sh.echo {
                 for c in &chunks {
@@ -386,8 +400,9 @@ fn drive(
                 let _ = d.flush();
             } else {
                 received.extend(chunks.concat());
-                let complete =
-                    request_complete(&received) || ((peer_closed || eof) && !received.is_empty());
+                let complete = request_complete(&received)
+                    || received.len() >= MAX_REQUEST
+                    || ((peer_closed || eof) && !received.is_empty());
                 if complete {
                     let body = page(&format!("connection #{n} from {peer_s}"), &events);
                     if d.ep.send(&http_ok(&body)).is_ok() {
