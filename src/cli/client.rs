@@ -11,8 +11,8 @@ use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, ServerVerification};
 
 use super::common::{
-    self, bytes, ledger, load_certified_key, load_certs, read_file, read_text, summary, write_file,
-    Bytes, Failure, KeyLog, Offer, Output, Report,
+    bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
+    write_file, Bytes, Failure, KeyLog, Offer, Output, Report,
 };
 use crate::net::{self, Driver, Endpoint, NetError, Step};
 
@@ -156,25 +156,16 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
     );
 
     let l = ledger(&events, started);
-    print!("{}", l.table());
-    let (_, response) = common::app_bytes(&events);
-    println!("--- response ({} bytes)", response.len());
-    let text = String::from_utf8_lossy(&response);
-    print!("{text}");
-    if !text.is_empty() && !text.ends_with('\n') {
-        println!();
-    }
-    println!("--- summary");
-    print!("{}", summary(&l, &events));
+    emit(&printout(&l, &events));
     if let Some(path) = &a.sess_out {
         let store = d.ep.tickets();
         write_file(path, format!("{}\n", store.to_json()).as_bytes())?;
-        println!(
-            "{:<18} {} saved to {}",
+        emit(&format!(
+            "{:<18} {} saved to {}\n",
             "session",
             store.len(),
             path.display()
-        );
+        ));
     }
     if let Some(path) = &a.out.json {
         Report {

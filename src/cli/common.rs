@@ -728,6 +728,26 @@ pub fn early_text(s: Option<EarlyDataStatus>) -> &'static str {
     }
 }
 
+/// What the client and the demo print: the ledger table, the response, the summary.
+pub fn printout(ledger: &Ledger, events: &[Event]) -> String {
+    let (_, response) = app_bytes(events);
+    let text = String::from_utf8_lossy(&response);
+    let mut s = ledger.table();
+    s.push_str(&format!("--- response ({} bytes)\n{text}", response.len()));
+    if !text.is_empty() && !text.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str("--- summary\n");
+    s.push_str(&summary(ledger, events));
+    s
+}
+
+/// Write to stdout. A closed pipe (`tls13lab demo | head`) is not an error worth a panic.
+pub fn emit(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}
+
 /// The summary printed after the ledger and the response.
 pub fn summary(ledger: &Ledger, events: &[Event]) -> String {
     let mut s = String::new();

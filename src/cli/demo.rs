@@ -14,8 +14,8 @@ use tls13lab::messages::{CipherSuite, NamedGroup, SignatureScheme};
 use tls13lab::Error;
 
 use super::common::{
-    app_bytes, bytes, groups, ledger, sigalgs, suites, summary, Bytes, Failure, KeyLog, List,
-    Offer, Output, Policy, Report,
+    bytes, emit, groups, ledger, printout, sigalgs, suites, Bytes, Failure, KeyLog, List, Offer,
+    Output, Policy, Report,
 };
 use super::server::{http_ok, page};
 
@@ -114,20 +114,11 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     KeyLog::open(a.out.keylog.as_deref())?.write_events(events);
 
     let l = ledger(events, NOW_MS);
-    println!(
-        "== in memory, seed {}: client ⇄ server, no sockets, clock fixed at {NOW_MS} ms",
-        a.seed
-    );
-    print!("{}", l.table());
-    let (_, response) = app_bytes(events);
-    println!("--- response ({} bytes)", response.len());
-    let text = String::from_utf8_lossy(&response);
-    print!("{text}");
-    if !text.is_empty() && !text.ends_with('\n') {
-        println!();
-    }
-    println!("--- summary");
-    print!("{}", summary(&l, events));
+    emit(&format!(
+        "== in memory, seed {}: client ⇄ server, no sockets, clock fixed at {NOW_MS} ms\n{}",
+        a.seed,
+        printout(&l, events)
+    ));
     let failure = result.err().map(|(e, during)| demo_failure(&p, &e, during));
     if let Some(path) = &a.out.json {
         Report {
