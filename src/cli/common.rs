@@ -148,7 +148,7 @@ impl Offer {
         if !missing.is_empty() {
             let names: Vec<String> = missing.iter().map(|g| g.to_string()).collect();
             return Err(Failure::BadOption(format!(
-                "cannot make a key share for {} (implemented: {}); list it in --groups without --key-shares to only offer it",
+                "cannot make a key share for {} (implemented: {}); to offer it without a share, name an implemented group in --key-shares",
                 names.join(", "),
                 implemented_groups()
             )));
