@@ -82,8 +82,9 @@ pub struct Ledger {
     last_direction: Option<Direction>,
     #[serde(skip)]
     flights: usize,
-    /// Time of the first record (the table shows times relative to it).
-    pub start_ms: Option<u64>,
+    /// Clock value the table's `t(ms)` column counts from (default: the first record's time).
+    #[serde(skip)]
+    origin_ms: Option<u64>,
 }
 
 /// Splits one direction's handshake byte stream into messages across records.
@@ -156,6 +157,12 @@ impl Ledger {
         l
     }
 
+    /// Count the table's `t(ms)` column from `origin_ms` (e.g. when the TCP connection was opened)
+    /// instead of from the first record. Records keep the caller's clock in `time_ms`.
+    pub fn set_origin(&mut self, origin_ms: u64) {
+        self.origin_ms = Some(origin_ms);
+    }
+
     /// Account for one event.
     pub fn observe(&mut self, e: &Event) {
         match e {
@@ -166,7 +173,6 @@ impl Ledger {
     }
 
     fn add_record(&mut self, r: &RecordEvent) {
-        self.start_ms.get_or_insert(r.time_ms);
         if self.last_direction != Some(r.direction) {
             self.flights += 1;
             self.last_direction = Some(r.direction);
@@ -224,7 +230,12 @@ impl Ledger {
     }
 
     /// The record-by-record table.
+    /// `t(ms)` is milliseconds since the origin ([`Ledger::set_origin`], default the first record).
     pub fn table(&self) -> String {
+        let origin = self
+            .origin_ms
+            .or_else(|| self.records.first().map(|r| r.record.time_ms))
+            .unwrap_or(0);
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -269,7 +280,7 @@ impl Ledger {
                 s,
                 "{:>3} {:>6} {:>3} {:>3} {:<12} {:<18} {:<18} {:>6} {:>24}  {}",
                 r.index,
-                rec.time_ms - self.start_ms.unwrap_or(rec.time_ms),
+                rec.time_ms.saturating_sub(origin),
                 rec.direction.arrow(),
                 r.flight,
                 rec.epoch.to_string(),
