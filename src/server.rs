@@ -23,7 +23,9 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, MasterSecret, TrafficSecret};
+use crate::keyschedule::schedule::{
+    EarlySecret, ExporterSecret, HandshakeSecret, MasterSecret, TrafficSecret,
+};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
@@ -74,6 +76,8 @@ struct Handshaking {
     client_hs: TrafficSecret,
     client_app: TrafficSecret,
     server_app: TrafficSecret,
+    /// Derived with the application secrets: its transcript ends at our Finished (§7.1).
+    exporter: ExporterSecret,
     negotiated: Negotiated,
     client_chain: Vec<Vec<u8>>,
 }
@@ -361,6 +365,7 @@ impl Server {
         let master = hs.into_master(ev);
         let client_app = master.client_application_traffic_secret(&transcript, ev);
         let server_app = master.server_application_traffic_secret(&transcript, ev);
+        let exporter = master.exporter_master_secret(&transcript, ev);
         self.conn
             .set_write_keys(Epoch::Application(0), &suite, &server_app)?;
 
@@ -391,6 +396,7 @@ impl Server {
             client_hs,
             client_app,
             server_app,
+            exporter,
             negotiated,
             client_chain: Vec::new(),
         });
@@ -660,16 +666,16 @@ impl Server {
         self.conn
             .set_read_keys(Epoch::Application(0), &h.suite, &h.client_app)?;
         self.conn.ccs_allowed = false;
-        let ev = &mut self.conn.ev;
-        let exporter = h.master.exporter_master_secret(&h.transcript, ev);
-        let resumption = h.master.resumption_master_secret(&h.transcript, ev);
+        let resumption = h
+            .master
+            .resumption_master_secret(&h.transcript, &mut self.conn.ev);
         self.negotiated = Some(h.negotiated.clone());
         self.conn.ev.push(Event::Connected(h.negotiated));
         Ok(State::Connected(Box::new(Traffic {
             suite: h.suite,
             client_app: h.client_app,
             server_app: h.server_app,
-            exporter,
+            exporter: h.exporter,
             resumption,
             key_updates_in_a_row: 0,
         })))
