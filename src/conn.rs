@@ -235,11 +235,12 @@ impl Conn {
                 }
             }
             Some(p) => {
-                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4).
+                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4), nor
+                // past the peer's record_size_limit, which counts padding (RFC 8449 §4).
                 let padding = self
                     .padding
                     .padding_for(content.len())
-                    .min(MAX_PLAINTEXT.saturating_sub(content.len()));
+                    .min(self.max_fragment.saturating_sub(content.len()));
                 let seq = p.seq();
                 let tag = p.tag_len();
                 p.seal_into(typ, content, padding, &mut self.out)?;
@@ -277,7 +278,12 @@ impl Conn {
         let direction = self.side.sending();
         self.ev.push(Event::Record(RecordEvent {
             direction,
-            epoch: self.write_epoch,
+            // CCS and alerts sent before keys are plaintext whatever the current epoch.
+            epoch: if seq.is_some() {
+                self.write_epoch
+            } else {
+                Epoch::Plaintext
+            },
             time_ms: self.now_ms,
             header: rec[..5].to_vec(),
             wire_type: ContentType::from(rec[0]),
@@ -470,7 +476,12 @@ impl Conn {
         let direction: Direction = self.side.receiving();
         self.ev.push(Event::Record(RecordEvent {
             direction,
-            epoch: self.read_epoch,
+            // A CCS or a plaintext alert arriving after the keys changed is still plaintext.
+            epoch: if seq.is_some() {
+                self.read_epoch
+            } else {
+                Epoch::Plaintext
+            },
             time_ms: self.now_ms,
             header: rec.header.to_vec(),
             wire_type: rec.typ,
@@ -541,12 +552,9 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
         }
         c.now_ms = now_ms;
         if c.read_closed {
-            if bytes.is_empty() {
-                return Ok(());
-            }
-            let e: Error = PeerMisbehaved::DataAfterClose.into();
-            c.fail(&e);
-            return Err(e);
+            // §6.1: "Any data received after a closure alert has been received MUST be
+            // ignored."
+            return Ok(());
         }
         c.feed(bytes);
     }
@@ -567,14 +575,10 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
                 });
                 match desc {
                     AlertDescription::CloseNotify => {
-                        // §6.1: no more data will come; anything after it is an error.
+                        // §6.1: no more data will come, and anything that does is ignored.
                         c.read_closed = true;
                         c.ev.push(Event::Closed);
-                        if c.deframer_has_data() {
-                            let e: Error = PeerMisbehaved::DataAfterClose.into();
-                            c.fail(&e);
-                            return Err(e);
-                        }
+                        c.deframer = Deframer::new();
                         return Ok(());
                     }
                     AlertDescription::UserCanceled => Ok(()),
@@ -594,11 +598,5 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
             ep.conn().fail(&e);
             return Err(e);
         }
-    }
-}
-
-impl Conn {
-    fn deframer_has_data(&self) -> bool {
-        self.deframer.has_partial()
     }
 }
