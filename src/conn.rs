@@ -16,8 +16,8 @@ use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
 use crate::messages::handshake::HandshakeMessage;
 use crate::record::{
-    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordProtector,
-    MAX_PLAINTEXT,
+    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
+    RecordProtector, MAX_PLAINTEXT,
 };
 
 /// Consecutive records without content (empty application data, CCS) we tolerate (resource limit).
@@ -377,8 +377,10 @@ impl Conn {
                         (inner.typ, inner.content)
                     }
                     Err(e) => {
-                        // Rejected 0-RTT: skip undecryptable records within the budget.
-                        if let Some(budget) = early_skip.as_mut() {
+                        // Rejected 0-RTT: skip undecryptable records within the budget. Only
+                        // those: a record that opened but is malformed is the peer's error.
+                        if let (Some(budget), RecordError::BadRecordMac) = (early_skip.as_mut(), e)
+                        {
                             let n = rec.payload.len();
                             // `open` leaves the sequence number alone on failure.
                             if n <= *budget {
