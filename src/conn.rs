@@ -357,6 +357,10 @@ impl Conn {
             if !self.ccs_allowed || rec.payload != [1] {
                 return Err(PeerMisbehaved::BadChangeCipherSpec.into());
             }
+            if !self.joiner.is_empty() {
+                // §5.1: not even the dummy CCS may interleave with a handshake message.
+                return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into());
+            }
             self.count_empty()?;
             return Ok(None);
         }
@@ -445,6 +449,10 @@ impl Conn {
                     .into());
                 }
                 if content.is_empty() {
+                    // Premature even when empty: handshake keys never protect application data.
+                    if self.read_epoch == Epoch::Handshake {
+                        return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
+                    }
                     self.count_empty()?;
                     return Ok(None);
                 }
