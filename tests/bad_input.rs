@@ -1137,6 +1137,57 @@ fn nothing_in_common_is_handshake_failure() {
 }
 
 #[test]
+fn unknown_values_are_ignored() {
+    // §4.1.2 and §4.2: servers MUST ignore unrecognized cipher suites, groups, signature
+    // schemes, versions and extensions (RFC 8701 GREASE relies on it), including a key share
+    // for a group they do not know (§4.2.8).
+    let mut ch = client_hello();
+    ch.cipher_suites.insert(0, CipherSuite::Unknown(0x0a0a));
+    ch.extensions.insert(
+        0,
+        Extension::Unknown {
+            typ: ExtensionType::Unknown(0x3a3a),
+            body: vec![],
+        },
+    );
+    ch.extensions.push(Extension::Unknown {
+        typ: ExtensionType::Unknown(0x4a4a),
+        body: vec![0],
+    });
+    for e in ch.extensions.iter_mut() {
+        match e {
+            Extension::SupportedGroups(g) => g.insert(0, NamedGroup::Unknown(0x1a1a)),
+            Extension::KeyShareClient(s) => s.insert(
+                0,
+                KeyShareEntry {
+                    group: NamedGroup::Unknown(0x1a1a),
+                    key_exchange: vec![0],
+                },
+            ),
+            Extension::SupportedVersionsClient(v) => v.insert(0, ProtocolVersion::Unknown(0x2a2a)),
+            Extension::SignatureAlgorithms(s) => s.insert(0, SignatureScheme::Unknown(0x0b0b)),
+            _ => {}
+        }
+    }
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    let recs = s.output();
+    let sh = match decode(&recs[0].content) {
+        HandshakePayload::ServerHello(sh) => sh,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sh.cipher_suite, CipherSuite::TLS_AES_128_GCM_SHA256);
+    assert!(matches!(
+        sh.find(ExtensionType::KeyShare),
+        Some(Extension::KeyShareServer(KeyShareEntry {
+            group: NamedGroup::X25519,
+            ..
+        }))
+    ));
+    assert!(recs.iter().all(|r| r.typ != ContentType::Alert));
+}
+
+#[test]
 fn record_size_limit_below_64_is_illegal_parameter() {
     // RFC 8449 §4: "Endpoints MUST NOT send a "record_size_limit" extension with a value smaller
     // than 64. An endpoint MUST treat receipt of a smaller value as a fatal error and generate an
@@ -1308,6 +1359,67 @@ fn alert_inside_a_fragmented_handshake_message_is_unexpected_message() {
 }
 
 #[test]
+fn change_cipher_spec_inside_a_fragmented_handshake_message_is_unexpected_message() {
+    // §5.1: "Handshake messages MUST NOT be interleaved with other record types" — the dummy
+    // CCS included (it may come "at any time", but not inside a message).
+    // To the client: its ServerHello in two records, a CCS between them.
+    let t = ToClient::default();
+    let sh = t.flight[0].content.clone();
+    let mut w = hs_record(&sh[..20]);
+    w.extend(record(20, 0x0303, &[1]));
+    w.extend(hs_record(&sh[20..]));
+    let e = t.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::ChangeCipherSpec
+        ))
+    );
+    // To the server: the client's Finished in two protected records, a CCS between them.
+    let mut t = to_server_with(client_config(), server_config());
+    let fin = t.messages().pop().unwrap();
+    let keys = t.client.keys(Side::Client, Epoch::Handshake);
+    let mut w = keys.seal(0, ContentType::Handshake, &fin[..10], 0);
+    w.extend(record(20, 0x0303, &[1]));
+    w.extend(keys.seal(1, ContentType::Handshake, &fin[10..], 0));
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::ChangeCipherSpec
+        ))
+    );
+    // The same split without the CCS is fine.
+    let mut t = to_server_with(client_config(), server_config());
+    let mut w = keys.seal(0, ContentType::Handshake, &fin[..10], 0);
+    w.extend(keys.seal(1, ContentType::Handshake, &fin[10..], 0));
+    t.server.feed(&w).unwrap();
+    assert!(t.server.tls.connected());
+}
+
+#[test]
+fn empty_application_data_under_handshake_keys_is_unexpected_message() {
+    // §5.1 allows zero-length application data records, but application data of any length
+    // before the handshake completes is premature (§6.2 unexpected_message) — it is never
+    // protected with handshake keys (§7.3: those protect the handshake only).
+    let t = ToClient::default();
+    let mut w = hs_record(&t.flight[0].content);
+    w.extend(
+        t.server_keys()
+            .seal(0, ContentType::ApplicationData, &[], 0),
+    );
+    let e = t.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+    let mut t = to_server_with(client_config(), server_config());
+    let w =
+        t.client
+            .keys(Side::Client, Epoch::Handshake)
+            .seal(0, ContentType::ApplicationData, &[], 0);
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+}
+
+#[test]
 fn plaintext_handshake_after_the_keys_changed_is_unexpected_message() {
     // §5: once handshake keys are in place every record is protected; a plaintext handshake
     // record is of an unexpected type.
@@ -1346,7 +1458,7 @@ fn second_client_hello_must_answer_the_retry() {
     // (one share of the selected group, §4.2.8), the cookie echoed (§4.2.2), early_data removed;
     // §4.1.4 the cipher suite must not change. Violations are illegal_parameter (§4.2.8, §6.2).
     type Mutation = fn(&mut ClientHello);
-    let cases: [(&str, Mutation, PeerMisbehaved); 6] = [
+    let cases: [(&str, Mutation, PeerMisbehaved); 7] = [
         (
             "random",
             |ch| ch.random[0] ^= 1,
@@ -1376,6 +1488,12 @@ fn second_client_hello_must_answer_the_retry() {
             "suite changed",
             |ch| ch.cipher_suites = vec![CipherSuite::TLS_AES_256_GCM_SHA384],
             PeerMisbehaved::HelloRetryMismatch("cipher suite"),
+        ),
+        (
+            // §4.1.2: "Early data is not permitted after a HelloRetryRequest."
+            "early_data added",
+            |ch| ch.extensions.insert(0, Extension::EarlyDataEmpty),
+            PeerMisbehaved::SecondClientHelloMismatch("early_data"),
         ),
     ];
     for (what, f, want) in cases {
@@ -1480,6 +1598,65 @@ fn wrong_client_certificate_verify_is_decrypt_error() {
     let w = t.seal(&msgs);
     let e = t.server.rejects(&w, A::DecryptError);
     assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
+}
+
+#[test]
+fn client_authentication_flight_is_checked() {
+    use HandshakeType as T;
+    // §4.4.2: the client's Certificate echoes the CertificateRequest's (empty) context; another
+    // value is an illegal parameter (§6.2).
+    let (c, s) = client_auth_configs();
+    let mut t = to_server_with(c.clone(), s.clone());
+    let mut msgs = t.messages();
+    let i = index_of(&msgs, T::Certificate);
+    let mut cert = match decode(&msgs[i]) {
+        HandshakePayload::Certificate(cert) => cert,
+        other => panic!("{other:?}"),
+    };
+    cert.context = vec![7];
+    msgs[i] = encode(HandshakePayload::Certificate(cert));
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::IllegalParameter);
+    assert!(
+        matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+        "{e:?}"
+    );
+    // §4.4.3: the client's CertificateVerify must use a scheme from the CertificateRequest's
+    // signature_algorithms: illegal_parameter otherwise.
+    let mut s_ed = s.clone();
+    s_ed.signature_schemes = vec![
+        SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::rsa_pss_rsae_sha256,
+    ];
+    let mut t = to_server_with(c.clone(), s_ed);
+    let mut msgs = t.messages();
+    with_cv_scheme(&mut msgs, SignatureScheme::ed25519);
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::UnofferedSignatureScheme));
+    // An empty Certificate takes the client to Finished: a CertificateVerify then is out of
+    // order (§4.4.2.4 with optional authentication, §6.2 unexpected_message).
+    let mut s_opt = s.clone();
+    s_opt.client_auth = ClientAuth::Optional(vec![util::client_identity().1]);
+    let mut t = to_server_with(c, s_opt);
+    let mut msgs = t.messages();
+    let i = index_of(&msgs, T::Certificate);
+    msgs[i] = encode(HandshakePayload::Certificate(CertificatePayload {
+        context: vec![],
+        entries: vec![],
+    }));
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert!(
+        matches!(
+            e,
+            Error::Peer(PeerMisbehaved::UnexpectedMessage {
+                got: T::CertificateVerify,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
