@@ -618,14 +618,16 @@ fn retry() -> Retry {
     retry_with(c, s)
 }
 
-fn hrr_of(wire: &[u8]) -> ServerHello {
+/// The ServerHello (or HelloRetryRequest) alone in the record `wire`.
+fn sh_of(wire: &[u8]) -> ServerHello {
     match decode(&wire[5..]) {
         HandshakePayload::ServerHello(sh) => sh,
         other => panic!("{other:?}"),
     }
 }
 
-fn hrr_wire(sh: &ServerHello) -> Vec<u8> {
+/// A ServerHello (or HelloRetryRequest) alone in a plaintext record.
+fn sh_record(sh: &ServerHello) -> Vec<u8> {
     hs_record(&encode(HandshakePayload::ServerHello(sh.clone())))
 }
 
@@ -945,7 +947,7 @@ fn empty_key_shares_get_a_hello_retry_request() {
     s.feed(&ch_wire(&ch)).unwrap();
     let recs = s.output();
     assert_eq!(recs.len(), 1);
-    let hrr = hrr_of(&recs[0].wire);
+    let hrr = sh_of(&recs[0].wire);
     assert_eq!(hrr.random, HRR_RANDOM);
     assert!(hrr
         .extensions
@@ -1257,6 +1259,31 @@ fn oversized_records_are_record_overflow() {
         let e = fresh_server().rejects(&header, A::RecordOverflow);
         assert_eq!(e, Error::Record(RecordError::RecordOverflow), "{typ} {len}");
     }
+}
+
+#[test]
+fn oversized_handshake_messages_are_refused_on_their_header() {
+    // A message longer than we accept (64 KiB; the wire allows 2^24 - 1) is refused as soon as
+    // its 4-byte header arrives, before any of it is buffered (STYLE "Unbounded buffering");
+    // its length is one we cannot process: decode_error (§6.2).
+    for header in [[1u8, 0xff, 0xff, 0xff], [1, 0x01, 0x00, 0x01]] {
+        let e = fresh_server().rejects(&record(22, 0x0301, &header), A::DecodeError);
+        assert!(
+            matches!(e, Error::Record(RecordError::HandshakeTooLarge { .. })),
+            "{e:?}"
+        );
+    }
+    let t = ToClient::default();
+    let mut w = hs_record(&t.flight[0].content);
+    w.extend(
+        t.server_keys()
+            .seal(0, ContentType::Handshake, &[11, 0x02, 0, 0], 0),
+    );
+    let e = t.rejects(&w, A::DecodeError);
+    assert!(
+        matches!(e, Error::Record(RecordError::HandshakeTooLarge { .. })),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -1770,7 +1797,7 @@ fn wrong_session_id_echo_is_illegal_parameter() {
         let mut sh = t.server_hello();
         assert_eq!(sh.legacy_session_id_echo.len(), 32);
         f(&mut sh);
-        let e = t.rejects(&hrr_wire(&sh), A::IllegalParameter);
+        let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
         assert_eq!(e, peer(PeerMisbehaved::SessionIdMismatch));
     }
 }
@@ -1793,7 +1820,7 @@ fn unoffered_cipher_suite_is_illegal_parameter() {
     let t = ToClient::new(c, server_config());
     let mut sh = t.server_hello();
     sh.cipher_suite = CipherSuite::TLS_CHACHA20_POLY1305_SHA256;
-    let e = t.rejects(&hrr_wire(&sh), A::IllegalParameter);
+    let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("cipher suite")));
 }
 
@@ -1925,7 +1952,7 @@ fn server_hello_extensions_out_of_place() {
         let t = ToClient::new(c.clone(), server_config());
         let mut sh = t.server_hello();
         sh.extensions.insert(0, ext.clone());
-        let e = t.rejects(&hrr_wire(&sh), A::IllegalParameter);
+        let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
         assert!(
             matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
             "{ext:?}: {e:?}"
@@ -2015,20 +2042,20 @@ fn hello_retry_request_that_changes_nothing_is_illegal_parameter() {
     // §4.1.4: "Clients MUST abort the handshake with an "illegal_parameter" alert if the
     // HelloRetryRequest would not result in any change in the ClientHello."
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     remove_ext(&mut hrr.extensions, ExtensionType::KeyShare);
-    let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::HelloRetryChangesNothing));
     // Asking for the group the client already sent a share for changes nothing either
     // (§4.2.8: "the client MUST abort ... if the selected group ... corresponds to a group
     // which was provided in the "key_share" extension in the original ClientHello").
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     set_ext(
         &mut hrr.extensions,
         Extension::KeyShareHrr(NamedGroup::X25519),
     );
-    let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
     assert_eq!(
         e,
         peer(PeerMisbehaved::IllegalExtension(
@@ -2044,9 +2071,9 @@ fn hello_retry_request_for_an_unoffered_group_is_illegal_parameter() {
     // "illegal_parameter" alert".
     for g in [NamedGroup::X448, NamedGroup::Unknown(0x1234)] {
         let mut r = retry();
-        let mut hrr = hrr_of(&r.hrr);
+        let mut hrr = sh_of(&r.hrr);
         set_ext(&mut hrr.extensions, Extension::KeyShareHrr(g));
-        let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+        let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
         assert_eq!(
             e,
             peer(PeerMisbehaved::IllegalExtension(
@@ -2062,19 +2089,19 @@ fn hello_retry_request_checks_like_a_server_hello() {
     // echo are illegal_parameter (§4.1.3); an extension not allowed in it is illegal_parameter,
     // one we do not know is unsupported_extension (§4.2).
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     hrr.cipher_suite = CipherSuite::TLS_AES_128_CCM_SHA256;
-    let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("cipher suite")));
 
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     hrr.legacy_session_id_echo = vec![3; 8];
-    let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::SessionIdMismatch));
 
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     hrr.extensions.insert(
         0,
         Extension::Unknown {
@@ -2082,14 +2109,14 @@ fn hello_retry_request_checks_like_a_server_hello() {
             body: vec![0, 3, 2, b'h', b'2'],
         },
     );
-    let e = r.client.rejects(&hrr_wire(&hrr), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
     assert!(
         matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
         "{e:?}"
     );
 
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     hrr.extensions.insert(
         0,
         Extension::Unknown {
@@ -2097,7 +2124,7 @@ fn hello_retry_request_checks_like_a_server_hello() {
             body: vec![],
         },
     );
-    let e = r.client.rejects(&hrr_wire(&hrr), A::UnsupportedExtension);
+    let e = r.client.rejects(&sh_record(&hrr), A::UnsupportedExtension);
     assert_eq!(
         e,
         peer(PeerMisbehaved::UnsolicitedExtension(
@@ -2106,12 +2133,12 @@ fn hello_retry_request_checks_like_a_server_hello() {
     );
     // An empty cookie is outside cookie<1..2^16-1> (§4.2.2): decode_error.
     let mut r = retry();
-    let mut hrr = hrr_of(&r.hrr);
+    let mut hrr = sh_of(&r.hrr);
     hrr.extensions.push(Extension::Unknown {
         typ: ExtensionType::Cookie,
         body: vec![0, 0],
     });
-    let e = r.client.rejects(&hrr_wire(&hrr), A::DecodeError);
+    let e = r.client.rejects(&sh_record(&hrr), A::DecodeError);
     assert!(
         matches!(e, Error::Decode(DecodeError::Empty { .. })),
         "{e:?}"
@@ -2133,7 +2160,7 @@ fn server_hello_suite_differing_from_the_retry_is_illegal_parameter() {
     };
     assert_eq!(sh.cipher_suite, CipherSuite::TLS_AES_128_GCM_SHA256);
     sh.cipher_suite = CipherSuite::TLS_AES_256_GCM_SHA384;
-    let e = r.client.rejects(&hrr_wire(&sh), A::IllegalParameter);
+    let e = r.client.rejects(&sh_record(&sh), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::HelloRetryMismatch("cipher suite")));
 }
 
@@ -3010,7 +3037,12 @@ fn apply(mut v: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
     v
 }
 
+/// A proptest runner with `cases` cases, or `PROPTEST_CASES` when set (for long fuzzing runs).
 fn runner(cases: u32) -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
     TestRunner::new(PropConfig {
         cases,
         failure_persistence: None,

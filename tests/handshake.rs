@@ -283,16 +283,18 @@ fn server_preference_picks_suite_and_group() {
 // HelloRetryRequest (§4.1.4)
 // ---------------------------------------------------------------------------------------------
 
-fn hello_retry(cookie: Option<usize>) -> Pair {
+fn hello_retry(cookie: Option<usize>, suite: CipherSuite) -> Pair {
     let (mut server, root) = util::server_config(KeyKind::P256);
     server.groups = vec![NamedGroup::secp256r1];
     server.hrr_cookie = cookie;
+    server.cipher_suites = vec![suite];
     let mut client = client_config(root);
     client.key_shares = vec![NamedGroup::X25519];
     let p = run(client, server, 21);
     let n = p.client.negotiated().unwrap();
     assert!(n.hello_retry);
     assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    assert_eq!(n.suite, suite);
 
     use HandshakeType as T;
     let flights = p.ledger().messages_per_flight();
@@ -356,12 +358,17 @@ fn hello_retry(cookie: Option<usize>) -> Pair {
 
 #[test]
 fn hello_retry_request_without_cookie() {
-    hello_retry(None);
+    // Every suite: the message_hash that replaces ClientHello1 uses the suite's hash (§4.4.1).
+    for suite in SUITES {
+        hello_retry(None, suite);
+    }
 }
 
 #[test]
 fn hello_retry_request_with_cookie() {
-    hello_retry(Some(48));
+    for suite in SUITES {
+        hello_retry(Some(48), suite);
+    }
 }
 
 #[test]
@@ -442,6 +449,25 @@ fn client_auth_required_with_certificate() {
     );
     let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
     assert_eq!(types(&s2c)[2], T::CertificateRequest);
+}
+
+#[test]
+fn client_auth_with_every_key_kind() {
+    for (kind, scheme) in [
+        (KeyKind::P256, SignatureScheme::ecdsa_secp256r1_sha256),
+        (KeyKind::Ed25519, SignatureScheme::ed25519),
+        (KeyKind::Rsa2048, SignatureScheme::rsa_pss_rsae_sha256),
+    ] {
+        let (ck, root) = util::certified(kind);
+        let (mut client, server) = client_auth_configs(ClientAuth::Required(vec![root]), false);
+        client.client_cert = Some(ck);
+        let p = run(client, server, 35);
+        assert_eq!(
+            p.server.negotiated().unwrap().client_signature_scheme,
+            Some(scheme),
+            "{kind:?}"
+        );
+    }
 }
 
 #[test]
