@@ -32,7 +32,7 @@ use crate::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
     ProtocolVersion, ServerNameType, SignatureScheme,
 };
-use crate::messages::extensions::{Extension, KeyShareEntry, ServerName};
+use crate::messages::extensions::{Extension, ExtensionContext, KeyShareEntry, ServerName};
 use crate::messages::handshake::{
     CertificateEntry, CertificatePayload, CertificateVerify, ClientHello, DecodeContext,
     HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
@@ -574,7 +574,7 @@ impl Client {
                 ExtensionType::KeyShare
                 | ExtensionType::PreSharedKey
                 | ExtensionType::SupportedVersions => {}
-                other => return Err(PeerMisbehaved::UnsolicitedExtension(other).into()),
+                other => return Err(out_of_place(ExtensionContext::ServerHello, other)),
             }
         }
         // PSK: the server either selected our only identity or ignored it.
@@ -689,7 +689,12 @@ impl Client {
                 Extension::KeyShareHrr(g) => new_group = Some(*g),
                 Extension::Cookie(c) => cookie = Some(c.clone()),
                 Extension::SupportedVersionsServer(_) => {}
-                other => return Err(PeerMisbehaved::UnsolicitedExtension(other.typ()).into()),
+                other => {
+                    return Err(out_of_place(
+                        ExtensionContext::HelloRetryRequest,
+                        other.typ(),
+                    ))
+                }
             }
         }
         if let Some(g) = new_group {
@@ -780,8 +785,9 @@ impl Client {
                     h.early_accepted = true;
                 }
                 Extension::Unknown { typ, .. } => {
-                    if !offered(*typ) {
-                        return Err(PeerMisbehaved::UnsolicitedExtension(*typ).into());
+                    let ctx = ExtensionContext::EncryptedExtensions;
+                    if ctx.allows(*typ) == Some(false) || !offered(*typ) {
+                        return Err(out_of_place(ctx, *typ));
                     }
                 }
                 other => {
@@ -1130,6 +1136,22 @@ fn check_server_hello_common(sh: &ServerHello, s: &ExpectServerHello) -> Result<
         return Err(PeerMisbehaved::SessionIdMismatch.into());
     }
     Ok(())
+}
+
+/// §4.2: an extension "which it recognizes and which is not specified for the message in which
+/// it appears" is illegal_parameter; any other extension the client did not ask for is
+/// unsupported_extension.
+fn out_of_place(ctx: ExtensionContext, t: ExtensionType) -> Error {
+    if ctx.allows(t) == Some(false) {
+        PeerMisbehaved::IllegalExtension(match ctx {
+            ExtensionContext::ServerHello => "not allowed in ServerHello",
+            ExtensionContext::HelloRetryRequest => "not allowed in HelloRetryRequest",
+            _ => "not allowed in EncryptedExtensions",
+        })
+        .into()
+    } else {
+        PeerMisbehaved::UnsolicitedExtension(t).into()
+    }
 }
 
 fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {

@@ -80,11 +80,12 @@ struct Handshaking {
     client_hs: TrafficSecret,
     client_app: TrafficSecret,
     server_app: TrafficSecret,
+    /// Derived with the application secrets: its transcript ends at our Finished (§7.1).
+    exporter: ExporterSecret,
     negotiated: Negotiated,
     client_chain: Vec<Vec<u8>>,
     /// 0-RTT bytes the client may still send (§4.2.10).
     early_remaining: usize,
-    exporter: ExporterSecret,
 }
 
 /// The key share decision (§4.2.8).
@@ -1042,8 +1043,11 @@ impl Server {
 /// §4.1.2: the second ClientHello repeats the first except for what the HelloRetryRequest
 /// asked for (key_share, cookie) and what must go (early_data).
 fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
-    if r.random != ch.random || r.session_id != ch.legacy_session_id {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("random or session id").into());
+    if r.random != ch.random {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("random").into());
+    }
+    if r.session_id != ch.legacy_session_id {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("legacy_session_id").into());
     }
     let cookie = ch.extensions.iter().find_map(|e| match e {
         Extension::Cookie(c) => Some(c),
