@@ -406,7 +406,6 @@ fn each_implemented_group_and_suite() {
 }
 
 #[test]
-#[ignore = "needs the X25519MLKEM768 key exchange (issue 4)"]
 fn hybrid_post_quantum_group() {
     let server = ServerGuard::start(&["--groups", "X25519MLKEM768,x25519"]);
     let o = run(&[

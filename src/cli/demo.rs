@@ -232,11 +232,18 @@ fn converse(p: &mut Pair, request: &[u8]) -> Result<(), (Error, &'static str)> {
     let conn = |e| (e, "connection");
     p.client.start(p.now_ms).map_err(hs)?;
     let early = p.client.send(request).is_ok();
+    let mut sent = early;
     for _ in 0..16 {
         if p.client.is_connected() && p.server.is_connected() {
             break;
         }
-        if p.exchange().map_err(hs)? == 0 {
+        let moved = p.client_to_server().map_err(hs)? + p.server_to_client().map_err(hs)?;
+        // Like a real client, send the request together with our Finished.
+        if p.client.is_connected() && !sent {
+            p.client.send(request).map_err(conn)?;
+            sent = true;
+        }
+        if moved == 0 {
             break;
         }
     }
@@ -250,7 +257,7 @@ fn converse(p: &mut Pair, request: &[u8]) -> Result<(), (Error, &'static str)> {
         .client_events
         .iter()
         .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
-    if !early || rejected {
+    if !sent || rejected {
         p.client.send(request).map_err(conn)?;
     }
     p.exchange().map_err(conn)?;
