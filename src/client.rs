@@ -648,6 +648,12 @@ impl Client {
         let server_hs = hs.server_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
         self.conn
             .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
+        if !early_offered {
+            // From here on our alerts go out under the handshake keys (§6), even before our
+            // Finished. With 0-RTT in flight the early keys stay until EndOfEarlyData.
+            self.conn
+                .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
+        }
         if !resumed {
             self.offered_ticket = None;
         }
@@ -808,6 +814,8 @@ impl Client {
                 self.early_data.status = Some(EarlyDataStatus::Accepted);
             } else {
                 self.reject_early_data();
+                self.conn
+                    .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
             }
         }
         if h.resumed {
@@ -955,8 +963,10 @@ impl Client {
             self.conn.send_handshake(&eoed);
         }
         self.early_data.open = false;
-        self.conn
-            .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        if self.conn.write_epoch != Epoch::Handshake {
+            self.conn
+                .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        }
         let mut client_scheme = None;
         if let Some((context, schemes)) = h.cert_request.take() {
             client_scheme = self.send_client_certificate(&mut h.transcript, context, &schemes)?;

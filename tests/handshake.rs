@@ -1189,3 +1189,34 @@ fn no_padding_means_no_padding_bytes() {
     let p = padded(PaddingPolicy::ToMultiple(32), PaddingPolicy::Fixed(1000));
     assert!(p.ledger().totals.server_to_client.padding_bytes >= 1000 * 3);
 }
+
+/// RFC 8446 §6: once the client has handshake keys, its alerts are protected — a certificate it
+/// rejects is answered with an encrypted bad_certificate/unknown_ca, not a plaintext alert.
+#[test]
+fn client_alert_after_server_hello_is_encrypted() {
+    use std::sync::Arc;
+    let now = 1_767_225_600_000;
+    let (s, _root) = tls13lab::demo::server_config(21, now).unwrap();
+    let (_, other_root) = tls13lab::demo::server_config(22, now).unwrap();
+    let c = tls13lab::demo::client_config(other_root);
+    let mut p = tls13lab::demo::Pair::new(Arc::new(c), Arc::new(s), 5, now).unwrap();
+    p.client.start(now).unwrap();
+    p.client_to_server().unwrap();
+    let err = p.server_to_client().unwrap_err();
+    assert_eq!(
+        err.alert(),
+        Some(tls13lab::messages::enums::AlertDescription::UnknownCa)
+    );
+    let out = p.client.take_output();
+    assert_eq!(
+        out[0], 23,
+        "alert record must be protected (application_data on the wire)"
+    );
+    assert_eq!(out.len(), 5 + 2 + 1 + 16);
+    // And the server decrypts it as the alert.
+    let e = p.server.receive(&out, now).unwrap_err();
+    assert_eq!(
+        e,
+        tls13lab::Error::AlertReceived(tls13lab::messages::enums::AlertDescription::UnknownCa)
+    );
+}
