@@ -786,6 +786,8 @@ impl Client {
                     // RFC 8449 §4: the limit counts the inner content type byte in TLS 1.3.
                     self.conn.max_fragment =
                         (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
+                    // The server acknowledged the extension: ours is now in force.
+                    self.conn.recv_limit = self.config.record_size_limit.map(usize::from);
                 }
                 Extension::EarlyDataEmpty if h.early_offered && h.resumed => {
                     h.early_accepted = true;

@@ -835,6 +835,7 @@ impl Server {
                 return Err(PeerMisbehaved::BadRecordSizeLimit.into());
             }
             self.conn.max_fragment = (*theirs as usize - 1).min(crate::record::MAX_PLAINTEXT);
+            self.conn.recv_limit = Some(usize::from(ours));
             exts.push(Extension::RecordSizeLimit(ours));
         }
         apply_extension_order(&mut exts, &cfg.extension_order);
