@@ -372,7 +372,8 @@ impl Server {
                     shared_secret: kx.shared_secret.to_vec(),
                 }));
             }
-            shared = Some(kx.shared_secret.clone());
+            // Kept as the KxResult, which erases the secret when it drops.
+            shared = Some(kx);
             sh_exts.push(Extension::KeyShareServer(KeyShareEntry {
                 group: entry.group,
                 key_exchange: server_share,
@@ -403,7 +404,8 @@ impl Server {
         }
 
         let ev = &mut self.conn.ev;
-        let hs: HandshakeSecret = early_secret.into_handshake(shared.as_deref(), ev);
+        let hs: HandshakeSecret =
+            early_secret.into_handshake(shared.as_ref().map(|k| k.shared_secret.as_slice()), ev);
         let client_hs = hs.client_handshake_traffic_secret(&transcript, ev);
         let server_hs = hs.server_handshake_traffic_secret(&transcript, ev);
         self.conn
@@ -1130,5 +1132,16 @@ impl Endpoint for Server {
 
     fn early_skip(&mut self) -> &mut Option<usize> {
         &mut self.early_skip
+    }
+}
+
+/// The handshake's progress and outcome; never a key or a secret.
+impl core::fmt::Debug for Server {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Server")
+            .field("connected", &self.is_connected())
+            .field("closed", &self.is_closed())
+            .field("negotiated", &self.negotiated)
+            .finish_non_exhaustive()
     }
 }
