@@ -3600,3 +3600,28 @@ fn data_after_close_notify_is_ignored_by_the_server_too() {
     assert_eq!(tls13lab::demo::app_data(&c.server.events), b"request");
     assert!(c.server.sent_alerts().is_empty());
 }
+
+#[test]
+fn ticket_lifetime_over_seven_days_is_illegal_parameter() {
+    // §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds (7 days)." A ticket
+    // that claims more is an out-of-range field of the message: illegal_parameter (§6.2).
+    for (lifetime, ok) in [(604_800u32, true), (604_801, false), (u32::MAX, false)] {
+        let mut c = connected();
+        let nst = encode(HandshakePayload::NewSessionTicket(NewSessionTicket {
+            lifetime,
+            age_add: 1,
+            nonce: vec![9],
+            ticket: vec![1, 2, 3],
+            extensions: vec![],
+        }));
+        let w = c
+            .server
+            .forge(Epoch::Application(0), ContentType::Handshake, &nst, 0);
+        if ok {
+            c.client.feed(&w).unwrap();
+        } else {
+            let e = c.client.rejects(&w, A::IllegalParameter);
+            assert_eq!(e, peer(PeerMisbehaved::TicketLifetimeTooLong));
+        }
+    }
+}
