@@ -88,7 +88,7 @@ fn alert_map(error_rs: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut pending: Vec<String> = Vec::new();
     let mut rest = body;
-    while let Some(i) = rest.find(|c| c == 'P' || c == 'A' || c == '=') {
+    while let Some(i) = rest.find(['P', 'A', '=']) {
         rest = &rest[i..];
         if let Some(r) = rest.strip_prefix("P::") {
             let v: String = r.chars().take_while(|c| c.is_alphanumeric()).collect();

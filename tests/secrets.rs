@@ -59,7 +59,7 @@ impl Secrets {
     /// Secrets from events: named secrets, key shares, and every derivation output except the
     /// values that travel on the wire (Finished verify_data, binders) or are public (exporter
     /// outputs are the application's, still secret: kept).
-    fn from_events(&mut self, events: &[Event]) {
+    fn add_events(&mut self, events: &[Event]) {
         for e in events {
             match e {
                 Event::Secret(s) => self.add(format!("{:?}", s.name), &s.secret),
@@ -69,13 +69,13 @@ impl Secrets {
                         self.add(format!("{} component secret", c.name), &c.secret);
                     }
                 }
-                Event::Derivation(d) => self.from_derivation(d),
+                Event::Derivation(d) => self.add_derivation(d),
                 _ => {}
             }
         }
     }
 
-    fn from_derivation(&mut self, d: &Derivation) {
+    fn add_derivation(&mut self, d: &Derivation) {
         if !matches!(d.name, SecretName::VerifyData | SecretName::Binder) {
             self.add(format!("{:?}", d.name), &d.output);
         }
@@ -154,7 +154,7 @@ fn connections(observe: Observe) -> (Vec<Pair>, Vec<Event>) {
 fn connections_configs_and_tickets_show_no_secret_in_debug() {
     let (pairs, events) = connections(Observe::ALL);
     let mut secrets = Secrets(Vec::new());
-    secrets.from_events(&events);
+    secrets.add_events(&events);
     let (c, s) = configs(Observe::ALL);
     for p in [&c.external_psks, &s.external_psks] {
         for k in p {
@@ -196,7 +196,7 @@ fn events_show_no_secret_unless_asked() {
     // Learn the secrets of the connection with every observer on...
     let (_, with) = connections(Observe::ALL);
     let mut secrets = Secrets(Vec::new());
-    secrets.from_events(&with);
+    secrets.add_events(&with);
     // ... then replay it (same seeds) with derivations and secrets off: the records (ciphertext),
     // handshake messages and data events must not show them.
     let quiet = Observe {
@@ -310,7 +310,7 @@ fn key_schedule_key_shares_and_keys_show_no_secret_in_debug() {
     derived.add("key", &key);
     derived.add("iv", &iv);
     for d in &sink {
-        derived.from_derivation(d);
+        derived.add_derivation(d);
     }
     assert!(derived.0.len() > 15);
     derived.assert_absent("key schedule stages", &texts.concat());
