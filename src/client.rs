@@ -26,7 +26,7 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
+use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
@@ -51,6 +51,7 @@ pub struct Client {
     tickets: TicketStore,
     offered_ticket: Option<StoredTicket>,
     early_data: EarlyDataState,
+    early_exporter: Option<ExporterSecret>,
 }
 
 /// 0-RTT bookkeeping on the client (§4.2.10).
@@ -151,6 +152,7 @@ impl Client {
             tickets: TicketStore::default(),
             offered_ticket: None,
             early_data: EarlyDataState::default(),
+            early_exporter: None,
         })
     }
 
@@ -249,6 +251,22 @@ impl Client {
             .map_err(|_| Error::InvalidState("exporter label or length too long"))
     }
 
+    /// RFC 8446 §7.5 early exporter (from early_exporter_master_secret), available once a
+    /// ClientHello offering 0-RTT was sent.
+    pub fn export_early(
+        &mut self,
+        label: &[u8],
+        context: &[u8],
+        len: usize,
+    ) -> Result<Vec<u8>, Error> {
+        let e = self
+            .early_exporter
+            .as_ref()
+            .ok_or(Error::InvalidState("no 0-RTT was offered"))?;
+        e.export(label, context, len, &mut self.conn.ev)
+            .map_err(|_| Error::InvalidState("exporter label or length too long"))
+    }
+
     /// What was negotiated, once connected.
     pub fn negotiated(&self) -> Option<&Negotiated> {
         self.negotiated.as_ref()
@@ -326,6 +344,7 @@ impl Client {
             let secret = early.client_early_traffic_secret(&transcript, &mut self.conn.ev);
             let exporter = early.early_exporter_master_secret(&transcript, &mut self.conn.ev);
             self.conn.log_secret(exporter.name(), exporter.as_bytes());
+            self.early_exporter = Some(exporter);
             self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
             self.early_data.open = true;
         }

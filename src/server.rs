@@ -48,6 +48,7 @@ pub struct Server {
     negotiated: Option<Negotiated>,
     early_skip: Option<usize>,
     tickets_sent: u16,
+    early_exporter: Option<ExporterSecret>,
 }
 
 enum State {
@@ -134,6 +135,7 @@ impl Server {
             negotiated: None,
             early_skip: None,
             tickets_sent: 0,
+            early_exporter: None,
         })
     }
 
@@ -190,6 +192,21 @@ impl Server {
         };
         t.exporter
             .export(label, context, len, &mut self.conn.ev)
+            .map_err(|_| Error::InvalidState("exporter label or length too long"))
+    }
+
+    /// RFC 8446 §7.5 early exporter, available when 0-RTT was accepted.
+    pub fn export_early(
+        &mut self,
+        label: &[u8],
+        context: &[u8],
+        len: usize,
+    ) -> Result<Vec<u8>, Error> {
+        let e = self
+            .early_exporter
+            .as_ref()
+            .ok_or(Error::InvalidState("0-RTT was not accepted"))?;
+        e.export(label, context, len, &mut self.conn.ev)
             .map_err(|_| Error::InvalidState("exporter label or length too long"))
     }
 
@@ -375,6 +392,7 @@ impl Server {
         if early_accepted {
             let ees = early_secret.early_exporter_master_secret(&transcript, &mut self.conn.ev);
             self.conn.log_secret(ees.name(), ees.as_bytes());
+            self.early_exporter = Some(ees);
         }
         transcript.add(HandshakeType::ServerHello, &sh.encoded);
         self.conn.send_handshake(&sh);
