@@ -15,65 +15,67 @@
 #   OPENSSL_CFLAGS       default -O1 (the tests need a working peer, not a fast one)
 #   JOBS                 make parallelism, default $(nproc)
 set -euo pipefail
+# The whole script is one function, called on the last line: bash has parsed all of it before it
+# runs anything, so editing this file while a build runs cannot derail that build.
+main() {
+  CRATE_VERSION=${OPENSSL_SRC_VERSION:-300.5.5}
+  CACHE_ROOT=${1:-${TLS13LAB_CACHE:-${HOME:?}/.cache/tls13lab}}
+  CFLAGS_OPT=${OPENSSL_CFLAGS:--O1}
+  JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+  PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  SCRIPT_REV=1 # bump when the build logic changes: it invalidates every cache
 
-CRATE_VERSION=${OPENSSL_SRC_VERSION:-300.5.5}
-CACHE_ROOT=${1:-${TLS13LAB_CACHE:-${HOME:?}/.cache/tls13lab}}
-CFLAGS_OPT=${OPENSSL_CFLAGS:--O1}
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SCRIPT_REV=1 # bump when the build logic changes: it invalidates every cache
+  log() { echo "[build-openssl] $*" >&2; }
 
-log() { echo "[build-openssl] $*" >&2; }
+  # The crate version 300.X.Y bundles OpenSSL 3.X.Y.
+  case $CRATE_VERSION in
+    300.*.*) OPENSSL_VERSION=3.${CRATE_VERSION#300.} ;;
+    *) log "only openssl-src 300.x (OpenSSL 3.x) is supported, not $CRATE_VERSION"; exit 2 ;;
+  esac
 
-# The crate version 300.X.Y bundles OpenSSL 3.X.Y.
-case $CRATE_VERSION in
-  300.*.*) OPENSSL_VERSION=3.${CRATE_VERSION#300.} ;;
-  *) log "only openssl-src 300.x (OpenSSL 3.x) is supported, not $CRATE_VERSION"; exit 2 ;;
-esac
+  # Configure options.
+  # - Forced by what the crate strips from the source tree: no-tests (test/ and fuzz/ are gone),
+  #   no-docs (doc/ is gone), no-module (util/providers.num is gone, so the legacy provider module
+  #   cannot be generated). no-shared: one static binary that needs nothing beside it.
+  # - Pruned because the tests never use them (halves the build): legacy ciphers and digests,
+  #   engines, compression, SRP, CMS/CMP/TS, binary curves, DSA... What stays: TLS 1.3, X25519,
+  #   P-256/384/521, ML-KEM (every hybrid and pure group), ML-DSA, RSA, AES-GCM, ChaCha20-Poly1305,
+  #   PSK/tickets/early data, -trace (ssl-trace is on by default), -keylogfile.
+  OPTS="no-docs no-tests no-shared no-module no-legacy no-engine no-comp no-zlib no-aria no-bf \
+  no-camellia no-cast no-des no-idea no-md4 no-mdc2 no-rc2 no-rc4 no-rmd160 no-seed no-sm2 no-sm3 \
+  no-sm4 no-whirlpool no-gost no-ec2m no-siv no-ocb no-srp no-ts no-cms no-cmp no-ct no-dsa \
+  no-rfc3779 no-nextprotoneg no-srtp"
+  OPTS=$(echo $OPTS) # normalise whitespace
 
-# Configure options.
-# - Forced by what the crate strips from the source tree: no-tests (test/ and fuzz/ are gone),
-#   no-docs (doc/ is gone), no-module (util/providers.num is gone, so the legacy provider module
-#   cannot be generated). no-shared: one static binary that needs nothing beside it.
-# - Pruned because the tests never use them (halves the build): legacy ciphers and digests,
-#   engines, compression, SRP, CMS/CMP/TS, binary curves, DSA... What stays: TLS 1.3, X25519,
-#   P-256/384/521, ML-KEM (every hybrid and pure group), ML-DSA, RSA, AES-GCM, ChaCha20-Poly1305,
-#   PSK/tickets/early data, -trace (ssl-trace is on by default), -keylogfile.
-OPTS="no-docs no-tests no-shared no-module no-legacy no-engine no-comp no-zlib no-aria no-bf \
-no-camellia no-cast no-des no-idea no-md4 no-mdc2 no-rc2 no-rc4 no-rmd160 no-seed no-sm2 no-sm3 \
-no-sm4 no-whirlpool no-gost no-ec2m no-siv no-ocb no-srp no-ts no-cms no-cmp no-ct no-dsa \
-no-rfc3779 no-nextprotoneg no-srtp"
-OPTS=$(echo $OPTS) # normalise whitespace
+  KEY="rev=$SCRIPT_REV crate=$CRATE_VERSION opts=$OPTS cflags=$CFLAGS_OPT arch=$(uname -m) cc=$(${CC:-cc} -dumpfullversion 2>/dev/null || echo unknown)"
+  PREFIX="$CACHE_ROOT/openssl-$OPENSSL_VERSION"
+  BIN="$PREFIX/bin/openssl"
 
-KEY="rev=$SCRIPT_REV crate=$CRATE_VERSION opts=$OPTS cflags=$CFLAGS_OPT arch=$(uname -m) cc=$(${CC:-cc} -dumpfullversion 2>/dev/null || echo unknown)"
-PREFIX="$CACHE_ROOT/openssl-$OPENSSL_VERSION"
-BIN="$PREFIX/bin/openssl"
+  cache_hit() { [ -x "$BIN" ] && [ "$(sed -n 's/^key: //p' "$PREFIX/BUILDINFO" 2>/dev/null)" = "$KEY" ]; }
 
-cache_hit() { [ -x "$BIN" ] && [ "$(sed -n 's/^key: //p' "$PREFIX/BUILDINFO" 2>/dev/null)" = "$KEY" ]; }
+  if cache_hit; then
+    echo "$BIN"
+    exit 0
+  fi
 
-if cache_hit; then
-  echo "$BIN"
-  exit 0
-fi
+  mkdir -p "$CACHE_ROOT"
+  # One builder at a time; the others wait here and then find the cache filled.
+  exec 9>"$CACHE_ROOT/.openssl-$OPENSSL_VERSION.lock"
+  if command -v flock >/dev/null; then
+    flock 9
+  fi
+  if cache_hit; then
+    echo "$BIN"
+    exit 0
+  fi
 
-mkdir -p "$CACHE_ROOT"
-# One builder at a time; the others wait here and then find the cache filled.
-exec 9>"$CACHE_ROOT/.openssl-$OPENSSL_VERSION.lock"
-if command -v flock >/dev/null; then
-  flock 9
-fi
-if cache_hit; then
-  echo "$BIN"
-  exit 0
-fi
-
-# --- Find the source: cargo has unpacked the dev-dependency under its registry ------------
-find_src() {
-  local d
-  for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/openssl-src-"$CRATE_VERSION"+*/openssl; do
-    [ -x "$d/Configure" ] && [ -d "$d/apps" ] && { echo "$d"; return 0; }
-  done
-  return 1
+  # --- Find the source: cargo has unpacked the dev-dependency under its registry ------------
+  find_src() {
+    local d
+    for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/openssl-src-"$CRATE_VERSION"+*/openssl; do
+      [ -x "$d/Configure" ] && [ -d "$d/apps" ] && { echo "$d"; return 0; }
+    done
+    return 1
 }
 if ! SRC=$(find_src); then
   log "openssl-src $CRATE_VERSION not unpacked yet: cargo fetch"
@@ -113,3 +115,6 @@ rm -rf "$PREFIX"
 mv "$STAGE" "$PREFIX"
 log "built in $((t1 - t0)) s: $("$BIN" version)"
 echo "$BIN"
+}
+
+main "$@"
