@@ -700,7 +700,11 @@ fn skip_unsupported(peer: &Peer, groups: &[NamedGroup]) -> Result<(), Skip> {
                 "{g} not implemented in tls13lab yet"
             )));
         }
-        if !peer.pq() && !matches!(g, NamedGroup::X25519 | NamedGroup::secp256r1) {
+        let classical = matches!(
+            g,
+            NamedGroup::X25519 | NamedGroup::secp256r1 | NamedGroup::secp384r1
+        );
+        if !peer.pq() && !classical {
             return Err(Skip::NotApplicable(format!(
                 "OpenSSL {} has no {g}",
                 peer.version
@@ -1077,6 +1081,165 @@ fn key_update_s_client(peer: &Peer) -> CellResult {
     Ok(String::new())
 }
 
+fn hrr_pq_our_client(peer: &Peer) -> CellResult {
+    skip_unsupported(peer, &[NamedGroup::X25519MLKEM768])?;
+    let f = fixture(&format!("{}-hrr-pq-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &["-groups", "X25519MLKEM768", "-msg"]);
+    let config = f.client_config(
+        &[NamedGroup::X25519, NamedGroup::X25519MLKEM768],
+        &[NamedGroup::X25519],
+        SUITES,
+    );
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 19, TicketStore::default()),
+        None,
+    );
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    let hellos = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    assert_eq!(hellos.len(), 2);
+    assert_eq!(
+        client_share_groups(&hellos[1].bytes),
+        [NamedGroup::X25519MLKEM768]
+    );
+    let received = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with("<<<") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(received, 2, "{}", p.context());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn hrr_pq_s_client(peer: &Peer) -> CellResult {
+    let pq = [NamedGroup::X25519MLKEM768, NamedGroup::SecP256r1MLKEM768];
+    skip_unsupported(peer, &pq)?;
+    let f = fixture(&format!("{}-hrr-pq-s", peer.version));
+    let mut c = f.server_config(&[pq[1], pq[0]], SUITES);
+    c.strict_group_preference = true;
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-groups", "X25519MLKEM768:SecP256r1MLKEM768", "-msg"],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 20));
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::SecP256r1MLKEM768));
+    let hellos = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    assert_eq!(client_share_groups(&hellos[0].bytes), [pq[0]]);
+    assert_eq!(client_share_groups(&hellos[1].bytes), [pq[1]]);
+    p.assert_has(&ossl_group_line(peer, NamedGroup::SecP256r1MLKEM768));
+    let sent = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with(">>>") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(sent, 2, "{}", p.context());
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+/// 100 KB of text with none of s_client's or s_server's command letters at any position.
+fn bulk_payload(tag: &str) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < 100_000 {
+        s.push_str(&format!("{tag}-{i:06}-{}\n", "x".repeat(48)));
+        i += 1;
+    }
+    s
+}
+
+/// Write `data` to the child's stdin on a thread (a pipe holds 64 KiB) while `drive` runs.
+fn type_bulk(p: &mut Proc, data: &str, drive: impl FnOnce(&Proc)) {
+    let mut stdin = p.stdin.take().expect("stdin open");
+    std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            stdin.write_all(data.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        });
+        drive(p);
+        w.join().unwrap();
+    });
+    p.stdin = Some(stdin);
+}
+
+fn bulk_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-bulk-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &[]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config, 21, TicketStore::default()),
+        None,
+    );
+    let up = bulk_payload("up");
+    t.tls.send(up.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(up.lines().last().unwrap());
+    assert!(p.has(&up), "s_server printed something else");
+    let down = bulk_payload("down");
+    let before = t.app_data().len();
+    type_bulk(&mut p, &down, |p| {
+        t.until(p, "100 KB from s_server", |t| {
+            t.app_data().len() >= before + down.len()
+        })
+    });
+    assert_eq!(&t.app_data()[before..], down.as_bytes());
+    let records = t
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Record(r) if r.direction == Direction::ClientToServer && r.inner_type == tls13lab::messages::enums::ContentType::ApplicationData))
+        .count();
+    assert!(
+        records >= 7,
+        "100 KB must take at least 7 records, saw {records}"
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn bulk_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-bulk-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &[]);
+    let mut t = server_session(&mut p, &l, new_server(&config, 22));
+    let up = bulk_payload("up");
+    let before = t.app_data().len();
+    type_bulk(&mut p, &up, |p| {
+        t.until(p, "100 KB from s_client", |t| {
+            t.app_data().len() >= before + up.len()
+        })
+    });
+    assert_eq!(&t.app_data()[before..], up.as_bytes());
+    let down = bulk_payload("down");
+    t.tls.send(down.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(down.lines().last().unwrap());
+    assert!(p.has(&down), "s_client printed something else");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
 /// Handshake message types the server sent (whichever side observed them).
 fn from_server(events: &[Event]) -> Vec<HandshakeType> {
     events
@@ -1351,6 +1514,30 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "ours (client cert) → s_server -Verify 1",
         "s_server prints the client certificate; ours: CertificateRequest answered",
         client_auth_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "ours (share X25519) → s_server -groups X25519MLKEM768",
+        "s_server -msg saw 2 ClientHellos; ours: hello_retry, ClientHello 2 carries one X25519MLKEM768 share",
+        hrr_pq_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "s_client -groups X25519MLKEM768:SecP256r1MLKEM768 → ours (strict preference SecP256r1MLKEM768)",
+        "`Negotiated TLS1.3 group: SecP256r1MLKEM768`, s_client -msg sent 2 ClientHellos; ours: hello_retry, shares as asked",
+        hrr_pq_s_client,
+    ),
+    (
+        "bulk data",
+        "ours ↔ s_server, 100 KB each way",
+        "s_server printed our 100 KB exactly; ours: its 100 KB exactly, ≥ 7 records",
+        bulk_our_client,
+    ),
+    (
+        "bulk data",
+        "s_client ↔ ours, 100 KB each way",
+        "s_client printed our 100 KB exactly; ours: its 100 KB exactly",
+        bulk_s_client,
     ),
     (
         "KeyUpdate",

@@ -145,14 +145,18 @@ fn rustls_out<D>(c: &mut ConnectionCommon<D>) -> Vec<u8> {
     v
 }
 
-/// Feed rustls all of `b`, processing as it goes.
-fn rustls_in<D>(c: &mut ConnectionCommon<D>, mut b: &[u8]) {
+/// Feed rustls all of `b`, processing as it goes; returns the plaintext it yielded (drained as
+/// it arrives: rustls buffers at most 16 KiB of received plaintext).
+fn rustls_in<D>(c: &mut ConnectionCommon<D>, mut b: &[u8]) -> Vec<u8> {
+    let mut plain = Vec::new();
     while !b.is_empty() {
         c.read_tls(&mut b).unwrap();
         if let Err(e) = c.process_new_packets() {
             panic!("rustls rejected our bytes: {e}");
         }
+        plain.extend(rustls_plaintext(c));
     }
+    plain
 }
 
 /// Plaintext rustls has received so far.
@@ -246,11 +250,10 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
         let a = self.ours.take_output();
         self.events.extend(self.ours.drain());
         if !a.is_empty() {
-            rustls_in(self.theirs.common(), &a);
+            let got = rustls_in(self.theirs.common(), &a);
+            self.theirs_got.extend(got);
             let early = self.theirs.take_early();
             self.theirs_early.extend(early);
-            let got = rustls_plaintext(self.theirs.common());
-            self.theirs_got.extend(got);
         }
         let b = rustls_out(self.theirs.common());
         if !b.is_empty() {
@@ -650,6 +653,95 @@ fn client_auth_our_client() -> CellResult {
     Ok(String::new())
 }
 
+fn hrr_pq_our_client() -> CellResult {
+    skip_unsupported(&[NamedGroup::X25519MLKEM768])?;
+    let server = Arc::new(rustls_server_config(
+        &[NamedGroup::X25519MLKEM768],
+        SUITES,
+        false,
+    ));
+    let config = our_client_config(&[NamedGroup::X25519, NamedGroup::X25519MLKEM768], X, SUITES);
+    let p = client_pair(&config, 17, TicketStore::default(), &server, None);
+    let n = p.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    assert_eq!(
+        p.theirs.handshake_kind(),
+        Some(HandshakeKind::FullWithHelloRetryRequest)
+    );
+    assert_eq!(
+        rustls_negotiated(p.theirs.common_ref()).1,
+        NamedGroup::X25519MLKEM768
+    );
+    Ok(String::new())
+}
+
+fn hrr_pq_rustls_client() -> CellResult {
+    let pq = [NamedGroup::X25519MLKEM768, NamedGroup::SecP256r1MLKEM768];
+    skip_unsupported(&pq)?;
+    let mut c = our_server_config(&[pq[1], pq[0]], SUITES);
+    c.strict_group_preference = true;
+    let config = Arc::new(c);
+    let client = Arc::new(rustls_client_config(&pq, SUITES, false));
+    let p = server_pair(&config, 18, &client, None);
+    let n = p.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(pq[1]));
+    assert_eq!(
+        p.theirs.handshake_kind(),
+        Some(HandshakeKind::FullWithHelloRetryRequest)
+    );
+    assert_eq!(rustls_negotiated(p.theirs.common_ref()).1, pq[1]);
+    Ok(String::new())
+}
+
+fn bulk() -> Vec<u8> {
+    (0..100_000u32).map(|i| (i % 251) as u8).collect()
+}
+
+fn bulk_our_client() -> CellResult {
+    let server = Arc::new(rustls_server_config(X, SUITES, false));
+    let mut p = client_pair(
+        &our_client_config(X, X, SUITES),
+        19,
+        TicketStore::default(),
+        &server,
+        None,
+    );
+    let data = bulk();
+    p.theirs_got.clear();
+    p.ours.send(&data).unwrap();
+    p.settle();
+    assert_eq!(p.theirs_got, data);
+    let before = p.ours_got().len();
+    // rustls buffers at most 64 KiB of unsent plaintext: write in pieces.
+    for piece in data.chunks(16 * 1024) {
+        p.theirs.writer().write_all(piece).unwrap();
+        p.settle();
+    }
+    assert_eq!(&p.ours_got()[before..], &data[..]);
+    Ok(String::new())
+}
+
+fn bulk_rustls_client() -> CellResult {
+    let config = Arc::new(our_server_config(X, SUITES));
+    let client = Arc::new(rustls_client_config(X, SUITES, false));
+    let mut p = server_pair(&config, 20, &client, None);
+    let data = bulk();
+    p.theirs_got.clear();
+    p.ours.send(&data).unwrap();
+    p.settle();
+    assert_eq!(p.theirs_got, data);
+    let before = p.ours_got().len();
+    // rustls buffers at most 64 KiB of unsent plaintext: write in pieces.
+    for piece in data.chunks(16 * 1024) {
+        p.theirs.writer().write_all(piece).unwrap();
+        p.settle();
+    }
+    assert_eq!(&p.ours_got()[before..], &data[..]);
+    Ok(String::new())
+}
+
 fn key_update_our_client() -> CellResult {
     let server = Arc::new(rustls_server_config(X, SUITES, false));
     let mut p = client_pair(
@@ -751,6 +843,30 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "ours (client cert) → rustls (WebPkiClientVerifier)",
         "rustls: `peer_certificates()` is our certificate; ours: ecdsa_secp256r1_sha256",
         client_auth_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "ours (share X25519) → rustls (X25519MLKEM768 only)",
+        "rustls: `FullWithHelloRetryRequest`, X25519MLKEM768; ours: hello_retry",
+        hrr_pq_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "rustls (X25519MLKEM768, SecP256r1MLKEM768) → ours (strict preference SecP256r1MLKEM768)",
+        "rustls: `FullWithHelloRetryRequest`, SecP256r1MLKEM768; ours: hello_retry",
+        hrr_pq_rustls_client,
+    ),
+    (
+        "bulk data",
+        "ours ↔ rustls server, 100 KB each way",
+        "both received exactly the other's 100 KB",
+        bulk_our_client,
+    ),
+    (
+        "bulk data",
+        "rustls client ↔ ours, 100 KB each way",
+        "both received exactly the other's 100 KB",
+        bulk_rustls_client,
     ),
     (
         "KeyUpdate",
