@@ -379,3 +379,50 @@ fn tampered_ciphertext_fails_the_handshake_without_an_ml_kem_error() {
     assert!(!matches!(err, Error::KeyExchange(_)), "{err:?}");
     assert_eq!(err.alert(), Some(AlertDescription::BadRecordMac));
 }
+
+#[test]
+fn reused_x25519_scalar_appears_twice_and_still_works() {
+    use std::sync::Arc;
+    use tls13lab::events::Event;
+    use tls13lab::messages::enums::NamedGroup;
+    use tls13lab::messages::extensions::Extension;
+    use tls13lab::messages::handshake::{HandshakeMessage, HandshakePayload};
+    let now = 1_767_225_600_000;
+    for (server_groups, expect) in [
+        (vec![NamedGroup::X25519MLKEM768], NamedGroup::X25519MLKEM768),
+        (vec![NamedGroup::X25519], NamedGroup::X25519),
+    ] {
+        let (mut s, root) = tls13lab::demo::server_config(3, now).unwrap();
+        s.groups = server_groups;
+        let mut c = tls13lab::demo::client_config(root);
+        c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+        c.key_shares = c.groups.clone();
+        c.reuse_x25519 = true;
+        let mut p = tls13lab::demo::Pair::new(Arc::new(c), Arc::new(s), 4, now).unwrap();
+        p.handshake().unwrap();
+        assert_eq!(p.client.negotiated().unwrap().group, Some(expect));
+        let ch = p
+            .client_events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h) if h.typ.to_repr() == 1 => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let HandshakePayload::ClientHello(ch) = HandshakeMessage::decode(&ch, Default::default())
+            .unwrap()
+            .payload
+        else {
+            panic!()
+        };
+        let Some(Extension::KeyShareClient(shares)) = ch
+            .extensions
+            .iter()
+            .find(|e| matches!(e, Extension::KeyShareClient(_)))
+        else {
+            panic!()
+        };
+        // X25519MLKEM768 = ML-KEM-768 ek (1184) ‖ X25519 (32): the tail equals the X25519 share.
+        assert_eq!(shares[0].key_exchange[1184..], shares[1].key_exchange[..]);
+    }
+}

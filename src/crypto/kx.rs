@@ -195,11 +195,49 @@ pub struct KeyShareSecret {
 impl KeyShareSecret {
     /// Draws a fresh private key for `group` from `rng`.
     pub fn generate(group: NamedGroup, rng: &mut dyn RandomSource) -> Result<Self, KxError> {
+        Self::generate_inner(group, rng, &mut None)
+    }
+
+    /// Shares for several groups, in order. With `reuse_x25519`, every X25519 component — the
+    /// standalone group and the one inside X25519MLKEM768 — uses one scalar, drawn once: the
+    /// ClientHello then carries the same 32-byte X25519 key twice and the client does one
+    /// X25519 key generation instead of two (a common client optimisation).
+    pub fn generate_many(
+        groups: &[NamedGroup],
+        rng: &mut dyn RandomSource,
+        reuse_x25519: bool,
+    ) -> Result<Vec<Self>, KxError> {
+        let mut cache = None;
+        groups
+            .iter()
+            .map(|g| {
+                if reuse_x25519 {
+                    Self::generate_inner(*g, rng, &mut cache)
+                } else {
+                    Self::generate(*g, rng)
+                }
+            })
+            .collect()
+    }
+
+    fn generate_inner(
+        group: NamedGroup,
+        rng: &mut dyn RandomSource,
+        x25519: &mut Option<(x25519_dalek::StaticSecret, Vec<u8>)>,
+    ) -> Result<Self, KxError> {
         let comps = components(group).ok_or(KxError::Unsupported(group))?;
         let mut public = Vec::new();
         let mut private = Vec::with_capacity(comps.len());
         for c in comps {
-            let (priv_key, pub_key) = c.generate(rng)?;
+            let (priv_key, pub_key) = match (c, x25519.as_ref()) {
+                (Component::X25519, Some((secret, public))) => {
+                    (ComponentPrivate::X25519(secret.clone()), public.clone())
+                }
+                _ => c.generate(rng)?,
+            };
+            if let (Component::X25519, ComponentPrivate::X25519(secret)) = (c, &priv_key) {
+                x25519.get_or_insert_with(|| (secret.clone(), pub_key.clone()));
+            }
             public.extend_from_slice(&pub_key);
             private.push(priv_key);
         }
