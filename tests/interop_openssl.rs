@@ -397,6 +397,36 @@ impl<E: Endpoint> Tcp<E> {
         }
     }
 
+    /// Drive until our side fails (its alert is flushed to the peer); returns the error text.
+    fn until_error(&mut self, p: &Proc) -> String {
+        let deadline = Instant::now() + STEP;
+        while self.error.is_none() {
+            if Instant::now() > deadline {
+                panic!("timed out waiting for our side to fail\n{}", p.context());
+            }
+            if self.eof {
+                panic!("the peer closed first\n{}", p.context());
+            }
+            self.pump();
+        }
+        self.flush();
+        self.error.clone().unwrap_or_default()
+    }
+
+    fn alerts(&self, dir: Direction) -> Vec<tls13lab::messages::enums::AlertDescription> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Alert {
+                    direction,
+                    description,
+                    ..
+                } if *direction == dir => Some(*description),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn app_data(&self) -> Vec<u8> {
         tls13lab::demo::app_data(&self.events)
     }
@@ -1240,6 +1270,322 @@ fn bulk_s_client(peer: &Peer) -> CellResult {
     Ok(String::new())
 }
 
+fn early_rejected_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-rej-c", peer.version));
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let tickets = {
+        let (mut p, port) = f.s_server(peer, 1, &["-early_data"]);
+        let mut t = client_session(
+            &mut p,
+            port,
+            f.client(config.clone(), 23, TicketStore::default()),
+            None,
+        );
+        t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+        let tickets = t.tls.tickets().clone();
+        finish_client(&mut p, t);
+        p.wait_exit();
+        tickets
+    };
+    // A new s_server process has new ticket keys: the ticket is unknown, 0-RTT is skipped.
+    let (mut p, port) = f.s_server(peer, 1, &["-early_data"]);
+    let early = b"early-data-nobody-will-read\n";
+    let t = client_session(&mut p, port, f.client(config, 24, tickets), Some(early));
+    let n = t.negotiated();
+    assert!(!n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    let back: Vec<u8> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyDataRejected { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(
+        back, early,
+        "the rejected bytes come back to the application"
+    );
+    assert!(!p.has("early-data-nobody"), "{}", p.context());
+    assert!(!p.has("Early data received"), "{}", p.context());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn early_rejected_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-rej-s", peer.version));
+    let issuing = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    // Same resumption state, but this one refuses 0-RTT.
+    let mut refusing = (*issuing).clone();
+    refusing.max_early_data = 0;
+    let refusing = Arc::new(refusing);
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let early = f.dir.join("early.txt");
+    std::fs::write(&early, b"early-data-we-refuse\n").unwrap();
+    let early = early.to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess]);
+    let t = server_session(&mut p, &l, new_server(&issuing, 25));
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess, "-early_data", &early]);
+    let t = server_session(&mut p, &l, new_server(&refusing, 26));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    assert!(!t
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::EarlyData { .. })));
+    p.assert_has("Reused, TLSv1.3");
+    p.assert_has("Early data was rejected");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+/// The largest number of records one message of type `typ` that went `dir` was spread over.
+fn max_records_per_message(events: &[Event], dir: Direction, typ: HandshakeType) -> usize {
+    let ledger = Ledger::from_events(events);
+    let parts: Vec<_> = ledger
+        .records
+        .iter()
+        .filter(|r| r.record.direction == dir)
+        .flat_map(|r| r.messages.iter())
+        .filter(|m| m.typ == typ)
+        .collect();
+    let whole = parts.iter().filter(|m| m.bytes_here == m.len).count();
+    let pieces = parts.len() - whole;
+    if pieces == 0 {
+        1
+    } else {
+        pieces
+    }
+}
+
+fn fragments_our_client(peer: &Peer) -> CellResult {
+    let g = if peer.pq() {
+        NamedGroup::X25519MLKEM768
+    } else {
+        NamedGroup::X25519
+    };
+    let f = fixture(&format!("{}-frag-c", peer.version));
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &["-max_send_frag", "512", "-groups", ossl_group(g)],
+    );
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(
+            f.client_config(&[g], &[g], SUITES),
+            27,
+            TicketStore::default(),
+        ),
+        None,
+    );
+    assert_eq!(t.negotiated().group, Some(g));
+    // Certificate (~400 B) + CertificateVerify + Finished, and for X25519MLKEM768 the 1.2 KB
+    // ServerHello, arrive in 512-byte records.
+    let biggest = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ServerToClient => Some(r.plaintext_len),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(biggest <= 512, "a {biggest}-byte record");
+    if peer.pq() {
+        let n = max_records_per_message(
+            &t.events,
+            Direction::ServerToClient,
+            HandshakeType::ServerHello,
+        );
+        assert!(n >= 3, "ServerHello in {n} records");
+    }
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn fragments_s_client(peer: &Peer) -> CellResult {
+    let g = if peer.pq() {
+        NamedGroup::X25519MLKEM768
+    } else {
+        NamedGroup::X25519
+    };
+    let f = fixture(&format!("{}-frag-s", peer.version));
+    let config = Arc::new(f.server_config(&[g], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-max_send_frag", "512", "-groups", ossl_group(g)],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 28));
+    assert_eq!(t.negotiated().group, Some(g));
+    if peer.pq() {
+        // The 1.4 KB ClientHello arrives in three plaintext records.
+        let n = max_records_per_message(
+            &t.events,
+            Direction::ClientToServer,
+            HandshakeType::ClientHello,
+        );
+        assert!(n >= 3, "ClientHello in {n} records");
+    }
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn padding_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pad-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &["-record_padding", "256"]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 29, TicketStore::default()),
+        None,
+    );
+    let padded: Vec<usize> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ServerToClient && r.seq.is_some() => {
+                Some(r.plaintext_len + 1 + r.padding_len)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!padded.is_empty());
+    assert!(
+        padded.iter().all(|n| n % 256 == 0),
+        "inner plaintexts (content + type + padding) not multiples of 256: {padded:?}"
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn padding_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pad-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &["-record_padding", "256"]);
+    let t = server_session(&mut p, &l, new_server(&config, 30));
+    let padded: Vec<usize> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ClientToServer && r.seq.is_some() => {
+                Some(r.plaintext_len + 1 + r.padding_len)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!padded.is_empty());
+    assert!(padded.iter().all(|n| n % 256 == 0), "{padded:?}");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn psk_ke_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pskke-s", peer.version));
+    let mut c = f.server_config(&[NamedGroup::X25519], SUITES);
+    c.psk_modes = vec![tls13lab::messages::enums::PskKeyExchangeMode::PskKe];
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess, "-allow_no_dhe_kex"]);
+    let t = server_session(&mut p, &l, new_server(&config, 31));
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess, "-allow_no_dhe_kex"]);
+    let t = server_session(&mut p, &l, new_server(&config, 32));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.group, None, "psk_ke: no key exchange");
+    assert!(!t.events.iter().any(|e| matches!(e, Event::KeyShare(_))));
+    p.assert_has("Reused, TLSv1.3");
+    // No ephemeral key from us. (3.5 still prints "Negotiated TLS1.3 group: x25519", the group it
+    // offered a share for: with psk_ke the ServerHello has no key_share to contradict it.)
+    assert!(!p.has("Temp Key"), "{}", p.context());
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn psk_ke_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pskke-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 2, &["-allow_no_dhe_kex"]);
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.psk_modes = vec![tls13lab::messages::enums::PskKeyExchangeMode::PskKe];
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config.clone(), 33, TicketStore::default()),
+        None,
+    );
+    t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+    let tickets = t.tls.tickets().clone();
+    finish_client(&mut p, t);
+    let t = client_session(&mut p, port, f.client(config, 34, tickets), None);
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.group, None);
+    p.wait_for("Reused session-id");
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn alert_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-alert-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    // s_client trusts another certificate: it must refuse ours with a fatal alert.
+    let connect = format!("127.0.0.1:{port}");
+    let mut p = Proc::spawn(
+        peer,
+        &f.dir,
+        &[
+            "s_client",
+            "-connect",
+            &connect,
+            "-tls1_3",
+            "-CAfile",
+            &f.client_cert,
+            "-verify_return_error",
+        ],
+    );
+    let sock = accept(&l, &p);
+    let mut t = Tcp::new(new_server(&config, 35), sock);
+    let err = t.until_error(&p);
+    let got = t.alerts(Direction::ClientToServer);
+    assert_eq!(got.len(), 1, "{got:?} ({err})");
+    drop(t); // close the socket: s_client then exits at once
+    p.wait_exit();
+    p.assert_has("verify error");
+    Ok(String::new())
+}
+
+fn alert_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-alert-c", peer.version));
+    let (p, port) = f.s_server(peer, 1, &[]);
+    // We trust another certificate: we must refuse s_server's with a fatal alert.
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.verification = ServerVerification::Roots(vec![f.client_id.cert_der.clone()]);
+    let mut t = Tcp::new(f.client(config, 36, TicketStore::default()), connect(port));
+    t.tls.start(now_ms()).unwrap();
+    let err = t.until_error(&p);
+    let sent = t.alerts(Direction::ClientToServer);
+    assert_eq!(sent.len(), 1, "{sent:?} ({err})");
+    let code = sent[0].to_repr();
+    p.wait_for(&format!("SSL alert number {code}"));
+    Ok(String::new())
+}
+
 /// Handshake message types the server sent (whichever side observed them).
 fn from_server(events: &[Event]) -> Vec<HandshakeType> {
     events
@@ -1538,6 +1884,66 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "s_client ↔ ours, 100 KB each way",
         "s_client printed our 100 KB exactly; ours: its 100 KB exactly",
         bulk_s_client,
+    ),
+    (
+        "0-RTT rejected",
+        "ours → a restarted s_server -early_data (ticket unknown)",
+        "no early data printed; ours: full handshake, early_data rejected, bytes handed back",
+        early_rejected_our_client,
+    ),
+    (
+        "0-RTT rejected",
+        "s_client -early_data → ours (resumes, refuses 0-RTT)",
+        "`Early data was rejected`, `Reused`; ours: resumed, no EarlyData event",
+        early_rejected_s_client,
+    ),
+    (
+        "psk_ke resumption (no key exchange)",
+        "s_client -allow_no_dhe_kex → ours (psk_ke only)",
+        "`Reused`, no temp key; ours: resumed, no group, no KeyShare event",
+        psk_ke_s_client,
+    ),
+    (
+        "psk_ke resumption (no key exchange)",
+        "ours (psk_ke only) → s_server -allow_no_dhe_kex",
+        "`Reused session-id`; ours: resumed, no group",
+        psk_ke_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "ours ← s_server -max_send_frag 512",
+        "ours: no record over 512 B; with X25519MLKEM768 (3.5) the ServerHello spans ≥ 3 records",
+        fragments_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "s_client -max_send_frag 512 → ours",
+        "ours: with X25519MLKEM768 (3.5) the ClientHello arrives in ≥ 3 records",
+        fragments_s_client,
+    ),
+    (
+        "record padding",
+        "ours ← s_server -record_padding 256",
+        "ours: every protected record's inner plaintext is a multiple of 256",
+        padding_our_client,
+    ),
+    (
+        "record padding",
+        "s_client -record_padding 256 → ours",
+        "ours: every protected record's inner plaintext is a multiple of 256",
+        padding_s_client,
+    ),
+    (
+        "fatal alert",
+        "s_client (trusts another CA) → ours",
+        "s_client: `verify error`; ours: one fatal alert received, handshake stopped",
+        alert_s_client,
+    ),
+    (
+        "fatal alert",
+        "ours (trusts another CA) → s_server",
+        "s_server: `SSL alert number N` = the alert we sent",
+        alert_our_client,
     ),
     (
         "KeyUpdate",

@@ -742,6 +742,181 @@ fn bulk_rustls_client() -> CellResult {
     Ok(String::new())
 }
 
+fn early_rejected_rustls_client() -> CellResult {
+    let issuing = Arc::new(our_server_config(X, SUITES));
+    // Same resumption state, but this one refuses 0-RTT.
+    let mut refusing = (*issuing).clone();
+    refusing.max_early_data = 0;
+    let refusing = Arc::new(refusing);
+    let client = Arc::new(rustls_client_config(X, SUITES, false));
+    server_pair(&issuing, 37, &client, None);
+    let p = server_pair(&refusing, 38, &client, Some(b"early-data-we-refuse"));
+    assert!(!p.theirs.is_early_data_accepted());
+    assert_eq!(p.theirs.handshake_kind(), Some(HandshakeKind::Resumed));
+    let n = p.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    assert!(!p
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::EarlyData { .. })));
+    Ok(String::new())
+}
+
+fn early_rejected_our_client() -> CellResult {
+    let mut sc = rustls_server_config(X, SUITES, false);
+    sc.max_early_data_size = 16384;
+    let config = our_client_config(X, X, SUITES);
+    let p = client_pair(
+        &config,
+        39,
+        TicketStore::default(),
+        &Arc::new(sc.clone()),
+        None,
+    );
+    let tickets = p.ours.tickets().clone();
+    // Another server (its own session cache) does not know the ticket: full handshake.
+    sc.session_storage = rustls::server::ServerSessionMemoryCache::new(16);
+    let early = b"early-data-nobody-will-read";
+    let p = client_pair(&config, 40, tickets, &Arc::new(sc), Some(early));
+    let n = p.negotiated();
+    assert!(!n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    assert_eq!(p.theirs.handshake_kind(), Some(HandshakeKind::Full));
+    assert!(p.theirs_early.is_empty());
+    let back: Vec<u8> = p
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyDataRejected { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(back, early);
+    Ok(String::new())
+}
+
+/// How many records the first `typ` message that went `dir` took.
+fn records_of(events: &[Event], dir: Direction, typ: HandshakeType) -> usize {
+    let ledger = tls13lab::Ledger::from_events(events);
+    ledger
+        .records
+        .iter()
+        .filter(|r| r.record.direction == dir)
+        .filter(|r| r.messages.iter().any(|m| m.typ == typ))
+        .count()
+}
+
+fn fragments_our_client() -> CellResult {
+    let g = NamedGroup::X25519MLKEM768;
+    skip_unsupported(&[g])?;
+    let mut sc = rustls_server_config(&[g], SUITES, false);
+    sc.max_fragment_size = Some(512);
+    let p = client_pair(
+        &our_client_config(&[g], &[g], SUITES),
+        41,
+        TicketStore::default(),
+        &Arc::new(sc),
+        None,
+    );
+    let n = records_of(
+        &p.events,
+        Direction::ServerToClient,
+        HandshakeType::ServerHello,
+    );
+    assert!(n >= 3, "ServerHello in {n} records");
+    Ok(String::new())
+}
+
+fn fragments_rustls_client() -> CellResult {
+    let g = NamedGroup::X25519MLKEM768;
+    skip_unsupported(&[g])?;
+    let config = Arc::new(our_server_config(&[g], SUITES));
+    let mut cc = rustls_client_config(&[g], SUITES, false);
+    cc.max_fragment_size = Some(512);
+    let p = server_pair(&config, 42, &Arc::new(cc), None);
+    let n = records_of(
+        &p.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    assert!(n >= 3, "ClientHello in {n} records");
+    Ok(String::new())
+}
+
+fn alert_rustls_client() -> CellResult {
+    let config = Arc::new(our_server_config(X, SUITES));
+    // rustls trusts another certificate: it must refuse ours with a fatal alert.
+    let cc = rustls::ClientConfig::builder_with_provider(provider(X, SUITES))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots(&ids().client.cert_der))
+        .with_no_client_auth();
+    let mut conn = ClientConnection::new(Arc::new(cc), localhost()).unwrap();
+    let mut server = Server::new(config, Box::new(SeededRandom::from_seed(43))).unwrap();
+    server.receive(&rustls_out(&mut conn), now_ms()).unwrap();
+    let flight = server.take_output();
+    let mut rd = &flight[..];
+    let mut rustls_err = None;
+    while !rd.is_empty() && rustls_err.is_none() {
+        conn.read_tls(&mut rd).unwrap();
+        rustls_err = conn.process_new_packets().err();
+    }
+    let rustls_err = rustls_err.expect("rustls refused the certificate");
+    let ours = server.receive(&rustls_out(&mut conn), now_ms());
+    let alerts: Vec<_> = server
+        .events()
+        .filter_map(|e| match e {
+            Event::Alert {
+                direction: Direction::ClientToServer,
+                description,
+                ..
+            } => Some(description),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert!(
+        matches!(ours, Err(tls13lab::Error::AlertReceived(a)) if a == alerts[0]),
+        "{ours:?} after rustls: {rustls_err}"
+    );
+    Ok(String::new())
+}
+
+fn alert_our_client() -> CellResult {
+    let server = Arc::new(rustls_server_config(X, SUITES, false));
+    let mut config = our_client_config(X, X, SUITES);
+    // We trust another certificate: we must refuse rustls' with a fatal alert.
+    config.verification = ServerVerification::Roots(vec![ids().client.cert_der.clone()]);
+    let mut client = Client::new(Arc::new(config), Box::new(SeededRandom::from_seed(44))).unwrap();
+    client.start(now_ms()).unwrap();
+    let mut conn = ServerConnection::new(server).unwrap();
+    rustls_in(&mut conn, &client.take_output());
+    let ours = client.receive(&rustls_out(&mut conn), now_ms());
+    assert!(ours.is_err());
+    let sent: Vec<_> = client
+        .events()
+        .filter_map(|e| match e {
+            Event::Alert {
+                direction: Direction::ClientToServer,
+                description,
+                ..
+            } => Some(description),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1);
+    let alert = client.take_output();
+    let mut rd = &alert[..];
+    conn.read_tls(&mut rd).unwrap();
+    match conn.process_new_packets() {
+        Err(rustls::Error::AlertReceived(a)) => assert_eq!(u8::from(a), sent[0].to_repr()),
+        other => panic!("rustls: {other:?}"),
+    }
+    Ok(String::new())
+}
+
 fn key_update_our_client() -> CellResult {
     let server = Arc::new(rustls_server_config(X, SUITES, false));
     let mut p = client_pair(
@@ -867,6 +1042,42 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "rustls client ↔ ours, 100 KB each way",
         "both received exactly the other's 100 KB",
         bulk_rustls_client,
+    ),
+    (
+        "0-RTT rejected",
+        "rustls `early_data()` → ours (resumes, refuses 0-RTT)",
+        "rustls: `Resumed`, not `is_early_data_accepted()`; ours: resumed, no EarlyData event",
+        early_rejected_rustls_client,
+    ),
+    (
+        "0-RTT rejected",
+        "ours → another rustls server (ticket unknown)",
+        "rustls: `Full`, no early data read; ours: early_data rejected, bytes handed back",
+        early_rejected_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "ours ← rustls server, max_fragment_size 512, X25519MLKEM768",
+        "ours: the 1.2 KB ServerHello arrives in ≥ 3 records",
+        fragments_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "rustls client, max_fragment_size 512, X25519MLKEM768 → ours",
+        "ours: the 1.2 KB ClientHello arrives in ≥ 3 records",
+        fragments_rustls_client,
+    ),
+    (
+        "fatal alert",
+        "rustls (trusts another CA) → ours",
+        "rustls: certificate error; ours: exactly that alert received, `AlertReceived`",
+        alert_rustls_client,
+    ),
+    (
+        "fatal alert",
+        "ours (trusts another CA) → rustls server",
+        "rustls: `AlertReceived` = the alert we sent",
+        alert_our_client,
     ),
     (
         "KeyUpdate",
