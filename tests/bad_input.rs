@@ -3337,6 +3337,21 @@ fn rejected_early_data_is_skipped_within_a_bound() {
     assert!(s.output().is_empty());
     let e = s.rejects(&big, A::UnexpectedMessage);
     assert_eq!(e, peer(PeerMisbehaved::TooMuchEarlyData));
+    // The same bound while the server waits for the second ClientHello after a
+    // HelloRetryRequest (no keys at all: the 0-RTT records are plaintext to it, §4.2.10).
+    let (c, srv) = retry_configs();
+    let mut ch = client_hello_of(c);
+    ch.extensions.insert(0, Extension::EarlyDataEmpty);
+    let mut s = Ep::server(srv, SERVER_SEED);
+    s.feed(&ch_wire(&ch)).unwrap();
+    let hrr = s.output();
+    assert!(
+        matches!(decode(&hrr[0].content), HandshakePayload::ServerHello(sh) if sh.random == HRR_RANDOM)
+    );
+    s.feed(&big.repeat(16)).unwrap();
+    assert!(s.output().is_empty());
+    let e = s.rejects(&big, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooMuchEarlyData));
 }
 
 #[test]
