@@ -316,3 +316,40 @@ fn key_schedule_key_shares_and_keys_show_no_secret_in_debug() {
     derived.assert_absent("key schedule stages", &texts.concat());
     derived.assert_some_present(&format!("{sink:?}"));
 }
+
+#[test]
+fn finished_and_binder_comparisons_are_constant_time() {
+    // §4.4.4 verify_data and §4.2.11.2 binders are MACs: comparing them with `==` would leak,
+    // through timing, how many leading bytes of a forgery are right. The state machines compare
+    // them with `subtle::ConstantTimeEq`; this guards against a refactor that forgets.
+    let root = env!("CARGO_MANIFEST_DIR");
+    for (file, wanted) in [
+        ("src/client.rs", &["expected.ct_eq(verify_data)"][..]),
+        (
+            "src/server.rs",
+            &["expected.ct_eq(verify_data)", "expected.ct_eq(&p.binder)"][..],
+        ),
+    ] {
+        let src = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+        assert!(src.contains("use subtle::ConstantTimeEq;"), "{file}");
+        for w in wanted {
+            assert!(src.contains(w), "{file} no longer has {w}");
+        }
+        for (i, line) in src.lines().enumerate() {
+            let l = line.replace(' ', "");
+            for bad in [
+                "verify_data==",
+                "==verify_data",
+                "binder==",
+                "==p.binder",
+                "==&p.binder",
+            ] {
+                assert!(
+                    !l.contains(bad),
+                    "{file}:{}: a MAC compared with ==: {line}",
+                    i + 1
+                );
+            }
+        }
+    }
+}
