@@ -620,36 +620,49 @@ pub fn parse_script(data: &[u8]) -> Option<(u8, u8, Vec<Op>)> {
 /// the recording, then the ops of the script: arbitrary server bytes at any point of a real
 /// handshake, including under its real keys.
 pub fn client(data: &[u8]) {
-    let Some((scenario, prefix, ops)) = parse_script(data) else {
-        return;
-    };
+    client_outcome(data);
+}
+
+/// [`client`], returning the first error the client reported (if any).
+pub fn client_outcome(data: &[u8]) -> Option<Error> {
+    let (scenario, prefix, ops) = parse_script(data)?;
     let s = session(scenario);
     let mut c = new_client(&s.client_config, &s.tickets);
     c.start(NOW).expect("start");
     if scenario % SCENARIOS == 3 {
         c.send(b"GET /early HTTP/1.0\r\n\r\n").expect("0-RTT");
     }
-    drive(&mut c, s, Side::Server, prefix, &ops);
+    drive(&mut c, s, Side::Server, prefix, &ops)
 }
 
 /// A fresh server of scenario `data[0]` gets the first `data[1]` records the client sent, then
 /// the script: arbitrary client bytes at any point of a real handshake.
 pub fn server(data: &[u8]) {
-    let Some((scenario, prefix, ops)) = parse_script(data) else {
-        return;
-    };
+    server_outcome(data);
+}
+
+/// [`server`], returning the first error the server reported (if any).
+pub fn server_outcome(data: &[u8]) -> Option<Error> {
+    let (scenario, prefix, ops) = parse_script(data)?;
     let s = session(scenario);
     let mut srv = Server::new(
         s.server_config.clone(),
         Box::new(SeededRandom::from_seed(SERVER_SEED)),
     )
     .expect("server");
-    drive(&mut srv, s, Side::Client, prefix, &ops);
+    drive(&mut srv, s, Side::Client, prefix, &ops)
 }
 
 /// Delivers the recorded prefix of `peer`'s records, then the ops, checking after each input
 /// that an error carries the alert its type names and that a failed endpoint stays failed.
-fn drive<E: Endpoint>(ep: &mut E, s: &Session, peer: Side, prefix: u8, ops: &[Op]) {
+/// Returns the first error.
+fn drive<E: Endpoint>(
+    ep: &mut E,
+    s: &Session,
+    peer: Side,
+    prefix: u8,
+    ops: &[Op],
+) -> Option<Error> {
     let me = match peer {
         Side::Client => Side::Server,
         Side::Server => Side::Client,
@@ -660,6 +673,7 @@ fn drive<E: Endpoint>(ep: &mut E, s: &Session, peer: Side, prefix: u8, ops: &[Op
     // Next sequence number per epoch, as the recording had it.
     let mut next_seq: Vec<(Epoch, u64)> = Vec::new();
     let mut failed = false;
+    let mut first_error = None;
     for r in &recorded[..prefix] {
         let wire = [&r.header[..], &ciphertext_of(s, peer, r)].concat();
         if let Some(seq) = r.seq {
@@ -722,6 +736,7 @@ fn drive<E: Endpoint>(ep: &mut E, s: &Session, peer: Side, prefix: u8, ops: &[Op
             Err(e) => {
                 failed = true;
                 check_error(me, &e, &events);
+                first_error.get_or_insert(e);
             }
         }
     }
@@ -729,6 +744,7 @@ fn drive<E: Endpoint>(ep: &mut E, s: &Session, peer: Side, prefix: u8, ops: &[Op
     ep.take_output();
     events.extend(ep.drain());
     let _ = Ledger::from_events(&events).table();
+    first_error
 }
 
 fn closed(events: &[Event]) -> bool {
