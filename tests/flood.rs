@@ -245,3 +245,118 @@ fn more_half_open_connections_than_slots_only_delay_a_good_client() {
     drop(silent);
     assert!(server.alive());
 }
+
+/// A library client connected over TCP (handshake done, its Finished sent), with its events.
+fn connected_client(addr: SocketAddr) -> (Client, TcpStream, Vec<Event>) {
+    let cfg = ClientConfig {
+        server_name: Some("localhost".into()),
+        ..ClientConfig::default()
+    };
+    let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).expect("client");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.start(now_ms()).unwrap();
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    while !c.is_connected() {
+        s.write_all(&c.take_output()).unwrap();
+        let n = s.read(&mut buf).expect("server flight");
+        assert!(n > 0, "the server closed during the handshake");
+        c.receive(&buf[..n], now_ms()).expect("handshake");
+        events.extend(c.events());
+    }
+    s.write_all(&c.take_output()).unwrap();
+    events.extend(c.events());
+    (c, s, events)
+}
+
+/// The client's application write key and IV (generation 0), from its derivation events.
+fn client_app_keys(events: &[Event]) -> (tls13lab::crypto::aead::AeadKey, [u8; 12]) {
+    use tls13lab::keyschedule::SecretName;
+    let aead = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Connected(n) => tls13lab::crypto::aead::suite_params(n.suite).map(|p| p.aead),
+            _ => None,
+        })
+        .expect("connected");
+    let find = |name: SecretName| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::Derivation(d)
+                    if d.name == name
+                        && d.parent == Some(SecretName::ClientApplicationTrafficSecret(0)) =>
+                {
+                    Some(d.output.clone())
+                }
+                _ => None,
+            })
+            .expect("derivation")
+    };
+    (
+        tls13lab::crypto::aead::AeadKey::new(aead, &find(SecretName::TrafficKey)).unwrap(),
+        find(SecretName::TrafficIv).try_into().unwrap(),
+    )
+}
+
+#[test]
+fn a_flood_of_tiny_records_is_cut_off() {
+    // Every record becomes an event the server keeps for the connection's ledger. Empty records
+    // (32 in a row are allowed, RFC 8446 §5.1) with one byte of data between them stay far
+    // below the request and data limits: 10 000 rounds are 330 000 records, 7 MB on the wire.
+    // The server must cut such a connection off instead of buffering an event for each.
+    let mut server = ServerGuard::start(&["--timeout", "20"]);
+    let (_client, mut s, events) = connected_client(server.addr);
+    let (key, iv) = client_app_keys(&events);
+    let mut seq = 0u64;
+    let mut record = |content: &[u8]| -> Vec<u8> {
+        let mut inner = content.to_vec();
+        inner.push(23);
+        let len = (inner.len() + 16) as u16;
+        let header = [23, 3, 3, (len >> 8) as u8, len as u8];
+        let mut nonce = iv;
+        for (b, x) in nonce[4..].iter_mut().zip(seq.to_be_bytes()) {
+            *b ^= x;
+        }
+        seq += 1;
+        let tag = key.seal_detached(&nonce, &header, &mut inner).unwrap();
+        [&header[..], &inner, &tag].concat()
+    };
+    let mut wire = Vec::new();
+    for _ in 0..10_000 {
+        for _ in 0..32 {
+            wire.extend(record(&[]));
+        }
+        wire.extend(record(b"a"));
+    }
+    let start = Instant::now();
+    let mut write_failed = false;
+    for chunk in wire.chunks(64 * 1024) {
+        if s.write_all(chunk).is_err() {
+            write_failed = true;
+            break;
+        }
+    }
+    // The server closes the connection (close_notify, EOF or reset) well before its 20 s
+    // timeout.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    let closed = write_failed
+        || loop {
+            match s.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(_) => continue, // close_notify, then EOF
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break false,
+                Err(_) => break true,
+            }
+        };
+    assert!(
+        closed,
+        "the server kept the connection open after 330 000 records ({:?})",
+        start.elapsed()
+    );
+    assert!(server.alive());
+    good_client(server.addr, Duration::from_secs(10)).expect("a good client afterwards");
+}
