@@ -112,6 +112,12 @@ struct PskCandidate {
     max_early_data: u32,
 }
 
+impl Drop for PskCandidate {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.psk);
+    }
+}
+
 /// How far the client's and our view of a ticket's age may differ for 0-RTT (§8.3).
 const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
