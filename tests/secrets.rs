@@ -353,3 +353,19 @@ fn finished_and_binder_comparisons_are_constant_time() {
         }
     }
 }
+
+#[test]
+fn secret_holders_zeroize_on_drop() {
+    // Compile-time: the types that hold our secrets erase them when dropped (the crates mark
+    // this with `ZeroizeOnDrop`). KxResult, KxComponent, StoredTicket, ResumptionState,
+    // ExternalPsk and the server's PSK candidate do it in their own `Drop`, and
+    // x25519_dalek::StaticSecret through `#[zeroize(drop)]` (no marker trait).
+    fn erased_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+    erased_on_drop::<tls13lab::keyschedule::hkdf::Secret>();
+    erased_on_drop::<tls13lab::crypto::hash::Output>();
+    erased_on_drop::<p256::ecdsa::SigningKey>();
+    erased_on_drop::<p384::ecdsa::SigningKey>();
+    erased_on_drop::<ed25519_dalek::SigningKey>();
+    erased_on_drop::<rsa::RsaPrivateKey>();
+    erased_on_drop::<zeroize::Zeroizing<Vec<u8>>>();
+}
