@@ -360,3 +360,58 @@ fn a_flood_of_tiny_records_is_cut_off() {
     assert!(server.alive());
     good_client(server.addr, Duration::from_secs(10)).expect("a good client afterwards");
 }
+
+#[test]
+fn the_cli_client_stops_reading_an_endless_response() {
+    // The other direction: `tls13lab client` pointed at a hostile server that, after a real
+    // handshake, streams one-byte records for ever. Each record is an event the client keeps
+    // for its ledger, and each resets the linger timer: the client must give up on its own,
+    // with an error, instead of growing for ever.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hostile = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let (cfg, _) = tls13lab::demo::server_config(5, now_ms()).unwrap();
+        let mut server =
+            tls13lab::Server::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(6))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 32 * 1024];
+        while !server.is_connected() {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0);
+            server.receive(&buf[..n], now_ms()).unwrap();
+            s.write_all(&server.take_output()).unwrap();
+        }
+        let end = Instant::now() + Duration::from_secs(40);
+        let mut sent = 0u64;
+        while Instant::now() < end {
+            for _ in 0..100 {
+                server.send(b"x").unwrap();
+            }
+            let _ = server.events().count(); // the hostile side keeps nothing
+            if s.write_all(&server.take_output()).is_err() {
+                return (sent, true);
+            }
+            sent += 100;
+        }
+        (sent, false)
+    });
+    let start = Instant::now();
+    let out = Command::new(BIN)
+        .args(["client", &addr.to_string(), "--insecure", "--timeout", "5"])
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the client");
+    let elapsed = start.elapsed();
+    let (sent, client_left) = hostile.join().expect("hostile server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        client_left,
+        "the client read {sent} records for 40 s without stopping"
+    );
+    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("records and messages"), "{stderr}");
+}
