@@ -45,6 +45,7 @@ pub mod keyschedule;
 pub mod ledger;
 pub mod messages;
 pub mod record;
+pub mod rfc8448;
 pub mod server;
 pub mod session;
 pub(crate) mod traffic;
