@@ -298,10 +298,11 @@ impl Client {
         } else {
             Vec::new()
         };
-        let mut shares = Vec::new();
-        for g in &self.config.key_shares {
-            shares.push(KeyShareSecret::generate(*g, self.conn.rng.as_mut())?);
-        }
+        let shares = KeyShareSecret::generate_many(
+            &self.config.key_shares,
+            self.conn.rng.as_mut(),
+            self.config.reuse_x25519,
+        )?;
         let now = self.conn.now_ms;
         // A resumption ticket if we have one, else the first configured external PSK (§4.2.11).
         self.offered_ticket = self
