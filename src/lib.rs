@@ -41,6 +41,7 @@ pub mod crypto;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod explain;
 pub mod keyschedule;
 pub mod ledger;
 pub mod messages;

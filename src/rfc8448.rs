@@ -1,9 +1,9 @@
 //! RFC 8448's example traces (sections 3-7) replayed through our real client and server.
 //!
 //! The RFC publishes every input of its handshakes: randoms, ephemeral private keys, the ticket's
-//! age_add and identity. [`Section::draws`] feeds them to an endpoint through
-//! [`ScriptedRandom`](crate::crypto::random::ScriptedRandom), [`Section::replay`] feeds it the
-//! peer's records and requires every record it sends to equal the RFC's, byte for byte. The
+//! age_add and identity. [`Section::draws`] feeds them to an endpoint through [`ScriptedRandom`],
+//! [`Section::replay`] feeds it the peer's records and requires every record it sends to equal
+//! the RFC's, byte for byte. The
 //! endpoint's [`Event`]s then carry the section's whole key schedule, which `tests/rfc8448.rs`
 //! checks value by value and `tls13lab keys --rfc8448 N` prints.
 //!
@@ -472,31 +472,49 @@ impl Endpoint {
             Endpoint::Server(_) => Side::Server,
         }
     }
-    fn receive(&mut self, b: &[u8], now: u64) -> Result<(), Error> {
+
+    /// Feed received bytes.
+    pub fn receive(&mut self, b: &[u8], now: u64) -> Result<(), Error> {
         match self {
             Endpoint::Client(c) => c.receive(b, now),
             Endpoint::Server(s) => s.receive(b, now),
         }
     }
-    fn take_output(&mut self) -> Vec<u8> {
+
+    /// Take the bytes to send.
+    pub fn take_output(&mut self) -> Vec<u8> {
         match self {
             Endpoint::Client(c) => c.take_output(),
             Endpoint::Server(s) => s.take_output(),
         }
     }
-    fn send(&mut self, d: &[u8]) -> Result<(), Error> {
+
+    /// Send application data.
+    pub fn send(&mut self, d: &[u8]) -> Result<(), Error> {
         match self {
             Endpoint::Client(c) => c.send(d),
             Endpoint::Server(s) => s.send(d),
         }
     }
-    fn close(&mut self) {
+
+    /// Send close_notify.
+    pub fn close(&mut self) {
         match self {
             Endpoint::Client(c) => c.close(),
             Endpoint::Server(s) => s.close(),
         }
     }
-    fn events(&mut self) -> Vec<Event> {
+
+    /// A TLS-Exporter value (RFC 8446 §7.5).
+    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
+        match self {
+            Endpoint::Client(c) => c.export(label, context, len),
+            Endpoint::Server(s) => s.export(label, context, len),
+        }
+    }
+
+    /// Drain the events reported so far.
+    pub fn events(&mut self) -> Vec<Event> {
         match self {
             Endpoint::Client(c) => c.events().collect(),
             Endpoint::Server(s) => s.events().collect(),
@@ -565,24 +583,32 @@ pub fn run_server(
     }
 }
 
-/// The events of `side` replaying section `n` on its own — §4 after §3, whose ticket (client)
-/// or session state (server) it resumes.
-pub fn events(n: u8, side: Side) -> Result<Vec<Event>, ReplayError> {
-    let three = Section::new(3)?;
+/// Replay section `n` with our `side` on its own — §4 after §3, whose ticket (client) or
+/// session state (server) it resumes. Returns the endpoint (still usable, e.g. for an exporter)
+/// and the events of section `n`.
+pub fn replay_section(n: u8, side: Side) -> Result<(Endpoint, Vec<Event>), ReplayError> {
     match (side, n) {
         (Side::Client, 4) => {
             let (c, _) = run_client(3, TicketStore::default(), NOW_MS)?;
-            Ok(run_client(4, c.tickets().clone(), RESUME_MS)?.1)
+            let (c, events) = run_client(4, c.tickets().clone(), RESUME_MS)?;
+            Ok((Endpoint::Client(c), events))
         }
-        (Side::Client, _) => Ok(run_client(n, TicketStore::default(), NOW_MS)?.1),
+        (Side::Client, _) => {
+            let (c, events) = run_client(n, TicketStore::default(), NOW_MS)?;
+            Ok((Endpoint::Client(c), events))
+        }
         (Side::Server, 4) => {
-            let cfg = three.server_config();
+            let cfg = Section::new(3)?.server_config();
             let sessions = cfg.sessions.clone();
             run_server(3, cfg, NOW_MS)?;
             let mut cfg4 = Section::new(4)?.server_config();
             cfg4.sessions = sessions;
-            Ok(run_server(4, cfg4, RESUME_MS)?.1)
+            let (s, events) = run_server(4, cfg4, RESUME_MS)?;
+            Ok((Endpoint::Server(s), events))
         }
-        (Side::Server, _) => Ok(run_server(n, Section::new(n)?.server_config(), NOW_MS)?.1),
+        (Side::Server, _) => {
+            let (s, events) = run_server(n, Section::new(n)?.server_config(), NOW_MS)?;
+            Ok((Endpoint::Server(s), events))
+        }
     }
 }

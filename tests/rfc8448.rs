@@ -163,7 +163,8 @@ fn section7_compatibility_mode_server() {
 #[test]
 fn events_helper_chains_section4_after_section3() {
     for side in [Side::Client, Side::Server] {
-        let events = tls13lab::rfc8448::events(4, side).unwrap();
+        let (ep, events) = tls13lab::rfc8448::replay_section(4, side).unwrap();
+        assert_eq!(ep.side(), side);
         assert_secrets(&section(4), side, &events);
     }
 }
