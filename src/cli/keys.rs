@@ -1,0 +1,140 @@
+//! `tls13lab keys`: the key schedule of one connection as a tree, from its inputs (PSK or
+//! zeros, the (EC)DHE/KEM shared secret with each hybrid component) to every secret, key, IV,
+//! Finished value, binder, exporter and resumption PSK (docs/keyschedule.md).
+//!
+//! The tree is built and printed by [`tls13lab::explain`]; this module only reads the options.
+
+use std::path::PathBuf;
+
+use tls13lab::events::Side;
+use tls13lab::explain::{self, Connection, InMemory, KeyTree};
+use tls13lab::messages::enums::{CipherSuite, NamedGroup};
+
+/// Options of `tls13lab keys`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KeysArgs {
+    /// Replay RFC 8448 section N (3, 4, 5, 6 or 7) through our client or server instead of an
+    /// in-memory run, to check every value against the RFC.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(3..=7),
+          conflicts_with = "ledger")]
+    pub rfc8448: Option<u8>,
+    /// Read the connection from a JSON file: a --json report written with --show-secrets, or
+    /// an array of events.
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+    /// Seed of the in-memory run (the default source).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Groups both sides use in the in-memory run, in preference order (e.g.
+    /// x25519,X25519MLKEM768); the client sends a key share for the first.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = group)]
+    pub groups: Vec<NamedGroup>,
+    /// Cipher suites both sides use in the in-memory run, in preference order.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = suite)]
+    pub suites: Vec<CipherSuite>,
+    /// Which of the demo's connections: full, resumed (from a ticket of the full one, no early
+    /// data) or 0rtt (resumed, the request sent as 0-RTT data).
+    #[arg(long, value_name = "KIND", default_value = "full", value_parser = connection)]
+    pub connection: Connection,
+    /// After the handshake, update keys both ways (KeyUpdate), to show "traffic upd".
+    #[arg(long)]
+    pub key_update: bool,
+    /// Whose events to show: client or server.
+    #[arg(long, value_name = "SIDE", default_value = "client", value_parser = side)]
+    pub side: Side,
+    /// Label of the 32-byte TLS-Exporter value computed after the handshake (in-memory and
+    /// RFC 8448 runs).
+    #[arg(long, value_name = "LABEL", default_value = "EXPERIMENTAL tls13lab")]
+    pub export: String,
+    /// Compute no exporter value.
+    #[arg(long)]
+    pub no_export: bool,
+    /// Add, for each step, one sentence with its RFC 8446 section and the HkdfLabel bytes.
+    #[arg(long)]
+    pub explain: bool,
+    /// Also draw the tree as an SVG image into FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// Build the tree the options ask for, print it, and write the SVG if asked.
+pub fn run(a: &KeysArgs) -> Result<(), String> {
+    let tree = tree(a)?;
+    print!("{}", tree.text(a.explain));
+    if let Some(path) = &a.svg {
+        std::fs::write(path, tree.svg()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
+    let export = (!a.no_export).then_some(a.export.as_bytes());
+    if let Some(n) = a.rfc8448 {
+        return explain::rfc8448(n, a.side, export);
+    }
+    if let Some(path) = &a.ledger {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
+        return KeyTree::from_json(&name, &text).map_err(|e| format!("{name}: {e}"));
+    }
+    let run = InMemory {
+        seed: a.seed,
+        groups: a.groups.clone(),
+        suites: a.suites.clone(),
+        connection: a.connection,
+        key_update: a.key_update,
+    };
+    explain::in_memory_tree(&run, a.side, export)
+}
+
+/// Lowercase with separators removed, so `X25519MLKEM768`, `x25519_mlkem768` and `P-256`
+/// compare as the IANA names do.
+fn norm(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+fn group(s: &str) -> Result<NamedGroup, String> {
+    let aliases = [("p256", "secp256r1"), ("p384", "secp384r1")];
+    let n = norm(s);
+    let n = aliases
+        .iter()
+        .find(|(a, _)| *a == n)
+        .map_or(n.clone(), |(_, b)| b.to_string());
+    NamedGroup::KNOWN
+        .iter()
+        .find(|g| norm(g.name()) == n)
+        .copied()
+        .ok_or_else(|| format!("unknown group '{s}'"))
+}
+
+fn suite(s: &str) -> Result<CipherSuite, String> {
+    let n = norm(s);
+    CipherSuite::KNOWN
+        .iter()
+        .find(|c| {
+            let full = norm(c.name());
+            full == n || full.trim_start_matches("tls") == n
+        })
+        .copied()
+        .ok_or_else(|| format!("unknown cipher suite '{s}'"))
+}
+
+fn connection(s: &str) -> Result<Connection, String> {
+    match norm(s).as_str() {
+        "full" => Ok(Connection::Full),
+        "resumed" => Ok(Connection::Resumed),
+        "0rtt" | "zerortt" => Ok(Connection::ZeroRtt),
+        _ => Err(format!("expected full, resumed or 0rtt, got '{s}'")),
+    }
+}
+
+fn side(s: &str) -> Result<Side, String> {
+    match norm(s).as_str() {
+        "client" => Ok(Side::Client),
+        "server" => Ok(Side::Server),
+        _ => Err(format!("expected client or server, got '{s}'")),
+    }
+}
