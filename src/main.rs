@@ -6,6 +6,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tls13lab::demo;
 
+// TEMP: until the lead wires `keys` into src/cli/mod.rs.
+#[path = "cli/keys.rs"]
+mod keys;
+
 #[derive(Parser)]
 #[command(
     name = "tls13lab",
@@ -21,6 +25,8 @@ struct Cli {
 enum Command {
     /// An in-memory client and server: handshake, request, response, close; prints the ledger.
     Demo(DemoArgs),
+    /// The key schedule of a connection as a tree, from its inputs to every secret and key.
+    Keys(keys::KeysArgs),
 }
 
 #[derive(clap::Args, Default)]
@@ -42,6 +48,7 @@ fn main() -> ExitCode {
         json: None,
     })) {
         Command::Demo(a) => run_demo(a),
+        Command::Keys(a) => keys::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
