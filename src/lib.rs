@@ -43,6 +43,7 @@ pub mod error;
 pub mod events;
 pub mod explain;
 pub mod keyschedule;
+pub mod ladder;
 pub mod ledger;
 pub mod messages;
 pub mod record;
