@@ -794,7 +794,7 @@ impl KeyTree {
             );
             let _ = writeln!(
                 s,
-                r##"<text x="{}" y="{}"><tspan font-weight="bold">{}</tspan><tspan fill="#333" font-size="11">&#160;= {}</tspan></text>"##,
+                r##"<text x="{}" y="{}"><tspan font-weight="bold">{}</tspan><tspan dx="5" fill="#333" font-size="11">= {}</tspan></text>"##,
                 bx + 8,
                 y + 16,
                 esc(&n.step.name),
