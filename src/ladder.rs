@@ -23,32 +23,29 @@ const WIDTH: usize = 66;
 /// ```
 pub fn ladder(ledger: &Ledger) -> String {
     let mut out = format!("client{}server\n", " ".repeat(WIDTH - 8));
-    // Bytes still expected of a message that continues into the next record, per direction.
-    let mut pending = [0usize; 2];
     let mut flight: Vec<&LedgerRecord> = Vec::new();
     for r in &ledger.records {
         if flight.last().is_some_and(|f| f.flight != r.flight) {
-            draw_flight(&mut out, &flight, &mut pending);
+            draw_flight(&mut out, &flight);
             flight.clear();
         }
         flight.push(r);
     }
     if !flight.is_empty() {
-        draw_flight(&mut out, &flight, &mut pending);
+        draw_flight(&mut out, &flight);
     }
     out
 }
 
-fn draw_flight(out: &mut String, records: &[&LedgerRecord], pending: &mut [usize; 2]) {
+fn draw_flight(out: &mut String, records: &[&LedgerRecord]) {
     let Some(first) = records.first() else {
         return;
     };
     let dir = first.record.direction;
-    let idx = usize::from(dir == Direction::ServerToClient);
     // Items grouped by epoch: consecutive records under the same keys share one bracket.
     let mut groups: Vec<(Epoch, Vec<String>)> = Vec::new();
     for r in records {
-        let items = record_items(r, &mut pending[idx]);
+        let items = record_items(r);
         if items.is_empty() {
             continue;
         }
@@ -110,24 +107,22 @@ fn draw_flight(out: &mut String, records: &[&LedgerRecord], pending: &mut [usize
     }
 }
 
-/// What one record carries: the handshake messages that start in it (a continued message is
+/// What one record carries: its handshake messages (the rest of a message split across records
 /// marked as such), or its application data, alert or ChangeCipherSpec.
-fn record_items(r: &LedgerRecord, pending: &mut usize) -> Vec<String> {
+fn record_items(r: &LedgerRecord) -> Vec<String> {
     let rec = &r.record;
     match rec.inner_type {
-        ContentType::Handshake => {
-            let mut items = Vec::new();
-            for m in &r.messages {
-                if *pending > 0 {
-                    *pending = pending.saturating_sub(m.bytes_here);
-                    items.push(format!("…{:?} continued", m.typ));
-                    continue;
+        ContentType::Handshake => r
+            .messages
+            .iter()
+            .map(|m| {
+                if m.offset == 0 {
+                    format!("{:?}", m.typ)
+                } else {
+                    format!("…{:?} continued", m.typ)
                 }
-                *pending = m.len.saturating_sub(m.bytes_here);
-                items.push(format!("{:?}", m.typ));
-            }
-            items
-        }
+            })
+            .collect(),
         ContentType::ApplicationData => vec![format!("ApplicationData {}B", rec.plaintext_len)],
         ContentType::ChangeCipherSpec => vec!["ChangeCipherSpec".to_string()],
         ContentType::Alert => match rec.content.as_slice() {
@@ -215,6 +210,20 @@ mod tests {
             total,
             l.totals.client_to_server.bytes + l.totals.server_to_client.bytes
         );
+    }
+
+    #[test]
+    fn split_message_is_listed_once_then_continued() {
+        let (mut server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
+        let mut client = demo::client_config(root);
+        // The server must cut its flight into records of at most 64 bytes (RFC 8449).
+        client.record_size_limit = Some(64);
+        server.record_size_limit = Some(64);
+        let mut p = demo::Pair::new(Arc::new(client), Arc::new(server), 1, demo::NOW_MS).unwrap();
+        p.handshake().unwrap();
+        let text = ladder(&p.ledger());
+        assert_eq!(text.matches("Certificate,").count(), 1, "{text}");
+        assert!(text.contains("…Certificate continued"), "{text}");
     }
 
     #[test]
