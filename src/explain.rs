@@ -25,7 +25,7 @@ use crate::demo::{self, Pair};
 use crate::events::{hex, Event, Side};
 use crate::keyschedule::{Derivation, DerivationOp, Transcript};
 use crate::ledger::unhex;
-use crate::messages::enums::{CipherSuite, HandshakeType, NamedGroup};
+use crate::messages::enums::{HandshakeType, NamedGroup};
 use crate::messages::handshake::HRR_RANDOM;
 use crate::session::TicketStore;
 
@@ -683,8 +683,20 @@ impl KeyTree {
                 }
             }
         }
-        if early.iter().all(|n| n.ikm == Some(Ikm::Zeros)) && self.shared.is_empty() {
-            line(&mut out, "(EC)DHE", "none");
+        if self.shared.is_empty() {
+            line(
+                &mut out,
+                "(EC)DHE/KEM shared secret",
+                "none: Hash.length zero bytes",
+            );
+            if explain {
+                line(
+                    &mut out,
+                    "",
+                    "No key exchange (psk_ke): the Handshake Secret is extracted from zeros \
+                     (RFC 8446 §7.1, §4.2.9).",
+                );
+            }
         }
         out
     }
@@ -987,16 +999,15 @@ pub enum Connection {
     ZeroRtt,
 }
 
-/// An in-memory run between our client and server (the `demo` configuration).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// An in-memory run between our client and server.
+#[derive(Clone, Debug)]
 pub struct InMemory {
     /// Seed of all randomness.
     pub seed: u64,
-    /// Groups both sides use, in preference order; the client sends a key share for the first.
-    /// Empty: the library's defaults.
-    pub groups: Vec<NamedGroup>,
-    /// Cipher suites both sides use, in preference order. Empty: the defaults.
-    pub suites: Vec<CipherSuite>,
+    /// The client's configuration.
+    pub client: ClientConfig,
+    /// The server's configuration.
+    pub server: ServerConfig,
     /// Which connection.
     pub connection: Connection,
     /// Whether the client updates its keys after the handshake and asks the server to do the
@@ -1004,24 +1015,33 @@ pub struct InMemory {
     pub key_update: bool,
 }
 
+impl InMemory {
+    /// A full handshake between the demo's configurations ([`demo::server_config`] and
+    /// [`demo::client_config`]) made from `seed`.
+    pub fn demo(seed: u64) -> Result<InMemory, crate::Error> {
+        let (server, root) = demo::server_config(seed, demo::NOW_MS)?;
+        Ok(InMemory {
+            seed,
+            client: demo::client_config(root),
+            server,
+            connection: Connection::Full,
+            key_update: false,
+        })
+    }
+
+    /// Both sides use `groups` in this order, and the client sends a key share for the first.
+    pub fn with_groups(mut self, groups: &[NamedGroup]) -> InMemory {
+        if let Some(first) = groups.first() {
+            self.client.groups = groups.to_vec();
+            self.client.key_shares = vec![*first];
+            self.server.groups = groups.to_vec();
+        }
+        self
+    }
+}
+
 /// The request the demo connections send (`demo::three_connections` in the docs uses it too).
 pub const DEMO_REQUEST: &[u8] = b"GET / HTTP/1.0\r\n\r\n";
-
-/// The demo's configurations for `o`'s groups and suites: client and server.
-pub fn demo_configs(o: &InMemory) -> Result<(ClientConfig, ServerConfig), crate::Error> {
-    let (mut server, root) = demo::server_config(o.seed, demo::NOW_MS)?;
-    let mut client = demo::client_config(root);
-    if let Some(first) = o.groups.first() {
-        client.groups = o.groups.clone();
-        client.key_shares = vec![*first];
-        server.groups = o.groups.clone();
-    }
-    if !o.suites.is_empty() {
-        client.cipher_suites = o.suites.clone();
-        server.cipher_suites = o.suites.clone();
-    }
-    Ok((client, server))
-}
 
 /// Runs the connection `o` describes in memory (the same seeds and clock as
 /// [`demo::three_connections`]) and returns the client's and the server's events. With
@@ -1030,9 +1050,8 @@ pub fn in_memory(
     o: &InMemory,
     export: Option<&[u8]>,
 ) -> Result<(Vec<Event>, Vec<Event>), crate::Error> {
-    let (client, server) = demo_configs(o)?;
-    let client = Arc::new(client);
-    let server = Arc::new(server);
+    let client = Arc::new(o.client.clone());
+    let server = Arc::new(o.server.clone());
     let mut p = match o.connection {
         Connection::Full => Pair::new(client, server, o.seed, demo::NOW_MS)?,
         Connection::Resumed | Connection::ZeroRtt => {
@@ -1082,16 +1101,12 @@ pub fn in_memory(
 /// The key tree of an in-memory run, from `side`'s events.
 pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result<KeyTree, String> {
     let (c, s) = in_memory(o, export).map_err(|e| e.to_string())?;
-    let groups: Vec<String> = o.groups.iter().map(|g| g.to_string()).collect();
     let what = match o.connection {
         Connection::Full => "full handshake",
         Connection::Resumed => "resumed handshake",
         Connection::ZeroRtt => "resumed handshake with 0-RTT",
     };
     let mut title = format!("an in-memory {what}, seed {}", o.seed);
-    if !groups.is_empty() {
-        let _ = write!(title, ", groups {}", groups.join(","));
-    }
     if o.key_update {
         title.push_str(", KeyUpdate");
     }
@@ -1194,7 +1209,8 @@ mod tests {
 
     #[test]
     fn json_report_round_trips_to_the_same_tree() {
-        let (events, _) = in_memory(&InMemory::default(), Some(b"EXPERIMENTAL test")).unwrap();
+        let (events, _) =
+            in_memory(&InMemory::demo(1).unwrap(), Some(b"EXPERIMENTAL test")).unwrap();
         let from_events = KeyTree::from_events("x", &events);
         // An array of serialized events ...
         let json = serde_json::to_string(&events).unwrap();
@@ -1223,11 +1239,9 @@ mod tests {
 
     #[test]
     fn hybrid_run_shows_each_component() {
-        let o = InMemory {
-            seed: 3,
-            groups: vec![NamedGroup::X25519MLKEM768],
-            ..InMemory::default()
-        };
+        let o = InMemory::demo(3)
+            .unwrap()
+            .with_groups(&[NamedGroup::X25519MLKEM768]);
         let t = in_memory_tree(&o, Side::Client, None).unwrap();
         assert_eq!(t.shared.len(), 1);
         let sh = &t.shared[0];
@@ -1250,10 +1264,9 @@ mod tests {
     #[test]
     fn resumed_zero_rtt_and_key_update() {
         let o = InMemory {
-            seed: 1,
             connection: Connection::ZeroRtt,
             key_update: true,
-            ..InMemory::default()
+            ..InMemory::demo(1).unwrap()
         };
         let t = in_memory_tree(&o, Side::Client, None).unwrap();
         let names: Vec<&str> = t.nodes.iter().map(|n| n.step.name.as_str()).collect();
@@ -1277,5 +1290,15 @@ mod tests {
             .iter()
             .any(|n| n.step.name == "client_early_traffic_secret"));
         assert!(t.nodes.iter().any(|n| n.step.name == "res_binder_key"));
+        // psk_ke: no key exchange at all.
+        let mut psk_ke = resumed.clone();
+        psk_ke.client.psk_modes = vec![crate::messages::enums::PskKeyExchangeMode::PskKe];
+        let t = in_memory_tree(&psk_ke, Side::Client, None).unwrap();
+        assert!(t.shared.is_empty());
+        let text = t.text(false);
+        assert!(text.contains("(EC)DHE/KEM shared secret    none: Hash.length zero bytes"));
+        assert!(
+            text.contains("handshake_secret = HKDF-Extract(salt: derived_for_handshake, IKM: 0)")
+        );
     }
 }

@@ -128,11 +128,9 @@ fn generate(name: &str) -> String {
             &explain::rfc8448(4, Side::Client, None).unwrap().text(false),
         ),
         ["keys", "hybrid"] => {
-            let run = InMemory {
-                seed: 1,
-                groups: vec![NamedGroup::X25519MLKEM768],
-                ..InMemory::default()
-            };
+            let run = InMemory::demo(1)
+                .unwrap()
+                .with_groups(&[NamedGroup::X25519MLKEM768]);
             shell(
                 "tls13lab keys --groups X25519MLKEM768",
                 &explain::in_memory_tree(&run, Side::Client, Some(EXPORT))

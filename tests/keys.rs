@@ -78,9 +78,8 @@ fn explain_and_svg() {
 #[test]
 fn ledger_file_of_events() {
     let run = explain::InMemory {
-        seed: 5,
         key_update: true,
-        ..Default::default()
+        ..explain::InMemory::demo(5).unwrap()
     };
     let (client, _) = explain::in_memory(&run, None).unwrap();
     let path = tmp("events.json");
