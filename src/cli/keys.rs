@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use tls13lab::events::Side;
 use tls13lab::explain::{self, Connection, InMemory, KeyTree};
-use tls13lab::messages::enums::{CipherSuite, NamedGroup};
+
+use super::common::Offer;
 
 /// Options of `tls13lab keys`.
 #[derive(clap::Args, Debug, Clone)]
@@ -25,13 +26,10 @@ pub struct KeysArgs {
     /// Seed of the in-memory run (the default source).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Groups both sides use in the in-memory run, in preference order (e.g.
-    /// x25519,X25519MLKEM768); the client sends a key share for the first.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = group)]
-    pub groups: Vec<NamedGroup>,
-    /// Cipher suites both sides use in the in-memory run, in preference order.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = suite)]
-    pub suites: Vec<CipherSuite>,
+    /// What the client offers in the in-memory run; as in `demo`, the server uses the same
+    /// groups, suites, signature schemes and ALPN protocols.
+    #[command(flatten)]
+    pub offer: Offer,
     /// Which of the demo's connections: full, resumed (from a ticket of the full one, no early
     /// data) or 0rtt (resumed, the request sent as 0-RTT data).
     #[arg(long, value_name = "KIND", default_value = "full", value_parser = connection)]
@@ -77,62 +75,39 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
         return KeyTree::from_json(&name, &text).map_err(|e| format!("{name}: {e}"));
     }
-    let run = InMemory {
-        seed: a.seed,
-        groups: a.groups.clone(),
-        suites: a.suites.clone(),
-        connection: a.connection,
-        key_update: a.key_update,
-    };
+    let mut run = InMemory::demo(a.seed).map_err(|e| e.to_string())?;
+    a.offer.apply(&mut run.client).map_err(|e| e.to_string())?;
+    // One option, both sides, as `demo` does: `--groups X25519MLKEM768` negotiates it.
+    let (o, server) = (&a.offer, &mut run.server);
+    if let Some(g) = &o.groups {
+        server.groups = g.0.clone();
+    }
+    if let Some(s) = &o.suites {
+        server.cipher_suites = s.0.clone();
+    }
+    if let Some(s) = &o.sigalgs {
+        server.signature_schemes = s.0.clone();
+    }
+    if let Some(x) = &o.alpn {
+        server.alpn = x.0.clone();
+    }
+    server.padding = run.client.padding;
+    run.connection = a.connection;
+    run.key_update = a.key_update;
     explain::in_memory_tree(&run, a.side, export)
 }
 
-/// Lowercase with separators removed, so `X25519MLKEM768`, `x25519_mlkem768` and `P-256`
-/// compare as the IANA names do.
-fn norm(s: &str) -> String {
-    s.chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
-}
-
-fn group(s: &str) -> Result<NamedGroup, String> {
-    let aliases = [("p256", "secp256r1"), ("p384", "secp384r1")];
-    let n = norm(s);
-    let n = aliases
-        .iter()
-        .find(|(a, _)| *a == n)
-        .map_or(n.clone(), |(_, b)| b.to_string());
-    NamedGroup::KNOWN
-        .iter()
-        .find(|g| norm(g.name()) == n)
-        .copied()
-        .ok_or_else(|| format!("unknown group '{s}'"))
-}
-
-fn suite(s: &str) -> Result<CipherSuite, String> {
-    let n = norm(s);
-    CipherSuite::KNOWN
-        .iter()
-        .find(|c| {
-            let full = norm(c.name());
-            full == n || full.trim_start_matches("tls") == n
-        })
-        .copied()
-        .ok_or_else(|| format!("unknown cipher suite '{s}'"))
-}
-
 fn connection(s: &str) -> Result<Connection, String> {
-    match norm(s).as_str() {
+    match s.to_ascii_lowercase().as_str() {
         "full" => Ok(Connection::Full),
         "resumed" => Ok(Connection::Resumed),
-        "0rtt" | "zerortt" => Ok(Connection::ZeroRtt),
+        "0rtt" | "0-rtt" => Ok(Connection::ZeroRtt),
         _ => Err(format!("expected full, resumed or 0rtt, got '{s}'")),
     }
 }
 
 fn side(s: &str) -> Result<Side, String> {
-    match norm(s).as_str() {
+    match s.to_ascii_lowercase().as_str() {
         "client" => Ok(Side::Client),
         "server" => Ok(Side::Server),
         _ => Err(format!("expected client or server, got '{s}'")),
