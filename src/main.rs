@@ -5,7 +5,10 @@
 mod cli;
 mod net;
 
-// TEMP: `tls13lab keys` until it is wired into src/cli/mod.rs.
+// TEMP: `tls13lab keys` until it is wired into src/cli/mod.rs (keys.rs uses `super::common`).
+#[path = "cli/common.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod common;
 #[path = "cli/keys.rs"]
 mod keys;
 
