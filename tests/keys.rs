@@ -97,6 +97,24 @@ fn ledger_file_of_events() {
 }
 
 #[test]
+fn ledger_file_written_by_demo_with_show_secrets() {
+    let path = tmp("demo.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_tls13lab"))
+        .args(["demo", "--show-secrets", "--json", path.to_str().unwrap()])
+        .output()
+        .expect("run tls13lab demo");
+    assert!(out.status.success());
+    let (ok, out, err) = keys(&["--ledger", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("x25519 shared secret"));
+    // The report's messages let the tree name what each Finished HMAC covers.
+    assert!(out.contains(
+        "verify_data = HMAC(finished_key, Transcript-Hash(ClientHello..server Finished))"
+    ));
+    assert!(out.contains("resumption_psk = "));
+}
+
+#[test]
 fn bad_options_fail() {
     assert!(!keys(&["--rfc8448", "2"]).0);
     assert!(!keys(&["--groups", "x25518"]).0);
