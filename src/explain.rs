@@ -12,7 +12,28 @@
 //! sentence per step and its RFC 8446 section with `explain`), [`KeyTree::svg`] draws it.
 //!
 //! The steps come from an in-memory run ([`in_memory`]), an RFC 8448 trace replayed through our
-//! client or server ([`rfc8448`]), or a JSON file ([`KeyTree::from_json`]).
+//! client or server ([`rfc8448()`]), or a JSON file ([`KeyTree::from_json`]).
+//!
+//! ```
+//! use tls13lab::events::Side;
+//! use tls13lab::explain;
+//!
+//! // RFC 8448 §3 replayed through our client: the tree carries the RFC's values.
+//! let tree = explain::rfc8448(3, Side::Client, None).unwrap();
+//! let text = tree.text(false);
+//! assert!(text.contains(
+//!     "handshake_secret = HKDF-Extract(salt: derived_for_handshake, IKM: x25519 shared secret)"
+//! ));
+//! assert!(text.contains("1dc826e93606aa6fdc0aadc12f741b01046aa6b99f691ed221a9f0ca043fbeac"));
+//!
+//! // An in-memory hybrid handshake: the shared secret is shown component by component.
+//! let run = explain::InMemory::demo(1)?
+//!     .with_groups(&[tls13lab::messages::enums::NamedGroup::X25519MLKEM768]);
+//! let tree = explain::in_memory_tree(&run, Side::Client, None).unwrap();
+//! let names: Vec<&str> = tree.shared[0].components.iter().map(|(n, _)| n.as_str()).collect();
+//! assert_eq!(names, ["ML-KEM-768", "X25519"]);
+//! # Ok::<(), tls13lab::Error>(())
+//! ```
 
 use std::fmt::Write as _;
 use std::sync::Arc;

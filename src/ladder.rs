@@ -6,6 +6,20 @@
 //! [...]  protected with the sender's application traffic keys
 //! (...)  protected with the client's early traffic keys (0-RTT)
 //! ```
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tls13lab::demo;
+//!
+//! let (server, root) = demo::server_config(1, demo::NOW_MS)?;
+//! let client = demo::client_config(root);
+//! let mut pair = demo::Pair::new(Arc::new(client), Arc::new(server), 1, demo::NOW_MS)?;
+//! pair.handshake()?;
+//! let diagram = tls13lab::ladder::ladder(&pair.ledger());
+//! assert!(diagram.lines().nth(1).unwrap().contains("ClientHello"));
+//! println!("{diagram}");
+//! # Ok::<(), tls13lab::Error>(())
+//! ```
 
 use crate::events::{Direction, Epoch};
 use crate::ledger::{Ledger, LedgerRecord};

@@ -11,6 +11,17 @@
 //! non-reproducible, so a replay signer returns the published signature — after checking that it
 //! is asked to sign exactly the content the RFC signed, which proves the transcript identical.
 //!
+//! ```
+//! use tls13lab::rfc8448::{run_client, Section, NOW_MS};
+//! use tls13lab::events::Event;
+//!
+//! // Our client against the RFC's server records of §3: every record it sends is the RFC's.
+//! let (client, events) = run_client(3, Default::default(), NOW_MS).unwrap();
+//! assert!(client.is_connected());
+//! let master = Section::new(3).unwrap().summary("master_secret").unwrap();
+//! assert!(events.iter().any(|e| matches!(e, Event::Derivation(d) if d.output == master)));
+//! ```
+//!
 //! The traces are embedded (`tests/vectors/rfc8448.json`, with values computed from them in
 //! `rfc8448_computed_extras.json`). They are constant data: accessors panic with a message if
 //! the embedded files lack an entry, which the tests would show at once.
