@@ -30,6 +30,9 @@
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
 //! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
+//! Outside the core: [`demo`] wires a client and a server in memory, [`rfc8448`] replays RFC 8448's
+//! traces through them, [`explain`] turns a connection's key schedule into a tree and [`ladder`]
+//! draws a ledger as a sequence diagram.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
