@@ -187,7 +187,7 @@ pub struct Node {
 /// A connection's key schedule as a tree (see the [module docs](self)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyTree {
-    /// What connection this is, e.g. "RFC 8448 §3 Simple 1-RTT Handshake, client".
+    /// What connection this is, e.g. "RFC 8448 §3 Simple 1-RTT Handshake (client view)".
     pub title: String,
     /// The negotiated cipher suite, if reported.
     pub suite: Option<String>,
@@ -363,16 +363,6 @@ impl KeyTree {
     /// The hash function of the schedule.
     pub fn hash(&self) -> Option<HashAlg> {
         self.nodes.iter().find_map(|n| n.step.hash)
-    }
-
-    /// Every value the tree shows: derived values and the shared secrets (with components).
-    pub fn values(&self) -> impl Iterator<Item = &[u8]> {
-        let derived = self.nodes.iter().map(|n| n.step.output.as_slice());
-        let shared = self.shared.iter().flat_map(|s| {
-            std::iter::once(s.value.as_slice())
-                .chain(s.components.iter().map(|(_, v)| v.as_slice()))
-        });
-        derived.chain(shared)
     }
 
     /// Nodes in display order (depth first) with their depth.
