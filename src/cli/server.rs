@@ -361,7 +361,8 @@ fn drive(
         } else {
             left
         };
-        let step = d.step(wait);
+        // Read, answer, then flush: a response to 0-RTT data joins our first flight.
+        let step = d.read_step(wait);
         let new = d.ep.drain_events();
         if let Ok(mut k) = sh.keylog.lock() {
             k.write_events(&new);
@@ -422,6 +423,12 @@ fn drive(
                     }
                 }
             }
+        }
+        if let Err(e) = d.flush() {
+            break Err(match e {
+                NetError::Io(e) => Failure::io(&peer_s, &e),
+                NetError::Tls(e) => Failure::tls(&e, "connection"),
+            });
         }
         if eof || peer_closed {
             if !responded {
