@@ -29,7 +29,8 @@
 //!
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
-//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
+//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened;
+//! [`lab`] holds the instruments built on them (ClientHello sizes, ladder diagrams, simulation, capture).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -42,6 +43,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod keyschedule;
+pub mod lab;
 pub mod ledger;
 pub mod messages;
 pub mod record;
