@@ -8,6 +8,7 @@
 mod client;
 mod common;
 mod demo;
+mod hello;
 mod server;
 
 use std::process::ExitCode;
@@ -39,6 +40,8 @@ enum Command {
     Client(client::ClientArgs),
     /// Accept TLS 1.3 connections and answer each with a page describing it (or echo).
     Server(server::ServerArgs),
+    /// The ClientHello size lab: every field, extension, record and TCP segment; --compare side by side.
+    Hello(hello::HelloArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -57,6 +60,7 @@ pub fn main() -> ExitCode {
         Some(Command::Demo(a)) => demo::run(a),
         Some(Command::Client(a)) => client::run(a),
         Some(Command::Server(a)) => server::run(a),
+        Some(Command::Hello(a)) => hello::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
