@@ -18,7 +18,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
-use crate::conn::{self, Conn, Endpoint};
+use crate::conn::{Conn, Endpoint};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx::KeyShareSecret;
@@ -29,8 +29,8 @@ use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Si
 use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
-    AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, ServerNameType, SignatureScheme,
+    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, ServerNameType,
+    SignatureScheme,
 };
 use crate::messages::extensions::{Extension, ExtensionContext, KeyShareEntry, ServerName};
 use crate::messages::handshake::{
@@ -38,7 +38,7 @@ use crate::messages::handshake::{
     HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::session::{StoredTicket, TicketStore};
-use crate::traffic::{receive_key_update, send_key_update, Traffic};
+use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 client connection, sans-IO: feed it bytes with [`Client::receive`], send what
 /// [`Client::take_output`] returns, and read what happened from [`Client::events`].
@@ -120,6 +120,8 @@ struct Handshaking {
 }
 
 impl Client {
+    crate::traffic::connection_api!("server");
+
     /// A client for `config`, drawing every random value (randoms, key shares, signatures) from `rng`.
     pub fn new(config: Arc<ClientConfig>, rng: Box<dyn RandomSource>) -> Result<Client, Error> {
         if config
@@ -180,27 +182,6 @@ impl Client {
         }
     }
 
-    /// Feed bytes received from the server. On a protocol violation the right alert is queued
-    /// (take it with [`Client::take_output`]) and the error returned; the connection is then dead.
-    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
-        conn::receive(self, bytes, now_ms)
-    }
-
-    /// Bytes to send to the server.
-    pub fn take_output(&mut self) -> Vec<u8> {
-        self.conn.take_output()
-    }
-
-    /// Whether output is waiting.
-    pub fn wants_write(&self) -> bool {
-        self.conn.has_output()
-    }
-
-    /// Drain the events recorded so far, in order.
-    pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
-        self.conn.ev.queue.drain(..)
-    }
-
     /// Send application data. Before the handshake completes this is 0-RTT data when a ticket
     /// allowing it was offered; otherwise it is an error.
     pub fn send(&mut self, data: &[u8]) -> Result<(), Error> {
@@ -225,61 +206,6 @@ impl Client {
             }
             _ => Err(Error::InvalidState("handshake not complete")),
         }
-    }
-
-    /// Send close_notify (§6.1).
-    pub fn close(&mut self) {
-        self.conn
-            .send_alert(AlertLevel::Warning, AlertDescription::CloseNotify);
-    }
-
-    /// Update our sending keys, optionally asking the server to update its own (§4.6.3).
-    pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
-        let State::Connected(t) = &mut self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        send_key_update(&mut self.conn, t, request_peer)
-    }
-
-    /// RFC 8446 §7.5 exporter.
-    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
-        let State::Connected(t) = &self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        t.exporter
-            .export(label, context, len, &mut self.conn.ev)
-            .map_err(|_| Error::InvalidState("exporter label or length too long"))
-    }
-
-    /// RFC 8446 §7.5 early exporter (from early_exporter_master_secret), available once a
-    /// ClientHello offering 0-RTT was sent.
-    pub fn export_early(
-        &mut self,
-        label: &[u8],
-        context: &[u8],
-        len: usize,
-    ) -> Result<Vec<u8>, Error> {
-        let e = self
-            .early_exporter
-            .as_ref()
-            .ok_or(Error::InvalidState("no 0-RTT was offered"))?;
-        e.export(label, context, len, &mut self.conn.ev)
-            .map_err(|_| Error::InvalidState("exporter label or length too long"))
-    }
-
-    /// What was negotiated, once connected.
-    pub fn negotiated(&self) -> Option<&Negotiated> {
-        self.negotiated.as_ref()
-    }
-
-    /// Whether the handshake is complete.
-    pub fn is_connected(&self) -> bool {
-        matches!(self.state, State::Connected(_))
-    }
-
-    /// Whether the connection is closed or failed.
-    pub fn is_closed(&self) -> bool {
-        self.conn.failed || self.conn.read_closed
     }
 
     /// Tickets received so far (and those given at construction that were not used).

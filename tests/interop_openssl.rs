@@ -1,0 +1,2131 @@
+//! Interop with real OpenSSL processes on 127.0.0.1 (issue 4, item 3).
+//!
+//! Peers: OpenSSL 3.5.5 (post-quantum groups), built once from the openssl-src crate's source by
+//! scripts/build-openssl.sh into ~/.cache/tls13lab (or `TLS13LAB_OPENSSL=/path/to/openssl`), and
+//! the system `openssl` 3.0 for the classical groups (`TLS13LAB_OPENSSL30` overrides it).
+//!
+//! Our side is driven by a small blocking loop over `std::net::TcpStream` and the sans-IO API.
+//! Every `openssl` child is killed by PID when its guard drops (also on panic), every wait is
+//! bounded, and only loopback is used. Each cell asserts both sides: what OpenSSL prints and what
+//! our events and ledger report. The results table is the generated part of docs/interop.md.
+
+mod interop_support;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use interop_support::*;
+use tls13lab::config::ClientAuth;
+use tls13lab::events::{Direction, EarlyDataStatus, Event, Negotiated};
+use tls13lab::ledger::Ledger;
+use tls13lab::messages::enums::{CipherSuite, HandshakeType, NamedGroup, SignatureScheme};
+use tls13lab::session::TicketStore;
+use tls13lab::{Client, ClientConfig, Server, ServerConfig, ServerVerification};
+
+/// Longest wait for any one step (OpenSSL start, a handshake, a line of output).
+const STEP: Duration = Duration::from_secs(15);
+const EXPORTER_LABEL: &str = "EXPORTER-tls13lab-interop";
+const EXPORTER_LEN: usize = 32;
+
+// ---------------------------------------------------------------------------------- peers
+
+/// One OpenSSL installation.
+#[derive(Clone, Debug)]
+struct Peer {
+    /// "3.5" or "3.0": the column label (major.minor only, so the docs do not churn).
+    version: String,
+    bin: PathBuf,
+}
+
+impl Peer {
+    fn pq(&self) -> bool {
+        self.version != "3.0"
+    }
+}
+
+/// Run scripts/build-openssl.sh once per process (it returns at once on a cache hit).
+fn openssl35() -> Peer {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL").filter(|p| !p.is_empty()) {
+            return Ok(PathBuf::from(p));
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-openssl.sh");
+        let mut child = Command::new("bash")
+            .arg(&script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", script.display()))?;
+        let mut guard = ChildGuard(Some(child.id()));
+        // The one-time build takes a few minutes on two cores; never wait forever.
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        let status = loop {
+            if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+                break s;
+            }
+            if Instant::now() > deadline {
+                return Err("build-openssl.sh took more than 30 minutes".into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        guard.0 = None; // exited by itself
+        let mut out = String::new();
+        child.stdout.take().map(|mut s| s.read_to_string(&mut out));
+        let path = out.lines().last().unwrap_or("").trim().to_string();
+        if !status.success() || path.is_empty() {
+            return Err(format!("build-openssl.sh failed ({status}): {out}"));
+        }
+        Ok(PathBuf::from(path))
+    });
+    let bin = bin.clone().unwrap_or_else(|e| panic!("OpenSSL 3.5: {e}"));
+    let v = version_of(&bin);
+    assert!(
+        v.starts_with("3.5"),
+        "{} is OpenSSL {v}, not 3.5",
+        bin.display()
+    );
+    Peer {
+        version: "3.5".into(),
+        bin,
+    }
+}
+
+/// The system OpenSSL (Debian 12: 3.0).
+fn openssl30() -> Peer {
+    let bin = std::env::var_os("TLS13LAB_OPENSSL30")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("openssl"));
+    let v = version_of(&bin);
+    assert!(
+        v.starts_with("3."),
+        "system openssl is {v:?}; install it (apt-get install -y openssl) or set TLS13LAB_OPENSSL30"
+    );
+    Peer {
+        version: v.split('.').take(2).collect::<Vec<_>>().join("."),
+        bin,
+    }
+}
+
+/// "3.5.5" from `openssl version` ("OpenSSL 3.5.5 27 Jan 2026").
+fn version_of(bin: &Path) -> String {
+    let out = Command::new(bin)
+        .arg("version")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Kills a process by PID on drop (for the build script, whose Child we still need to read).
+struct ChildGuard(Option<u32>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// OpenSSL's name for a group in `-groups`.
+fn ossl_group(g: NamedGroup) -> &'static str {
+    match g {
+        NamedGroup::X25519 => "X25519",
+        NamedGroup::secp256r1 => "P-256",
+        NamedGroup::secp384r1 => "P-384",
+        NamedGroup::X25519MLKEM768 => "X25519MLKEM768",
+        NamedGroup::SecP256r1MLKEM768 => "SecP256r1MLKEM768",
+        NamedGroup::SecP384r1MLKEM1024 => "SecP384r1MLKEM1024",
+        NamedGroup::MLKEM512 => "MLKEM512",
+        NamedGroup::MLKEM768 => "MLKEM768",
+        NamedGroup::MLKEM1024 => "MLKEM1024",
+        other => panic!("no OpenSSL name for {other}"),
+    }
+}
+
+/// What s_client prints about the negotiated group: for a Diffie-Hellman group the peer's
+/// ephemeral key (3.0 "Server Temp Key: …", 3.5 "Peer Temp Key: …"), for a KEM group (3.5) the
+/// group name ("Negotiated TLS1.3 group: X25519MLKEM768").
+fn ossl_group_line(peer: &Peer, g: NamedGroup) -> String {
+    let temp = if peer.version == "3.0" {
+        "Server Temp Key"
+    } else {
+        "Peer Temp Key"
+    };
+    match g {
+        NamedGroup::X25519 => format!("{temp}: X25519, 253 bits"),
+        NamedGroup::secp256r1 => format!("{temp}: ECDH, prime256v1, 256 bits"),
+        NamedGroup::secp384r1 => format!("{temp}: ECDH, secp384r1, 384 bits"),
+        other => format!("Negotiated TLS1.3 group: {}", ossl_group(other)),
+    }
+}
+
+// ------------------------------------------------------------------------ openssl processes
+
+/// A running `openssl` command: stdin kept open (s_server drops its client on EOF), stdout and
+/// stderr collected into one buffer, killed by PID on drop.
+struct Proc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: Arc<Mutex<String>>,
+    cmdline: String,
+    /// How many "Keying material" lines were consumed (one per connection of an s_server).
+    exporters_seen: usize,
+}
+
+impl Proc {
+    fn spawn(peer: &Peer, dir: &Path, args: &[&str]) -> Proc {
+        let mut child = Command::new(&peer.bin)
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", peer.bin.display()));
+        let out = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                let mut pipe = pipe;
+                let mut buf = [0u8; 8192];
+                // Ends when the child exits or is killed (EOF on the pipe).
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    out.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
+        Proc {
+            stdin: child.stdin.take(),
+            child,
+            out,
+            cmdline: format!("openssl-{} {}", peer.version, args.join(" ")),
+            exporters_seen: 0,
+        }
+    }
+
+    fn output(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+
+    fn has(&self, needle: &str) -> bool {
+        self.out.lock().unwrap().contains(needle)
+    }
+
+    fn context(&self) -> String {
+        format!("--- {}\n{}", self.cmdline, self.output())
+    }
+
+    /// Wait (bounded) until the output contains `needle`.
+    fn wait_for(&self, needle: &str) {
+        if !wait_until(STEP, || self.has(needle)) {
+            panic!(
+                "timed out waiting for {needle:?} from OpenSSL\n{}",
+                self.context()
+            );
+        }
+    }
+
+    /// Like `wait_for` with a short bound: for lines that should already be there, but may sit on
+    /// the other pipe (stderr vs stdout) and so arrive out of order.
+    fn assert_has(&self, needle: &str) {
+        assert!(
+            wait_until(Duration::from_secs(2), || self.has(needle)),
+            "OpenSSL did not print {needle:?}\n{}",
+            self.context()
+        );
+    }
+
+    /// Type a line on its stdin, in one write: s_server takes `K\n` as a command only when one
+    /// read() returns both bytes.
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Wait (bounded) for the process to exit by itself.
+    fn wait_exit(&mut self) {
+        let child = &mut self.child;
+        let exited = wait_until(STEP, || matches!(child.try_wait(), Ok(Some(_))));
+        if !exited {
+            panic!("OpenSSL did not exit\n{}", self.context());
+        }
+    }
+
+    /// `s_server -accept 127.0.0.1:0` prints `ACCEPT 127.0.0.1:PORT` once it listens.
+    fn accept_port(&self) -> u16 {
+        self.wait_for("ACCEPT 127.0.0.1:");
+        let out = self.output();
+        out.lines()
+            .find_map(|l| l.strip_prefix("ACCEPT 127.0.0.1:"))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no port in the ACCEPT line\n{}", self.context()))
+    }
+
+    /// The hex of the next "Keying material: …" line (s_server/s_client -keymatexport print one
+    /// per connection).
+    fn keying_material(&mut self) -> String {
+        let n = self.exporters_seen;
+        let nth = |out: &str| {
+            out.lines()
+                .filter_map(|l| l.trim().strip_prefix("Keying material: "))
+                .nth(n)
+                .map(|h| h.trim().to_ascii_lowercase())
+        };
+        if !wait_until(STEP, || nth(&self.output()).is_some()) {
+            panic!("no exporter line #{n} from OpenSSL\n{}", self.context());
+        }
+        self.exporters_seen += 1;
+        nth(&self.output()).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // By PID (Child::kill sends SIGKILL to exactly this process), then reap it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ------------------------------------------------------------- our side over a TCP socket
+
+/// The blocking driver: write what the endpoint queued, read with a short timeout, feed it.
+struct Tcp<E: Endpoint> {
+    tls: E,
+    sock: TcpStream,
+    events: Vec<Event>,
+    eof: bool,
+    error: Option<String>,
+}
+
+impl<E: Endpoint> Tcp<E> {
+    fn new(tls: E, sock: TcpStream) -> Self {
+        sock.set_read_timeout(Some(Duration::from_millis(10)))
+            .unwrap();
+        sock.set_write_timeout(Some(STEP)).unwrap();
+        sock.set_nodelay(true).unwrap();
+        Tcp {
+            tls,
+            sock,
+            events: Vec::new(),
+            eof: false,
+            error: None,
+        }
+    }
+
+    fn flush(&mut self) {
+        let out = self.tls.take_output();
+        if !out.is_empty() && self.sock.write_all(&out).is_err() {
+            self.eof = true;
+        }
+        self.events.extend(self.tls.drain());
+    }
+
+    fn pump(&mut self) {
+        self.flush();
+        if self.eof || self.error.is_some() {
+            std::thread::sleep(Duration::from_millis(5));
+            return;
+        }
+        let mut buf = vec![0u8; 64 * 1024];
+        match self.sock.read(&mut buf) {
+            Ok(0) => self.eof = true,
+            Ok(n) => {
+                if let Err(e) = self.tls.receive(&buf[..n], now_ms()) {
+                    self.error = Some(format!("{e} ({e:?})"));
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => self.eof = true,
+        }
+        self.flush();
+    }
+
+    /// Drive the connection until `cond` holds; panics (with OpenSSL's output) on our error or
+    /// after [`STEP`].
+    fn until(&mut self, p: &Proc, what: &str, cond: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + STEP;
+        loop {
+            if cond(self) {
+                return;
+            }
+            if let Some(e) = &self.error {
+                panic!("waiting for {what}: our side failed: {e}\n{}", p.context());
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what} (eof={})\n{}",
+                    self.eof,
+                    p.context()
+                );
+            }
+            self.pump();
+        }
+    }
+
+    /// Drive until our side fails (its alert is flushed to the peer); returns the error text.
+    fn until_error(&mut self, p: &Proc) -> String {
+        let deadline = Instant::now() + STEP;
+        while self.error.is_none() {
+            if Instant::now() > deadline {
+                panic!("timed out waiting for our side to fail\n{}", p.context());
+            }
+            if self.eof {
+                panic!("the peer closed first\n{}", p.context());
+            }
+            self.pump();
+        }
+        self.flush();
+        self.error.clone().unwrap_or_default()
+    }
+
+    fn alerts(&self, dir: Direction) -> Vec<tls13lab::messages::enums::AlertDescription> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Alert {
+                    direction,
+                    description,
+                    ..
+                } if *direction == dir => Some(*description),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn app_data(&self) -> Vec<u8> {
+        tls13lab::demo::app_data(&self.events)
+    }
+
+    fn got(&self, needle: &[u8]) -> bool {
+        self.app_data().windows(needle.len()).any(|w| w == needle)
+    }
+
+    fn connected(&self) -> bool {
+        self.events.iter().any(|e| matches!(e, Event::Connected(_)))
+    }
+
+    fn closed(&self) -> bool {
+        self.eof || self.events.iter().any(|e| matches!(e, Event::Closed))
+    }
+
+    fn negotiated(&self) -> Negotiated {
+        self.events
+            .iter()
+            .find_map(|e| match e {
+                Event::Connected(n) => Some(n.clone()),
+                _ => None,
+            })
+            .expect("connected")
+    }
+
+    fn key_updates(&self) -> Vec<(Direction, bool)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::KeyUpdate {
+                    direction,
+                    requested,
+                } => Some((*direction, *requested)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[allow(dead_code)]
+    fn ledger(&self) -> Ledger {
+        Ledger::from_events(&self.events)
+    }
+
+    /// close_notify, then half-close the socket.
+    fn close(&mut self) {
+        self.tls.close();
+        self.flush();
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+fn connect(port: u16) -> TcpStream {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&addr, STEP).expect("connect to 127.0.0.1")
+}
+
+/// A listener on a free loopback port.
+fn listen() -> (TcpListener, u16) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+/// Accept one connection, bounded.
+fn accept(l: &TcpListener, p: &Proc) -> TcpStream {
+    l.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + STEP;
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).unwrap();
+                return s;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    panic!("OpenSSL never connected\n{}", p.context());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    tls13lab::events::hex(b)
+}
+
+// -------------------------------------------------------------------------- the fixture
+
+/// Keys, certificates and their files for one cell.
+struct Fixture {
+    dir: PathBuf,
+    server_id: Identity,
+    client_id: Identity,
+    server_cert: String,
+    server_key: String,
+    client_cert: String,
+    client_key: String,
+}
+
+fn fixture(cell: &str) -> Fixture {
+    let dir = scratch_dir("openssl", cell);
+    let server_id = Identity::new("localhost", 11);
+    let client_id = Identity::new("client.tls13lab.test", 12);
+    let (sc, sk) = server_id.write(&dir, "server");
+    let (cc, ck) = client_id.write(&dir, "client");
+    let s = |p: PathBuf| p.to_string_lossy().into_owned();
+    Fixture {
+        dir,
+        server_id,
+        client_id,
+        server_cert: s(sc),
+        server_key: s(sk),
+        client_cert: s(cc),
+        client_key: s(ck),
+    }
+}
+
+impl Fixture {
+    fn client_config(
+        &self,
+        groups: &[NamedGroup],
+        shares: &[NamedGroup],
+        suites: &[CipherSuite],
+    ) -> ClientConfig {
+        ClientConfig {
+            server_name: Some("localhost".into()),
+            verification: ServerVerification::Roots(vec![self.server_id.cert_der.clone()]),
+            groups: groups.to_vec(),
+            key_shares: shares.to_vec(),
+            cipher_suites: suites.to_vec(),
+            ..ClientConfig::default()
+        }
+    }
+
+    fn server_config(&self, groups: &[NamedGroup], suites: &[CipherSuite]) -> ServerConfig {
+        let mut c = ServerConfig::new(self.server_id.certified_key());
+        c.groups = groups.to_vec();
+        c.cipher_suites = suites.to_vec();
+        c
+    }
+
+    fn client(&self, config: ClientConfig, seed: u64, tickets: TicketStore) -> Client {
+        Client::new(
+            Arc::new(config),
+            Box::new(tls13lab::crypto::random::SeededRandom::from_seed(seed)),
+        )
+        .unwrap()
+        .with_tickets(tickets)
+    }
+
+    /// s_server on a free port, with the common flags and `extra`.
+    fn s_server(&self, peer: &Peer, naccept: u32, extra: &[&str]) -> (Proc, u16) {
+        let n = naccept.to_string();
+        let mut args = vec![
+            "s_server",
+            "-accept",
+            "127.0.0.1:0",
+            "-tls1_3",
+            "-cert",
+            &self.server_cert,
+            "-key",
+            &self.server_key,
+            "-naccept",
+            &n,
+            "-keymatexport",
+            EXPORTER_LABEL,
+            "-keymatexportlen",
+            "32",
+        ];
+        args.extend_from_slice(extra);
+        let p = Proc::spawn(peer, &self.dir, &args);
+        let port = p.accept_port();
+        (p, port)
+    }
+
+    /// s_client to `port`, verifying our certificate, with the common flags and `extra`.
+    fn s_client(&self, peer: &Peer, port: u16, extra: &[&str]) -> Proc {
+        let connect = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "s_client",
+            "-connect",
+            &connect,
+            "-servername",
+            "localhost",
+            "-tls1_3",
+            "-CAfile",
+            &self.server_cert,
+            "-verify_return_error",
+            "-verify_hostname",
+            "localhost",
+            "-keymatexport",
+            EXPORTER_LABEL,
+            "-keymatexportlen",
+            "32",
+        ];
+        args.extend_from_slice(extra);
+        Proc::spawn(peer, &self.dir, &args)
+    }
+}
+
+fn our_export<E: Endpoint>(t: &mut Tcp<E>, f: impl FnOnce(&mut E) -> Vec<u8>) -> String {
+    hex(&f(&mut t.tls))
+}
+
+// ------------------------------------------------------------------------------ connections
+
+/// Our client ↔ s_server: handshake, data both ways, exporter equal on both sides, close.
+/// Returns the driver (closed) for further assertions.
+fn client_session(p: &mut Proc, port: u16, client: Client, early: Option<&[u8]>) -> Tcp<Client> {
+    let mut t = Tcp::new(client, connect(port));
+    t.tls.start(now_ms()).unwrap();
+    if let Some(data) = early {
+        t.tls.send(data).expect("0-RTT data accepted for sending");
+    }
+    t.until(p, "handshake", |t| t.connected());
+    ping_pong_client(p, &mut t, "1");
+    let ours = our_export(&mut t, |c| {
+        c.export(EXPORTER_LABEL.as_bytes(), b"", EXPORTER_LEN)
+            .unwrap()
+    });
+    assert_eq!(
+        p.keying_material(),
+        ours,
+        "exporter differs\n{}",
+        p.context()
+    );
+    t
+}
+
+fn ping_pong_client(p: &mut Proc, t: &mut Tcp<Client>, tag: &str) {
+    let ping = format!("ping{tag}-from-tls13lab\n");
+    t.tls.send(ping.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(ping.trim_end());
+    let pong = format!("pong{tag}-from-openssl");
+    p.send_line(&pong);
+    t.until(p, "pong", |t| t.got(pong.as_bytes()));
+}
+
+fn finish_client(p: &mut Proc, mut t: Tcp<Client>) -> Tcp<Client> {
+    t.close();
+    // OpenSSL answers close_notify with its own and closes the socket.
+    t.until(p, "close", |t| t.closed());
+    t
+}
+
+/// s_client ↔ our server: accept, handshake, data both ways, exporter equal.
+fn server_session(p: &mut Proc, l: &TcpListener, server: Server) -> Tcp<Server> {
+    let sock = accept(l, p);
+    let mut t = Tcp::new(server, sock);
+    t.until(p, "handshake", |t| t.connected());
+    // s_client prints its summary (and the exporter) once its handshake is done.
+    let theirs = p.keying_material();
+    let ours = our_export(&mut t, |s| {
+        s.export(EXPORTER_LABEL.as_bytes(), b"", EXPORTER_LEN)
+            .unwrap()
+    });
+    assert_eq!(theirs, ours, "exporter differs\n{}", p.context());
+    ping_pong_server(p, &mut t, "1");
+    t
+}
+
+fn ping_pong_server(p: &mut Proc, t: &mut Tcp<Server>, tag: &str) {
+    let ping = format!("ping{tag}-from-openssl");
+    p.send_line(&ping);
+    t.until(p, "ping", |t| t.got(ping.as_bytes()));
+    let pong = format!("pong{tag}-from-tls13lab\n");
+    t.tls.send(pong.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(pong.trim_end());
+}
+
+/// `Q` makes s_client send close_notify and exit; we answer with ours (§6.1).
+fn finish_server(p: &mut Proc, mut t: Tcp<Server>) -> Tcp<Server> {
+    p.send_line("Q");
+    t.until(p, "close_notify", |t| t.closed());
+    t.close();
+    p.wait_exit();
+    t
+}
+
+fn new_server(config: &Arc<ServerConfig>, seed: u64) -> Server {
+    Server::new(
+        config.clone(),
+        Box::new(tls13lab::crypto::random::SeededRandom::from_seed(seed)),
+    )
+    .unwrap()
+}
+
+fn suite_name(s: CipherSuite) -> String {
+    s.to_string()
+}
+
+fn skip_unsupported(peer: &Peer, groups: &[NamedGroup]) -> Result<(), Skip> {
+    for g in groups {
+        if !we_support(*g) {
+            return Err(Skip::Pending(format!(
+                "{g} not implemented in tls13lab yet"
+            )));
+        }
+        let classical = matches!(
+            g,
+            NamedGroup::X25519 | NamedGroup::secp256r1 | NamedGroup::secp384r1
+        );
+        if !peer.pq() && !classical {
+            return Err(Skip::NotApplicable(format!(
+                "OpenSSL {} has no {g}",
+                peer.version
+            )));
+        }
+    }
+    Ok(())
+}
+
+// -------------------------------------------------------------------------- matrix cells
+
+fn our_client_to_s_server(peer: &Peer, g: NamedGroup, s: CipherSuite) -> CellResult {
+    skip_unsupported(peer, &[g])?;
+    let f = fixture(&format!("{}-c-{g}-{s}", peer.version));
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &["-groups", ossl_group(g), "-ciphersuites", &suite_name(s)],
+    );
+    let client = f.client(f.client_config(&[g], &[g], &[s]), 1, TicketStore::default());
+    let t = client_session(&mut p, port, client, None);
+    let n = t.negotiated();
+    assert_eq!((n.suite, n.group), (s, Some(g)));
+    assert_eq!(
+        n.signature_scheme,
+        Some(SignatureScheme::ecdsa_secp256r1_sha256)
+    );
+    p.assert_has(&format!("CIPHER is {s}"));
+    let t = finish_client(&mut p, t);
+    p.wait_exit();
+    key_share_sizes(&t.events, g)
+}
+
+fn s_client_to_our_server(peer: &Peer, g: NamedGroup, s: CipherSuite) -> CellResult {
+    skip_unsupported(peer, &[g])?;
+    let f = fixture(&format!("{}-s-{g}-{s}", peer.version));
+    let config = Arc::new(f.server_config(&[g], &[s]));
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-groups", ossl_group(g), "-ciphersuites", &suite_name(s)],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 2));
+    let n = t.negotiated();
+    assert_eq!((n.suite, n.group), (s, Some(g)));
+    p.assert_has(&format!("New, TLSv1.3, Cipher is {s}"));
+    p.assert_has(&ossl_group_line(peer, g));
+    p.assert_has("Verify return code: 0 (ok)");
+    let t = finish_server(&mut p, t);
+    key_share_sizes(&t.events, g)
+}
+
+/// "client share B / server share B" from our KeyShare event: the sizes OpenSSL must have sent.
+fn key_share_sizes(events: &[Event], g: NamedGroup) -> CellResult {
+    let ks = events
+        .iter()
+        .find_map(|e| match e {
+            Event::KeyShare(k) => Some(k),
+            _ => None,
+        })
+        .expect("a KeyShare event");
+    assert_eq!(ks.group, g);
+    let c: usize = ks.components.iter().map(|c| c.client_share.len()).sum();
+    let s: usize = ks.components.iter().map(|c| c.server_share.len()).sum();
+    Ok(format!("{c}/{s}"))
+}
+
+// ------------------------------------------------------------------------- feature cells
+
+fn resumption_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-resume-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], &SUITES[..1]));
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess]);
+    let t = server_session(&mut p, &l, new_server(&config, 3));
+    assert!(!t.negotiated().resumed);
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess]);
+    let t = server_session(&mut p, &l, new_server(&config, 4));
+    let n = t.negotiated();
+    assert!(n.resumed && n.psk_identity == Some(0), "{n:?}");
+    assert_eq!(n.signature_scheme, None);
+    p.assert_has("Reused, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256");
+    assert!(!from_server(&t.events).contains(&HandshakeType::Certificate));
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn resumption_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-resume-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 2, &[]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config.clone(), 5, TicketStore::default()),
+        None,
+    );
+    assert!(!t.negotiated().resumed);
+    let mut t = t;
+    t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+    let tickets = t.tls.tickets().clone();
+    finish_client(&mut p, t);
+    let t = client_session(&mut p, port, f.client(config, 6, tickets), None);
+    let n = t.negotiated();
+    assert!(n.resumed, "{n:?}");
+    assert_eq!(n.signature_scheme, None);
+    assert!(!from_server(&t.events).contains(&HandshakeType::Certificate));
+    p.wait_for("Reused session-id");
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn early_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let early = f.dir.join("early.txt");
+    std::fs::write(&early, b"early-data-from-openssl\n").unwrap();
+    let early = early.to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess]);
+    let t = server_session(&mut p, &l, new_server(&config, 7));
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess, "-early_data", &early]);
+    let t = server_session(&mut p, &l, new_server(&config, 8));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Accepted);
+    let early_got: Vec<u8> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyData { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(early_got, b"early-data-from-openssl\n");
+    p.assert_has("Reused, TLSv1.3");
+    p.assert_has("Early data was accepted");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn early_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 2, &["-early_data"]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config.clone(), 9, TicketStore::default()),
+        None,
+    );
+    t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+    let tickets = t.tls.tickets().clone();
+    assert!(
+        tickets.tickets.iter().all(|t| t.max_early_data > 0),
+        "{tickets:?}"
+    );
+    finish_client(&mut p, t);
+    let early = b"early-data-from-tls13lab\n";
+    let t = client_session(&mut p, port, f.client(config, 10, tickets), Some(early));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Accepted);
+    p.wait_for("Early data received:");
+    p.wait_for("End of early data");
+    p.assert_has("early-data-from-tls13lab");
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn hrr_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-hrr-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &["-groups", "P-256", "-msg"]);
+    let config = f.client_config(
+        &[NamedGroup::X25519, NamedGroup::secp256r1],
+        &[NamedGroup::X25519],
+        SUITES,
+    );
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 11, TicketStore::default()),
+        None,
+    );
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    assert_eq!(
+        handshake_msgs(
+            &t.events,
+            Direction::ClientToServer,
+            HandshakeType::ClientHello
+        )
+        .len(),
+        2
+    );
+    // s_server -msg: "<<< TLS 1.3, Handshake [length …], ClientHello" once per ClientHello.
+    let hellos = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with("<<<") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(hellos, 2, "{}", p.context());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn hrr_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-hrr-s", peer.version));
+    let mut c = f.server_config(&[NamedGroup::secp256r1, NamedGroup::X25519], SUITES);
+    c.strict_group_preference = true;
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    // OpenSSL sends a key share for the first group only.
+    let mut p = f.s_client(peer, port, &["-groups", "X25519:P-256", "-msg"]);
+    let t = server_session(&mut p, &l, new_server(&config, 12));
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    p.assert_has(&ossl_group_line(peer, NamedGroup::secp256r1));
+    let hellos = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with(">>>") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(hellos, 2, "{}", p.context());
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn client_auth_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-auth-s", peer.version));
+    let mut c = f.server_config(&[NamedGroup::X25519], SUITES);
+    c.client_auth = ClientAuth::Required(vec![f.client_id.cert_der.clone()]);
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-cert", &f.client_cert, "-key", &f.client_key],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 13));
+    let n = t.negotiated();
+    assert_eq!(
+        n.client_signature_scheme,
+        Some(SignatureScheme::ecdsa_secp256r1_sha256)
+    );
+    let certs = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::Certificate,
+    );
+    assert_eq!(certs.len(), 1);
+    p.assert_has("Requested Signature Algorithms:");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn client_auth_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-auth-c", peer.version));
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &[
+            "-Verify",
+            "1",
+            "-CAfile",
+            &f.client_cert,
+            "-verify_return_error",
+        ],
+    );
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.client_cert = Some(f.client_id.certified_key());
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 14, TicketStore::default()),
+        None,
+    );
+    let n = t.negotiated();
+    assert_eq!(
+        n.client_signature_scheme,
+        Some(SignatureScheme::ecdsa_secp256r1_sha256)
+    );
+    assert_eq!(
+        handshake_msgs(
+            &t.events,
+            Direction::ServerToClient,
+            HandshakeType::CertificateRequest
+        )
+        .len(),
+        1
+    );
+    p.assert_has("Client certificate");
+    p.assert_has("client.tls13lab.test");
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn key_update_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-ku-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &[]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config, 15, TicketStore::default()),
+        None,
+    );
+    // s_server `K`: KeyUpdate(update_requested); we must answer with our own.
+    p.send_line("K");
+    t.until(&p, "KeyUpdate from s_server", |t| {
+        t.key_updates().contains(&(Direction::ServerToClient, true))
+    });
+    assert!(t
+        .key_updates()
+        .contains(&(Direction::ClientToServer, false)));
+    ping_pong_client(&mut p, &mut t, "2");
+    // Ours, requesting: OpenSSL answers before its next write.
+    t.tls.key_update(true).unwrap();
+    t.flush();
+    ping_pong_client(&mut p, &mut t, "3");
+    assert_eq!(
+        t.key_updates(),
+        vec![
+            (Direction::ServerToClient, true),
+            (Direction::ClientToServer, false),
+            (Direction::ClientToServer, true),
+            (Direction::ServerToClient, false),
+        ]
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    // s_server reports its `K` with printf, flushed when it exits.
+    p.assert_has("SSL_do_handshake -> 1");
+    Ok(String::new())
+}
+
+fn key_update_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-ku-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &[]);
+    let mut t = server_session(&mut p, &l, new_server(&config, 16));
+    p.send_line("K");
+    t.until(&p, "KeyUpdate from s_client", |t| {
+        t.key_updates().contains(&(Direction::ClientToServer, true))
+    });
+    p.assert_has("KEYUPDATE");
+    ping_pong_server(&mut p, &mut t, "2");
+    t.tls.key_update(true).unwrap();
+    t.flush();
+    ping_pong_server(&mut p, &mut t, "3");
+    assert_eq!(
+        t.key_updates(),
+        vec![
+            (Direction::ClientToServer, true),
+            (Direction::ServerToClient, false),
+            (Direction::ServerToClient, true),
+            (Direction::ClientToServer, false),
+        ]
+    );
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn hrr_pq_our_client(peer: &Peer) -> CellResult {
+    skip_unsupported(peer, &[NamedGroup::X25519MLKEM768])?;
+    let f = fixture(&format!("{}-hrr-pq-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &["-groups", "X25519MLKEM768", "-msg"]);
+    let config = f.client_config(
+        &[NamedGroup::X25519, NamedGroup::X25519MLKEM768],
+        &[NamedGroup::X25519],
+        SUITES,
+    );
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 19, TicketStore::default()),
+        None,
+    );
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    let hellos = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    assert_eq!(hellos.len(), 2);
+    assert_eq!(
+        client_share_groups(&hellos[1].bytes),
+        [NamedGroup::X25519MLKEM768]
+    );
+    let received = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with("<<<") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(received, 2, "{}", p.context());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn hrr_pq_s_client(peer: &Peer) -> CellResult {
+    let pq = [NamedGroup::X25519MLKEM768, NamedGroup::SecP256r1MLKEM768];
+    skip_unsupported(peer, &pq)?;
+    let f = fixture(&format!("{}-hrr-pq-s", peer.version));
+    let mut c = f.server_config(&[pq[1], pq[0]], SUITES);
+    c.strict_group_preference = true;
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-groups", "X25519MLKEM768:SecP256r1MLKEM768", "-msg"],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 20));
+    let n = t.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::SecP256r1MLKEM768));
+    let hellos = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    assert_eq!(client_share_groups(&hellos[0].bytes), [pq[0]]);
+    assert_eq!(client_share_groups(&hellos[1].bytes), [pq[1]]);
+    p.assert_has(&ossl_group_line(peer, NamedGroup::SecP256r1MLKEM768));
+    let sent = p
+        .output()
+        .lines()
+        .filter(|l| l.starts_with(">>>") && l.ends_with("ClientHello"))
+        .count();
+    assert_eq!(sent, 2, "{}", p.context());
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+/// 100 KB of text with none of s_client's or s_server's command letters at any position.
+fn bulk_payload(tag: &str) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < 100_000 {
+        s.push_str(&format!("{tag}-{i:06}-{}\n", "x".repeat(48)));
+        i += 1;
+    }
+    s
+}
+
+/// Write `data` to the child's stdin on a thread (a pipe holds 64 KiB) while `drive` runs.
+fn type_bulk(p: &mut Proc, data: &str, drive: impl FnOnce(&Proc)) {
+    let mut stdin = p.stdin.take().expect("stdin open");
+    std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            stdin.write_all(data.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        });
+        drive(p);
+        w.join().unwrap();
+    });
+    p.stdin = Some(stdin);
+}
+
+fn bulk_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-bulk-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &[]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config, 21, TicketStore::default()),
+        None,
+    );
+    let up = bulk_payload("up");
+    t.tls.send(up.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(up.lines().last().unwrap());
+    assert!(p.has(&up), "s_server printed something else");
+    let down = bulk_payload("down");
+    let before = t.app_data().len();
+    type_bulk(&mut p, &down, |p| {
+        t.until(p, "100 KB from s_server", |t| {
+            t.app_data().len() >= before + down.len()
+        })
+    });
+    assert_eq!(&t.app_data()[before..], down.as_bytes());
+    let records = t
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Record(r) if r.direction == Direction::ClientToServer && r.inner_type == tls13lab::messages::enums::ContentType::ApplicationData))
+        .count();
+    assert!(
+        records >= 7,
+        "100 KB must take at least 7 records, saw {records}"
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn bulk_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-bulk-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &[]);
+    let mut t = server_session(&mut p, &l, new_server(&config, 22));
+    let up = bulk_payload("up");
+    let before = t.app_data().len();
+    type_bulk(&mut p, &up, |p| {
+        t.until(p, "100 KB from s_client", |t| {
+            t.app_data().len() >= before + up.len()
+        })
+    });
+    assert_eq!(&t.app_data()[before..], up.as_bytes());
+    let down = bulk_payload("down");
+    t.tls.send(down.as_bytes()).unwrap();
+    t.flush();
+    p.wait_for(down.lines().last().unwrap());
+    assert!(p.has(&down), "s_client printed something else");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn early_rejected_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-rej-c", peer.version));
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let tickets = {
+        let (mut p, port) = f.s_server(peer, 1, &["-early_data"]);
+        let mut t = client_session(
+            &mut p,
+            port,
+            f.client(config.clone(), 23, TicketStore::default()),
+            None,
+        );
+        t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+        let tickets = t.tls.tickets().clone();
+        finish_client(&mut p, t);
+        p.wait_exit();
+        tickets
+    };
+    // A new s_server process has new ticket keys: the ticket is unknown, 0-RTT is skipped.
+    let (mut p, port) = f.s_server(peer, 1, &["-early_data"]);
+    let early = b"early-data-nobody-will-read\n";
+    let t = client_session(&mut p, port, f.client(config, 24, tickets), Some(early));
+    let n = t.negotiated();
+    assert!(!n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    let back: Vec<u8> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EarlyDataRejected { data } => Some(data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(
+        back, early,
+        "the rejected bytes come back to the application"
+    );
+    assert!(!p.has("early-data-nobody"), "{}", p.context());
+    assert!(!p.has("Early data received"), "{}", p.context());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn early_rejected_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-early-rej-s", peer.version));
+    let issuing = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    // Same resumption state, but this one refuses 0-RTT.
+    let mut refusing = (*issuing).clone();
+    refusing.max_early_data = 0;
+    let refusing = Arc::new(refusing);
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let early = f.dir.join("early.txt");
+    std::fs::write(&early, b"early-data-we-refuse\n").unwrap();
+    let early = early.to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess]);
+    let t = server_session(&mut p, &l, new_server(&issuing, 25));
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess, "-early_data", &early]);
+    let t = server_session(&mut p, &l, new_server(&refusing, 26));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    assert!(!t
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::EarlyData { .. })));
+    p.assert_has("Reused, TLSv1.3");
+    p.assert_has("Early data was rejected");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+/// The largest number of records one message of type `typ` that went `dir` was spread over.
+fn max_records_per_message(events: &[Event], dir: Direction, typ: HandshakeType) -> usize {
+    let ledger = Ledger::from_events(events);
+    let parts: Vec<_> = ledger
+        .records
+        .iter()
+        .filter(|r| r.record.direction == dir)
+        .flat_map(|r| r.messages.iter())
+        .filter(|m| m.typ == typ)
+        .collect();
+    let whole = parts.iter().filter(|m| m.bytes_here == m.len).count();
+    let pieces = parts.len() - whole;
+    if pieces == 0 {
+        1
+    } else {
+        pieces
+    }
+}
+
+fn fragments_our_client(peer: &Peer) -> CellResult {
+    let g = if peer.pq() {
+        NamedGroup::X25519MLKEM768
+    } else {
+        NamedGroup::X25519
+    };
+    let f = fixture(&format!("{}-frag-c", peer.version));
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &["-max_send_frag", "512", "-groups", ossl_group(g)],
+    );
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(
+            f.client_config(&[g], &[g], SUITES),
+            27,
+            TicketStore::default(),
+        ),
+        None,
+    );
+    assert_eq!(t.negotiated().group, Some(g));
+    // Certificate (~400 B) + CertificateVerify + Finished, and for X25519MLKEM768 the 1.2 KB
+    // ServerHello, arrive in 512-byte records.
+    let biggest = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ServerToClient => Some(r.plaintext_len),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(biggest <= 512, "a {biggest}-byte record");
+    if peer.pq() {
+        let n = max_records_per_message(
+            &t.events,
+            Direction::ServerToClient,
+            HandshakeType::ServerHello,
+        );
+        assert!(n >= 3, "ServerHello in {n} records");
+    }
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn fragments_s_client(peer: &Peer) -> CellResult {
+    let g = if peer.pq() {
+        NamedGroup::X25519MLKEM768
+    } else {
+        NamedGroup::X25519
+    };
+    let f = fixture(&format!("{}-frag-s", peer.version));
+    let config = Arc::new(f.server_config(&[g], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &["-max_send_frag", "512", "-groups", ossl_group(g)],
+    );
+    let t = server_session(&mut p, &l, new_server(&config, 28));
+    assert_eq!(t.negotiated().group, Some(g));
+    if peer.pq() {
+        // The 1.4 KB ClientHello arrives in three plaintext records.
+        let n = max_records_per_message(
+            &t.events,
+            Direction::ClientToServer,
+            HandshakeType::ClientHello,
+        );
+        assert!(n >= 3, "ClientHello in {n} records");
+    }
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn padding_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pad-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 1, &["-record_padding", "256"]);
+    let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 29, TicketStore::default()),
+        None,
+    );
+    let padded: Vec<usize> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ServerToClient && r.seq.is_some() => {
+                Some(r.plaintext_len + 1 + r.padding_len)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!padded.is_empty());
+    assert!(
+        padded.iter().all(|n| n % 256 == 0),
+        "inner plaintexts (content + type + padding) not multiples of 256: {padded:?}"
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn padding_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pad-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &["-record_padding", "256"]);
+    let t = server_session(&mut p, &l, new_server(&config, 30));
+    let padded: Vec<usize> = t
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Record(r) if r.direction == Direction::ClientToServer && r.seq.is_some() => {
+                Some(r.plaintext_len + 1 + r.padding_len)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!padded.is_empty());
+    assert!(padded.iter().all(|n| n % 256 == 0), "{padded:?}");
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn psk_ke_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pskke-s", peer.version));
+    let mut c = f.server_config(&[NamedGroup::X25519], SUITES);
+    c.psk_modes = vec![tls13lab::messages::enums::PskKeyExchangeMode::PskKe];
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+    let mut p = f.s_client(peer, port, &["-sess_out", &sess, "-allow_no_dhe_kex"]);
+    let t = server_session(&mut p, &l, new_server(&config, 31));
+    finish_server(&mut p, t);
+    let mut p = f.s_client(peer, port, &["-sess_in", &sess, "-allow_no_dhe_kex"]);
+    let t = server_session(&mut p, &l, new_server(&config, 32));
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.group, None, "psk_ke: no key exchange");
+    assert!(!t.events.iter().any(|e| matches!(e, Event::KeyShare(_))));
+    p.assert_has("Reused, TLSv1.3");
+    // No ephemeral key from us. (3.5 still prints "Negotiated TLS1.3 group: x25519", the group it
+    // offered a share for: with psk_ke the ServerHello has no key_share to contradict it.)
+    assert!(!p.has("Temp Key"), "{}", p.context());
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+fn psk_ke_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pskke-c", peer.version));
+    let (mut p, port) = f.s_server(peer, 2, &["-allow_no_dhe_kex"]);
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.psk_modes = vec![tls13lab::messages::enums::PskKeyExchangeMode::PskKe];
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config.clone(), 33, TicketStore::default()),
+        None,
+    );
+    t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+    let tickets = t.tls.tickets().clone();
+    finish_client(&mut p, t);
+    let t = client_session(&mut p, port, f.client(config, 34, tickets), None);
+    let n = t.negotiated();
+    assert!(n.resumed);
+    assert_eq!(n.group, None);
+    p.wait_for("Reused session-id");
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(String::new())
+}
+
+fn alert_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-alert-s", peer.version));
+    let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
+    let (l, port) = listen();
+    // s_client trusts another certificate: it must refuse ours with a fatal alert.
+    let connect = format!("127.0.0.1:{port}");
+    let mut p = Proc::spawn(
+        peer,
+        &f.dir,
+        &[
+            "s_client",
+            "-connect",
+            &connect,
+            "-tls1_3",
+            "-CAfile",
+            &f.client_cert,
+            "-verify_return_error",
+        ],
+    );
+    let sock = accept(&l, &p);
+    let mut t = Tcp::new(new_server(&config, 35), sock);
+    let err = t.until_error(&p);
+    let got = t.alerts(Direction::ClientToServer);
+    assert_eq!(got.len(), 1, "{got:?} ({err})");
+    drop(t); // close the socket: s_client then exits at once
+    p.wait_exit();
+    p.assert_has("verify error");
+    Ok(String::new())
+}
+
+fn alert_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-alert-c", peer.version));
+    let (p, port) = f.s_server(peer, 1, &[]);
+    // We trust another certificate: we must refuse s_server's with a fatal alert.
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.verification = ServerVerification::Roots(vec![f.client_id.cert_der.clone()]);
+    let mut t = Tcp::new(f.client(config, 36, TicketStore::default()), connect(port));
+    t.tls.start(now_ms()).unwrap();
+    let err = t.until_error(&p);
+    let sent = t.alerts(Direction::ClientToServer);
+    assert_eq!(sent.len(), 1, "{sent:?} ({err})");
+    let code = sent[0].to_repr();
+    p.wait_for(&format!("SSL alert number {code}"));
+    Ok(String::new())
+}
+
+/// Handshake message types the server sent (whichever side observed them).
+fn from_server(events: &[Event]) -> Vec<HandshakeType> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Handshake(h) if h.direction == Direction::ServerToClient => Some(h.typ),
+            _ => None,
+        })
+        .collect()
+}
+
+// ------------------------------------------------------- ClientHello/ServerHello vs -trace
+
+/// A handshake message as `-trace` prints it: body length and (type, data length) per extension.
+#[derive(Debug, PartialEq, Eq)]
+struct Traced {
+    body_len: usize,
+    extensions: Vec<ExtSize>,
+}
+
+/// The first `name` message in `-trace` output after a line starting with `record` ("Sent TLS
+/// Record" / "Received TLS Record").
+fn traced(out: &str, record: &str, name: &str) -> Option<Traced> {
+    let mut in_record = false;
+    let mut found: Option<Traced> = None;
+    let prefix = format!("{name}, Length=");
+    for line in out.lines() {
+        let l = line.trim();
+        if let Some(t) = found.as_mut() {
+            // The next message header ends this one.
+            if l.contains(", Length=")
+                && l.split(',')
+                    .next()
+                    .is_some_and(|w| w.chars().all(|c| c.is_ascii_alphabetic()))
+            {
+                break;
+            }
+            if line.starts_with("Sent ") || line.starts_with("Received ") {
+                break;
+            }
+            if let Some(rest) = l.strip_prefix("extension_type=") {
+                let (left, len) = rest.rsplit_once("), length=")?;
+                let code = left.rsplit_once('(')?.1.parse().ok()?;
+                t.extensions.push((code, len.trim().parse().ok()?));
+            }
+            continue;
+        }
+        if line.starts_with("Sent ") || line.starts_with("Received ") {
+            in_record = line.starts_with(record);
+            continue;
+        }
+        if in_record {
+            if let Some(n) = l.strip_prefix(&prefix) {
+                found = Some(Traced {
+                    body_len: n.trim().parse().ok()?,
+                    extensions: Vec::new(),
+                });
+            }
+        }
+    }
+    found
+}
+
+fn ext_list(exts: &[ExtSize]) -> String {
+    exts.iter()
+        .map(|(t, l)| format!("{} {l}", tls13lab::messages::enums::ExtensionType::from(*t)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The ledger's account of the first `typ` message that went `dir`: its length with header.
+fn ledger_len(ledger: &Ledger, dir: Direction, typ: HandshakeType) -> usize {
+    ledger
+        .records
+        .iter()
+        .filter(|r| r.record.direction == dir)
+        .flat_map(|r| r.messages.iter())
+        .find(|m| m.typ == typ)
+        .map(|m| m.len)
+        .unwrap_or_else(|| panic!("no {typ} in the ledger"))
+}
+
+/// Compare one message: OpenSSL's trace against our event and ledger. Returns a docs line.
+fn compare_hello(
+    p: &Proc,
+    events: &[Event],
+    dir: Direction,
+    typ: HandshakeType,
+    trace_record: &str,
+) -> String {
+    let out = p.output();
+    let name = if typ == HandshakeType::ClientHello {
+        "ClientHello"
+    } else {
+        "ServerHello"
+    };
+    let theirs = traced(&out, trace_record, name)
+        .unwrap_or_else(|| panic!("no {name} in -trace output\n{}", p.context()));
+    let ev = handshake_msg(events, dir, typ);
+    let ours = Traced {
+        body_len: ev.bytes.len() - 4,
+        extensions: extension_sizes(ev),
+    };
+    assert_eq!(
+        theirs,
+        ours,
+        "{name}: OpenSSL -trace vs our event\n{}",
+        p.context()
+    );
+    assert_eq!(
+        ledger_len(&Ledger::from_events(events), dir, typ),
+        ev.bytes.len()
+    );
+    format!(
+        "{name} {} B ({} + 4-byte header): {}",
+        ev.bytes.len(),
+        theirs.body_len,
+        ext_list(&ours.extensions)
+    )
+}
+
+/// s_client -trace (its own key shares) → our server.
+fn bytes_s_client(peer: &Peer, shares: &[NamedGroup], groups_arg: Option<&str>) -> CellResult {
+    skip_unsupported(peer, shares)?;
+    let f = fixture(&format!("{}-bytes-s-{}", peer.version, shares.len()));
+    let mut groups = shares.to_vec();
+    groups.push(NamedGroup::secp256r1);
+    groups.dedup();
+    let config = Arc::new(f.server_config(&groups, SUITES));
+    let (l, port) = listen();
+    let mut extra = vec!["-trace"];
+    if let Some(g) = groups_arg {
+        extra.extend_from_slice(&["-groups", g]);
+    }
+    let mut p = f.s_client(peer, port, &extra);
+    let t = server_session(&mut p, &l, new_server(&config, 17));
+    // The shares OpenSSL offered, as we parsed them.
+    let ch = handshake_msg(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+    );
+    let offered = client_share_groups(&ch.bytes);
+    assert_eq!(offered, shares, "OpenSSL's key shares");
+    assert_eq!(t.negotiated().group, Some(shares[0]));
+    let a = compare_hello(
+        &p,
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+        "Sent",
+    );
+    let b = compare_hello(
+        &p,
+        &t.events,
+        Direction::ServerToClient,
+        HandshakeType::ServerHello,
+        "Received",
+    );
+    finish_server(&mut p, t);
+    Ok(format!("{a}<br>{b}"))
+}
+
+/// Our client (two key shares) → s_server -trace.
+fn bytes_our_client(peer: &Peer, shares: &[NamedGroup]) -> CellResult {
+    skip_unsupported(peer, shares)?;
+    let f = fixture(&format!("{}-bytes-c-{}", peer.version, shares.len()));
+    let names: Vec<&str> = shares.iter().map(|g| ossl_group(*g)).collect();
+    let (mut p, port) = f.s_server(peer, 1, &["-trace", "-groups", &names.join(":")]);
+    let config = f.client_config(shares, shares, SUITES);
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 18, TicketStore::default()),
+        None,
+    );
+    assert_eq!(t.negotiated().group, Some(shares[0]));
+    let a = compare_hello(
+        &p,
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::ClientHello,
+        "Received",
+    );
+    let b = compare_hello(
+        &p,
+        &t.events,
+        Direction::ServerToClient,
+        HandshakeType::ServerHello,
+        "Sent",
+    );
+    finish_client(&mut p, t);
+    p.wait_exit();
+    Ok(format!("{a}<br>{b}"))
+}
+
+/// The groups of a ClientHello's key_share extension, parsed from its bytes.
+fn client_share_groups(ch: &[u8]) -> Vec<NamedGroup> {
+    let mut i = 4 + 2 + 32;
+    i += 1 + ch[i] as usize; // session id
+    i += 2 + u16::from_be_bytes([ch[i], ch[i + 1]]) as usize; // suites
+    i += 1 + ch[i] as usize; // compression
+    let end = i + 2 + u16::from_be_bytes([ch[i], ch[i + 1]]) as usize;
+    i += 2;
+    while i < end {
+        let typ = u16::from_be_bytes([ch[i], ch[i + 1]]);
+        let len = u16::from_be_bytes([ch[i + 2], ch[i + 3]]) as usize;
+        if typ == 51 {
+            let mut j = i + 6;
+            let mut v = Vec::new();
+            while j < i + 4 + len {
+                v.push(NamedGroup::from(u16::from_be_bytes([ch[j], ch[j + 1]])));
+                j += 4 + u16::from_be_bytes([ch[j + 2], ch[j + 3]]) as usize;
+            }
+            return v;
+        }
+        i += 4 + len;
+    }
+    Vec::new()
+}
+
+// ------------------------------------------------------------------------------- the test
+
+/// A feature row: name, direction, what is checked, and the cell body.
+type FeatureFn = fn(&Peer) -> CellResult;
+
+const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
+    (
+        "resumption",
+        "s_client -sess_out/-sess_in → ours",
+        "`Reused, TLSv1.3`; ours: resumed, PSK identity 0, no Certificate sent",
+        resumption_s_client,
+    ),
+    (
+        "resumption",
+        "ours (TicketStore) → s_server",
+        "`Reused session-id`; ours: resumed, no Certificate received",
+        resumption_our_client,
+    ),
+    (
+        "0-RTT",
+        "s_client -early_data → ours",
+        "`Early data was accepted`; ours: EarlyData event = the file, early_data accepted",
+        early_s_client,
+    ),
+    (
+        "0-RTT",
+        "ours → s_server -early_data",
+        "`Early data received:` … our bytes … `End of early data`; ours: accepted",
+        early_our_client,
+    ),
+    (
+        "HRR (group preference)",
+        "ours (share X25519) → s_server -groups P-256",
+        "s_server -msg saw 2 ClientHellos; ours: hello_retry, secp256r1",
+        hrr_our_client,
+    ),
+    (
+        "HRR (group preference)",
+        "s_client -groups X25519:P-256 → ours (strict preference P-256)",
+        "s_client -msg sent 2 ClientHellos and shows a P-256 peer key; ours: hello_retry, secp256r1",
+        hrr_s_client,
+    ),
+    (
+        "client authentication",
+        "s_client -cert → ours (required)",
+        "`Requested Signature Algorithms`; ours: client cert verified, ecdsa_secp256r1_sha256",
+        client_auth_s_client,
+    ),
+    (
+        "client authentication",
+        "ours (client cert) → s_server -Verify 1",
+        "s_server prints the client certificate; ours: CertificateRequest answered",
+        client_auth_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "ours (share X25519) → s_server -groups X25519MLKEM768",
+        "s_server -msg saw 2 ClientHellos; ours: hello_retry, ClientHello 2 carries one X25519MLKEM768 share",
+        hrr_pq_our_client,
+    ),
+    (
+        "HRR to a post-quantum group",
+        "s_client -groups X25519MLKEM768:SecP256r1MLKEM768 → ours (strict preference SecP256r1MLKEM768)",
+        "`Negotiated TLS1.3 group: SecP256r1MLKEM768`, s_client -msg sent 2 ClientHellos; ours: hello_retry, shares as asked",
+        hrr_pq_s_client,
+    ),
+    (
+        "bulk data",
+        "ours ↔ s_server, 100 KB each way",
+        "s_server printed our 100 KB exactly; ours: its 100 KB exactly, ≥ 7 records",
+        bulk_our_client,
+    ),
+    (
+        "bulk data",
+        "s_client ↔ ours, 100 KB each way",
+        "s_client printed our 100 KB exactly; ours: its 100 KB exactly",
+        bulk_s_client,
+    ),
+    (
+        "0-RTT rejected",
+        "ours → a restarted s_server -early_data (ticket unknown)",
+        "no early data printed; ours: full handshake, early_data rejected, bytes handed back",
+        early_rejected_our_client,
+    ),
+    (
+        "0-RTT rejected",
+        "s_client -early_data → ours (resumes, refuses 0-RTT)",
+        "`Early data was rejected`, `Reused`; ours: resumed, no EarlyData event",
+        early_rejected_s_client,
+    ),
+    (
+        "psk_ke resumption (no key exchange)",
+        "s_client -allow_no_dhe_kex → ours (psk_ke only)",
+        "`Reused`, no temp key; ours: resumed, no group, no KeyShare event",
+        psk_ke_s_client,
+    ),
+    (
+        "psk_ke resumption (no key exchange)",
+        "ours (psk_ke only) → s_server -allow_no_dhe_kex",
+        "`Reused session-id`; ours: resumed, no group",
+        psk_ke_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "ours ← s_server -max_send_frag 512",
+        "ours: no record over 512 B; with X25519MLKEM768 (3.5) the ServerHello spans ≥ 3 records",
+        fragments_our_client,
+    ),
+    (
+        "small records (handshake split across records)",
+        "s_client -max_send_frag 512 → ours",
+        "ours: with X25519MLKEM768 (3.5) the ClientHello arrives in ≥ 3 records",
+        fragments_s_client,
+    ),
+    (
+        "record padding",
+        "ours ← s_server -record_padding 256",
+        "ours: every protected record's inner plaintext is a multiple of 256",
+        padding_our_client,
+    ),
+    (
+        "record padding",
+        "s_client -record_padding 256 → ours",
+        "ours: every protected record's inner plaintext is a multiple of 256",
+        padding_s_client,
+    ),
+    (
+        "fatal alert",
+        "s_client (trusts another CA) → ours",
+        "s_client: `verify error`; ours: one fatal alert received, handshake stopped",
+        alert_s_client,
+    ),
+    (
+        "fatal alert",
+        "ours (trusts another CA) → s_server",
+        "s_server: `SSL alert number N` = the alert we sent",
+        alert_our_client,
+    ),
+    (
+        "KeyUpdate",
+        "s_client `K` ↔ ours, then ours requesting",
+        "`KEYUPDATE`; ours: 4 KeyUpdates in order, data flows after each",
+        key_update_s_client,
+    ),
+    (
+        "KeyUpdate",
+        "s_server `K` ↔ ours, then ours requesting",
+        "`SSL_do_handshake -> 1` after `K`; ours: 4 KeyUpdates in order, data flows after each",
+        key_update_our_client,
+    ),
+];
+
+#[test]
+fn openssl_interop_matrix() {
+    let peers = [openssl35(), openssl30()];
+    let mut cells = Vec::new();
+    for peer in &peers {
+        for &g in GROUPS {
+            for &s in SUITES {
+                let p = peer.clone();
+                cells.push(Cell::new(
+                    matrix_name(peer, "ours→s_server", g, s),
+                    move || our_client_to_s_server(&p, g, s),
+                ));
+                let p = peer.clone();
+                cells.push(Cell::new(
+                    matrix_name(peer, "s_client→ours", g, s),
+                    move || s_client_to_our_server(&p, g, s),
+                ));
+            }
+        }
+        for (i, (_, _, _, body)) in FEATURES.iter().enumerate() {
+            let p = peer.clone();
+            let body = *body;
+            cells.push(Cell::new(feature_name(peer, i), move || body(&p)));
+        }
+    }
+    let p35 = peers[0].clone();
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[0].0, move || {
+        bytes_s_client(&p, &[NamedGroup::X25519MLKEM768, NamedGroup::X25519], None)
+    }));
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[1].0, move || {
+        bytes_our_client(&p, &[NamedGroup::X25519MLKEM768, NamedGroup::X25519])
+    }));
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[2].0, move || {
+        bytes_s_client(
+            &p,
+            &[NamedGroup::X25519, NamedGroup::secp256r1],
+            Some("*X25519:*P-256"),
+        )
+    }));
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[3].0, move || {
+        bytes_our_client(&p, &[NamedGroup::X25519, NamedGroup::secp256r1])
+    }));
+
+    let results = run_cells(cells, 2);
+    let docs = render(&peers, &results);
+    let stale = sync_docs_section("openssl", &docs);
+    assert_all_passed(&results);
+    if let Err(e) = stale {
+        panic!("{e}");
+    }
+}
+
+const BYTES: &[(&str, &str)] = &[
+    (
+        "bytes: s_client 3.5 -trace (default groups) → ours",
+        "s_client 3.5 (default groups: X25519MLKEM768 + X25519 shares) → ours",
+    ),
+    (
+        "bytes: ours (X25519MLKEM768 + X25519 shares) → s_server 3.5 -trace",
+        "ours (X25519MLKEM768 + X25519 shares) → s_server 3.5",
+    ),
+    (
+        "bytes: s_client 3.5 -trace (X25519 + P-256 shares) → ours",
+        "s_client 3.5 (`-groups *X25519:*P-256`) → ours",
+    ),
+    (
+        "bytes: ours (X25519 + P-256 shares) → s_server 3.5 -trace",
+        "ours (X25519 + secp256r1 shares) → s_server 3.5",
+    ),
+];
+
+fn matrix_name(peer: &Peer, dir: &str, g: NamedGroup, s: CipherSuite) -> String {
+    format!("openssl-{} {dir} {g} {s}", peer.version)
+}
+
+fn feature_name(peer: &Peer, i: usize) -> String {
+    format!(
+        "openssl-{} {}: {}",
+        peer.version, FEATURES[i].0, FEATURES[i].1
+    )
+}
+
+fn render(peers: &[Peer; 2], results: &[(String, Outcome)]) -> String {
+    use std::fmt::Write as _;
+    let (a, b) = (&peers[0].version, &peers[1].version);
+    let mut s = String::new();
+    let _ = writeln!(s, "### Key exchange × cipher suite\n");
+    let _ = writeln!(
+        s,
+        "Each cell: a full handshake, data both ways, the RFC 8446 §7.5 exporter equal on both \
+         sides, close_notify. OpenSSL must print the suite (and, as s_client, the group and \
+         `Verify return code: 0 (ok)`); our events must report the same suite and group. \
+         `pass` cells show the key_share sizes (client/server bytes) our KeyShare event saw.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| group | suite | ours → s_server {a} | s_client {a} → ours | ours → s_server {b} | s_client {b} → ours |"
+    );
+    let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- |");
+    for &g in GROUPS {
+        for &su in SUITES {
+            let cell = |peer: &Peer, dir: &str| {
+                let o = outcome(results, &matrix_name(peer, dir, g, su));
+                match o {
+                    Outcome::Pass(sizes) => format!("pass ({sizes})"),
+                    other => other.word().to_string(),
+                }
+            };
+            let _ = writeln!(
+                s,
+                "| {g} | {su} | {} | {} | {} | {} |",
+                cell(&peers[0], "ours→s_server"),
+                cell(&peers[0], "s_client→ours"),
+                cell(&peers[1], "ours→s_server"),
+                cell(&peers[1], "s_client→ours"),
+            );
+        }
+    }
+    let _ = writeln!(s, "\n### Features\n");
+    let _ = writeln!(
+        s,
+        "| feature | connection | OpenSSL {a} | OpenSSL {b} | both sides assert |"
+    );
+    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
+    for (i, (feature, dir, checked, _)) in FEATURES.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {feature} | {dir} | {} | {} | {checked} |",
+            outcome(results, &feature_name(&peers[0], i)).word(),
+            outcome(results, &feature_name(&peers[1], i)).word(),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n### ClientHello and ServerHello bytes: OpenSSL `-trace` = our events = our ledger\n"
+    );
+    let _ = writeln!(
+        s,
+        "Message length and every extension's data length, in order, as OpenSSL's `-trace` \
+         printed them and as our HandshakeEvent layout and ledger report them.\n"
+    );
+    let _ = writeln!(s, "| connection | result | sizes |");
+    let _ = writeln!(s, "| --- | --- | --- |");
+    for (name, label) in BYTES {
+        let o = outcome(results, name);
+        let text = match o {
+            Outcome::Pass(t) => t.as_str(),
+            _ => "",
+        };
+        let _ = writeln!(s, "| {label} | {} | {text} |", o.word());
+    }
+    let pending: Vec<&str> = results
+        .iter()
+        .filter_map(|(_, o)| match o {
+            Outcome::Pending(why) => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !pending.is_empty() {
+        let mut why = pending.clone();
+        why.sort();
+        why.dedup();
+        let _ = writeln!(s, "\n`pending`: {}.", why.join("; "));
+    }
+    s
+}
