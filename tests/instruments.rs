@@ -519,23 +519,22 @@ fn presets_match_the_captured_openssl_client_hellos() {
     );
 }
 
-/// An OpenSSL binary, if one is installed: `TLS13LAB_OPENSSL35` or the cache that
-/// scripts/build-openssl.sh fills (for 3.5); `openssl` on the PATH (for 3.0).
+/// OpenSSL 3.5: `TLS13LAB_OPENSSL`, else what scripts/build-openssl.sh prints (a cache hit after
+/// tests/interop_openssl.rs built it; the first run builds it, as the interop tests do).
 fn openssl35() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL35") {
+    if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let root = std::env::var_os("TLS13LAB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tls13lab")))?;
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&root)
-        .ok()?
-        .flatten()
-        .map(|e| e.path().join("bin/openssl"))
-        .filter(|p| p.to_string_lossy().contains("openssl-3.5") && p.exists())
-        .collect();
-    found.sort();
-    found.pop()
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-openssl.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let path = text.lines().last()?.trim();
+    (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
 }
 
 fn openssl_version(bin: &Path) -> Option<String> {
@@ -618,7 +617,7 @@ fn message_of_partial(records: &[u8]) -> Vec<u8> {
 fn presets_match_a_live_openssl_35_capture() {
     let Some(bin) = openssl35() else {
         eprintln!(
-            "NOTICE: skipping the live OpenSSL 3.5 capture: no binary (set TLS13LAB_OPENSSL35 or run scripts/build-openssl.sh)"
+            "NOTICE: skipping the live OpenSSL 3.5 capture: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL)"
         );
         return;
     };
@@ -640,7 +639,9 @@ fn presets_match_a_live_openssl_35_capture() {
 
 #[test]
 fn presets_match_a_live_openssl_30_capture() {
-    let bin = PathBuf::from("openssl");
+    let bin = std::env::var_os("TLS13LAB_OPENSSL30")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("openssl"), PathBuf::from);
     match openssl_version(&bin) {
         Some(v) if v.starts_with("OpenSSL 3.0") => {
             let got = shape(&message_of(&capture_client_hello(&bin)));
