@@ -10,9 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tls13lab::config::HelloPadding;
+use tls13lab::events::EarlyDataStatus;
 use tls13lab::lab::hello::{
     self, describe, report, Framing, Grease, HelloReport, HelloSpec, ItemKind, PskOffer,
 };
+use tls13lab::lab::simulate::{self, Kx, Network, Outcome, Plan};
 use tls13lab::lab::tcp::Link;
 use tls13lab::messages::layout::check_tiling;
 use tls13lab::messages::{
@@ -649,4 +651,311 @@ fn presets_match_a_live_openssl_30_capture() {
         }
         other => eprintln!("NOTICE: skipping the live OpenSSL 3.0 capture: openssl is {other:?}"),
     }
+}
+
+// --------------------------------------------------------------------------------- simulate
+
+fn outcome<'a>(o: &'a [Outcome], label: &str) -> &'a Outcome {
+    o.iter()
+        .find(|x| x.label == label)
+        .unwrap_or_else(|| panic!("no {label} row"))
+}
+
+fn rts(o: &[Outcome], label: &str) -> f64 {
+    outcome(o, label).round_trips.expect("a response arrived")
+}
+
+#[test]
+fn simulate_shows_what_real_networks_show() {
+    // Unlimited bandwidth: times are exact multiples of the RTT.
+    let net = Network {
+        bandwidth_bps: 0,
+        ..Network::default()
+    };
+    let o = simulate::compare(&Plan {
+        net,
+        ..Plan::default()
+    })
+    .unwrap();
+    assert_eq!(
+        rts(&o, "plain TCP (no TLS)"),
+        2.0,
+        "TCP handshake + request/response"
+    );
+    for kx in ["classical", "hybrid"] {
+        let full = outcome(&o, &format!("{kx} full"));
+        let resumed = outcome(&o, &format!("{kx} resumed"));
+        let zero = outcome(&o, &format!("{kx} 0-RTT"));
+        // A full TLS 1.3 handshake costs one round trip after TCP's.
+        assert_eq!(full.round_trips, Some(3.0), "{kx} full");
+        assert!(full.certificate && full.signatures == 1 && !full.resumed);
+        // Resumption saves bytes and signatures, not round trips.
+        assert_eq!(resumed.round_trips, Some(3.0), "{kx} resumed");
+        assert!(resumed.resumed && !resumed.certificate && resumed.signatures == 0);
+        assert!(resumed.bytes_s2c < full.bytes_s2c && resumed.server_flight < full.server_flight);
+        // 0-RTT delivers the request one round trip earlier.
+        assert_eq!(zero.round_trips, Some(2.0), "{kx} 0-RTT");
+        assert_eq!(zero.early_data, Some(EarlyDataStatus::Accepted));
+        for x in [full, resumed, zero] {
+            assert_eq!(x.cwnd_stalls, 0, "{}: fits the initial window", x.label);
+            let tls_rts = if x.label.ends_with("0-RTT") { 1 } else { 2 };
+            // Counted on the records in sending order (the client's own view can split the
+            // server's flight when its segments straddle the client's reply).
+            assert_eq!(
+                x.wire_ledger.round_trips_to_first_response(),
+                Some(tls_rts),
+                "{}",
+                x.label
+            );
+        }
+    }
+    // Hybrid key shares cost bytes, not round trips, while they fit the window.
+    let (c, h) = (outcome(&o, "classical full"), outcome(&o, "hybrid full"));
+    assert!(h.bytes_c2s > c.bytes_c2s + 1100 && h.server_flight > c.server_flight + 1000);
+    // The same with serialization delay: a little more than whole round trips.
+    let slow = simulate::compare(&Plan {
+        net: Network {
+            bandwidth_bps: 1_000_000,
+            ..net
+        },
+        kx: vec![Kx::Hybrid],
+        ..Plan::default()
+    })
+    .unwrap();
+    for x in &slow[1..] {
+        let r = x.round_trips.unwrap();
+        let whole = if x.label.ends_with("0-RTT") { 2.0 } else { 3.0 };
+        assert!(r > whole && r < whole + 0.5, "{}: {r}", x.label);
+    }
+}
+
+#[test]
+fn a_certificate_chain_beyond_the_initial_window_costs_a_round_trip() {
+    let net = Network {
+        bandwidth_bps: 0,
+        ..Network::default()
+    };
+    let window = net.initcwnd * net.link.mss;
+    let big = Plan {
+        net,
+        kx: vec![Kx::Classical],
+        cert_bytes: window + 1000,
+        ..Plan::default()
+    };
+    let o = simulate::compare(&big).unwrap();
+    let full = outcome(&o, "classical full");
+    assert!(
+        full.server_flight > window,
+        "{} > {window}",
+        full.server_flight
+    );
+    assert_eq!(
+        full.round_trips,
+        Some(4.0),
+        "one more round trip waiting for ACKs"
+    );
+    assert_eq!(full.cwnd_stalls, 1);
+    // Resumption sends no certificate: back to one round trip after TCP's.
+    assert_eq!(rts(&o, "classical resumed"), 3.0);
+    assert_eq!(rts(&o, "classical 0-RTT"), 2.0);
+    // A larger initial window takes the round trip away again.
+    let o = simulate::compare(&Plan {
+        net: Network {
+            initcwnd: 2 * net.initcwnd,
+            ..net
+        },
+        ..big.clone()
+    })
+    .unwrap();
+    assert_eq!(rts(&o, "classical full"), 3.0);
+    // And a small window makes even a normal chain stall.
+    let o = simulate::compare(&Plan {
+        net: Network { initcwnd: 1, ..net },
+        kx: vec![Kx::Hybrid],
+        ..Plan::default()
+    })
+    .unwrap();
+    assert_eq!(
+        rts(&o, "hybrid full"),
+        4.0,
+        "1717-byte hybrid flight over a 1-segment window"
+    );
+}
+
+#[test]
+fn simulate_cli_states_the_claims() {
+    let out = tls13lab(&["simulate", "--bandwidth", "0"]);
+    for want in [
+        "plain TCP (no TLS)",
+        "classical: full TLS 1.3 costs +1.00 RTT over plain TCP",
+        "and +0.00 RTT; 0-RTT gets the response 1.00 RTT earlier than full",
+        "hybrid: full TLS 1.3 costs +1.00 RTT",
+        "initcwnd 10 segments (14600 bytes)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let out = tls13lab(&[
+        "simulate",
+        "--bandwidth",
+        "0",
+        "--kx",
+        "classical",
+        "--cert-bytes",
+        "20000",
+        "--timeline",
+    ]);
+    assert!(
+        out.contains("exceeds initcwnd × MSS = 14600 bytes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Certificate"),
+        "the timeline names records: {out}"
+    );
+    let json = tls13lab(&["simulate", "--json", "--kx", "hybrid", "--rtt", "50"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["connections"].as_array().unwrap().len(), 4);
+    assert_eq!(v["network"]["rtt_us"], 50_000);
+}
+
+// ----------------------------------------------------------------------------------- ladder
+
+/// A small XML well-formedness check: balanced tags, quoted attributes, known entities.
+fn check_xml(doc: &str) -> Result<usize, String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut elements = 0;
+    let mut rest = doc;
+    while let Some(lt) = rest.find('<') {
+        check_text(&rest[..lt])?;
+        let gt = rest[lt..].find('>').ok_or("unclosed tag")? + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack
+                .pop()
+                .ok_or_else(|| format!("</{name}> without an opening tag"))?;
+            if open != name.trim() {
+                return Err(format!("<{open}> closed by </{name}>"));
+            }
+            continue;
+        }
+        elements += 1;
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name: String = body.chars().take_while(|c| !c.is_whitespace()).collect();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':')
+        {
+            return Err(format!("bad element name in <{tag}>"));
+        }
+        // Attributes: name="value" pairs.
+        let mut attrs = body[name.len()..].trim();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find('=')
+                .ok_or_else(|| format!("attribute without value in <{tag}>"))?;
+            let q = attrs[eq + 1..].chars().next().ok_or("missing quote")?;
+            if q != '"' && q != '\'' {
+                return Err(format!("unquoted attribute in <{tag}>"));
+            }
+            let end = attrs[eq + 2..].find(q).ok_or("unterminated attribute")? + eq + 2;
+            check_text(&attrs[eq + 2..end])?;
+            attrs = attrs[end + 1..].trim_start();
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    check_text(rest)?;
+    if let Some(open) = stack.pop() {
+        return Err(format!("<{open}> never closed"));
+    }
+    Ok(elements)
+}
+
+fn check_text(t: &str) -> Result<(), String> {
+    if t.contains('<') {
+        return Err(format!("'<' in text: {t:?}"));
+    }
+    let mut rest = t;
+    while let Some(amp) = rest.find('&') {
+        let semi = rest[amp..].find(';').ok_or("unterminated entity")? + amp;
+        let ent = &rest[amp + 1..semi];
+        if !matches!(ent, "amp" | "lt" | "gt" | "quot" | "apos") && !ent.starts_with('#') {
+            return Err(format!("unknown entity &{ent};"));
+        }
+        rest = &rest[semi + 1..];
+    }
+    Ok(())
+}
+
+/// Render with rsvg-convert when it is installed (it rejects malformed SVG).
+fn rsvg_renders(svg: &Path) -> Option<bool> {
+    let png = svg.with_extension("png");
+    let out = Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png)
+        .arg(svg)
+        .output()
+        .ok()?;
+    Some(
+        out.status.success()
+            && std::fs::metadata(&png)
+                .map(|m| m.len() > 1000)
+                .unwrap_or(false),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "tls13lab-instruments-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn ladders_are_well_formed_svg() {
+    let net = Network::default();
+    let o = simulate::compare(&Plan::default()).unwrap();
+    let dir = temp_dir("ladder");
+    for x in o.iter().filter(|x| !x.ledger.records.is_empty()) {
+        let doc = simulate::ladder(x, &net);
+        let n = check_xml(&doc).unwrap_or_else(|e| panic!("{}: {e}", x.label));
+        // One arrow per record, plus TCP's three.
+        assert_eq!(
+            doc.matches("<line x1=").count() - 2 - 4,
+            x.ledger.records.len() + 3,
+            "{}",
+            x.label
+        );
+        assert!(n > 20);
+        assert!(doc.contains("first response byte"));
+        assert!(doc.contains("RT 2") || x.label.ends_with("0-RTT"));
+        if x.label.ends_with("0-RTT") {
+            assert!(doc.contains("0-RTT application data"), "{}", x.label);
+            assert!(doc.contains("EndOfEarlyData"), "{}", x.label);
+        }
+        if x.label.starts_with("hybrid") {
+            assert!(doc.contains("X25519MLKEM768"));
+        }
+        let path = dir.join(format!("{}.svg", x.label.replace(' ', "-")));
+        std::fs::write(&path, &doc).unwrap();
+        match rsvg_renders(&path) {
+            Some(ok) => assert!(ok, "rsvg-convert failed on {}", path.display()),
+            None => eprintln!("NOTICE: rsvg-convert is not installed: SVG not rendered"),
+        }
+    }
+    // Special characters are escaped.
+    let doc = tls13lab::lab::ladder::svg(&o[1].ledger, "a <b> & \"c\"", None);
+    check_xml(&doc).unwrap();
+    assert!(doc.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

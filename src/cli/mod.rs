@@ -10,6 +10,7 @@ mod common;
 mod demo;
 mod hello;
 mod server;
+mod simulate;
 
 use std::process::ExitCode;
 
@@ -42,6 +43,8 @@ enum Command {
     Server(server::ServerArgs),
     /// The ClientHello size lab: every field, extension, record and TCP segment; --compare side by side.
     Hello(hello::HelloArgs),
+    /// Whole connections over a virtual link (RTT, bandwidth, MTU, initcwnd): time to first byte, round trips.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
         Some(Command::Client(a)) => client::run(a),
         Some(Command::Server(a)) => server::run(a),
         Some(Command::Hello(a)) => hello::run(a),
+        Some(Command::Simulate(a)) => simulate::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
