@@ -106,6 +106,20 @@ pub fn record_summary(r: &LedgerRecord) -> (String, String) {
     (what, bytes)
 }
 
+/// Where each record's time (ms since the origin) is written, if at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Times {
+    /// No times (e.g. an in-memory run with a fixed clock).
+    #[default]
+    Off,
+    /// At the sender's end of each arrow: the ledger's times are send times.
+    AtSender,
+    /// On the client's lane: the client's ledger (sent and received by the client).
+    AtClient,
+    /// On the server's lane: the server's ledger.
+    AtServer,
+}
+
 /// Options of [`svg_with`].
 #[derive(Clone, Debug, Default)]
 pub struct LadderOptions {
@@ -113,11 +127,8 @@ pub struct LadderOptions {
     pub title: String,
     /// Draw TCP's three-way handshake first (it is one more round trip before any TLS byte).
     pub tcp_handshake: bool,
-    /// Show the client's clock at each arrow, when it varies: ms since `origin_ms` (default: the
-    /// first record).
-    pub times: bool,
-    /// Put each time at the arrow's sender (the ledger's times are send times), not at the client.
-    pub times_at_sender: bool,
+    /// Where to write times (only drawn when they vary).
+    pub times: Times,
     /// Where the clock counts from (e.g. the TCP SYN).
     pub origin_ms: Option<u64>,
     /// Small print under the diagram (assumptions, sources).
@@ -131,7 +142,11 @@ pub fn svg(ledger: &Ledger, title: &str, rtt_us: Option<u64>) -> String {
         &LadderOptions {
             title: title.to_string(),
             tcp_handshake: rtt_us.is_some(),
-            times: rtt_us.is_some(),
+            times: if rtt_us.is_some() {
+                Times::AtClient
+            } else {
+                Times::Off
+            },
             ..LadderOptions::default()
         },
     )
@@ -322,7 +337,7 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         i = j;
     }
     // Arrows.
-    let times = opt.times && records.iter().any(|r| r.record.time_ms != origin);
+    let times = opt.times != Times::Off && records.iter().any(|r| r.record.time_ms != origin);
     for (k, r) in records.iter().enumerate() {
         let rec = &r.record;
         let y = y_of[k];
@@ -348,7 +363,8 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         } else {
             "2"
         };
-        let alert = rec.inner_type == ContentType::Alert;
+        // close_notify is the normal end; any other alert is drawn red.
+        let alert = rec.inner_type == ContentType::Alert && rec.content.get(1) != Some(&0);
         let _ = writeln!(
             s,
             r##"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{}" stroke="{colour}" stroke-width="{width}"{dash} marker-end="url(#a{marker})"/>"##,
@@ -379,10 +395,18 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         );
         if times {
             let t = rec.time_ms.saturating_sub(origin);
-            let (tx, ty, anchor) = match (rec.direction, opt.times_at_sender) {
-                (Direction::ClientToServer, _) => (CLIENT_X - 26, y, "end"),
-                (Direction::ServerToClient, true) => (SERVER_X + 26, y, "start"),
-                (Direction::ServerToClient, false) => (CLIENT_X - 26, y + SLANT, "end"),
+            let client_side = match opt.times {
+                Times::AtClient => true,
+                Times::AtServer => false,
+                _ => rec.direction == Direction::ClientToServer,
+            };
+            // The time sits where the arrow leaves its lane if that lane is the sender's.
+            let at_start = client_side == (rec.direction == Direction::ClientToServer);
+            let ty = if at_start { y } else { y + SLANT };
+            let (tx, anchor) = if client_side {
+                (CLIENT_X - 26, "end")
+            } else {
+                (SERVER_X + 26, "start")
             };
             let _ = writeln!(
                 s,
