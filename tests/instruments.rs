@@ -959,3 +959,80 @@ fn ladders_are_well_formed_svg() {
     assert!(doc.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Start `tls13lab server --listen 127.0.0.1:0 ARGS` and return it with its port.
+fn start_server(args: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("no 'listening on' line: {line:?}")
+        });
+    (child, port)
+}
+
+fn wait_exit(child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the server did not exit");
+}
+
+#[test]
+fn demo_client_and_server_write_ladders() {
+    let dir = temp_dir("svg-cli");
+    let demo = dir.join("demo.svg");
+    tls13lab(&["demo", "--once", "--svg", demo.to_str().unwrap()]);
+    let doc = std::fs::read_to_string(&demo).unwrap();
+    check_xml(&doc).unwrap();
+    assert!(doc.contains("ClientHello") && doc.contains("RT 2"));
+
+    let (mut server, port) = start_server(&[
+        "--naccept",
+        "1",
+        "--svg",
+        dir.join("s.svg").to_str().unwrap(),
+    ]);
+    let c = dir.join("c.svg");
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--svg",
+        c.to_str().unwrap(),
+    ]);
+    wait_exit(&mut server);
+    for f in [c, dir.join("s.svg")] {
+        let doc = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        check_xml(&doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            doc.contains("ServerHello") && doc.contains("first response byte"),
+            "{}",
+            f.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -167,6 +167,16 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
             path.display()
         ));
     }
+    if let Some(path) = &a.out.svg {
+        let c = super::instruments::Connection {
+            side: Side::Client,
+            events: &events,
+            started_ms: started,
+            title: format!("tls13lab client {}", a.target),
+            real_clock: true,
+        };
+        super::instruments::write_svg(path, &c)?;
+    }
     if let Some(path) = &a.out.json {
         Report {
             side: Side::Client,

@@ -278,6 +278,9 @@ pub struct Output {
     /// Put secret values (and every key-schedule step) in the JSON, not only their labels.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Write a ladder diagram of the connection as SVG (docs/ladder.md).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 // --------------------------------------------------------------------------------- name lists

@@ -9,6 +9,7 @@ mod client;
 mod common;
 mod demo;
 mod hello;
+mod instruments;
 mod server;
 mod simulate;
 

@@ -144,11 +144,7 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
             .filter(|o| !o.ledger.records.is_empty())
             .collect();
         for (i, o) in tls.iter().enumerate() {
-            let path = if i == 0 {
-                svg.clone()
-            } else {
-                numbered(svg, i + 1)
-            };
+            let path = super::instruments::numbered(svg, i as u64 + 1);
             let doc = simulate::ladder(o, &net);
             write_file(&path, doc.as_bytes())?;
         }
@@ -176,18 +172,6 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
     }
     emit(&s);
     Ok(())
-}
-
-/// `a.svg` → `a-2.svg`.
-fn numbered(p: &std::path::Path, n: usize) -> PathBuf {
-    let stem = p.file_stem().map_or_else(
-        || "ladder".to_string(),
-        |s| s.to_string_lossy().into_owned(),
-    );
-    let ext = p
-        .extension()
-        .map_or_else(|| "svg".to_string(), |e| e.to_string_lossy().into_owned());
-    p.with_file_name(format!("{stem}-{n}.{ext}"))
 }
 
 #[cfg(test)]
