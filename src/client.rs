@@ -544,7 +544,8 @@ impl Client {
                     }));
                 }
                 group = Some(entry.group);
-                shared = Some(result.shared_secret.clone());
+                // Kept as the KxResult, which erases the secret when it drops.
+                shared = Some(result);
             }
             Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
             None if psk_identity.is_some() => {
@@ -569,7 +570,10 @@ impl Client {
             Some(es) => es,
             None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
         };
-        let hs = es.into_handshake(shared.as_deref(), &mut self.conn.ev);
+        let hs = es.into_handshake(
+            shared.as_ref().map(|k| k.shared_secret.as_slice()),
+            &mut self.conn.ev,
+        );
         let client_hs = hs.client_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
         let server_hs = hs.server_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
         self.conn
@@ -712,6 +716,8 @@ impl Client {
                     // RFC 8449 §4: the limit counts the inner content type byte in TLS 1.3.
                     self.conn.max_fragment =
                         (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
+                    // The server acknowledged the extension: ours is now in force.
+                    self.conn.recv_limit = self.config.record_size_limit.map(usize::from);
                 }
                 Extension::EarlyDataEmpty if h.early_offered && h.resumed => {
                     h.early_accepted = true;
@@ -1120,5 +1126,17 @@ impl Endpoint for Client {
 
     fn early_skip(&mut self) -> &mut Option<usize> {
         &mut self.early_skip
+    }
+}
+
+/// The handshake's progress and outcome; never a key, a secret or a ticket's PSK.
+impl core::fmt::Debug for Client {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Client")
+            .field("connected", &self.is_connected())
+            .field("closed", &self.is_closed())
+            .field("negotiated", &self.negotiated)
+            .field("tickets", &self.tickets.len())
+            .finish_non_exhaustive()
     }
 }

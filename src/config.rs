@@ -91,8 +91,9 @@ pub enum ClientAuth {
     Required(Vec<Vec<u8>>),
 }
 
-/// An externally provisioned PSK (RFC 8446 §4.2.11).
-#[derive(Clone, Debug)]
+/// An externally provisioned PSK (RFC 8446 §4.2.11). The key is erased on drop and never shown
+/// by `Debug`.
+#[derive(Clone)]
 pub struct ExternalPsk {
     /// The identity sent on the wire.
     pub identity: Vec<u8>,
@@ -100,6 +101,22 @@ pub struct ExternalPsk {
     pub key: Vec<u8>,
     /// The hash it is bound to.
     pub suite: CipherSuite,
+}
+
+impl Drop for ExternalPsk {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
+}
+
+impl core::fmt::Debug for ExternalPsk {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ExternalPsk")
+            .field("identity", &crate::events::hex(&self.identity))
+            .field("key", &format_args!("<{} bytes>", self.key.len()))
+            .field("suite", &self.suite)
+            .finish()
+    }
 }
 
 /// When the client adds a padding extension (RFC 7685) to its ClientHello.

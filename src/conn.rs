@@ -54,6 +54,9 @@ pub(crate) struct Conn {
     padding: PaddingPolicy,
     /// Largest plaintext per record we send (RFC 8449 limit - 1, or 2^14).
     pub(crate) max_fragment: usize,
+    /// Largest TLSInnerPlaintext (content, type byte and padding) we accept in a protected record:
+    /// the record_size_limit we advertised, once the peer acknowledged it (RFC 8449 §4).
+    pub(crate) recv_limit: Option<usize>,
     /// legacy_record_version for plaintext records (0x0301 only for the first ClientHello, §5.1).
     pub(crate) plaintext_version: u16,
     /// ChangeCipherSpec is tolerated from the first ClientHello until the peer's Finished (§5).
@@ -91,6 +94,7 @@ impl Conn {
             sent_records: Vec::new(),
             padding,
             max_fragment: MAX_PLAINTEXT,
+            recv_limit: None,
             plaintext_version: 0x0303,
             ccs_allowed: false,
             empty_records: 0,
@@ -380,6 +384,16 @@ impl Conn {
                 let seq = p.seq();
                 match p.open(&rec) {
                     Ok(inner) => {
+                        // RFC 8449 §4: "A TLS endpoint that receives a record larger than its
+                        // advertised limit MUST generate a fatal "record_overflow" alert". The
+                        // limit counts the whole TLSInnerPlaintext; 0-RTT records were sent
+                        // before the limit was negotiated.
+                        if let Some(limit) = self.recv_limit {
+                            let inner_len = inner.content.len() + 1 + inner.padding;
+                            if inner_len > limit && self.read_epoch != Epoch::Early {
+                                return Err(RecordError::RecordOverflow.into());
+                            }
+                        }
                         let tag = p.tag_len();
                         self.record_event_received(
                             &rec,

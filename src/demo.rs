@@ -14,6 +14,9 @@ use crate::ledger::Ledger;
 use crate::server::Server;
 use crate::session::TicketStore;
 
+/// The demo's clock: 2026-01-01T00:00:00Z, fixed so every run prints the same bytes.
+pub const NOW_MS: u64 = 1_767_225_600_000;
+
 /// A server configuration with a fresh self-signed ECDSA P-256 certificate for `localhost`, made
 /// deterministically from `seed` and valid for a year around `now_ms`. Returns it with the
 /// certificate's DER (to use as the client's root).

@@ -72,9 +72,9 @@ pub enum Epoch {
     Plaintext,
     /// client_early_traffic_secret (0-RTT).
     Early,
-    /// [sender]_handshake_traffic_secret.
+    /// \[sender\]_handshake_traffic_secret.
     Handshake,
-    /// [sender]_application_traffic_secret_N; N counts KeyUpdates.
+    /// \[sender\]_application_traffic_secret_N; N counts KeyUpdates.
     Application(u64),
 }
 

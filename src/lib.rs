@@ -29,8 +29,11 @@
 //!
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
-//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened;
-//! [`lab`] holds the instruments built on them (ClientHello sizes, ladder diagrams, simulation, capture).
+//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
+//! Outside the core: [`demo`] wires a client and a server in memory, [`rfc8448`] replays RFC 8448's
+//! traces through them, [`explain`] turns a connection's key schedule into a tree and [`ladder`]
+//! draws a ledger as a text sequence diagram; [`lab`] holds the research instruments (ClientHello
+//! sizes, SVG ladder diagrams, network simulation, capture export and dissection).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -42,11 +45,14 @@ pub mod crypto;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod explain;
 pub mod keyschedule;
 pub mod lab;
+pub mod ladder;
 pub mod ledger;
 pub mod messages;
 pub mod record;
+pub mod rfc8448;
 pub mod server;
 pub mod session;
 pub(crate) mod traffic;

@@ -105,6 +105,15 @@ impl<E: Endpoint> Driver<E> {
     /// Wait up to `wait` for bytes and feed them to the endpoint, then send what it answers.
     /// On a TLS error the alert the endpoint queued is sent before the error is returned.
     pub fn step(&mut self, wait: Duration) -> Result<Step, NetError> {
+        let step = self.read_step(wait)?;
+        self.flush()?;
+        Ok(step)
+    }
+
+    /// Like [`Driver::step`], but on success leaves the endpoint's answer queued, so the
+    /// application can add its own data (a server's 0.5-RTT response to 0-RTT data) to the same
+    /// flight before calling [`Driver::flush`].
+    pub fn read_step(&mut self, wait: Duration) -> Result<Step, NetError> {
         let wait = wait.max(Duration::from_millis(1)); // a zero timeout would mean "block forever"
         self.stream
             .set_read_timeout(Some(wait))
@@ -124,11 +133,11 @@ impl<E: Endpoint> Driver<E> {
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(Step::Eof),
             Err(e) => return Err(NetError::Io(e)),
         };
-        let result = self.ep.receive(&self.buf[..n], now_ms());
-        // Send whatever the endpoint queued — including the alert of a failure.
-        let flushed = self.flush();
-        result.map_err(NetError::Tls)?;
-        flushed?;
+        if let Err(e) = self.ep.receive(&self.buf[..n], now_ms()) {
+            // The alert the endpoint queued goes out before the error is returned.
+            let _ = self.flush();
+            return Err(NetError::Tls(e));
+        }
         Ok(Step::Data)
     }
 

@@ -112,6 +112,12 @@ struct PskCandidate {
     max_early_data: u32,
 }
 
+impl Drop for PskCandidate {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.psk);
+    }
+}
+
 /// How far the client's and our view of a ticket's age may differ for 0-RTT (§8.3).
 const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
@@ -300,7 +306,8 @@ impl Server {
                     shared_secret: kx.shared_secret.to_vec(),
                 }));
             }
-            shared = Some(kx.shared_secret.clone());
+            // Kept as the KxResult, which erases the secret when it drops.
+            shared = Some(kx);
             sh_exts.push(Extension::KeyShareServer(KeyShareEntry {
                 group: entry.group,
                 key_exchange: server_share,
@@ -331,7 +338,8 @@ impl Server {
         }
 
         let ev = &mut self.conn.ev;
-        let hs: HandshakeSecret = early_secret.into_handshake(shared.as_deref(), ev);
+        let hs: HandshakeSecret =
+            early_secret.into_handshake(shared.as_ref().map(|k| k.shared_secret.as_slice()), ev);
         let client_hs = hs.client_handshake_traffic_secret(&transcript, ev);
         let server_hs = hs.server_handshake_traffic_secret(&transcript, ev);
         self.conn
@@ -763,6 +771,7 @@ impl Server {
                 return Err(PeerMisbehaved::BadRecordSizeLimit.into());
             }
             self.conn.max_fragment = (*theirs as usize - 1).min(crate::record::MAX_PLAINTEXT);
+            self.conn.recv_limit = Some(usize::from(ours));
             exts.push(Extension::RecordSizeLimit(ours));
         }
         apply_extension_order(&mut exts, &cfg.extension_order);
@@ -1057,5 +1066,16 @@ impl Endpoint for Server {
 
     fn early_skip(&mut self) -> &mut Option<usize> {
         &mut self.early_skip
+    }
+}
+
+/// The handshake's progress and outcome; never a key or a secret.
+impl core::fmt::Debug for Server {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Server")
+            .field("connected", &self.is_connected())
+            .field("closed", &self.is_closed())
+            .field("negotiated", &self.negotiated)
+            .finish_non_exhaustive()
     }
 }

@@ -10,7 +10,9 @@ use crate::crypto::hash::HashAlg;
 use crate::messages::enums::CipherSuite;
 
 /// One ticket as the client keeps it (§4.6.1): enough to offer it and derive its PSK.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The PSK is erased when the ticket drops, and `Debug` shows only its length.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredTicket {
     /// The SNI it was obtained under (offered only to the same name).
     pub server_name: Option<String>,
@@ -37,6 +39,28 @@ pub struct StoredTicket {
     /// obfuscated age is 0.
     #[serde(default)]
     pub external: bool,
+}
+
+impl Drop for StoredTicket {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.psk);
+    }
+}
+
+impl core::fmt::Debug for StoredTicket {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StoredTicket")
+            .field("server_name", &self.server_name)
+            .field("suite", &self.suite)
+            .field("ticket_len", &self.ticket.len())
+            .field("psk", &format_args!("<{} bytes>", self.psk.len()))
+            .field("lifetime", &self.lifetime)
+            .field("received_at_ms", &self.received_at_ms)
+            .field("max_early_data", &self.max_early_data)
+            .field("alpn", &self.alpn)
+            .field("external", &self.external)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StoredTicket {
@@ -147,7 +171,9 @@ use crate::crypto::random::RandomSource;
 use crate::messages::codec::{Reader, Writer};
 
 /// What a server needs to resume a session (the content of a stateless ticket, or a cache entry).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The PSK is erased when the state drops, and `Debug` shows only its length.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ResumptionState {
     /// The suite of the issuing connection.
     pub suite: CipherSuite,
@@ -163,6 +189,25 @@ pub struct ResumptionState {
     pub max_early_data: u32,
     /// ALPN of the issuing connection (0-RTT requires the same, §4.2.10).
     pub alpn: Option<Vec<u8>>,
+}
+
+impl Drop for ResumptionState {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.psk);
+    }
+}
+
+impl core::fmt::Debug for ResumptionState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ResumptionState")
+            .field("suite", &self.suite)
+            .field("psk", &format_args!("<{} bytes>", self.psk.len()))
+            .field("issued_ms", &self.issued_ms)
+            .field("lifetime", &self.lifetime)
+            .field("max_early_data", &self.max_early_data)
+            .field("alpn", &self.alpn)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ResumptionState {
@@ -269,8 +314,10 @@ impl ServerSessions {
 
     /// Install a new current ticket key; the previous one keeps opening older tickets.
     pub fn rotate(&self, key: [u8; 32], id: [u8; 4], now_ms: u64) {
+        // `key` is a copy: erase it once the cipher is keyed.
+        let key = zeroize::Zeroizing::new(key);
         let mut g = self.lock();
-        if let Ok(k) = AeadKey::new(AeadAlg::Aes256Gcm, &key) {
+        if let Ok(k) = AeadKey::new(AeadAlg::Aes256Gcm, key.as_slice()) {
             g.keys.insert(
                 0,
                 TicketKey {
@@ -310,7 +357,8 @@ impl ServerSessions {
         let Some(k) = g.keys.first() else {
             return Vec::new();
         };
-        let mut body = state.encode();
+        // The encoded state holds the PSK until it is encrypted in place.
+        let mut body = zeroize::Zeroizing::new(state.encode());
         let mut out = Vec::with_capacity(body.len() + TICKET_OVERHEAD);
         out.extend_from_slice(&k.id);
         out.extend_from_slice(&nonce);
@@ -330,7 +378,7 @@ impl ServerSessions {
         let (nonce, ct) = rest.split_at(12);
         let g = self.lock();
         let k = g.keys.iter().find(|k| k.id == id)?;
-        let mut body = ct.to_vec();
+        let mut body = zeroize::Zeroizing::new(ct.to_vec());
         let nonce: [u8; 12] = nonce.try_into().ok()?;
         k.key.open_in_place(&nonce, &k.id, &mut body).ok()?;
         ResumptionState::decode(&body)

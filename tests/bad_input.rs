@@ -237,6 +237,15 @@ impl Ep {
         recs
     }
 
+    /// Everything queued since the last call, unparsed: for a client whose 0-RTT records cannot
+    /// be opened yet (the suite is known from its ServerHello).
+    fn raw_output(&mut self) -> Vec<u8> {
+        let bytes = self.tls.take();
+        self.events.extend(self.tls.drain());
+        self.sent_seen = self.sent_records().len();
+        bytes
+    }
+
     /// The AEAD of the negotiated suite (from the ServerHello this endpoint sent or received).
     fn aead(&self) -> AeadAlg {
         self.events
@@ -3236,4 +3245,398 @@ fn fuzz_mutated_hello_retry_messages() {
             Ok(())
         })
         .unwrap();
+}
+
+// =============================================================================================
+// Resumption and 0-RTT (§4.2.9, §4.2.10, §4.2.11), RFC 8449, and the resource limits
+// =============================================================================================
+
+/// Tickets from a full handshake between `c` and `s` (the clone of `s` shares its ticket keys).
+fn tickets_for(c: &ClientConfig, s: &ServerConfig) -> tls13lab::session::TicketStore {
+    let p = tls13lab::demo::request_response(
+        Arc::new(c.clone()),
+        Arc::new(s.clone()),
+        40,
+        NOW,
+        b"GET / HTTP/1.0\r\n\r\n",
+        b"ok",
+        tls13lab::session::TicketStore::default(),
+    )
+    .expect("a full handshake");
+    assert!(!p.client.tickets().is_empty());
+    p.client.tickets().clone()
+}
+
+/// A client offering one of `tickets`, started at `start_ms` (its clock dates the ticket age).
+fn resuming_client(c: ClientConfig, tickets: tls13lab::session::TicketStore, start_ms: u64) -> Ep {
+    let mut client = Client::new(Arc::new(c), Box::new(SeededRandom::from_seed(41)))
+        .unwrap()
+        .with_tickets(tickets);
+    client.start(start_ms).unwrap();
+    Ep::wrap(Box::new(client), Side::Client)
+}
+
+/// A server config accepting 0-RTT of at most `max_early` bytes, and a client config for it.
+fn early_configs(max_early: u32) -> (ClientConfig, ServerConfig) {
+    let mut s = server_config();
+    s.max_early_data = max_early;
+    (client_config(), s)
+}
+
+#[test]
+fn early_data_over_max_early_data_size_is_unexpected_message() {
+    // §4.2.10: "A server which receives more than max_early_data_size bytes of 0-RTT data
+    // SHOULD terminate the connection with an "unexpected_message" alert." The ticket allows
+    // 1000 bytes: exactly 1000 are delivered, one more is refused.
+    for (extra, ok) in [(400usize, true), (401, false)] {
+        let (c, s) = early_configs(1000);
+        let tickets = tickets_for(&c, &s);
+        let mut client = resuming_client(c, tickets, NOW);
+        client.tls.send(&[b'a'; 600]).expect("600 bytes of 0-RTT");
+        let mut server = Ep::server(s, SERVER_SEED);
+        server.feed(&client.raw_output()).unwrap();
+        // The client learns the suite from the server's flight; it does not answer yet, so the
+        // next record under its early keys has sequence number 1.
+        client.feed(&wire(&server.output())).unwrap();
+        let more = client.forge(
+            Epoch::Early,
+            ContentType::ApplicationData,
+            &vec![b'b'; extra],
+            0,
+        );
+        if ok {
+            server.feed(&more).unwrap();
+            let early: usize = server
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::EarlyData { data } => Some(data.len()),
+                    _ => None,
+                })
+                .sum();
+            assert_eq!(early, 1000);
+        } else {
+            let e = server.rejects(&more, A::UnexpectedMessage);
+            assert_eq!(e, peer(PeerMisbehaved::TooMuchEarlyData));
+        }
+    }
+}
+
+#[test]
+fn rejected_early_data_is_skipped_within_a_bound() {
+    // §4.2.10: a server that rejects 0-RTT skips records it cannot decrypt "up to the configured
+    // max_early_data_size"; beyond a bound (16 records of the largest size here) it stops
+    // wasting decryptions: unexpected_message, as for too much accepted early data.
+    let mut ch = client_hello();
+    ch.extensions.push(Extension::EarlyDataEmpty);
+    let big = record(23, 0x0303, &vec![0x55; (1 << 14) + 256]);
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    s.output();
+    s.feed(&big.repeat(16)).unwrap();
+    assert!(s.output().is_empty());
+    let e = s.rejects(&big, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooMuchEarlyData));
+    // The same bound while the server waits for the second ClientHello after a
+    // HelloRetryRequest (no keys at all: the 0-RTT records are plaintext to it, §4.2.10).
+    let (c, srv) = retry_configs();
+    let mut ch = client_hello_of(c);
+    ch.extensions.insert(0, Extension::EarlyDataEmpty);
+    let mut s = Ep::server(srv, SERVER_SEED);
+    s.feed(&ch_wire(&ch)).unwrap();
+    let hrr = s.output();
+    assert!(
+        matches!(decode(&hrr[0].content), HandshakePayload::ServerHello(sh) if sh.random == HRR_RANDOM)
+    );
+    s.feed(&big.repeat(16)).unwrap();
+    assert!(s.output().is_empty());
+    let e = s.rejects(&big, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooMuchEarlyData));
+}
+
+#[test]
+fn wrong_binder_is_decrypt_error() {
+    // §4.2.11.2: "If this value is not present or does not validate, the server MUST abort the
+    // handshake." §6.2 decrypt_error: "... unable to ... validate a Finished message or a PSK
+    // binder." A flipped bit, and a binder of another (legal) length.
+    let (mut c, s) = early_configs(0);
+    c.enable_early_data = false;
+    let tickets = tickets_for(&c, &s);
+    let mut client = resuming_client(c, tickets, NOW + 1000);
+    let ch = match decode(&client.output()[0].content) {
+        HandshakePayload::ClientHello(ch) => ch,
+        other => panic!("{other:?}"),
+    };
+    let mutations: [fn(&mut Vec<u8>); 3] = [
+        |b| b[0] ^= 1,
+        |b| {
+            let n = b.len();
+            b[n - 1] ^= 0x80
+        },
+        |b| b.extend_from_slice(&[0; 16]),
+    ];
+    for f in mutations {
+        let mut ch = ch.clone();
+        match ch.extensions.last_mut() {
+            Some(Extension::PreSharedKeyClient(o)) => f(&mut o.binders[0]),
+            other => panic!("{other:?}"),
+        }
+        let mut server = Ep::server(s.clone(), SERVER_SEED);
+        let e = server.rejects(&ch_wire(&ch), A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadBinder));
+    }
+    // The unchanged ClientHello resumes.
+    let mut server = Ep::server(s, SERVER_SEED);
+    server.feed(&ch_wire(&ch)).unwrap();
+    assert!(server.output().iter().all(|r| r.typ != ContentType::Alert));
+}
+
+#[test]
+fn ticket_age_out_of_window_rejects_0rtt_and_the_handshake_completes() {
+    // §8.3: a ticket age that disagrees with the server's view by more than the window means
+    // the ClientHello may be a replay: 0-RTT is refused (§4.2.10: "the server MUST NOT process
+    // the early data") but the PSK still resumes the session. The client's clock runs 60 s
+    // ahead of the server's (window: 10 s).
+    for (skew_ms, accepted) in [(0u64, true), (60_000, false)] {
+        let (c, s) = early_configs(16384);
+        let tickets = tickets_for(&c, &s);
+        let mut client = resuming_client(c, tickets, NOW + skew_ms);
+        client.tls.send(b"GET /early").unwrap();
+        let mut server = Ep::server(s, SERVER_SEED);
+        for _ in 0..4 {
+            let w = client.raw_output();
+            if !w.is_empty() {
+                server.feed(&w).unwrap();
+            }
+            let w = wire(&server.output());
+            if !w.is_empty() {
+                client.feed(&w).unwrap();
+            }
+        }
+        assert!(client.tls.connected() && server.tls.connected());
+        let early = server
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::EarlyData { .. }));
+        assert_eq!(early, accepted, "skew {skew_ms}");
+        let rejected = client
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
+        assert_eq!(rejected, !accepted, "skew {skew_ms}");
+        let resumed = client
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Connected(n) if n.resumed && n.psk_identity == Some(0)));
+        assert!(resumed, "skew {skew_ms}: the PSK is still used");
+        assert!(client.sent_alerts().is_empty() && server.sent_alerts().is_empty());
+    }
+}
+
+#[test]
+fn pre_shared_key_without_psk_key_exchange_modes_is_missing_extension() {
+    // §4.2.9: "If clients offer "pre_shared_key" without a "psk_key_exchange_modes" extension,
+    // servers MUST abort the handshake."; §9.2 names missing_extension for a ClientHello that
+    // lacks an extension it must carry.
+    let mut ch = client_hello();
+    remove_ext(&mut ch.extensions, ExtensionType::PskKeyExchangeModes);
+    ch.extensions.push(psk_extension());
+    let e = server_rejects(&ch, A::MissingExtension);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::MissingExtension(
+            ExtensionType::PskKeyExchangeModes
+        ))
+    );
+}
+
+#[test]
+fn records_over_our_record_size_limit_are_record_overflow() {
+    // RFC 8449 §4: "A TLS endpoint that receives a record larger than its advertised limit MUST
+    // generate a fatal "record_overflow" alert"; in TLS 1.3 the limit counts the whole
+    // TLSInnerPlaintext: content, content type and padding.
+    let pair = || {
+        let mut c = client_config();
+        c.record_size_limit = Some(100);
+        let mut s = server_config();
+        s.record_size_limit = Some(200);
+        connected_with(c, s)
+    };
+    // To the client (limit 100): 99 bytes + type fit; 100 + type, or 50 + type + 50 zeros, do not.
+    for (content, padding, ok) in [(99usize, 0usize, true), (100, 0, false), (50, 50, false)] {
+        let mut c = pair();
+        let w = c.server.forge(
+            Epoch::Application(0),
+            ContentType::ApplicationData,
+            &vec![7; content],
+            padding,
+        );
+        if ok {
+            c.client.feed(&w).unwrap();
+        } else {
+            let e = c.client.rejects(&w, A::RecordOverflow);
+            assert_eq!(e, Error::Record(RecordError::RecordOverflow));
+        }
+    }
+    // To the server (limit 200), also for handshake content (a KeyUpdate padded past it).
+    for (typ, content, padding, ok) in [
+        (ContentType::ApplicationData, vec![7u8; 199], 0usize, true),
+        (ContentType::ApplicationData, vec![7; 200], 0, false),
+        (
+            ContentType::Handshake,
+            key_update(KeyUpdateRequest::UpdateNotRequested),
+            200,
+            false,
+        ),
+    ] {
+        let mut c = pair();
+        let w = c
+            .client
+            .forge(Epoch::Application(0), typ, &content, padding);
+        if ok {
+            c.server.feed(&w).unwrap();
+        } else {
+            let e = c.server.rejects(&w, A::RecordOverflow);
+            assert_eq!(e, Error::Record(RecordError::RecordOverflow));
+        }
+    }
+    // The client's Finished under the handshake keys is held to the server's limit too.
+    let mut c = client_config();
+    c.record_size_limit = Some(100);
+    let mut s = server_config();
+    s.record_size_limit = Some(64);
+    let mut t = to_server_with(c, s);
+    let fin = t.messages().pop().unwrap();
+    let w = t.client.keys(Side::Client, Epoch::Handshake).seal(
+        0,
+        ContentType::Handshake,
+        &fin,
+        64 - fin.len(),
+    );
+    let e = t.server.rejects(&w, A::RecordOverflow);
+    assert_eq!(e, Error::Record(RecordError::RecordOverflow));
+    // Not negotiated (the server does not answer the extension): full-size records are fine.
+    let mut c = client_config();
+    c.record_size_limit = Some(100);
+    let mut p = connected_with(c, server_config());
+    let w = p.server.forge(
+        Epoch::Application(0),
+        ContentType::ApplicationData,
+        &vec![7; 1 << 14],
+        0,
+    );
+    p.client.feed(&w).unwrap();
+}
+
+#[test]
+fn padding_only_records_under_handshake_keys_are_unexpected_message() {
+    // §5.4: an inner plaintext of zeros only has no content type: unexpected_message. A
+    // Handshake or Alert record with padding but no content is a zero-length fragment (§5.1),
+    // and padded but empty application data under handshake keys is premature (§6.2).
+    let cases: [(Vec<u8>, Error); 4] = [
+        (vec![0; 30], Error::Record(RecordError::NoContentType)),
+        (
+            [&[22u8][..], &[0; 30]].concat(),
+            Error::Record(RecordError::EmptyFragment(ContentType::Handshake)),
+        ),
+        (
+            [&[21u8][..], &[0; 30]].concat(),
+            Error::Record(RecordError::EmptyFragment(ContentType::Alert)),
+        ),
+        (
+            [&[23u8][..], &[0; 30]].concat(),
+            peer(PeerMisbehaved::ApplicationDataBeforeHandshake),
+        ),
+    ];
+    for (inner, want) in cases {
+        // To the server, under the client's handshake keys.
+        let mut t = to_server_with(client_config(), server_config());
+        let w = t
+            .client
+            .keys(Side::Client, Epoch::Handshake)
+            .seal_inner(0, inner.clone());
+        let e = t.server.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, want);
+        // To the client, under the server's handshake keys, after its ServerHello.
+        let t = ToClient::default();
+        let mut w = hs_record(&t.flight[0].content);
+        w.extend(t.server_keys().seal_inner(0, inner));
+        let e = t.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, want);
+    }
+}
+
+#[test]
+fn key_updates_interleaved_with_empty_records_still_count() {
+    // Empty application data is not data: it must not reset the KeyUpdate limit (nor does a
+    // KeyUpdate, which is handshake content, let empty records run on forever). The server
+    // updates its keys 33 times so that every generation's keys are known; the records are
+    // then forged: in each generation an empty record, then the KeyUpdate.
+    let mut c = connected();
+    // The tickets already went out under generation 0.
+    let tickets = c
+        .server
+        .sent_records()
+        .iter()
+        .filter(|r| r.epoch == Epoch::Application(0) && r.seq.is_some())
+        .count() as u64;
+    for _ in 0..33 {
+        c.server.tls.key_update(false).unwrap();
+    }
+    c.server.output();
+    let ku = key_update(KeyUpdateRequest::UpdateNotRequested);
+    let mut w = Vec::new();
+    for i in 0..33u64 {
+        let k = c.server.keys(Side::Server, Epoch::Application(i));
+        let base = if i == 0 { tickets } else { 0 };
+        w.extend(k.seal(base, ContentType::ApplicationData, &[], 0));
+        w.extend(k.seal(base + 1, ContentType::Handshake, &ku, 0));
+    }
+    let e = c.client.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooManyKeyUpdates));
+}
+
+#[test]
+fn data_after_close_notify_is_ignored_by_the_server_too() {
+    // §6.1: "Any data received after a closure alert has been received MUST be ignored."
+    let mut c = connected();
+    c.client.tls.send(b"request").unwrap();
+    c.client.tls.close();
+    let mut w = wire(&c.client.output());
+    w.extend(c.client.forge(
+        Epoch::Application(0),
+        ContentType::ApplicationData,
+        b"after close",
+        0,
+    ));
+    w.extend(record(24, 0x0303, &[1, 2, 3])); // even a record type that is otherwise fatal
+    c.server.feed(&w).unwrap();
+    c.server.feed(&[0xff; 100]).unwrap();
+    assert_eq!(tls13lab::demo::app_data(&c.server.events), b"request");
+    assert!(c.server.sent_alerts().is_empty());
+}
+
+#[test]
+fn ticket_lifetime_over_seven_days_is_illegal_parameter() {
+    // §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds (7 days)." A ticket
+    // that claims more is an out-of-range field of the message: illegal_parameter (§6.2).
+    for (lifetime, ok) in [(604_800u32, true), (604_801, false), (u32::MAX, false)] {
+        let mut c = connected();
+        let nst = encode(HandshakePayload::NewSessionTicket(NewSessionTicket {
+            lifetime,
+            age_add: 1,
+            nonce: vec![9],
+            ticket: vec![1, 2, 3],
+            extensions: vec![],
+        }));
+        let w = c
+            .server
+            .forge(Epoch::Application(0), ContentType::Handshake, &nst, 0);
+        if ok {
+            c.client.feed(&w).unwrap();
+        } else {
+            let e = c.client.rejects(&w, A::IllegalParameter);
+            assert_eq!(e, peer(PeerMisbehaved::TicketLifetimeTooLong));
+        }
+    }
 }

@@ -193,6 +193,14 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
 
 /// Handshake, request, response, close. Every event lands in `events` even on failure, so the
 /// ledger shows what happened up to the alert.
+///
+/// Every event is kept for the ledger, so a server that streams records for ever (each one
+/// resets the linger timer) is cut off after this many events: memory and time stay bounded
+/// whatever the peer sends.
+const MAX_EVENTS: usize = 100_000;
+/// Response bytes kept (each is held twice: in its record event and its data event).
+const MAX_RESPONSE_DATA: usize = 16 * 1024 * 1024;
+
 fn converse(
     d: &mut Driver<Client>,
     events: &mut Vec<Event>,
@@ -220,6 +228,7 @@ fn converse(
 
     let mut sent = false;
     let mut response_started = false;
+    let mut received = 0usize;
     loop {
         let wait = if response_started {
             linger
@@ -248,7 +257,21 @@ fn converse(
                 _ => {}
             }
         }
+        received += new
+            .iter()
+            .filter_map(|e| match e {
+                Event::AppData { data } => Some(data.len()),
+                _ => None,
+            })
+            .sum::<usize>();
         events.extend(new);
+        if events.len() > MAX_EVENTS || received > MAX_RESPONSE_DATA {
+            d.close();
+            return Err(Failure::Network(format!(
+                "more than {MAX_EVENTS} records and messages or {MAX_RESPONSE_DATA} bytes from \
+                 the server: closed"
+            )));
+        }
         // The client is connected once its Finished is out, but the server may still refuse it
         // (bad Finished, certificate_required): until data arrives, call it the handshake.
         let during = if response_started {

@@ -10,6 +10,7 @@ mod common;
 mod demo;
 mod hello;
 mod instruments;
+mod keys;
 mod server;
 mod simulate;
 
@@ -46,6 +47,8 @@ enum Command {
     Hello(hello::HelloArgs),
     /// Whole connections over a virtual link (RTT, bandwidth, MTU, initcwnd): time to first byte, round trips.
     Simulate(simulate::SimulateArgs),
+    /// The key schedule of a connection as a tree: every secret, its label, context and value.
+    Keys(keys::KeysArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -66,6 +69,7 @@ pub fn main() -> ExitCode {
         Some(Command::Server(a)) => server::run(a),
         Some(Command::Hello(a)) => hello::run(a),
         Some(Command::Simulate(a)) => simulate::run(a),
+        Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -335,6 +335,11 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
 const MAX_REQUEST: usize = 64 * 1024;
 /// Application data one connection may send in all (echo mode); then it is closed.
 const MAX_CONNECTION_DATA: usize = 1024 * 1024;
+/// Events one connection may cause (records, messages, derivations...). Every event is kept for
+/// the connection's ledger, and a peer sending empty or one-byte records stays far below the
+/// data limits while causing an event per record: without this cap, memory grows with the
+/// record count (issue 8, "Limits").
+const MAX_CONNECTION_EVENTS: usize = 50_000;
 
 /// The connection loop: returns every event and how it ended.
 fn drive(
@@ -373,7 +378,8 @@ fn drive(
         } else {
             left
         };
-        let step = d.step(wait);
+        // Read, answer, then flush: a response to 0-RTT data joins our first flight.
+        let step = d.read_step(wait);
         let new = d.ep.drain_events();
         if let Ok(mut k) = sh.keylog.lock() {
             k.write_events(&new);
@@ -386,6 +392,12 @@ fn drive(
             }
         }
         events.extend(new);
+        if events.len() > MAX_CONNECTION_EVENTS {
+            d.close();
+            break Err(Failure::Network(format!(
+                "more than {MAX_CONNECTION_EVENTS} records and messages: closed {peer_s}"
+            )));
+        }
         let eof = match step {
             Err(NetError::Tls(e)) => {
                 let during = if d.ep.is_connected() {
@@ -428,6 +440,12 @@ fn drive(
                     }
                 }
             }
+        }
+        if let Err(e) = d.flush() {
+            break Err(match e {
+                NetError::Io(e) => Failure::io(&peer_s, &e),
+                NetError::Tls(e) => Failure::tls(&e, "connection"),
+            });
         }
         if eof || peer_closed {
             if !responded {

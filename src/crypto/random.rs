@@ -30,7 +30,9 @@ impl<T: RandomSource + ?Sized> RandomSource for Box<T> {
 
 /// A reproducible byte stream (the ChaCha20 keystream keyed by the seed): same seed, same bytes,
 /// on every platform. Byte `i` of the stream does not depend on how earlier draws were sized.
-#[derive(Clone, Debug)]
+///
+/// `Debug` shows nothing of the stream: its next bytes become private keys.
+#[derive(Clone)]
 pub struct SeededRandom {
     rng: ChaCha20Rng,
     block: [u8; 64],
@@ -55,6 +57,12 @@ impl SeededRandom {
             block: [0; 64],
             used: 64,
         }
+    }
+}
+
+impl core::fmt::Debug for SeededRandom {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SeededRandom(..)")
     }
 }
 
@@ -104,8 +112,9 @@ pub struct ScriptMismatch {
 /// Each `fill` whose length equals the head entry's length consumes that entry. A draw of another
 /// length leaves the queue untouched, is served from the seeded fallback, and is recorded in
 /// [`mismatches`](Self::mismatches) so a test can assert the script was followed. Draws after the
-/// queue is empty come from the fallback and are not mismatches.
-#[derive(Clone, Debug)]
+/// queue is empty come from the fallback and are not mismatches. `Debug` shows counts only: the
+/// script holds private keys.
+#[derive(Clone)]
 pub struct ScriptedRandom {
     queue: VecDeque<Vec<u8>>,
     fallback: SeededRandom,
@@ -142,6 +151,16 @@ impl ScriptedRandom {
     /// Number of `fill` calls so far.
     pub fn draws(&self) -> usize {
         self.draws
+    }
+}
+
+impl core::fmt::Debug for ScriptedRandom {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ScriptedRandom")
+            .field("remaining", &self.queue.len())
+            .field("draws", &self.draws)
+            .field("mismatches", &self.mismatches)
+            .finish_non_exhaustive()
     }
 }
 

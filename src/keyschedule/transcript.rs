@@ -207,17 +207,34 @@ impl Transcript {
     /// Short description of what the hash covers: `""`, `"ClientHello"`, or
     /// `"ClientHello..ServerHello"` (first..last), as the RFC writes transcript contexts. The
     /// synthetic message of a HelloRetryRequest is shown under its RFC name, `message_hash`.
+    /// Certificate, CertificateVerify and Finished, which both sides send, are named with their
+    /// sender ("ClientHello..server Finished"): in TLS 1.3 the client's come after the server's
+    /// Finished, so the position tells.
     pub fn covers(&self) -> String {
-        fn name(t: &HandshakeType) -> String {
+        let server_finished = self
+            .covered
+            .iter()
+            .position(|t| *t == HandshakeType::Finished);
+        let name = |i: usize| -> String {
+            let t = self.covered[i];
             match t {
                 HandshakeType::MessageHash => "message_hash".to_string(),
+                HandshakeType::Certificate
+                | HandshakeType::CertificateVerify
+                | HandshakeType::Finished => {
+                    let sender = match server_finished {
+                        Some(f) if i > f => "client",
+                        _ => "server",
+                    };
+                    format!("{sender} {t:?}")
+                }
                 other => format!("{other:?}"),
             }
-        }
-        match self.covered.as_slice() {
-            [] => String::new(),
-            [one] => name(one),
-            [first, .., last] => format!("{}..{}", name(first), name(last)),
+        };
+        match self.covered.len() {
+            0 => String::new(),
+            1 => name(0),
+            n => format!("{}..{}", name(0), name(n - 1)),
         }
     }
 }
@@ -313,5 +330,26 @@ mod tests {
                 HandshakeType::ServerHello
             ]
         );
+    }
+
+    #[test]
+    fn covers_names_the_sender_of_messages_both_sides_send() {
+        let mut t = Transcript::new();
+        for typ in [
+            HandshakeType::ClientHello,
+            HandshakeType::ServerHello,
+            HandshakeType::EncryptedExtensions,
+            HandshakeType::Certificate,
+            HandshakeType::CertificateVerify,
+        ] {
+            t.add(typ, &[typ.to_repr(), 0, 0, 0]);
+        }
+        assert_eq!(t.covers(), "ClientHello..server CertificateVerify");
+        t.add(HandshakeType::Finished, &[20, 0, 0, 0]);
+        assert_eq!(t.covers(), "ClientHello..server Finished");
+        t.add(HandshakeType::Certificate, &[11, 0, 0, 0]);
+        assert_eq!(t.covers(), "ClientHello..client Certificate");
+        t.add(HandshakeType::Finished, &[20, 0, 0, 0]);
+        assert_eq!(t.covers(), "ClientHello..client Finished");
     }
 }

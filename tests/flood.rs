@@ -1,0 +1,417 @@
+//! The CLI server keeps serving well-behaved clients while others flood it with garbage and
+//! half-open connections (issue 8, "Limits"): on 127.0.0.1, bounded in count and time.
+//!
+//! `tls13lab server --listen 127.0.0.1:0` runs as a child process (killed by PID when its guard
+//! drops). 8 threads open 200 connections that send garbage — random bytes, oversized and
+//! truncated records, a ClientHello followed by junk, plain HTTP — while 50 more connections
+//! stay half-open (silent, or stalled inside a record header). Meanwhile, and afterwards, a
+//! client built on the library over a `TcpStream` must complete its handshake and get its page,
+//! and the server process must still be running.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
+use tls13lab::events::Event;
+use tls13lab::{Client, ClientConfig};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tls13lab");
+
+/// The server child, killed by its PID (and reaped) on drop.
+struct ServerGuard {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl ServerGuard {
+    fn start(args: &[&str]) -> ServerGuard {
+        let mut child = Command::new(BIN)
+            .args(["server", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("SSLKEYLOGFILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Keep reading stdout (one line per connection) so the server never blocks on it.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let mut guard = ServerGuard {
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+        };
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server prints its address");
+        guard.addr = first
+            .strip_prefix("listening on ")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("first line {first:?}"));
+        guard
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+}
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One request with the library over a `TcpStream`; the response body, or why it failed.
+fn good_client(addr: SocketAddr, deadline: Duration) -> Result<Vec<u8>, String> {
+    let cfg = ClientConfig {
+        server_name: Some("localhost".into()),
+        ..ClientConfig::default() // accepts the self-signed certificate; CertificateVerify is checked
+    };
+    let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).map_err(|e| e.to_string())?;
+    let end = Instant::now() + deadline;
+    let mut s = TcpStream::connect_timeout(&addr, deadline).map_err(|e| format!("connect: {e}"))?;
+    c.start(now_ms()).map_err(|e| e.to_string())?;
+    let mut requested = false;
+    let mut body = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        if c.is_connected() && !requested {
+            c.send(b"GET / HTTP/1.0\r\n\r\n")
+                .map_err(|e| e.to_string())?;
+            requested = true;
+        }
+        let out = c.take_output();
+        if !out.is_empty() {
+            s.write_all(&out).map_err(|e| format!("write: {e}"))?;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("timed out (connected: {})", c.is_connected()));
+        }
+        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        let n = s.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        c.receive(&buf[..n], now_ms()).map_err(|e| e.to_string())?;
+        let mut closed = false;
+        for e in c.events() {
+            match e {
+                Event::AppData { data } => body.extend(data),
+                Event::Closed => closed = true,
+                _ => {}
+            }
+        }
+        if closed {
+            break;
+        }
+    }
+    if !requested {
+        return Err("the handshake did not complete".into());
+    }
+    Ok(body)
+}
+
+/// Garbage of kind `i % 8`.
+fn garbage(i: u64) -> Vec<u8> {
+    let mut rng = SeededRandom::from_seed(i);
+    let mut random = |n: usize| {
+        let mut v = vec![0u8; n];
+        rng.fill(&mut v);
+        v
+    };
+    match i % 8 {
+        0 => random(1 + (i as usize * 37) % 3000),
+        1 => [&[22u8, 3, 1, 0xff, 0xff][..], &[0; 100]].concat(), // record overflow
+        2 => [&[22u8, 3, 1, 0, 8, 1, 0xff, 0xff, 0xff][..], &random(4)].concat(), // 16 MiB message
+        3 => b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(),
+        4 => vec![21, 3, 3, 0, 2, 2, 40], // an alert before anything
+        5 => [&[22u8, 3, 1, 0, 100, 1, 0, 0, 96, 3, 3][..], &random(200)].concat(), // broken hello
+        6 => Vec::new(),                  // connect, close
+        _ => [&[23u8, 3, 3, 0x41, 0x00][..], &random(1000)].concat(), // a record cut short
+    }
+}
+
+#[test]
+fn server_keeps_serving_while_flooded_with_garbage_and_half_open_connections() {
+    let test_start = Instant::now();
+    let mut server = ServerGuard::start(&[]);
+    let addr = server.addr;
+    // Before the flood.
+    let body = good_client(addr, Duration::from_secs(10)).expect("a good client before the flood");
+    assert!(String::from_utf8_lossy(&body).contains("tls13lab server"));
+
+    // 50 half-open connections, held until the end of the test.
+    let mut half_open = Vec::new();
+    for i in 0..50 {
+        let mut s = TcpStream::connect(addr).expect("half-open connection");
+        if i % 2 == 1 {
+            let _ = s.write_all(&[22, 3, 1]); // stalled inside a record header
+        }
+        half_open.push(s);
+    }
+
+    // 200 garbage connections from 8 threads.
+    let flood: Vec<_> = (0..8u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut answered = 0;
+                for j in 0..25u64 {
+                    let i = t * 25 + j;
+                    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+                    else {
+                        continue;
+                    };
+                    let _ = s.write_all(&garbage(i));
+                    let _ = s.shutdown(Shutdown::Write);
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                    let mut answer = Vec::new();
+                    let _ = s.read_to_end(&mut answer);
+                    // The server answers TLS garbage with an alert record, or just closes.
+                    if answer.first() == Some(&21) {
+                        answered += 1;
+                    }
+                }
+                answered
+            })
+        })
+        .collect();
+
+    // Good clients while the flood runs.
+    let mut good = 0;
+    for i in 0..10 {
+        match good_client(addr, Duration::from_secs(10)) {
+            Ok(body) if String::from_utf8_lossy(&body).contains("tls13lab server") => good += 1,
+            other => panic!("good client {i} during the flood: {other:?}"),
+        }
+    }
+    let answered: usize = flood
+        .into_iter()
+        .map(|h| h.join().expect("flood thread"))
+        .sum();
+    assert_eq!(good, 10);
+    assert!(
+        answered >= 100,
+        "only {answered} garbage connections got an alert"
+    );
+
+    // After the flood, with the half-open connections still there.
+    assert!(server.alive(), "the server died");
+    good_client(addr, Duration::from_secs(10)).expect("a good client after the flood");
+    drop(half_open);
+    assert!(server.alive(), "the server died");
+    assert!(
+        test_start.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        test_start.elapsed()
+    );
+}
+
+#[test]
+fn more_half_open_connections_than_slots_only_delay_a_good_client() {
+    // With every connection slot held by a silent client, a good one waits in the accept queue
+    // until the per-connection timeout frees a slot: delayed, never refused, and the server
+    // lives on. 8 slots, 2 s timeout, 20 silent connections: the good client is served within
+    // 3 rounds of timeouts.
+    let mut server = ServerGuard::start(&["--max-connections", "8", "--timeout", "2"]);
+    let addr = server.addr;
+    let silent: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(addr).expect("silent connection"))
+        .collect();
+    let start = Instant::now();
+    let body = good_client(addr, Duration::from_secs(15)).expect("the good client is served");
+    assert!(String::from_utf8_lossy(&body).contains("tls13lab server"));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(silent);
+    assert!(server.alive());
+}
+
+/// A library client connected over TCP (handshake done, its Finished sent), with its events.
+fn connected_client(addr: SocketAddr) -> (Client, TcpStream, Vec<Event>) {
+    let cfg = ClientConfig {
+        server_name: Some("localhost".into()),
+        ..ClientConfig::default()
+    };
+    let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).expect("client");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.start(now_ms()).unwrap();
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    while !c.is_connected() {
+        s.write_all(&c.take_output()).unwrap();
+        let n = s.read(&mut buf).expect("server flight");
+        assert!(n > 0, "the server closed during the handshake");
+        c.receive(&buf[..n], now_ms()).expect("handshake");
+        events.extend(c.events());
+    }
+    s.write_all(&c.take_output()).unwrap();
+    events.extend(c.events());
+    (c, s, events)
+}
+
+/// The client's application write key and IV (generation 0), from its derivation events.
+fn client_app_keys(events: &[Event]) -> (tls13lab::crypto::aead::AeadKey, [u8; 12]) {
+    use tls13lab::keyschedule::SecretName;
+    let aead = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Connected(n) => tls13lab::crypto::aead::suite_params(n.suite).map(|p| p.aead),
+            _ => None,
+        })
+        .expect("connected");
+    let find = |name: SecretName| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::Derivation(d)
+                    if d.name == name
+                        && d.parent == Some(SecretName::ClientApplicationTrafficSecret(0)) =>
+                {
+                    Some(d.output.clone())
+                }
+                _ => None,
+            })
+            .expect("derivation")
+    };
+    (
+        tls13lab::crypto::aead::AeadKey::new(aead, &find(SecretName::TrafficKey)).unwrap(),
+        find(SecretName::TrafficIv).try_into().unwrap(),
+    )
+}
+
+#[test]
+fn a_flood_of_tiny_records_is_cut_off() {
+    // Every record becomes an event the server keeps for the connection's ledger. Empty records
+    // (32 in a row are allowed, RFC 8446 §5.1) with one byte of data between them stay far
+    // below the request and data limits: 10 000 rounds are 330 000 records, 7 MB on the wire.
+    // The server must cut such a connection off instead of buffering an event for each.
+    let mut server = ServerGuard::start(&["--timeout", "20"]);
+    let (_client, mut s, events) = connected_client(server.addr);
+    let (key, iv) = client_app_keys(&events);
+    let mut seq = 0u64;
+    let mut record = |content: &[u8]| -> Vec<u8> {
+        let mut inner = content.to_vec();
+        inner.push(23);
+        let len = (inner.len() + 16) as u16;
+        let header = [23, 3, 3, (len >> 8) as u8, len as u8];
+        let mut nonce = iv;
+        for (b, x) in nonce[4..].iter_mut().zip(seq.to_be_bytes()) {
+            *b ^= x;
+        }
+        seq += 1;
+        let tag = key.seal_detached(&nonce, &header, &mut inner).unwrap();
+        [&header[..], &inner, &tag].concat()
+    };
+    let mut wire = Vec::new();
+    for _ in 0..10_000 {
+        for _ in 0..32 {
+            wire.extend(record(&[]));
+        }
+        wire.extend(record(b"a"));
+    }
+    let start = Instant::now();
+    let mut write_failed = false;
+    for chunk in wire.chunks(64 * 1024) {
+        if s.write_all(chunk).is_err() {
+            write_failed = true;
+            break;
+        }
+    }
+    // The server closes the connection (close_notify, EOF or reset) well before its 20 s
+    // timeout.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    let closed = write_failed
+        || loop {
+            match s.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(_) => continue, // close_notify, then EOF
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break false,
+                Err(_) => break true,
+            }
+        };
+    assert!(
+        closed,
+        "the server kept the connection open after 330 000 records ({:?})",
+        start.elapsed()
+    );
+    assert!(server.alive());
+    good_client(server.addr, Duration::from_secs(10)).expect("a good client afterwards");
+}
+
+#[test]
+fn the_cli_client_stops_reading_an_endless_response() {
+    // The other direction: `tls13lab client` pointed at a hostile server that, after a real
+    // handshake, streams one-byte records for ever. Each record is an event the client keeps
+    // for its ledger, and each resets the linger timer: the client must give up on its own,
+    // with an error, instead of growing for ever.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hostile = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let (cfg, _) = tls13lab::demo::server_config(5, now_ms()).unwrap();
+        let mut server =
+            tls13lab::Server::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(6))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 32 * 1024];
+        while !server.is_connected() {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0);
+            server.receive(&buf[..n], now_ms()).unwrap();
+            s.write_all(&server.take_output()).unwrap();
+        }
+        let end = Instant::now() + Duration::from_secs(40);
+        let mut sent = 0u64;
+        while Instant::now() < end {
+            for _ in 0..100 {
+                server.send(b"x").unwrap();
+            }
+            let _ = server.events().count(); // the hostile side keeps nothing
+            if s.write_all(&server.take_output()).is_err() {
+                return (sent, true);
+            }
+            sent += 100;
+        }
+        (sent, false)
+    });
+    let start = Instant::now();
+    let out = Command::new(BIN)
+        .args(["client", &addr.to_string(), "--insecure", "--timeout", "5"])
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the client");
+    let elapsed = start.elapsed();
+    let (sent, client_left) = hostile.join().expect("hostile server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        client_left,
+        "the client read {sent} records for 40 s without stopping"
+    );
+    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("records and messages"), "{stderr}");
+}
