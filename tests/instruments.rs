@@ -1036,3 +1036,483 @@ fn demo_client_and_server_write_ladders() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ------------------------------------------------------------------------ pcap and dissect
+
+use std::sync::Arc;
+
+use tls13lab::demo::{self, Pair};
+use tls13lab::events::{Direction, Event};
+use tls13lab::lab::dissect;
+use tls13lab::lab::keylog::KeyLog;
+use tls13lab::lab::pcap::{self, Endpoints};
+use tls13lab::ledger::Ledger;
+
+/// A named connection's client events.
+struct Conn {
+    name: &'static str,
+    events: Vec<Event>,
+}
+
+/// Connections covering every epoch and shape: full (classical, hybrid), resumed, 0-RTT,
+/// HelloRetryRequest, client authentication, record padding, KeyUpdate, compatibility mode.
+fn corpus() -> Vec<Conn> {
+    let mut out = Vec::new();
+    let req = b"GET / HTTP/1.0\r\n\r\n";
+    let resp = b"HTTP/1.0 200 OK\r\n\r\nhello";
+    for (name, group) in [
+        ("classical", NamedGroup::X25519),
+        ("hybrid", NamedGroup::X25519MLKEM768),
+    ] {
+        let (server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
+        let mut client = demo::client_config(root);
+        client.key_shares = vec![group];
+        let runs = demo::three_connections(
+            Arc::new(client),
+            Arc::new(server),
+            3,
+            demo::NOW_MS,
+            req,
+            resp,
+        )
+        .unwrap();
+        let names: [&'static str; 3] = match name {
+            "classical" => ["classical full", "classical resumed", "classical 0-RTT"],
+            _ => ["hybrid full", "hybrid resumed", "hybrid 0-RTT"],
+        };
+        for (r, n) in runs.into_iter().zip(names) {
+            out.push(Conn {
+                name: n,
+                events: r.events,
+            });
+        }
+    }
+    // HelloRetryRequest (the client offers only a P-256 share... and the server insists on
+    // X25519), client authentication, padding, compatibility mode, KeyUpdate.
+    let (mut server, root) = demo::server_config(2, demo::NOW_MS).unwrap();
+    server.groups = vec![NamedGroup::X25519];
+    server.strict_group_preference = true;
+    server.padding = tls13lab::record::PaddingPolicy::ToMultiple(64);
+    server.client_auth = tls13lab::ClientAuth::Optional(Vec::new());
+    let mut client = demo::client_config(root);
+    client.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
+    client.key_shares = vec![NamedGroup::secp256r1];
+    client.compat_mode = true;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), 5, demo::NOW_MS).unwrap();
+    p.handshake().unwrap();
+    p.client.send(b"before the update").unwrap();
+    p.client.key_update(true).unwrap();
+    p.client.send(b"after the update").unwrap();
+    p.settle().unwrap();
+    p.server
+        .send(b"answer under the server's next keys")
+        .unwrap();
+    p.settle().unwrap();
+    p.client.close();
+    p.settle().unwrap();
+    out.push(Conn {
+        name: "hrr+auth+padding+keyupdate",
+        events: p.client_events.clone(),
+    });
+    out
+}
+
+/// What both ledgers must agree on, record by record.
+fn ledger_view(l: &Ledger) -> Vec<String> {
+    l.records
+        .iter()
+        .map(|r| {
+            let x = &r.record;
+            let msgs: Vec<String> = r
+                .messages
+                .iter()
+                .map(|m| format!("{}:{}:{}/{}", m.typ, m.offset, m.bytes_here, m.len))
+                .collect();
+            format!(
+                "{} {} {} {} wire={} plain={} pad={} seq={:?} flight={} [{}]",
+                x.direction.arrow(),
+                x.epoch,
+                x.wire_type,
+                x.inner_type,
+                x.wire_len,
+                x.plaintext_len,
+                x.padding_len,
+                x.seq,
+                r.flight,
+                msgs.join(" ")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pcap_then_dissect_gives_back_the_ledger() {
+    for c in corpus() {
+        let w = pcap::pcapng(&c.events, Endpoints::default(), 1460)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let cap = pcap::read_capture(&w.bytes).unwrap();
+        assert_eq!(cap.connections.len(), 1, "{}", c.name);
+        assert_eq!(cap.packets, w.packets);
+        let conn = &cap.connections[0];
+        assert_eq!(
+            (conn.client, conn.server),
+            (Endpoints::default().client, Endpoints::default().server)
+        );
+        // The streams are exactly the records as sent.
+        let wire = pcap::wire_records(&c.events).unwrap();
+        let c2s: Vec<u8> = wire
+            .iter()
+            .filter(|r| r.direction == Direction::ClientToServer)
+            .flat_map(|r| r.bytes.clone())
+            .collect();
+        assert_eq!(conn.c2s.bytes, c2s, "{}", c.name);
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+        assert_eq!(
+            ledger_view(&d.ledger),
+            ledger_view(&Ledger::from_events(&c.events)),
+            "{}",
+            c.name
+        );
+        assert_eq!(d.undecrypted, 0, "{}", c.name);
+        assert!(
+            d.missing_secrets.is_empty(),
+            "{}: {:?}",
+            c.name,
+            d.missing_secrets
+        );
+        assert_eq!(d.finished.len(), 2, "{}", c.name);
+        assert!(
+            d.finished.iter().all(|f| f.verified == Some(true)),
+            "{}: {:?}",
+            c.name,
+            d.finished
+        );
+        assert!(d.messages.iter().all(|m| m.valid), "{}", c.name);
+        let mine = Ledger::from_events(&c.events).negotiated.unwrap();
+        let theirs = d.ledger.negotiated.clone().unwrap();
+        assert_eq!(
+            (
+                mine.suite,
+                mine.group,
+                mine.resumed,
+                mine.early_data,
+                mine.hello_retry,
+                mine.signature_scheme
+            ),
+            (
+                theirs.suite,
+                theirs.group,
+                theirs.resumed,
+                theirs.early_data,
+                theirs.hello_retry,
+                theirs.signature_scheme
+            ),
+            "{}",
+            c.name
+        );
+        // Application data comes back too.
+        let sent: Vec<u8> = d
+            .app_data
+            .iter()
+            .filter(|a| a.direction == Direction::ClientToServer)
+            .flat_map(|a| a.data.clone())
+            .collect();
+        assert!(!sent.is_empty(), "{}", c.name);
+    }
+}
+
+#[test]
+fn dissect_names_the_missing_secrets() {
+    let c = &corpus()[0];
+    let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+    let cap = pcap::read_capture(&w.bytes).unwrap();
+    let conn = &cap.connections[0];
+    // No key log: plaintext only.
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &KeyLog::default(), true);
+    assert!(d.undecrypted > 0);
+    for label in [
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+    ] {
+        assert!(
+            d.missing_secrets.iter().any(|m| m == label),
+            "{:?}",
+            d.missing_secrets
+        );
+    }
+    assert!(d.finished.iter().all(|f| f.verified.is_none()));
+    assert_eq!(
+        d.ledger.records.len(),
+        Ledger::from_events(&c.events).records.len()
+    );
+    // Handshake secrets only: the handshake opens, the application data does not.
+    let mut partial = cap.keylog.clone();
+    partial.lines.retain(|l| l.label.contains("HANDSHAKE"));
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &partial, true);
+    assert!(d.finished.iter().all(|f| f.verified == Some(true)));
+    assert_eq!(
+        d.missing_secrets,
+        ["CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"]
+    );
+    // A wrong secret makes the Finished check fail, not pass.
+    let mut wrong = cap.keylog.clone();
+    for l in &mut wrong.lines {
+        if l.label == "SERVER_HANDSHAKE_TRAFFIC_SECRET" {
+            l.secret[0] ^= 1;
+        }
+    }
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &wrong, true);
+    assert!(d
+        .finished
+        .iter()
+        .any(|f| f.direction == Direction::ServerToClient && f.verified.is_none()));
+}
+
+#[test]
+fn dissect_raw_streams_in_handshake_order() {
+    for c in corpus().iter().filter(|c| !c.name.contains("0-RTT")) {
+        let wire = pcap::wire_records(&c.events).unwrap();
+        let stream = |d: Direction| tls13lab::lab::pcap::Stream {
+            bytes: wire
+                .iter()
+                .filter(|r| r.direction == d)
+                .flat_map(|r| r.bytes.clone())
+                .collect(),
+            ..Default::default()
+        };
+        let log = KeyLog::from_events(&c.events);
+        let d = dissect::dissect(
+            &stream(Direction::ClientToServer),
+            &stream(Direction::ServerToClient),
+            &log,
+            false,
+        );
+        assert!(
+            d.finished.iter().all(|f| f.verified == Some(true)),
+            "{}",
+            c.name
+        );
+        // Per direction, the same records as the endpoint saw.
+        let want = ledger_view(&Ledger::from_events(&c.events));
+        let got = ledger_view(&d.ledger);
+        for dir in ["C→S", "S→C"] {
+            let strip = |v: &[String]| -> Vec<String> {
+                v.iter()
+                    .filter(|l| l.starts_with(dir))
+                    .map(|l| l.split(" flight=").next().unwrap().to_string())
+                    .collect()
+            };
+            assert_eq!(strip(&got), strip(&want), "{} {dir}", c.name);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------- tshark
+
+fn tshark() -> Option<PathBuf> {
+    let ok = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if ok {
+        Some(PathBuf::from("tshark"))
+    } else {
+        eprintln!("NOTICE: tshark is not installed (apt-get install -y tshark): skipping the tshark checks");
+        None
+    }
+}
+
+/// tshark's view of a capture: every record's (content type, length) and every handshake
+/// message's (type, body length), in capture order, decrypted with the embedded secrets.
+/// Records as (content type, length) and handshake messages as (type, body length).
+type TlsView = (Vec<(u8, usize)>, Vec<(u8, usize)>);
+
+fn tshark_view(file: &Path, extra: &[&str]) -> TlsView {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(extra)
+        .args([
+            "-Y",
+            "tls",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-E",
+            "aggregator=,",
+        ])
+        .args(["-e", "tls.record.content_type", "-e", "tls.record.length"])
+        .args(["-e", "tls.handshake.type", "-e", "tls.handshake.length"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success(), "tshark failed on {}", file.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let nums = |s: &str| -> Vec<usize> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.trim().parse().unwrap())
+            .collect()
+    };
+    let (mut records, mut messages) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (t, l) = (nums(f[0]), nums(f.get(1).copied().unwrap_or("")));
+        records.extend(t.iter().zip(&l).map(|(t, l)| (*t as u8, *l)));
+        let (t, l) = (
+            nums(f.get(2).copied().unwrap_or("")),
+            nums(f.get(3).copied().unwrap_or("")),
+        );
+        messages.extend(t.iter().zip(&l).map(|(t, l)| (*t as u8, *l)));
+    }
+    (records, messages)
+}
+
+/// The same from our ledger.
+fn ledger_tshark_view(l: &Ledger) -> TlsView {
+    let records = l
+        .records
+        .iter()
+        .map(|r| (r.record.inner_type.to_repr(), r.record.payload_len))
+        .collect();
+    let messages = l
+        .records
+        .iter()
+        .flat_map(|r| {
+            r.messages
+                .iter()
+                .filter(|m| m.offset + m.bytes_here == m.len)
+        })
+        .map(|m| (m.typ.to_repr(), m.len - 4))
+        .collect();
+    (records, messages)
+}
+
+#[test]
+fn tshark_decrypts_our_pcapng_to_our_ledger() {
+    if tshark().is_none() {
+        return;
+    }
+    let dir = temp_dir("tshark");
+    for c in corpus() {
+        let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+        let path = dir.join(format!("{}.pcapng", c.name.replace(['+', ' '], "-")));
+        std::fs::write(&path, &w.bytes).unwrap();
+        let got = tshark_view(&path, &[]);
+        let want = ledger_tshark_view(&Ledger::from_events(&c.events));
+        assert_eq!(got.0, want.0, "{}: records (content type, length)", c.name);
+        assert_eq!(
+            got.1, want.1,
+            "{}: handshake messages (type, length)",
+            c.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn client_and_server_write_pcaps_over_tcp() {
+    let dir = temp_dir("pcap-tcp");
+    let spcap = dir.join("s.pcapng");
+    let (mut server, port) = start_server(&["--naccept", "1", "--pcap", spcap.to_str().unwrap()]);
+    let cpcap = dir.join("c.pcapng");
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--pcap",
+        cpcap.to_str().unwrap(),
+    ]);
+    wait_exit(&mut server);
+    for f in [&cpcap, &spcap] {
+        let cap = pcap::read_capture(&std::fs::read(f).unwrap()).unwrap();
+        let conn = &cap.connections[0];
+        assert_eq!(conn.server.port(), port, "the real 4-tuple");
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+        assert!(
+            d.finished.iter().all(|x| x.verified == Some(true)),
+            "{}",
+            f.display()
+        );
+        assert!(
+            d.app_data.iter().any(|a| a.data.starts_with(b"GET /")),
+            "{}",
+            f.display()
+        );
+        let out = tls13lab(&["dissect", f.to_str().unwrap()]);
+        assert!(
+            out.contains("server Finished: verified") && out.contains("missing secrets: none"),
+            "{out}"
+        );
+        if tshark().is_some() {
+            let decode = format!("tcp.port=={port},tls");
+            let got = tshark_view(f, &["-d", &decode]);
+            assert_eq!(got, ledger_tshark_view(&d.ledger), "{}", f.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dissect_cli_modes() {
+    let dir = temp_dir("dissect-cli");
+    let f = dir.join("d.pcapng");
+    tls13lab(&["demo", "--once", "--pcap", f.to_str().unwrap()]);
+    let out = tls13lab(&["dissect", f.to_str().unwrap()]);
+    for want in [
+        "pcapng, 12 packets, 1 TCP connection",
+        "client Finished: verified",
+        "\"GET / HTTP/1.0\\r\\n\\r\\n\"",
+        "missing secrets: none",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let out = tls13lab(&["dissect", f.to_str().unwrap(), "--no-embedded-keys"]);
+    assert!(
+        out.contains(
+            "missing secrets: CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET \
+             (7 record(s) not decrypted)"
+        ),
+        "{out}"
+    );
+    // The key log on the side gives it back.
+    let cap = pcap::read_capture(&std::fs::read(&f).unwrap()).unwrap();
+    let k = dir.join("keys.log");
+    std::fs::write(&k, cap.keylog.to_text()).unwrap();
+    let out = tls13lab(&[
+        "dissect",
+        f.to_str().unwrap(),
+        "--no-embedded-keys",
+        "--keylog",
+        k.to_str().unwrap(),
+    ]);
+    assert!(out.contains("missing secrets: none"), "{out}");
+    // Raw streams.
+    let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
+    std::fs::write(&a, &cap.connections[0].c2s.bytes).unwrap();
+    std::fs::write(&b, &cap.connections[0].s2c.bytes).unwrap();
+    let out = tls13lab(&[
+        "dissect",
+        "--c2s",
+        a.to_str().unwrap(),
+        "--s2c",
+        b.to_str().unwrap(),
+        "--keylog",
+        k.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("server Finished: verified") && out.contains("raw streams carry no timing"),
+        "{out}"
+    );
+    let json = tls13lab(&["dissect", f.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["connections"][0]["finished"][0]["verified"], true);
+    let err = Command::new(BIN)
+        .args(["dissect", a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(3), "a raw stream is not a capture");
+    let _ = std::fs::remove_dir_all(&dir);
+}

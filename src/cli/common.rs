@@ -281,6 +281,9 @@ pub struct Output {
     /// Write a ladder diagram of the connection as SVG (docs/ladder.md).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the connection as pcapng, key log embedded (docs/dissect.md).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
 }
 
 // --------------------------------------------------------------------------------- name lists

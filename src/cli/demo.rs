@@ -120,6 +120,9 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     if let Some(path) = &a.out.svg {
         super::instruments::write_svg(path, &demo_connection(events, a.seed))?;
     }
+    if let Some(path) = &a.out.pcap {
+        super::instruments::write_pcap(path, &demo_connection(events, a.seed))?;
+    }
 
     let l = ledger(events, NOW_MS);
     emit(&format!(
@@ -299,5 +302,6 @@ fn demo_connection(events: &[Event], seed: u64) -> super::instruments::Connectio
         started_ms: NOW_MS,
         title: format!("tls13lab demo (in memory, seed {seed})"),
         real_clock: false,
+        addrs: None,
     }
 }

@@ -1,10 +1,14 @@
 //! What `demo`, `client` and `server` write for the instruments: `--svg FILE`, a ladder diagram
-//! of the connection (docs/ladder.md).
+//! of the connection (docs/ladder.md), and `--pcap FILE`, the connection as pcapng with its key
+//! log embedded (docs/dissect.md).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use tls13lab::events::{Event, Side};
 use tls13lab::lab::ladder::{self, LadderOptions, Times};
+use tls13lab::lab::pcap::{self, Endpoints};
+use tls13lab::lab::tcp::Link;
 
 use super::common::{ledger, write_file, Failure};
 
@@ -20,6 +24,22 @@ pub struct Connection<'a> {
     pub title: String,
     /// Whether the clock is real (TCP) or fixed (in memory).
     pub real_clock: bool,
+    /// The TCP 4-tuple `(client, server)`, if there was a socket.
+    pub addrs: Option<(SocketAddr, SocketAddr)>,
+}
+
+/// Write `c` as pcapng: synthetic TCP/IP (the real 4-tuple when there was a socket), segments of
+/// an Ethernet-sized MSS, the key log in a Decryption Secrets Block.
+pub fn write_pcap(path: &Path, c: &Connection<'_>) -> Result<(), Failure> {
+    let ep = c
+        .addrs
+        .map_or_else(Endpoints::default, |(client, server)| Endpoints {
+            client,
+            server,
+        });
+    let w = pcap::pcapng(c.events, ep, Link::default().mss)
+        .map_err(|e| Failure::file(path, format!("cannot write the capture: {e}")))?;
+    write_file(path, &w.bytes)
 }
 
 /// Write the ladder diagram of `c` to `path`.

@@ -8,6 +8,7 @@
 mod client;
 mod common;
 mod demo;
+mod dissect;
 mod hello;
 mod instruments;
 mod keys;
@@ -47,6 +48,8 @@ enum Command {
     Hello(hello::HelloArgs),
     /// Whole connections over a virtual link (RTT, bandwidth, MTU, initcwnd): time to first byte, round trips.
     Simulate(simulate::SimulateArgs),
+    /// Decode a captured connection (pcap/pcapng or two raw streams) with a key log: ledger, messages, Finished checks.
+    Dissect(dissect::DissectArgs),
     /// The key schedule of a connection as a tree: every secret, its label, context and value.
     Keys(keys::KeysArgs),
 }
@@ -69,6 +72,7 @@ pub fn main() -> ExitCode {
         Some(Command::Server(a)) => server::run(a),
         Some(Command::Hello(a)) => hello::run(a),
         Some(Command::Simulate(a)) => simulate::run(a),
+        Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
     };
     match result {
