@@ -1516,3 +1516,177 @@ fn dissect_cli_modes() {
     assert_eq!(err.status.code(), Some(3), "a raw stream is not a capture");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A child process killed (by its PID) when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Read `from` line by line on a thread; the receiver gets every line.
+fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str, secs: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(needle) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+#[test]
+fn dissect_an_openssl_connection_captured_by_tshark() {
+    if tshark().is_none() {
+        return;
+    }
+    let openssl = openssl35().unwrap_or_else(|| PathBuf::from("openssl"));
+    let dir = temp_dir("openssl-capture");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cap = dir.join("openssl.pcapng");
+    let mut t = Command::new("tshark")
+        .args(["-i", "lo", "-f", &format!("tcp port {port}"), "-w"])
+        .arg(&cap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t_err = lines_of(t.stderr.take().unwrap());
+    let tshark_proc = Killed(t);
+    if !wait_line(&t_err, "Capturing on", 20) {
+        eprintln!(
+            "NOTICE: tshark cannot capture on lo here (not root?): skipping the OpenSSL capture"
+        );
+        return;
+    }
+    // A P-256 certificate (the RSA test certificates are too small for OpenSSL 3.5's default
+    // security level).
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let mut s = Command::new(&openssl)
+        .args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-naccept",
+            "1",
+            "-www",
+            "-tls1_3",
+        ])
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .arg("-keylogfile")
+        .arg(dir.join("server.keys"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s_out = lines_of(s.stdout.take().unwrap());
+    let _server = Killed(s);
+    assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
+    let mut c = Command::new(&openssl)
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-tls1_3",
+            "-quiet",
+        ])
+        .arg("-keylogfile")
+        .arg(dir.join("client.keys"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = c.stdin.take().unwrap();
+        stdin.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let c_out = lines_of(c.stdout.take().unwrap());
+        assert!(
+            wait_line(&c_out, "HTTP/1.0 200", 20),
+            "no answer from s_server"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    } // stdin closed: s_client ends the connection
+    let client = Killed(c);
+    std::thread::sleep(Duration::from_millis(500));
+    drop(client);
+    // SIGINT lets tshark finish the file.
+    let _ = Command::new("kill")
+        .args(["-INT", &tshark_proc.0.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut tshark_proc = tshark_proc;
+    while Instant::now() < deadline && tshark_proc.0.try_wait().ok().flatten().is_none() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(tshark_proc);
+
+    let keys = dir.join("client.keys");
+    let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
+    let conn = file
+        .connections
+        .iter()
+        .find(|c| c.server.port() == port)
+        .expect("the connection is in the capture");
+    let log = KeyLog::parse(&std::fs::read_to_string(&keys).unwrap());
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &log, true);
+    assert!(
+        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
+        "{}",
+        dissect::render(&d)
+    );
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ClientToServer && a.data.starts_with(b"GET /")));
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ServerToClient && a.data.starts_with(b"HTTP/1.0 200")));
+    assert_eq!(d.undecrypted, 0);
+    // tshark's own decryption of the same capture agrees with ours.
+    let decode = format!("tcp.port=={port},tls");
+    let keylog_opt = format!("tls.keylog_file:{}", keys.display());
+    let got = tshark_view(&cap, &["-d", &decode, "-o", &keylog_opt]);
+    assert_eq!(got, ledger_tshark_view(&d.ledger));
+    // And the CLI says so.
+    let out = tls13lab(&[
+        "dissect",
+        cap.to_str().unwrap(),
+        "--keylog",
+        keys.to_str().unwrap(),
+    ]);
+    assert!(out.contains("client Finished: verified"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
