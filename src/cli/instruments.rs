@@ -72,6 +72,7 @@ pub fn write_svg(path: &Path, c: &Connection<'_>) -> Result<(), Failure> {
             },
             origin_ms: Some(c.started_ms),
             notes,
+            ..LadderOptions::default()
         },
     );
     write_file(path, doc.as_bytes())

@@ -133,6 +133,19 @@ pub struct LadderOptions {
     pub origin_ms: Option<u64>,
     /// Small print under the diagram (assumptions, sources).
     pub notes: Vec<String>,
+    /// Per record (ledger order), µs since the origin: when it was sent and, if known, when its
+    /// last byte arrived. Replaces the ledger's ms times; arrivals are drawn at the receiver.
+    pub exact_times_us: Vec<(u64, Option<u64>)>,
+    /// Replaces the footer's round-trip count (e.g. with a measured time).
+    pub summary: Option<String>,
+}
+
+fn fmt_us(us: u64) -> String {
+    if us % 1000 == 0 {
+        format!("{} ms", us / 1000)
+    } else {
+        format!("{:.1} ms", us as f64 / 1000.0)
+    }
 }
 
 /// The ladder diagram of `ledger` (the client's view of a connection).
@@ -337,7 +350,8 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         i = j;
     }
     // Arrows.
-    let times = opt.times != Times::Off && records.iter().any(|r| r.record.time_ms != origin);
+    let times = opt.times != Times::Off
+        && (!opt.exact_times_us.is_empty() || records.iter().any(|r| r.record.time_ms != origin));
     for (k, r) in records.iter().enumerate() {
         let rec = &r.record;
         let y = y_of[k];
@@ -394,7 +408,11 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
             esc(&rec.epoch.to_string())
         );
         if times {
-            let t = rec.time_ms.saturating_sub(origin);
+            let exact = opt.exact_times_us.get(k).copied();
+            let t = match exact {
+                Some((sent, _)) => fmt_us(sent),
+                None => format!("{} ms", rec.time_ms.saturating_sub(origin)),
+            };
             let client_side = match opt.times {
                 Times::AtClient => true,
                 Times::AtServer => false,
@@ -410,9 +428,22 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
             };
             let _ = writeln!(
                 s,
-                r##"<text x="{tx}" y="{}" text-anchor="{anchor}" fill="#6b7280" font-size="11">{t} ms</text>"##,
+                r##"<text x="{tx}" y="{}" text-anchor="{anchor}" fill="#6b7280" font-size="11">{t}</text>"##,
                 ty + 4
             );
+            if let Some((_, Some(arrived))) = exact {
+                // At the receiver's end of the arrow.
+                let (ax, aanchor) = match rec.direction {
+                    Direction::ClientToServer => (SERVER_X + 26, "start"),
+                    Direction::ServerToClient => (CLIENT_X - 26, "end"),
+                };
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{ax}" y="{}" text-anchor="{aanchor}" fill="#6b7280" font-size="11">→ {}</text>"##,
+                    y + SLANT + 4,
+                    fmt_us(arrived)
+                );
+            }
         }
         if Some(k) == first_response {
             let _ = writeln!(
@@ -443,19 +474,21 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         lx += 44 + name.len() as i64 * 7;
     }
     let t = &ledger.totals;
-    let rts = ledger
-        .round_trips_to_first_response()
-        .map_or("no response".to_string(), |n| {
-            format!(
-                "{n} TLS round trip{} until the first response byte{}",
-                if n == 1 { "" } else { "s" },
-                if opt.tcp_handshake {
-                    " (+1 for TCP)"
-                } else {
-                    ""
-                }
-            )
-        });
+    let rts = opt.summary.clone().unwrap_or_else(|| {
+        ledger
+            .round_trips_to_first_response()
+            .map_or("no response".to_string(), |n| {
+                format!(
+                    "{n} TLS round trip{} until the first response byte{}",
+                    if n == 1 { "" } else { "s" },
+                    if opt.tcp_handshake {
+                        " (+1 for TCP)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+    });
     let _ = writeln!(
         s,
         r##"<text x="20" y="{}" fill="#111827">{} · client → server {} B in {} records · server → client {} B in {} records</text>"##,

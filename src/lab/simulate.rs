@@ -154,6 +154,10 @@ pub struct Outcome {
     /// the client saw, so a server flight split over two segments can look like two flights.
     #[serde(skip)]
     pub wire_ledger: Ledger,
+    /// For each record of `wire_ledger`: when it left its sender and when it was complete at
+    /// the receiver (µs since the SYN).
+    #[serde(skip)]
+    pub wire_times_us: Vec<(u64, Option<u64>)>,
 }
 
 // --------------------------------------------------------------------------------- endpoints
@@ -179,13 +183,17 @@ trait Peer {
 struct SentRecords {
     seen: usize,
     sent: Vec<(u64, Event)>,
+    /// When each record from the peer was complete here (in the peer's sending order).
+    received: Vec<u64>,
 }
 
 impl SentRecords {
     fn stamp(&mut self, events: &[Event], sending: Direction, now_us: u64) {
         for e in &events[self.seen..] {
-            if matches!(e, Event::Record(r) if r.direction == sending) {
-                self.sent.push((now_us, e.clone()));
+            match e {
+                Event::Record(r) if r.direction == sending => self.sent.push((now_us, e.clone())),
+                Event::Record(_) => self.received.push(now_us),
+                _ => {}
             }
         }
         self.seen = events.len();
@@ -556,7 +564,7 @@ pub fn simulate(
                 outcome(label, net, &sim, t)
             };
             fill_tls(&mut o, &c.events, &s.events);
-            o.wire_ledger = wire_ledger(&c, &s, o.started_ms);
+            (o.wire_ledger, o.wire_times_us) = wire_ledger(&c, &s, o.started_ms);
             Ok((o, c.client.tickets().clone()))
         }
     }
@@ -606,6 +614,7 @@ fn outcome(label: &str, net: Network, sim: &Sim<'_>, t: Option<u64>) -> Outcome 
         ledger: Ledger::default(),
         started_ms: sim.epoch_ms,
         wire_ledger: Ledger::default(),
+        wire_times_us: Vec::new(),
     }
 }
 
@@ -659,15 +668,20 @@ fn fill_tls(o: &mut Outcome, client: &[Event], server: &[Event]) {
 }
 
 /// Both sides' sent records, merged in sending order (ties: the client's first).
-fn wire_ledger(c: &TlsClient, s: &TlsServer, started_ms: u64) -> Ledger {
-    let mut all: Vec<(u64, Event)> = c
-        .records_sent
-        .sent
-        .iter()
-        .chain(&s.records_sent.sent)
-        .cloned()
-        .collect();
-    all.sort_by_key(|(t, _)| *t); // stable
+fn wire_ledger(c: &TlsClient, s: &TlsServer, started_ms: u64) -> (Ledger, Vec<(u64, Option<u64>)>) {
+    // (sent, arrived) per record: the k-th record one way is the k-th the other side received.
+    let with_arrival =
+        |sent: &[(u64, Event)], received: &[u64]| -> Vec<(u64, Option<u64>, Event)> {
+            sent.iter()
+                .enumerate()
+                .map(|(k, (t, e))| (*t, received.get(k).copied(), e.clone()))
+                .collect()
+        };
+    let mut all = with_arrival(&c.records_sent.sent, &s.records_sent.received);
+    all.extend(with_arrival(&s.records_sent.sent, &c.records_sent.received));
+    all.sort_by_key(|(t, _, _)| *t); // stable
+    let times: Vec<(u64, Option<u64>)> = all.iter().map(|(t, a, _)| (*t, *a)).collect();
+    let all: Vec<(u64, Event)> = all.into_iter().map(|(t, _, e)| (t, e)).collect();
     let mut events: Vec<Event> = all
         .into_iter()
         .map(|(t, e)| match e {
@@ -686,7 +700,7 @@ fn wire_ledger(c: &TlsClient, s: &TlsServer, started_ms: u64) -> Ledger {
     );
     let mut l = Ledger::from_events(&events);
     l.set_origin(started_ms);
-    l
+    (l, times)
 }
 
 /// Name the TLS records each data packet carries (by stream offset: a direction's records and
@@ -841,14 +855,15 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
         &response,
     )?;
     out.push(plain);
-    for (i, kx) in plan.kx.iter().enumerate() {
+    for kx in &plan.kx {
         let base = ClientConfig {
             key_shares: vec![kx.group()],
             enable_early_data: false,
             ..crate::demo::client_config(root.clone())
         };
         let full_cfg = Arc::new(base.clone());
-        let seed = plan.seed + 10 * i as u64;
+        // Seeds by key exchange, not by position: `--kx hybrid` alone prints the same numbers.
+        let seed = plan.seed + 10 * (*kx as u64);
         let (full, mut tickets) = simulate(
             &format!("{} full", kx.name()),
             plan.net,
@@ -990,7 +1005,7 @@ pub fn render(net: &Network, outcomes: &[Outcome]) -> String {
             };
             let _ = writeln!(
                 s,
-                "{kx}: full TLS 1.3 costs {:+.2} RTT over plain TCP; resumption saves {} bytes S→C and {} signature(s), and {:+.2} RTT; 0-RTT gets the response {:.2} RTT earlier than full",
+                "{kx}: full TLS 1.3 costs {:+.2} RTT over plain TCP; resumption saves {} bytes S→C, {} signature(s) and {:.2} RTT; 0-RTT gets the response {:.2} RTT earlier than full",
                 rt(f) - rt(p) + 0.0,
                 f.bytes_s2c as i64 - r.bytes_s2c as i64,
                 f.signatures.saturating_sub(r.signatures),
@@ -1012,24 +1027,26 @@ pub fn render(net: &Network, outcomes: &[Outcome]) -> String {
 
 /// The ladder diagram of a simulated TLS connection (TCP's handshake first, times since the SYN).
 pub fn ladder(o: &Outcome, net: &Network) -> String {
-    let mut notes = vec![
+    let notes = vec![
         format!("Simulated link: {}", net.describe()),
-        "Arrows in the order records were sent; times: when each left its sender (ms since the SYN).".to_string(),
+        "Arrows in the order records were sent; times (ms since the SYN): when each record left its sender, and when its last byte reached the receiver.".to_string(),
     ];
-    if let Some(t) = o.first_response_us {
-        notes.push(format!(
-            "First response byte at {} ms after the SYN = {:.2} RTT. Times are the client's clock.",
+    let summary = o.first_response_us.map(|t| {
+        format!(
+            "first response byte at {} ms = {:.2} RTT after the SYN ({} TLS flight round trips)",
             fmt_ms(t),
-            t as f64 / net.rtt_us as f64
-        ));
-    }
+            t as f64 / net.rtt_us as f64,
+            o.wire_ledger.round_trips_to_first_response().unwrap_or(0)
+        )
+    });
     crate::lab::ladder::svg_with(
         &o.wire_ledger,
         &crate::lab::ladder::LadderOptions {
             title: format!("{} (simulated)", o.label),
             tcp_handshake: true,
-            times: true,
-            times_at_sender: true,
+            times: crate::lab::ladder::Times::AtSender,
+            exact_times_us: o.wire_times_us.clone(),
+            summary,
             origin_ms: Some(o.started_ms),
             notes,
         },
