@@ -105,7 +105,7 @@ pub struct HelloArgs {
     /// IPv6 (40-byte header) instead of IPv4 (20).
     #[arg(long)]
     pub ipv6: bool,
-    /// TCP option bytes per segment (12 = timestamps, as Linux sends them) [default: 0].
+    /// TCP option bytes per segment (12 = timestamps, as Linux sends them).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub tcp_options: usize,
     /// Show configurations side by side: each is a preset name, a key-share list

@@ -78,20 +78,20 @@ fn kx_list(s: &str) -> Result<KxList, String> {
     Ok(KxList(v))
 }
 
-/// `10mbit`, `1gbit`, `500kbit`, `1000000`, `0`.
+/// `10mbit`, `1gbit`, `500kbit`, `1.5mbps`, `1000000`, `0`.
 fn bandwidth(s: &str) -> Result<u64, String> {
     let t = s.trim().to_ascii_lowercase();
+    if t == "unlimited" || t == "inf" {
+        return Ok(0);
+    }
+    // 10mbit, 10mbit/s, 10mbps, 10mb/s, 10m: the unit letter decides.
     let t = t.trim_end_matches("/s").trim_end_matches("ps");
-    let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
-        (n, 1_000_000_000.0)
-    } else if let Some(n) = t.strip_suffix("mbit") {
-        (n, 1_000_000.0)
-    } else if let Some(n) = t.strip_suffix("kbit") {
-        (n, 1_000.0)
-    } else if t == "unlimited" || t == "inf" {
-        ("0", 1.0)
-    } else {
-        (t.trim_end_matches("bit"), 1.0)
+    let t = t.trim_end_matches("bit").trim_end_matches('b');
+    let (num, mult) = match t.chars().last() {
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        _ => (t, 1.0),
     };
     let n: f64 = num
         .trim()
@@ -100,7 +100,7 @@ fn bandwidth(s: &str) -> Result<u64, String> {
     if !(n >= 0.0 && n.is_finite()) {
         return Err(format!("bad bandwidth '{s}'"));
     }
-    Ok((n * mult) as u64)
+    Ok((n * mult).round() as u64)
 }
 
 /// Run `tls13lab simulate`.

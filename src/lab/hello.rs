@@ -945,7 +945,17 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         Extension::SupportedVersionsClient(v) => {
             names(v.iter().map(|x| version_name(*x)).collect())
         }
-        Extension::PskKeyExchangeModes(m) => names(m.iter().map(|x| x.to_string()).collect()),
+        Extension::PskKeyExchangeModes(m) => names(
+            m.iter()
+                .map(|x| {
+                    if GREASE_PSK_MODES.contains(&x.to_repr()) {
+                        format!("GREASE({:#04x})", x.to_repr())
+                    } else {
+                        x.to_string()
+                    }
+                })
+                .collect(),
+        ),
         Extension::Alpn(p) => names(
             p.iter()
                 .map(|x| String::from_utf8_lossy(x).into_owned())
@@ -1001,8 +1011,16 @@ fn extension_parts(span: &Span) -> Vec<Part> {
                 len: 2,
             });
             for s in list {
+                // Span names are the group's Display; GREASE groups read better as such.
+                let name = match s.name.strip_prefix("unknown(0x") {
+                    Some(h) => match u16::from_str_radix(h.trim_end_matches(')'), 16) {
+                        Ok(v) if is_grease(v) => format!("GREASE({v:#06x})"),
+                        _ => s.name.clone(),
+                    },
+                    None => s.name.clone(),
+                };
                 parts.push(Part {
-                    name: format!("{} share (4 + key)", s.name),
+                    name: format!("{name} share (4 + key)"),
                     len: s.len,
                 });
             }
@@ -1391,8 +1409,15 @@ pub fn render_compare(reports: &[HelloReport]) -> String {
         .iter()
         .map(|r| r.label.chars().count().max(13))
         .collect();
+    let lw = rows
+        .iter()
+        .map(|(_, l)| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(20)
+        + 1;
     let mut s = String::new();
-    let _ = write!(s, "{:<36}", "bytes");
+    let _ = write!(s, "{:<lw$}", "bytes");
     for (r, w) in reports.iter().zip(&w) {
         let _ = write!(s, " {:>w$}", r.label, w = *w);
     }
@@ -1412,7 +1437,7 @@ pub fn render_compare(reports: &[HelloReport]) -> String {
         }
     };
     for (key, label) in &rows {
-        let _ = write!(s, "{label:<36}");
+        let _ = write!(s, "{label:<lw$}");
         let base = cells[0].get(key).copied();
         for (i, w) in w.iter().enumerate() {
             let _ = write!(
@@ -1432,14 +1457,14 @@ pub fn render_compare(reports: &[HelloReport]) -> String {
         ("IP packet bytes", |r| r.packet_bytes),
     ];
     for (name, f) in totals {
-        let _ = write!(s, "{name:<36}");
+        let _ = write!(s, "{name:<lw$}");
         let base = f(&reports[0]);
         for (i, (r, w)) in reports.iter().zip(&w).enumerate() {
             let _ = write!(s, " {:>w$}", cell(Some(f(r)), Some(base), i == 0), w = *w);
         }
         s.push('\n');
     }
-    let _ = write!(s, "{:<36}", "fits one segment");
+    let _ = write!(s, "{:<lw$}", "fits one segment");
     for (r, w) in reports.iter().zip(&w) {
         let _ = write!(
             s,
