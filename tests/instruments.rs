@@ -788,7 +788,7 @@ fn simulate_cli_states_the_claims() {
     for want in [
         "plain TCP (no TLS)",
         "classical: full TLS 1.3 costs +1.00 RTT over plain TCP",
-        "and +0.00 RTT; 0-RTT gets the response 1.00 RTT earlier than full",
+        "1 signature(s) and 0.00 RTT; 0-RTT gets the response 1.00 RTT earlier than full",
         "hybrid: full TLS 1.3 costs +1.00 RTT",
         "initcwnd 10 segments (14600 bytes)",
     ] {
@@ -1689,4 +1689,236 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
     ]);
     assert!(out.contains("client Finished: verified"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------------------ docs
+
+/// The pages of the instruments (docs/hello.md, simulate.md, ladder.md, dissect.md) hold blocks
+/// `<!-- BEGIN GENERATED instruments-… -->` … `<!-- END GENERATED -->` with what the tool prints,
+/// and docs/img/*.svg drawings; this test regenerates them and fails when the committed docs
+/// differ. `TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments docs` rewrites them.
+/// (tests/docs.rs leaves blocks with other names alone, and so does this one.)
+const DOC_PREFIX: &str = "instruments-";
+
+/// `$ shown` and what `tls13lab args` prints (stdout, then stderr), run in `dir`.
+fn shown(dir: &Path, shown: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .expect("run tls13lab");
+    let mut s = format!("```text\n$ {shown}\n");
+    s.push_str(&String::from_utf8_lossy(&out.stdout));
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        s.push_str(&format!("[exit {}]\n", out.status.code().unwrap_or(-1)));
+    }
+    s.push_str("```\n");
+    s
+}
+
+/// Run `tls13lab` for one generated block; the block name is the command line.
+fn doc_block(dir: &Path, name: &str) -> String {
+    let cmd = |line: &str| -> String {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        shown(dir, &format!("tls13lab {line}"), &args)
+    };
+    match name {
+        "instruments-hello-default" => cmd("hello"),
+        "instruments-hello-compare" => cmd("hello --compare x25519 x25519mlkem768,x25519 mlkem1024"),
+        "instruments-hello-openssl" => cmd("hello --compare openssl-3.0 openssl-3.5 tls13lab"),
+        "instruments-hello-preset" => cmd("hello --preset openssl-3.5"),
+        "instruments-hello-shaping" => {
+            cmd("hello --grease all --psk-ticket 192 --early-data --pad-to 512 --compat on")
+        }
+        "instruments-hello-segments" => {
+            cmd("hello --key-shares x25519mlkem768,x25519 --split-at 300 --mtu 1280 --ipv6 --tcp-options 12")
+        }
+        "instruments-hello-variants" => shown(
+            dir,
+            "tls13lab hello --alpn h2,http/1.1 --compare x25519 \"--key-shares x25519 --grease all\" \"--key-shares x25519 --pad-to 512\"",
+            &[
+                "hello", "--alpn", "h2,http/1.1", "--compare", "x25519",
+                "--key-shares x25519 --grease all", "--key-shares x25519 --pad-to 512",
+            ],
+        ),
+        "instruments-hello-hex" => cmd("hello --no-sni --hex"),
+        "instruments-hello-help" => cmd("hello --help"),
+        "instruments-simulate-default" => cmd("simulate"),
+        "instruments-simulate-exact" => cmd("simulate --bandwidth 0"),
+        "instruments-simulate-bigcert" => cmd("simulate --kx classical --bandwidth 0 --cert-bytes 20000"),
+        "instruments-simulate-timeline" => cmd("simulate --kx hybrid --bandwidth 0 --timeline"),
+        "instruments-simulate-help" => cmd("simulate --help"),
+        "instruments-ladder-commands" => {
+            let mut s = String::from("```text\n");
+            for (_, line) in ladder_images() {
+                s.push_str(&format!("$ tls13lab {line}\n"));
+            }
+            s.push_str("```\n");
+            s
+        }
+        "instruments-dissect-demo" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            format!(
+                "```text\n$ tls13lab demo --once --pcap demo.pcapng > /dev/null\n```\n{}",
+                cmd("dissect demo.pcapng")
+            )
+        }
+        "instruments-dissect-nokeys" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            cmd("dissect demo.pcapng --no-embedded-keys")
+        }
+        "instruments-dissect-zero-rtt" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            let c = &corpus()[2];
+            assert_eq!(c.name, "classical 0-RTT");
+            let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+            std::fs::write(dir.join("zero-rtt.pcapng"), &w.bytes).unwrap();
+            cmd("dissect zero-rtt.pcapng")
+        }
+        "instruments-dissect-help" => cmd("dissect --help"),
+        other => panic!("unknown generated block {other}"),
+    }
+}
+
+fn tls13lab_in(dir: &Path, args: &[&str]) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}");
+}
+
+/// The drawings: file name and the command that writes it (`--svg FILE` last).
+fn ladder_images() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "ladder-demo-hybrid.svg",
+            "demo --once --key-shares x25519mlkem768 --svg ladder-demo-hybrid.svg",
+        ),
+        (
+            "ladder-demo-hrr.svg",
+            "demo --once --groups x25519,P-256 --server-groups secp256r1 --svg ladder-demo-hrr.svg",
+        ),
+        (
+            "simulate-hybrid-full.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-hybrid-resumed.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-hybrid-0rtt.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-classical-bigcert.svg",
+            "simulate --kx classical --cert-bytes 20000 --svg simulate-bigcert.svg",
+        ),
+    ]
+}
+
+/// The drawings' contents, made by the CLI.
+fn doc_images(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (file, line) in ladder_images() {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        tls13lab_in(dir, &args);
+        let written = args.last().unwrap();
+        // simulate --svg F writes F (first TLS connection), F-2.svg, F-3.svg, ...
+        let pick = match file {
+            "simulate-hybrid-resumed.svg" => "simulate-hybrid-2.svg".to_string(),
+            "simulate-hybrid-0rtt.svg" => "simulate-hybrid-3.svg".to_string(),
+            _ => written.to_string(),
+        };
+        out.push((
+            format!("img/{file}"),
+            std::fs::read_to_string(dir.join(pick)).unwrap(),
+        ));
+    }
+    out
+}
+
+fn regenerate_doc(dir: &Path, file: &str, text: &str) -> (String, Vec<String>) {
+    const BEGIN: &str = "<!-- BEGIN GENERATED ";
+    const END: &str = "<!-- END GENERATED";
+    let mut out = String::new();
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(BEGIN) {
+        let marker_end = rest[start..]
+            .find("-->")
+            .unwrap_or_else(|| panic!("{file}: bad marker"))
+            + start
+            + 3;
+        let name = rest[start + BEGIN.len()..marker_end]
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let end = rest[marker_end..]
+            .find(END)
+            .unwrap_or_else(|| panic!("{file}: {name} has no END"))
+            + marker_end;
+        let end_marker_end = rest[end..].find("-->").unwrap() + end + 3;
+        if !name.starts_with(DOC_PREFIX) {
+            out.push_str(&rest[..end_marker_end]);
+        } else {
+            out.push_str(&rest[..marker_end]);
+            out.push('\n');
+            for line in doc_block(dir, &name).lines() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+            out.push_str(&rest[end..end_marker_end]);
+            names.push(name);
+        }
+        rest = &rest[end_marker_end..];
+    }
+    out.push_str(rest);
+    (out, names)
+}
+
+#[test]
+fn docs_pages_match_what_the_instruments_print() {
+    let write = std::env::var_os("TLS13LAB_WRITE_DOCS").is_some();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let dir = temp_dir("docs");
+    let mut stale = Vec::new();
+    let mut used = 0;
+    for page in ["hello.md", "simulate.md", "ladder.md", "dissect.md"] {
+        let path = docs.join(page);
+        let old = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("docs/{page}: {e}"));
+        let (new, names) = regenerate_doc(&dir, page, &old);
+        assert!(!names.is_empty(), "docs/{page} has no generated block");
+        used += names.len();
+        if new != old {
+            if write {
+                std::fs::write(&path, new).unwrap();
+            }
+            stale.push(page.to_string());
+        }
+    }
+    for (file, content) in doc_images(&dir) {
+        check_xml(&content).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let path = docs.join(&file);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(content.as_str()) {
+            if write {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, &content).unwrap();
+            }
+            stale.push(file);
+        }
+    }
+    assert!(used >= 15);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        write || stale.is_empty(),
+        "docs/ no longer matches what the instruments print: {stale:?}\n\
+         regenerate with: TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments docs"
+    );
 }
