@@ -43,10 +43,10 @@ fn bulk(c: &mut Criterion) {
     for (suite, name, alg) in SUITES {
         let mut ours = Ours::new(&id, NamedGroup::X25519, suite, Case::Full);
         let server = ours.server.clone();
-        let (mut oc, mut os) =
+        let (mut oc, _os) =
             ours.handshake(&mut Timer::new(Who::Both), &server, TicketStore::default());
         let theirs = Rustls::new(&id, NamedGroup::X25519, suite, Case::Full);
-        let (mut rc, mut rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
+        let (mut rc, _rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
         let now = common::now_ms();
 
         let mut g = c.benchmark_group(format!("bulk/{name}"));
@@ -67,9 +67,9 @@ fn bulk(c: &mut Criterion) {
             })
         });
         // Fresh pairs: the records sealed above never reached their peers.
-        let (mut oc, mut os) =
+        let (mut oc, _os) =
             ours.handshake(&mut Timer::new(Who::Both), &server, TicketStore::default());
-        let (mut rc, mut rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
+        let (mut rc, _rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
         g.bench_function("tls13lab/decrypt", |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
