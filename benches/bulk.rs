@@ -67,9 +67,9 @@ fn bulk(c: &mut Criterion) {
             })
         });
         // Fresh pairs: the records sealed above never reached their peers.
-        let (mut oc, _os) =
+        let (mut oc, mut os) =
             ours.handshake(&mut Timer::new(Who::Both), &server, TicketStore::default());
-        let (mut rc, _rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
+        let (mut rc, mut rs) = theirs.handshake(&mut Timer::new(Who::Both), &theirs.server.clone());
         g.bench_function("tls13lab/decrypt", |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
