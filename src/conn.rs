@@ -368,23 +368,32 @@ impl Conn {
         let (inner, content) = match self.read.as_mut() {
             Some(p) if rec.typ == ContentType::ApplicationData => {
                 let seq = p.seq();
-                match p.open(&rec) {
+                let n = rec.payload.len();
+                // Decrypt in the record's own buffer unless an observer wants the ciphertext
+                // too: a bulk record is then copied once (into the deframer), not twice.
+                let (opened, kept) = if self.ev.observe.records {
+                    (p.open(&rec), Some(rec))
+                } else {
+                    (p.open_owned(rec), None)
+                };
+                match opened {
                     Ok(inner) => {
                         let tag = p.tag_len();
-                        self.record_event_received(
-                            &rec,
-                            inner.typ,
-                            &inner.content,
-                            inner.padding,
-                            tag,
-                            Some(seq),
-                        );
+                        if let Some(rec) = &kept {
+                            self.record_event_received(
+                                rec,
+                                inner.typ,
+                                &inner.content,
+                                inner.padding,
+                                tag,
+                                Some(seq),
+                            );
+                        }
                         (inner.typ, inner.content)
                     }
                     Err(e) => {
                         // Rejected 0-RTT: skip undecryptable records within the budget.
                         if let Some(budget) = early_skip.as_mut() {
-                            let n = rec.payload.len();
                             // `open` leaves the sequence number alone on failure.
                             if n <= *budget {
                                 *budget -= n;
