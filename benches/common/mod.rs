@@ -105,10 +105,15 @@ impl Who {
     }
 }
 
-/// Accumulates the time spent in one side's calls.
+/// Accumulates the time spent in one side's calls, and the allocations made in them when the
+/// counting allocator ([`Counting`]) is installed.
 pub struct Timer {
     pub who: Who,
     pub total: Duration,
+    /// Allocations made in the client's calls and in the server's (whoever is timed).
+    pub allocs: [u64; 2],
+    /// The same for every `malloc` (C included), when benches/memory.rs counts them.
+    pub mallocs: [u64; 2],
 }
 
 impl Timer {
@@ -116,27 +121,84 @@ impl Timer {
         Timer {
             who,
             total: Duration::ZERO,
+            allocs: [0; 2],
+            mallocs: [0; 2],
         }
     }
 
-    fn time<R>(&mut self, on: bool, f: impl FnOnce() -> R) -> R {
-        if !on {
-            return f();
-        }
-        let t = Instant::now();
-        let r = f();
-        self.total += t.elapsed();
+    fn time<R>(&mut self, on: bool, side: usize, f: impl FnOnce() -> R) -> R {
+        let a = Counting::allocations();
+        let m = MALLOCS.load(std::sync::atomic::Ordering::Relaxed);
+        let r = if on {
+            let t = Instant::now();
+            let r = f();
+            self.total += t.elapsed();
+            r
+        } else {
+            f()
+        };
+        self.allocs[side] += Counting::allocations() - a;
+        self.mallocs[side] += MALLOCS.load(std::sync::atomic::Ordering::Relaxed) - m;
         r
     }
 
     pub fn client<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let on = self.who != Who::Server;
-        self.time(on, f)
+        self.time(on, 0, f)
     }
 
     pub fn server<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let on = self.who != Who::Client;
-        self.time(on, f)
+        self.time(on, 1, f)
+    }
+}
+
+/// A global allocator that counts allocations and live bytes (installed by benches/memory.rs;
+/// elsewhere the counters stay at zero).
+pub struct Counting;
+
+/// Calls to C `malloc`/`calloc`/`realloc`, counted by benches/memory.rs's interposer.
+pub static MALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+impl Counting {
+    pub fn allocations() -> u64 {
+        ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Bytes requested and not yet freed (Rust allocations only).
+    pub fn live() -> i64 {
+        LIVE.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+// SAFETY: every call forwards to the system allocator unchanged; only counters are added.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE.fetch_add(l.size() as i64, Relaxed);
+        std::alloc::System.alloc(l)
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        LIVE.fetch_sub(l.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        std::alloc::System.dealloc(p, l)
+    }
+
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE.fetch_add(l.size() as i64, Relaxed);
+        std::alloc::System.alloc_zeroed(l)
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE.fetch_add(new as i64 - l.size() as i64, Relaxed);
+        std::alloc::System.realloc(p, l, new)
     }
 }
 
