@@ -925,9 +925,11 @@ impl Primitives for OurPrimitives {
     }
 }
 
+/// Ciphertext and tag by length.
+type SealedCache = std::collections::HashMap<usize, (Vec<u8>, [u8; 16])>;
+
 thread_local! {
-    static SEALED: std::cell::RefCell<std::collections::HashMap<usize, (Vec<u8>, [u8; 16])>> =
-        Default::default();
+    static SEALED: std::cell::RefCell<SealedCache> = Default::default();
     static SHARES: std::cell::RefCell<std::collections::HashMap<(NamedGroup, bool), Vec<u8>>> =
         Default::default();
 }
