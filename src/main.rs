@@ -6,6 +6,11 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tls13lab::demo;
 
+// TEMP: the CLI helper's src/cli/mod.rs will own this registration.
+mod cli {
+    pub mod bench;
+}
+
 #[derive(Parser)]
 #[command(
     name = "tls13lab",
@@ -21,6 +26,8 @@ struct Cli {
 enum Command {
     /// An in-memory client and server: handshake, request, response, close; prints the ledger.
     Demo(DemoArgs),
+    /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
+    Bench(cli::bench::BenchArgs),
 }
 
 #[derive(clap::Args, Default)]
@@ -42,6 +49,7 @@ fn main() -> ExitCode {
         json: None,
     })) {
         Command::Demo(a) => run_demo(a),
+        Command::Bench(a) => cli::bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
