@@ -224,6 +224,18 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// The server's CertificateVerify signer: ring's with the `ring-sign` feature.
+    pub fn signer(&self) -> Arc<dyn tls13lab::config::Signer> {
+        #[cfg(feature = "ring-sign")]
+        return Arc::new(
+            tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(&self.key_pkcs8).unwrap(),
+        );
+        #[cfg(not(feature = "ring-sign"))]
+        Arc::new(self.key.clone())
+    }
+}
+
 impl Default for Identity {
     fn default() -> Self {
         Identity::new()
@@ -262,7 +274,7 @@ impl Ours {
         }
         let mut server = ServerConfig::new(CertifiedKey {
             chain: vec![id.cert_der.clone()],
-            key: Arc::new(id.key.clone()),
+            key: id.signer(),
         });
         server.cipher_suites = vec![suite];
         server.groups = vec![group];
