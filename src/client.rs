@@ -18,7 +18,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
-use crate::conn::{self, Conn, Endpoint};
+use crate::conn::{Conn, Endpoint};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx::KeyShareSecret;
@@ -26,19 +26,19 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
+use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
-    AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, ServerNameType, SignatureScheme,
+    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, ServerNameType,
+    SignatureScheme,
 };
-use crate::messages::extensions::{Extension, KeyShareEntry, ServerName};
+use crate::messages::extensions::{Extension, ExtensionContext, KeyShareEntry, ServerName};
 use crate::messages::handshake::{
     CertificateEntry, CertificatePayload, CertificateVerify, ClientHello, DecodeContext,
     HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::session::{StoredTicket, TicketStore};
-use crate::traffic::{receive_key_update, send_key_update, Traffic};
+use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 client connection, sans-IO: feed it bytes with [`Client::receive`], send what
 /// [`Client::take_output`] returns, and read what happened from [`Client::events`].
@@ -51,6 +51,7 @@ pub struct Client {
     tickets: TicketStore,
     offered_ticket: Option<StoredTicket>,
     early_data: EarlyDataState,
+    early_exporter: Option<ExporterSecret>,
 }
 
 /// 0-RTT bookkeeping on the client (§4.2.10).
@@ -119,6 +120,8 @@ struct Handshaking {
 }
 
 impl Client {
+    crate::traffic::connection_api!("server");
+
     /// A client for `config`, drawing every random value (randoms, key shares, signatures) from `rng`.
     pub fn new(config: Arc<ClientConfig>, rng: Box<dyn RandomSource>) -> Result<Client, Error> {
         if config
@@ -151,6 +154,7 @@ impl Client {
             tickets: TicketStore::default(),
             offered_ticket: None,
             early_data: EarlyDataState::default(),
+            early_exporter: None,
         })
     }
 
@@ -176,27 +180,6 @@ impl Client {
                 Err(e)
             }
         }
-    }
-
-    /// Feed bytes received from the server. On a protocol violation the right alert is queued
-    /// (take it with [`Client::take_output`]) and the error returned; the connection is then dead.
-    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
-        conn::receive(self, bytes, now_ms)
-    }
-
-    /// Bytes to send to the server.
-    pub fn take_output(&mut self) -> Vec<u8> {
-        self.conn.take_output()
-    }
-
-    /// Whether output is waiting.
-    pub fn wants_write(&self) -> bool {
-        self.conn.has_output()
-    }
-
-    /// Drain the events recorded so far, in order.
-    pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
-        self.conn.ev.queue.drain(..)
     }
 
     /// Send application data. Before the handshake completes this is 0-RTT data when a ticket
@@ -225,45 +208,6 @@ impl Client {
         }
     }
 
-    /// Send close_notify (§6.1).
-    pub fn close(&mut self) {
-        self.conn
-            .send_alert(AlertLevel::Warning, AlertDescription::CloseNotify);
-    }
-
-    /// Update our sending keys, optionally asking the server to update its own (§4.6.3).
-    pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
-        let State::Connected(t) = &mut self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        send_key_update(&mut self.conn, t, request_peer)
-    }
-
-    /// RFC 8446 §7.5 exporter.
-    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
-        let State::Connected(t) = &self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        t.exporter
-            .export(label, context, len, &mut self.conn.ev)
-            .map_err(|_| Error::InvalidState("exporter label or length too long"))
-    }
-
-    /// What was negotiated, once connected.
-    pub fn negotiated(&self) -> Option<&Negotiated> {
-        self.negotiated.as_ref()
-    }
-
-    /// Whether the handshake is complete.
-    pub fn is_connected(&self) -> bool {
-        matches!(self.state, State::Connected(_))
-    }
-
-    /// Whether the connection is closed or failed.
-    pub fn is_closed(&self) -> bool {
-        self.conn.failed || self.conn.read_closed
-    }
-
     /// Tickets received so far (and those given at construction that were not used).
     pub fn tickets(&self) -> &TicketStore {
         &self.tickets
@@ -280,10 +224,11 @@ impl Client {
         } else {
             Vec::new()
         };
-        let mut shares = Vec::new();
-        for g in &self.config.key_shares {
-            shares.push(KeyShareSecret::generate(*g, self.conn.rng.as_mut())?);
-        }
+        let shares = KeyShareSecret::generate_many(
+            &self.config.key_shares,
+            self.conn.rng.as_mut(),
+            self.config.reuse_x25519,
+        )?;
         let now = self.conn.now_ms;
         // A resumption ticket if we have one, else the first configured external PSK (§4.2.11).
         self.offered_ticket = self
@@ -326,6 +271,7 @@ impl Client {
             let secret = early.client_early_traffic_secret(&transcript, &mut self.conn.ev);
             let exporter = early.early_exporter_master_secret(&transcript, &mut self.conn.ev);
             self.conn.log_secret(exporter.name(), exporter.as_bytes());
+            self.early_exporter = Some(exporter);
             self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
             self.early_data.open = true;
         }
@@ -554,7 +500,7 @@ impl Client {
                 ExtensionType::KeyShare
                 | ExtensionType::PreSharedKey
                 | ExtensionType::SupportedVersions => {}
-                other => return Err(PeerMisbehaved::UnsolicitedExtension(other).into()),
+                other => return Err(out_of_place(ExtensionContext::ServerHello, other)),
             }
         }
         // PSK: the server either selected our only identity or ignored it.
@@ -628,6 +574,12 @@ impl Client {
         let server_hs = hs.server_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
         self.conn
             .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
+        if !early_offered {
+            // From here on our alerts go out under the handshake keys (§6), even before our
+            // Finished. With 0-RTT in flight the early keys stay until EndOfEarlyData.
+            self.conn
+                .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
+        }
         if !resumed {
             self.offered_ticket = None;
         }
@@ -669,7 +621,12 @@ impl Client {
                 Extension::KeyShareHrr(g) => new_group = Some(*g),
                 Extension::Cookie(c) => cookie = Some(c.clone()),
                 Extension::SupportedVersionsServer(_) => {}
-                other => return Err(PeerMisbehaved::UnsolicitedExtension(other.typ()).into()),
+                other => {
+                    return Err(out_of_place(
+                        ExtensionContext::HelloRetryRequest,
+                        other.typ(),
+                    ))
+                }
             }
         }
         if let Some(g) = new_group {
@@ -760,8 +717,9 @@ impl Client {
                     h.early_accepted = true;
                 }
                 Extension::Unknown { typ, .. } => {
-                    if !offered(*typ) {
-                        return Err(PeerMisbehaved::UnsolicitedExtension(*typ).into());
+                    let ctx = ExtensionContext::EncryptedExtensions;
+                    if ctx.allows(*typ) == Some(false) || !offered(*typ) {
+                        return Err(out_of_place(ctx, *typ));
                     }
                 }
                 other => {
@@ -782,6 +740,8 @@ impl Client {
                 self.early_data.status = Some(EarlyDataStatus::Accepted);
             } else {
                 self.reject_early_data();
+                self.conn
+                    .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
             }
         }
         if h.resumed {
@@ -929,8 +889,10 @@ impl Client {
             self.conn.send_handshake(&eoed);
         }
         self.early_data.open = false;
-        self.conn
-            .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        if self.conn.write_epoch != Epoch::Handshake {
+            self.conn
+                .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+        }
         let mut client_scheme = None;
         if let Some((context, schemes)) = h.cert_request.take() {
             client_scheme = self.send_client_certificate(&mut h.transcript, context, &schemes)?;
@@ -1110,6 +1072,22 @@ fn check_server_hello_common(sh: &ServerHello, s: &ExpectServerHello) -> Result<
         return Err(PeerMisbehaved::SessionIdMismatch.into());
     }
     Ok(())
+}
+
+/// §4.2: an extension "which it recognizes and which is not specified for the message in which
+/// it appears" is illegal_parameter; any other extension the client did not ask for is
+/// unsupported_extension.
+fn out_of_place(ctx: ExtensionContext, t: ExtensionType) -> Error {
+    if ctx.allows(t) == Some(false) {
+        PeerMisbehaved::IllegalExtension(match ctx {
+            ExtensionContext::ServerHello => "not allowed in ServerHello",
+            ExtensionContext::HelloRetryRequest => "not allowed in HelloRetryRequest",
+            _ => "not allowed in EncryptedExtensions",
+        })
+        .into()
+    } else {
+        PeerMisbehaved::UnsolicitedExtension(t).into()
+    }
 }
 
 fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {

@@ -124,6 +124,9 @@ pub struct ClientConfig {
     pub groups: Vec<NamedGroup>,
     /// Groups that get a key share in the first ClientHello (must be in `groups`).
     pub key_shares: Vec<NamedGroup>,
+    /// Use one X25519 scalar for every X25519 component among the key shares (e.g.
+    /// X25519MLKEM768 + X25519).
+    pub reuse_x25519: bool,
     /// signature_algorithms, in order.
     pub signature_schemes: Vec<SignatureScheme>,
     /// server_name (SNI) and the name checked in the certificate.
@@ -169,10 +172,17 @@ impl Default for ClientConfig {
                 CipherSuite::TLS_AES_256_GCM_SHA384,
                 CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
             ],
-            groups: vec![NamedGroup::X25519, NamedGroup::secp256r1],
+            groups: vec![
+                NamedGroup::X25519,
+                NamedGroup::secp256r1,
+                NamedGroup::X25519MLKEM768,
+                NamedGroup::secp384r1,
+            ],
             key_shares: vec![NamedGroup::X25519],
+            reuse_x25519: false,
             signature_schemes: vec![
                 SignatureScheme::ecdsa_secp256r1_sha256,
+                SignatureScheme::ecdsa_secp384r1_sha384,
                 SignatureScheme::ed25519,
                 SignatureScheme::rsa_pss_rsae_sha256,
                 SignatureScheme::rsa_pss_rsae_sha384,
@@ -294,9 +304,20 @@ impl ServerConfig {
                 CipherSuite::TLS_AES_256_GCM_SHA384,
                 CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
             ],
-            groups: vec![NamedGroup::X25519, NamedGroup::secp256r1],
+            groups: vec![
+                NamedGroup::X25519MLKEM768,
+                NamedGroup::X25519,
+                NamedGroup::secp256r1,
+                NamedGroup::secp384r1,
+                NamedGroup::SecP256r1MLKEM768,
+                NamedGroup::SecP384r1MLKEM1024,
+                NamedGroup::MLKEM768,
+                NamedGroup::MLKEM1024,
+                NamedGroup::MLKEM512,
+            ],
             signature_schemes: vec![
                 SignatureScheme::ecdsa_secp256r1_sha256,
+                SignatureScheme::ecdsa_secp384r1_sha384,
                 SignatureScheme::ed25519,
                 SignatureScheme::rsa_pss_rsae_sha256,
                 SignatureScheme::rsa_pss_rsae_sha384,

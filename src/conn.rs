@@ -16,8 +16,8 @@ use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
 use crate::messages::handshake::HandshakeMessage;
 use crate::record::{
-    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordProtector,
-    MAX_PLAINTEXT,
+    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
+    RecordProtector, MAX_PLAINTEXT,
 };
 
 /// Consecutive records without content (empty application data, CCS) we tolerate (resource limit).
@@ -239,11 +239,12 @@ impl Conn {
                 }
             }
             Some(p) => {
-                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4).
+                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4), nor
+                // past the peer's record_size_limit, which counts padding (RFC 8449 §4).
                 let padding = self
                     .padding
                     .padding_for(content.len())
-                    .min(MAX_PLAINTEXT.saturating_sub(content.len()));
+                    .min(self.max_fragment.saturating_sub(content.len()));
                 let seq = p.seq();
                 let tag = p.tag_len();
                 p.seal_into(typ, content, padding, &mut self.out)?;
@@ -281,7 +282,12 @@ impl Conn {
         let direction = self.side.sending();
         self.sent_records.push(Event::Record(RecordEvent {
             direction,
-            epoch: self.write_epoch,
+            // CCS and alerts sent before keys are plaintext whatever the current epoch.
+            epoch: if seq.is_some() {
+                self.write_epoch
+            } else {
+                Epoch::Plaintext
+            },
             time_ms: self.now_ms,
             header: rec[..5].to_vec(),
             wire_type: ContentType::from(rec[0]),
@@ -362,6 +368,10 @@ impl Conn {
             if !self.ccs_allowed || rec.payload != [1] {
                 return Err(PeerMisbehaved::BadChangeCipherSpec.into());
             }
+            if !self.joiner.is_empty() {
+                // §5.1: not even the dummy CCS may interleave with a handshake message.
+                return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into());
+            }
             self.count_empty()?;
             return Ok(None);
         }
@@ -392,8 +402,10 @@ impl Conn {
                         (inner.typ, inner.content)
                     }
                     Err(e) => {
-                        // Rejected 0-RTT: skip undecryptable records within the budget.
-                        if let Some(budget) = early_skip.as_mut() {
+                        // Rejected 0-RTT: skip undecryptable records within the budget. Only
+                        // those: a record that opened but is malformed is the peer's error.
+                        if let (Some(budget), RecordError::BadRecordMac) = (early_skip.as_mut(), e)
+                        {
                             // `open` leaves the sequence number alone on failure.
                             if n <= *budget {
                                 *budget -= n;
@@ -464,6 +476,10 @@ impl Conn {
                     .into());
                 }
                 if content.is_empty() {
+                    // Premature even when empty: handshake keys never protect application data.
+                    if self.read_epoch == Epoch::Handshake {
+                        return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
+                    }
                     self.count_empty()?;
                     return Ok(None);
                 }
@@ -497,7 +513,12 @@ impl Conn {
         let direction: Direction = self.side.receiving();
         self.ev.push(Event::Record(RecordEvent {
             direction,
-            epoch: self.read_epoch,
+            // A CCS or a plaintext alert arriving after the keys changed is still plaintext.
+            epoch: if seq.is_some() {
+                self.read_epoch
+            } else {
+                Epoch::Plaintext
+            },
             time_ms: self.now_ms,
             header: rec.header.to_vec(),
             wire_type: rec.typ,
@@ -568,12 +589,9 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
         }
         c.now_ms = now_ms;
         if c.read_closed {
-            if bytes.is_empty() {
-                return Ok(());
-            }
-            let e: Error = PeerMisbehaved::DataAfterClose.into();
-            c.fail(&e);
-            return Err(e);
+            // §6.1: "Any data received after a closure alert has been received MUST be
+            // ignored."
+            return Ok(());
         }
         c.feed(bytes);
     }
@@ -594,14 +612,10 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
                 });
                 match desc {
                     AlertDescription::CloseNotify => {
-                        // §6.1: no more data will come; anything after it is an error.
+                        // §6.1: no more data will come, and anything that does is ignored.
                         c.read_closed = true;
                         c.ev.push(Event::Closed);
-                        if c.deframer_has_data() {
-                            let e: Error = PeerMisbehaved::DataAfterClose.into();
-                            c.fail(&e);
-                            return Err(e);
-                        }
+                        c.deframer = Deframer::new();
                         return Ok(());
                     }
                     AlertDescription::UserCanceled => Ok(()),
@@ -621,11 +635,5 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
             ep.conn().fail(&e);
             return Err(e);
         }
-    }
-}
-
-impl Conn {
-    fn deframer_has_data(&self) -> bool {
-        self.deframer.has_partial()
     }
 }

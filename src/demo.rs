@@ -241,6 +241,8 @@ pub struct DemoRun {
     pub certificate_sent: bool,
     /// What the client received.
     pub response: Vec<u8>,
+    /// Every event the client reported.
+    pub events: Vec<Event>,
 }
 
 /// Full, resumed and resumed-with-0-RTT connections between the same client and server
@@ -294,7 +296,8 @@ pub fn three_connections(
     Ok(runs)
 }
 
-fn run_of(label: &'static str, p: &Pair) -> DemoRun {
+/// Summarise a finished connection for [`summary_table`].
+pub fn run_of(label: &'static str, p: &Pair) -> DemoRun {
     let ledger = p.ledger();
     let certificate_sent = ledger.records.iter().any(|r| {
         r.messages
@@ -306,6 +309,7 @@ fn run_of(label: &'static str, p: &Pair) -> DemoRun {
         ledger,
         certificate_sent,
         response: p.client_received(),
+        events: p.client_events.clone(),
     }
 }
 

@@ -19,6 +19,8 @@ pub struct MessagePart {
     pub typ: HandshakeType,
     /// The whole message's length including its 4-byte header.
     pub len: usize,
+    /// Where in the message this part starts (0: the message begins in this record).
+    pub offset: usize,
     /// Bytes of it carried by this record (less than `len` when fragmented).
     pub bytes_here: usize,
 }
@@ -82,62 +84,85 @@ pub struct Ledger {
     last_direction: Option<Direction>,
     #[serde(skip)]
     flights: usize,
-    /// Time of the first record (the table shows times relative to it).
-    pub start_ms: Option<u64>,
+    /// Clock value the table's `t(ms)` column counts from (default: the first record's time).
+    #[serde(skip)]
+    origin_ms: Option<u64>,
 }
 
 /// Splits one direction's handshake byte stream into messages across records.
 #[derive(Clone, Debug, Default)]
 struct Splitter {
+    /// Bytes of a message header seen so far (while fewer than 4).
     header: Vec<u8>,
     typ: Option<HandshakeType>,
     len: usize,
+    /// Body bytes of the current message still to come.
     remaining: usize,
+    /// Parts (record index, part index) holding the start of a header whose length is not known
+    /// yet: their `len` is filled in when the header completes in a later record.
+    awaiting_len: Vec<(usize, usize)>,
 }
 
 impl Splitter {
-    fn split(&mut self, mut content: &[u8]) -> Vec<MessagePart> {
-        let mut parts = Vec::new();
+    /// The parts of `content`, the content of record number `record` (0-based). Header bytes
+    /// count in the record that carries them, so each record's parts add up to its content.
+    /// Returns the parts and the `(record, part, len)` fixes for earlier records.
+    fn split(
+        &mut self,
+        record: usize,
+        mut content: &[u8],
+    ) -> (Vec<MessagePart>, Vec<(usize, usize, usize)>) {
+        let mut parts: Vec<MessagePart> = Vec::new();
+        let mut fixes = Vec::new();
         while !content.is_empty() {
-            if self.remaining == 0 {
-                let need = 4 - self.header.len();
-                let take = need.min(content.len());
-                self.header.extend_from_slice(&content[..take]);
-                content = &content[take..];
-                if self.header.len() < 4 {
-                    break;
-                }
-                let body = (usize::from(self.header[1]) << 16)
-                    | (usize::from(self.header[2]) << 8)
-                    | usize::from(self.header[3]);
-                self.typ = Some(HandshakeType::from(self.header[0]));
-                self.len = body + 4;
-                self.remaining = body;
-                self.header.clear();
+            if self.remaining > 0 && self.header.is_empty() {
+                // The body of a message begun in an earlier record.
+                let take = self.remaining.min(content.len());
                 parts.push(MessagePart {
-                    typ: HandshakeType::from(self.typ.map_or(0, |t| t.to_repr())),
+                    typ: self.typ.unwrap_or(HandshakeType::Unknown(0)),
                     len: self.len,
+                    offset: self.len - self.remaining,
                     bytes_here: take,
                 });
-                if body == 0 {
-                    continue;
-                }
+                self.remaining -= take;
+                content = &content[take..];
+                continue;
+            }
+            // A header, perhaps continued from earlier records.
+            let offset = self.header.len();
+            let take = (4 - offset).min(content.len());
+            self.header.extend_from_slice(&content[..take]);
+            content = &content[take..];
+            let typ = HandshakeType::from(self.header[0]);
+            parts.push(MessagePart {
+                typ,
+                len: 0,
+                offset,
+                bytes_here: take,
+            });
+            if self.header.len() < 4 {
+                self.awaiting_len.push((record, parts.len() - 1));
+                break;
+            }
+            let body = (usize::from(self.header[1]) << 16)
+                | (usize::from(self.header[2]) << 8)
+                | usize::from(self.header[3]);
+            self.header.clear();
+            self.typ = Some(typ);
+            self.len = body + 4;
+            self.remaining = body;
+            for (r, p) in self.awaiting_len.drain(..) {
+                fixes.push((r, p, body + 4));
             }
             let take = self.remaining.min(content.len());
             self.remaining -= take;
             content = &content[take..];
-            match parts.last_mut() {
-                Some(p) if p.bytes_here < p.len && p.typ == self.typ.unwrap_or(p.typ) => {
-                    p.bytes_here += take
-                }
-                _ => parts.push(MessagePart {
-                    typ: self.typ.unwrap_or(HandshakeType::Unknown(0)),
-                    len: self.len,
-                    bytes_here: take,
-                }),
+            if let Some(p) = parts.last_mut() {
+                p.len = body + 4;
+                p.bytes_here += take;
             }
         }
-        parts
+        (parts, fixes)
     }
 }
 
@@ -156,6 +181,12 @@ impl Ledger {
         l
     }
 
+    /// Count the table's `t(ms)` column from `origin_ms` (e.g. when the TCP connection was opened)
+    /// instead of from the first record. Records keep the caller's clock in `time_ms`.
+    pub fn set_origin(&mut self, origin_ms: u64) {
+        self.origin_ms = Some(origin_ms);
+    }
+
     /// Account for one event.
     pub fn observe(&mut self, e: &Event) {
         match e {
@@ -166,7 +197,6 @@ impl Ledger {
     }
 
     fn add_record(&mut self, r: &RecordEvent) {
-        self.start_ms.get_or_insert(r.time_ms);
         if self.last_direction != Some(r.direction) {
             self.flights += 1;
             self.last_direction = Some(r.direction);
@@ -176,7 +206,17 @@ impl Ledger {
             Direction::ServerToClient => 1,
         };
         let messages = if r.inner_type == ContentType::Handshake {
-            self.splitters[idx].split(&r.content)
+            let (parts, fixes) = self.splitters[idx].split(self.records.len(), &r.content);
+            for (rec, part, len) in fixes {
+                if let Some(p) = self
+                    .records
+                    .get_mut(rec)
+                    .and_then(|r| r.messages.get_mut(part))
+                {
+                    p.len = len;
+                }
+            }
+            parts
         } else {
             Vec::new()
         };
@@ -224,7 +264,12 @@ impl Ledger {
     }
 
     /// The record-by-record table.
+    /// `t(ms)` is milliseconds since the origin ([`Ledger::set_origin`], default the first record).
     pub fn table(&self) -> String {
+        let origin = self
+            .origin_ms
+            .or_else(|| self.records.first().map(|r| r.record.time_ms))
+            .unwrap_or(0);
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -269,7 +314,7 @@ impl Ledger {
                 s,
                 "{:>3} {:>6} {:>3} {:>3} {:<12} {:<18} {:<18} {:>6} {:>24}  {}",
                 r.index,
-                rec.time_ms - self.start_ms.unwrap_or(rec.time_ms),
+                rec.time_ms.saturating_sub(origin),
                 rec.direction.arrow(),
                 r.flight,
                 rec.epoch.to_string(),
@@ -308,7 +353,7 @@ impl Ledger {
             let starts: Vec<HandshakeType> = r
                 .messages
                 .iter()
-                .filter(|m| m.bytes_here > 0)
+                .filter(|m| m.offset == 0)
                 .map(|m| m.typ)
                 .collect();
             match out.last_mut() {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, AntiReplay, ClientAuth, ServerConfig, TicketMode};
-use crate::conn::{self, Conn, Endpoint};
+use crate::conn::{Conn, Endpoint};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx;
@@ -28,8 +28,8 @@ use crate::keyschedule::schedule::{
 };
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
-    AlertDescription, AlertLevel, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
+    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
+    SignatureScheme,
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
@@ -37,7 +37,7 @@ use crate::messages::handshake::{
     DecodeContext, HandshakeMessage, HandshakePayload, NewSessionTicket, ServerHello, HRR_RANDOM,
 };
 use crate::session::ResumptionState;
-use crate::traffic::{receive_key_update, send_key_update, Traffic};
+use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 server connection, sans-IO: feed it bytes with [`Server::receive`], send what
 /// [`Server::take_output`] returns, and read what happened from [`Server::events`].
@@ -48,6 +48,7 @@ pub struct Server {
     negotiated: Option<Negotiated>,
     early_skip: Option<usize>,
     tickets_sent: u16,
+    early_exporter: Option<ExporterSecret>,
 }
 
 enum State {
@@ -79,11 +80,12 @@ struct Handshaking {
     client_hs: TrafficSecret,
     client_app: TrafficSecret,
     server_app: TrafficSecret,
+    /// Derived with the application secrets: its transcript ends at our Finished (§7.1).
+    exporter: ExporterSecret,
     negotiated: Negotiated,
     client_chain: Vec<Vec<u8>>,
     /// 0-RTT bytes the client may still send (§4.2.10).
     early_remaining: usize,
-    exporter: ExporterSecret,
 }
 
 /// The key share decision (§4.2.8).
@@ -114,6 +116,8 @@ struct PskCandidate {
 const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
 impl Server {
+    crate::traffic::connection_api!("client");
+
     /// A server for `config`, drawing every random value from `rng`.
     pub fn new(config: Arc<ServerConfig>, rng: Box<dyn RandomSource>) -> Result<Server, Error> {
         if config.cert.chain.is_empty() {
@@ -134,27 +138,8 @@ impl Server {
             negotiated: None,
             early_skip: None,
             tickets_sent: 0,
+            early_exporter: None,
         })
-    }
-
-    /// Feed bytes received from the client (`now_ms`: the caller's clock, Unix ms).
-    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
-        conn::receive(self, bytes, now_ms)
-    }
-
-    /// Bytes to send to the client.
-    pub fn take_output(&mut self) -> Vec<u8> {
-        self.conn.take_output()
-    }
-
-    /// Whether output is waiting.
-    pub fn wants_write(&self) -> bool {
-        self.conn.has_output()
-    }
-
-    /// Drain the events recorded so far, in order.
-    pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
-        self.conn.ev.queue.drain(..)
     }
 
     /// Send application data: allowed once our Finished is out (0.5-RTT data, §2).
@@ -167,45 +152,6 @@ impl Server {
         }
         self.conn.send_app_data(data)?;
         Ok(())
-    }
-
-    /// Send close_notify (§6.1).
-    pub fn close(&mut self) {
-        self.conn
-            .send_alert(AlertLevel::Warning, AlertDescription::CloseNotify);
-    }
-
-    /// Update our sending keys, optionally asking the client to update too (§4.6.3).
-    pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
-        let State::Connected(t) = &mut self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        send_key_update(&mut self.conn, t, request_peer)
-    }
-
-    /// RFC 8446 §7.5 exporter.
-    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
-        let State::Connected(t) = &self.state else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
-        t.exporter
-            .export(label, context, len, &mut self.conn.ev)
-            .map_err(|_| Error::InvalidState("exporter label or length too long"))
-    }
-
-    /// What was negotiated, once connected.
-    pub fn negotiated(&self) -> Option<&Negotiated> {
-        self.negotiated.as_ref()
-    }
-
-    /// Whether the handshake is complete.
-    pub fn is_connected(&self) -> bool {
-        matches!(self.state, State::Connected(_))
-    }
-
-    /// Whether the connection is closed or failed.
-    pub fn is_closed(&self) -> bool {
-        self.conn.failed || self.conn.read_closed
     }
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
@@ -375,6 +321,7 @@ impl Server {
         if early_accepted {
             let ees = early_secret.early_exporter_master_secret(&transcript, &mut self.conn.ev);
             self.conn.log_secret(ees.name(), ees.as_bytes());
+            self.early_exporter = Some(ees);
         }
         transcript.add(HandshakeType::ServerHello, &sh.encoded);
         self.conn.send_handshake(&sh);
@@ -1024,8 +971,11 @@ impl Server {
 /// §4.1.2: the second ClientHello repeats the first except for what the HelloRetryRequest
 /// asked for (key_share, cookie) and what must go (early_data).
 fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
-    if r.random != ch.random || r.session_id != ch.legacy_session_id {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("random or session id").into());
+    if r.random != ch.random {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("random").into());
+    }
+    if r.session_id != ch.legacy_session_id {
+        return Err(PeerMisbehaved::SecondClientHelloMismatch("legacy_session_id").into());
     }
     let cookie = ch.extensions.iter().find_map(|e| match e {
         Extension::Cookie(c) => Some(c),

@@ -105,3 +105,95 @@ fn peer_app_secret_mut(side: Side, t: &mut Traffic) -> &mut TrafficSecret {
         Side::Server => &mut t.client_app,
     }
 }
+
+/// The public methods [`crate::Client`] and [`crate::Server`] share, written once. Expects the
+/// fields `conn`, `state` (with a `State::Connected(Box<Traffic>)` variant), `negotiated` and
+/// `early_exporter`.
+macro_rules! connection_api {
+    ($peer:literal) => {
+        #[doc = concat!("Feed bytes received from the ", $peer, " (`now_ms`: the caller's clock, Unix ms). ")]
+        /// On a protocol violation the right alert is queued (take it with `take_output`) and
+        /// the error returned; the connection is then dead.
+        pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
+            crate::conn::receive(self, bytes, now_ms)
+        }
+
+        #[doc = concat!("Bytes to send to the ", $peer, ".")]
+        pub fn take_output(&mut self) -> Vec<u8> {
+            self.conn.take_output()
+        }
+
+        /// Whether output is waiting.
+        pub fn wants_write(&self) -> bool {
+            self.conn.has_output()
+        }
+
+        /// Drain the events recorded so far, in order.
+        pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
+            self.conn.ev.queue.drain(..)
+        }
+
+        /// Send close_notify (RFC 8446 §6.1).
+        pub fn close(&mut self) {
+            self.conn.send_alert(
+                crate::messages::enums::AlertLevel::Warning,
+                crate::messages::enums::AlertDescription::CloseNotify,
+            );
+        }
+
+        #[doc = concat!("Update our sending keys, optionally asking the ", $peer, " to update its own (RFC 8446 §4.6.3).")]
+        pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
+            let State::Connected(t) = &mut self.state else {
+                return Err(Error::InvalidState("handshake not complete"));
+            };
+            crate::traffic::send_key_update(&mut self.conn, t, request_peer)
+        }
+
+        /// RFC 8446 §7.5 exporter.
+        pub fn export(
+            &mut self,
+            label: &[u8],
+            context: &[u8],
+            len: usize,
+        ) -> Result<Vec<u8>, Error> {
+            let State::Connected(t) = &self.state else {
+                return Err(Error::InvalidState("handshake not complete"));
+            };
+            t.exporter
+                .export(label, context, len, &mut self.conn.ev)
+                .map_err(|_| Error::InvalidState("exporter label or length too long"))
+        }
+
+        /// RFC 8446 §7.5 early exporter (early_exporter_master_secret): the client has it once it
+        /// offered 0-RTT, the server once it accepted 0-RTT.
+        pub fn export_early(
+            &mut self,
+            label: &[u8],
+            context: &[u8],
+            len: usize,
+        ) -> Result<Vec<u8>, Error> {
+            let e = self
+                .early_exporter
+                .as_ref()
+                .ok_or(Error::InvalidState("no 0-RTT on this connection"))?;
+            e.export(label, context, len, &mut self.conn.ev)
+                .map_err(|_| Error::InvalidState("exporter label or length too long"))
+        }
+
+        /// What was negotiated, once connected.
+        pub fn negotiated(&self) -> Option<&Negotiated> {
+            self.negotiated.as_ref()
+        }
+
+        /// Whether the handshake is complete.
+        pub fn is_connected(&self) -> bool {
+            matches!(self.state, State::Connected(_))
+        }
+
+        /// Whether the connection is closed or failed.
+        pub fn is_closed(&self) -> bool {
+            self.conn.failed || self.conn.read_closed
+        }
+    };
+}
+pub(crate) use connection_api;

@@ -105,6 +105,20 @@ fn zero_rtt_accepted_delivers_early_data_in_one_round_trip() {
     assert_eq!(early, REQ);
     assert_eq!(p.ledger().round_trips_to_first_response(), Some(1));
     assert_eq!(p.client_received(), RESP);
+    // Both sides agree on the early exporter (§7.5) and on the regular one, and they differ.
+    let mut p = p;
+    let ce = p
+        .client
+        .export_early(b"EXPERIMENTAL lab", b"ctx", 32)
+        .unwrap();
+    let se = p
+        .server
+        .export_early(b"EXPERIMENTAL lab", b"ctx", 32)
+        .unwrap();
+    assert_eq!(ce, se);
+    let c = p.client.export(b"EXPERIMENTAL lab", b"ctx", 32).unwrap();
+    assert_eq!(c, p.server.export(b"EXPERIMENTAL lab", b"ctx", 32).unwrap());
+    assert_ne!(c, ce);
 }
 
 #[test]

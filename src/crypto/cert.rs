@@ -264,6 +264,19 @@ pub fn self_signed_p256(
     if !matches!(key, SigningKey::EcdsaP256(_)) {
         return Err(CertGenError(format!("{key:?} is not a P-256 key")));
     }
+    self_signed_ecdsa(names, key, not_before_unix, not_after_unix)
+}
+
+/// Like [`self_signed_p256`] for a P-256 or P-384 `key` (ecdsa-with-SHA256 or -SHA384).
+pub fn self_signed_ecdsa(
+    names: &[&str],
+    key: &SigningKey,
+    not_before_unix: u64,
+    not_after_unix: u64,
+) -> Result<Vec<u8>, CertGenError> {
+    if !matches!(key, SigningKey::EcdsaP256(_) | SigningKey::EcdsaP384(_)) {
+        return Err(CertGenError(format!("{key:?} is not an ECDSA key")));
+    }
     let mut params =
         rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
             .map_err(|e| CertGenError(e.to_string()))?;
@@ -323,6 +336,15 @@ fn rcgen_key(key: &SigningKey) -> Result<rcgen::KeyPair, CertGenError> {
             key: key.clone(),
             alg: &rcgen::PKCS_ECDSA_P256_SHA256,
         },
+        SigningKey::EcdsaP384(k) => RemoteKey {
+            public: k
+                .verifying_key()
+                .to_encoded_point(false)
+                .as_bytes()
+                .to_vec(),
+            key: key.clone(),
+            alg: &rcgen::PKCS_ECDSA_P384_SHA384,
+        },
         SigningKey::Ed25519(k) => RemoteKey {
             public: k.verifying_key().as_bytes().to_vec(),
             key: key.clone(),
@@ -350,6 +372,10 @@ impl rcgen::RemoteKeyPair for RemoteKey {
         match &self.key {
             SigningKey::EcdsaP256(k) => {
                 let sig: p256::ecdsa::Signature = k.sign(msg);
+                Ok(sig.to_der().as_bytes().to_vec())
+            }
+            SigningKey::EcdsaP384(k) => {
+                let sig: p384::ecdsa::Signature = k.sign(msg);
                 Ok(sig.to_der().as_bytes().to_vec())
             }
             SigningKey::Ed25519(k) => Ok(k.sign(msg).to_bytes().to_vec()),
@@ -647,6 +673,51 @@ mod tests {
         assert!(self_signed_p256(&names, &rsa, NB, NA).is_err());
         let ed = SigningKey::generate_ed25519(&mut SeededRandom::from_seed(1));
         assert!(self_signed_p256(&names, &ed, NB, NA).is_err());
+    }
+
+    #[test]
+    fn p384_root_signs_p256_leaf_and_p384_leaf_self_signed() {
+        use rcgen::ExtendedKeyUsagePurpose as Eku;
+        let mut rng = SeededRandom::from_seed(8);
+        // A P-384 CA (ecdsa-with-SHA384) over a P-256 leaf, as public CAs do.
+        let root_sk = SigningKey::generate_p384(&mut rng);
+        let root_key = rcgen_key(&root_sk).unwrap();
+        let leaf_sk = SigningKey::generate_p256(&mut rng);
+        let leaf_key = rcgen_key(&leaf_sk).unwrap();
+        let root = params("root384.test", true, vec![])
+            .self_signed(&root_key)
+            .unwrap();
+        let leaf = params("leaf.test", false, vec![Eku::ServerAuth])
+            .signed_by(&leaf_key, &root, &root_key)
+            .unwrap();
+        let chain = vec![leaf.der().to_vec()];
+        let roots = vec![root.der().to_vec()];
+        verify_chain(&chain, &roots, Some("leaf.test"), NB + 1, Usage::Server).unwrap();
+        // Tampering with the P-384 signature breaks the chain.
+        let mut bad = leaf.der().to_vec();
+        let n = bad.len();
+        bad[n - 2] ^= 1;
+        assert!(verify_chain(&[bad], &roots, None, NB + 1, Usage::Server).is_err());
+
+        // A self-signed P-384 leaf, and CertificateVerify with ecdsa_secp384r1_sha384.
+        let names = ["localhost"];
+        let c = self_signed_ecdsa(&names, &root_sk, NB, NA).unwrap();
+        assert_eq!(c, self_signed_ecdsa(&names, &root_sk, NB, NA).unwrap());
+        assert!(self_signed_p256(&names, &root_sk, NB, NA).is_err());
+        let chain = vec![c.clone()];
+        verify_chain(&chain, &chain, Some("localhost"), NB + 1, Usage::Server).unwrap();
+        let msg = certificate_verify_message(true, &[5; 48]);
+        let scheme = SignatureScheme::ecdsa_secp384r1_sha384;
+        let sig = root_sk.sign(scheme, &msg, &mut rng).unwrap();
+        verify_with_leaf(&c, scheme, &msg, &sig).unwrap();
+        assert_eq!(
+            verify_with_leaf(&c, SignatureScheme::ecdsa_secp256r1_sha256, &msg, &sig),
+            Err(SigError::KeyMismatch(
+                SignatureScheme::ecdsa_secp256r1_sha256
+            ))
+        );
+        let ed = SigningKey::generate_ed25519(&mut rng);
+        assert!(self_signed_ecdsa(&names, &ed, NB, NA).is_err());
     }
 
     fn params(

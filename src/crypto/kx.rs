@@ -1,14 +1,29 @@
 //! Key exchange for the `key_share` extension (RFC 8446 §4.2.8, §7.4).
 //!
-//! A named group is an ordered list of components. A pure group (x25519, secp256r1) has one;
-//! a hybrid such as X25519MLKEM768 (draft-ietf-tls-ecdhe-mlkem) will have two, whose shares and
+//! A named group is an ordered list of components. A pure group (x25519, secp256r1, secp384r1,
+//! MLKEM768, ...) has one; a hybrid (draft-ietf-tls-ecdhe-mlkem) has two, whose shares and
 //! shared secrets are concatenated in table order. Each component is either Diffie-Hellman
-//! (both sides generate a key pair) or, later, a KEM (the client sends an encapsulation key, the
-//! server answers with a ciphertext). Adding ML-KEM means adding a component and a table row; the
-//! client/server entry points below do not change.
+//! (both sides generate a key pair) or a KEM (the client sends an encapsulation key, the server
+//! answers with a ciphertext). The client/server entry points do not know which.
 //!
-//! All private values are drawn from the injected [`RandomSource`]; for X25519 the 32 drawn bytes
-//! *are* the private key, so RFC 8448 tests can inject the RFC's keys.
+//! ```text
+//! group               code    components (= concatenation order)  client  server  secret
+//! x25519              0x001d  X25519                                  32      32      32
+//! secp256r1           0x0017  P-256                                   65      65      32
+//! secp384r1           0x0018  P-384                                   97      97      48
+//! X25519MLKEM768      0x11ec  ML-KEM-768, X25519  (ML-KEM first!)   1216    1120      64
+//! SecP256r1MLKEM768   0x11eb  P-256, ML-KEM-768                     1249    1153      64
+//! SecP384r1MLKEM1024  0x11ed  P-384, ML-KEM-1024                    1665    1665      80
+//! MLKEM512            0x0200  ML-KEM-512                             800     768      32
+//! MLKEM768            0x0201  ML-KEM-768                            1184    1088      32
+//! MLKEM1024           0x0202  ML-KEM-1024                           1568    1568      32
+//! ```
+//!
+//! All private values are drawn from the injected [`RandomSource`], component by component in
+//! table order: for X25519 the 32 drawn bytes *are* the private key, for P-256/P-384 a 32/48-byte
+//! draw in [1, n) is the scalar, and ML-KEM key generation draws d then z (32 bytes each, FIPS 203
+//! Algorithm 19) while encapsulation draws m (32 bytes, Algorithm 20). RFC 8448 and the hybrid
+//! vectors can therefore inject their keys and seeds.
 
 use core::fmt;
 
@@ -20,7 +35,17 @@ use crate::messages::enums::{AlertDescription, NamedGroup};
 
 /// Groups we can offer and accept, in our preference order.
 pub fn supported_groups() -> &'static [NamedGroup] {
-    &[NamedGroup::X25519, NamedGroup::secp256r1]
+    &[
+        NamedGroup::X25519,
+        NamedGroup::secp256r1,
+        NamedGroup::secp384r1,
+        NamedGroup::X25519MLKEM768,
+        NamedGroup::SecP256r1MLKEM768,
+        NamedGroup::SecP384r1MLKEM1024,
+        NamedGroup::MLKEM512,
+        NamedGroup::MLKEM768,
+        NamedGroup::MLKEM1024,
+    ]
 }
 
 /// Whether [`KeyShareSecret::generate`] and [`server_respond`] accept `group`.
@@ -33,7 +58,16 @@ fn components(group: NamedGroup) -> Option<&'static [Component]> {
     match group {
         NamedGroup::X25519 => Some(&[Component::X25519]),
         NamedGroup::secp256r1 => Some(&[Component::P256]),
-        // Issue 4: X25519MLKEM768 => [MlKem768, X25519], SecP256r1MLKEM768 => [P256, MlKem768].
+        NamedGroup::secp384r1 => Some(&[Component::P384]),
+        // draft-ietf-tls-ecdhe-mlkem §4: only X25519MLKEM768 puts ML-KEM first ("historical
+        // reasons"); the NIST-curve hybrids put ECDH first so a FIPS-certified part leads.
+        NamedGroup::X25519MLKEM768 => Some(&[Component::MlKem768, Component::X25519]),
+        NamedGroup::SecP256r1MLKEM768 => Some(&[Component::P256, Component::MlKem768]),
+        NamedGroup::SecP384r1MLKEM1024 => Some(&[Component::P384, Component::MlKem1024]),
+        // draft-ietf-tls-mlkem: pure ML-KEM.
+        NamedGroup::MLKEM512 => Some(&[Component::MlKem512]),
+        NamedGroup::MLKEM768 => Some(&[Component::MlKem768]),
+        NamedGroup::MLKEM1024 => Some(&[Component::MlKem1024]),
         _ => None,
     }
 }
@@ -44,18 +78,27 @@ pub enum KxError {
     /// The group is not one we implement.
     Unsupported(NamedGroup),
     /// The peer's key_exchange bytes are malformed: wrong length, not an uncompressed point,
-    /// or not on the curve (RFC 8446 §4.2.8.2).
+    /// not on the curve (RFC 8446 §4.2.8.2), an ML-KEM encapsulation key that fails the FIPS 203
+    /// §7.2 check, or a ciphertext of the wrong length (draft-ietf-tls-ecdhe-mlkem §4.2).
     InvalidPeerShare(&'static str),
     /// X25519 produced the all-zero value: the peer sent a small-order point (RFC 8446 §7.4.2).
     ZeroSharedSecret,
+    /// ML-KEM encapsulation or decapsulation failed after its inputs were validated: our fault,
+    /// not the peer's (draft-ietf-tls-ecdhe-mlkem §4.2: internal_error).
+    KemFailure(&'static str),
 }
 
 impl KxError {
     /// The alert to send (RFC 8446 §6.2).
     pub fn alert(&self) -> AlertDescription {
-        // A group we did not offer, or a bad share, is an illegal parameter of the peer's
-        // message (§4.2.8, §4.2.8.2, §7.4.2).
-        AlertDescription::IllegalParameter
+        match self {
+            // A group we did not offer, or a bad share, is an illegal parameter of the peer's
+            // message (§4.2.8, §4.2.8.2, §7.4.2; draft-ietf-tls-ecdhe-mlkem §4.2, §4.3).
+            KxError::Unsupported(_) | KxError::InvalidPeerShare(_) | KxError::ZeroSharedSecret => {
+                AlertDescription::IllegalParameter
+            }
+            KxError::KemFailure(_) => AlertDescription::InternalError,
+        }
     }
 }
 
@@ -65,6 +108,7 @@ impl fmt::Display for KxError {
             KxError::Unsupported(g) => write!(f, "unsupported key exchange group {g}"),
             KxError::InvalidPeerShare(why) => write!(f, "invalid peer key share: {why}"),
             KxError::ZeroSharedSecret => f.write_str("all-zero (EC)DHE shared secret"),
+            KxError::KemFailure(why) => write!(f, "ML-KEM failure: {why}"),
         }
     }
 }
@@ -74,7 +118,7 @@ impl std::error::Error for KxError {}
 /// What one component of a group contributed, for the ledger.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KxComponent {
-    /// "X25519", "P-256"; later "ML-KEM-768".
+    /// "X25519", "P-256", "P-384", "ML-KEM-512", "ML-KEM-768" or "ML-KEM-1024".
     pub name: &'static str,
     /// This component's slice of the client's key_exchange.
     pub client_share: Vec<u8>,
@@ -151,11 +195,49 @@ pub struct KeyShareSecret {
 impl KeyShareSecret {
     /// Draws a fresh private key for `group` from `rng`.
     pub fn generate(group: NamedGroup, rng: &mut dyn RandomSource) -> Result<Self, KxError> {
+        Self::generate_inner(group, rng, &mut None)
+    }
+
+    /// Shares for several groups, in order. With `reuse_x25519`, every X25519 component — the
+    /// standalone group and the one inside X25519MLKEM768 — uses one scalar, drawn once: the
+    /// ClientHello then carries the same 32-byte X25519 key twice and the client does one
+    /// X25519 key generation instead of two (a common client optimisation).
+    pub fn generate_many(
+        groups: &[NamedGroup],
+        rng: &mut dyn RandomSource,
+        reuse_x25519: bool,
+    ) -> Result<Vec<Self>, KxError> {
+        let mut cache = None;
+        groups
+            .iter()
+            .map(|g| {
+                if reuse_x25519 {
+                    Self::generate_inner(*g, rng, &mut cache)
+                } else {
+                    Self::generate(*g, rng)
+                }
+            })
+            .collect()
+    }
+
+    fn generate_inner(
+        group: NamedGroup,
+        rng: &mut dyn RandomSource,
+        x25519: &mut Option<(x25519_dalek::StaticSecret, Vec<u8>)>,
+    ) -> Result<Self, KxError> {
         let comps = components(group).ok_or(KxError::Unsupported(group))?;
         let mut public = Vec::new();
         let mut private = Vec::with_capacity(comps.len());
         for c in comps {
-            let (priv_key, pub_key) = c.generate(rng)?;
+            let (priv_key, pub_key) = match (c, x25519.as_ref()) {
+                (Component::X25519, Some((secret, public))) => {
+                    (ComponentPrivate::X25519(secret.clone()), public.clone())
+                }
+                _ => c.generate(rng)?,
+            };
+            if let (Component::X25519, ComponentPrivate::X25519(secret)) = (c, &priv_key) {
+                x25519.get_or_insert_with(|| (secret.clone(), pub_key.clone()));
+            }
             public.extend_from_slice(&pub_key);
             private.push(priv_key);
         }
@@ -208,7 +290,7 @@ impl fmt::Debug for KeyShareSecret {
 }
 
 /// Server side: validate the client's key_exchange for `group`, draw our own key (DH) or
-/// encapsulate (KEM, later), and return our key_exchange with the shared secret.
+/// encapsulate (KEM), and return our key_exchange with the shared secret.
 pub fn server_respond(
     group: NamedGroup,
     client_share: &[u8],
@@ -216,6 +298,12 @@ pub fn server_respond(
 ) -> Result<(Vec<u8>, KxResult), KxError> {
     let comps = components(group).ok_or(KxError::Unsupported(group))?;
     let client_parts = split(client_share, comps.iter().map(|c| c.client_share_len()))?;
+    // Validate every component before drawing anything, so a bad share costs no randomness and
+    // the draw sequence of a replayed connection does not depend on peer garbage (a bad X25519
+    // half of X25519MLKEM768 must not leave an ML-KEM encapsulation half done).
+    for (c, cs) in comps.iter().zip(&client_parts) {
+        c.check_client_share(cs)?;
+    }
     let mut server_share = Vec::new();
     let mut out = KxResult {
         shared_secret: Vec::new(),
@@ -269,27 +357,53 @@ enum Component {
     X25519,
     /// secp256r1 ECDH; shares are 65-byte uncompressed points (§4.2.8.2).
     P256,
+    /// secp384r1 ECDH; shares are 97-byte uncompressed points (§4.2.8.2).
+    P384,
+    /// FIPS 203 ML-KEM-512: encapsulation key 800, ciphertext 768.
+    MlKem512,
+    /// FIPS 203 ML-KEM-768: encapsulation key 1184, ciphertext 1088.
+    MlKem768,
+    /// FIPS 203 ML-KEM-1024: encapsulation key 1568, ciphertext 1568.
+    MlKem1024,
 }
 
-/// Draws allowed when a P-256 candidate is zero or >= n (probability ~2^-32 each).
+/// Draws allowed when an ECDH scalar candidate is zero or >= n (probability ~2^-32 for P-256,
+/// ~2^-190 for P-384).
 const MAX_SCALAR_DRAWS: usize = 8;
 
-/// A P-256 private scalar from 32-byte draws, by rejection: a value in [1, n) is used verbatim,
-/// so RFC 8448's keys can be injected. A source that yields nothing valid in
-/// [`MAX_SCALAR_DRAWS`] draws (only a broken or constant one does) gets a scalar derived from its
-/// last draw: a weak key, exactly as a constant source gives a fixed X25519 key, but no hang.
-pub(crate) fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
+/// A private scalar from field-size draws (32 bytes for P-256, 48 for P-384), by rejection: a
+/// value in [1, n) is used verbatim, so RFC 8448's and the hybrid vectors' keys can be injected.
+/// A source that yields nothing valid in [`MAX_SCALAR_DRAWS`] draws (only a broken or constant
+/// one does) gets a scalar derived from its last draw: a weak key, exactly as a constant source
+/// gives a fixed X25519 key, but no hang.
+fn draw_scalar<C>(rng: &mut dyn RandomSource) -> p256::elliptic_curve::NonZeroScalar<C>
+where
+    C: p256::elliptic_curve::CurveArithmetic,
+{
+    use p256::elliptic_curve::{FieldBytes, NonZeroScalar};
     use rand_core::SeedableRng;
-    let mut bytes = Zeroizing::new([0u8; 32]);
+    let mut repr = Zeroizing::new(FieldBytes::<C>::default());
     for _ in 0..MAX_SCALAR_DRAWS {
-        rng.fill(&mut bytes[..]);
-        let candidate: Option<p256::NonZeroScalar> =
-            p256::NonZeroScalar::from_repr((*bytes).into()).into();
+        rng.fill(repr.as_mut_slice());
+        let candidate: Option<NonZeroScalar<C>> = NonZeroScalar::from_repr((*repr).clone()).into();
         if let Some(s) = candidate {
             return s;
         }
     }
-    p256::NonZeroScalar::random(&mut rand_chacha::ChaCha20Rng::from_seed(*bytes))
+    let mut seed = Zeroizing::new([0u8; 32]);
+    let n = seed.len().min(repr.len());
+    seed[..n].copy_from_slice(&repr[..n]);
+    NonZeroScalar::random(&mut rand_chacha::ChaCha20Rng::from_seed(*seed))
+}
+
+/// A P-256 private scalar from 32-byte draws (see [`draw_scalar`]).
+pub(crate) fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
+    draw_scalar::<p256::NistP256>(rng)
+}
+
+/// A P-384 private scalar from 48-byte draws (see [`draw_scalar`]).
+pub(crate) fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScalar {
+    draw_scalar::<p384::NistP384>(rng)
 }
 
 impl Component {
@@ -297,19 +411,45 @@ impl Component {
         match self {
             Component::X25519 => "X25519",
             Component::P256 => "P-256",
+            Component::P384 => "P-384",
+            Component::MlKem512 => "ML-KEM-512",
+            Component::MlKem768 => "ML-KEM-768",
+            Component::MlKem1024 => "ML-KEM-1024",
         }
     }
 
+    /// A DH public value, or a KEM encapsulation key (384·k + 32, FIPS 203 §8 table 3).
     fn client_share_len(self) -> usize {
         match self {
             Component::X25519 => 32,
             Component::P256 => 65,
+            Component::P384 => 97,
+            Component::MlKem512 => 800,
+            Component::MlKem768 => 1184,
+            Component::MlKem1024 => 1568,
         }
     }
 
-    /// Equal to the client's for DH; a KEM's ciphertext length will differ.
+    /// Equal to the client's for DH; a KEM ciphertext (32·(du·k + dv)) otherwise.
     fn server_share_len(self) -> usize {
-        self.client_share_len()
+        match self {
+            Component::MlKem512 => 768,
+            Component::MlKem768 => 1088,
+            Component::MlKem1024 => 1568,
+            dh => dh.client_share_len(),
+        }
+    }
+
+    /// Server side: the checks on the client's share that need no private key.
+    fn check_client_share(self, share: &[u8]) -> Result<(), KxError> {
+        match self {
+            Component::X25519 => x25519_peer(share).map(drop),
+            Component::P256 => p256_peer(share).map(drop),
+            Component::P384 => p384_peer(share).map(drop),
+            Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
+                mlkem_check_encapsulation_key(self.client_share_len(), share)
+            }
+        }
     }
 
     /// Key generation for the side that speaks first (client; server too for DH).
@@ -329,28 +469,45 @@ impl Component {
                 let public = secret.public_key().to_encoded_point(false);
                 Ok((ComponentPrivate::P256(secret), public.as_bytes().to_vec()))
             }
+            Component::P384 => {
+                let secret = p384::SecretKey::from(draw_p384_scalar(rng));
+                let public = secret.public_key().to_encoded_point(false);
+                Ok((ComponentPrivate::P384(secret), public.as_bytes().to_vec()))
+            }
+            Component::MlKem512 => {
+                let (dk, ek) = mlkem_generate::<ml_kem::MlKem512>(rng);
+                Ok((ComponentPrivate::MlKem512(Box::new(dk)), ek))
+            }
+            Component::MlKem768 => {
+                let (dk, ek) = mlkem_generate::<ml_kem::MlKem768>(rng);
+                Ok((ComponentPrivate::MlKem768(Box::new(dk)), ek))
+            }
+            Component::MlKem1024 => {
+                let (dk, ek) = mlkem_generate::<ml_kem::MlKem1024>(rng);
+                Ok((ComponentPrivate::MlKem1024(Box::new(dk)), ek))
+            }
         }
     }
 
-    /// Server side for one component: returns (server share, shared secret).
+    /// Server side for one component: returns (server share, shared secret). DH draws a key
+    /// pair; a KEM draws m and encapsulates to the client's key.
     fn respond(
         self,
         client_share: &[u8],
         rng: &mut dyn RandomSource,
     ) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), KxError> {
-        // Validate the peer's share before drawing anything, so a bad share costs no randomness
-        // and the draw sequence of a replayed connection does not depend on peer garbage.
+        // Validate the peer's share before drawing anything (see `server_respond`).
+        self.check_client_share(client_share)?;
         match self {
-            Component::X25519 => {
-                x25519_peer(client_share)?;
-            }
-            Component::P256 => {
-                p256_peer(client_share)?;
+            Component::MlKem512 => mlkem_encapsulate::<ml_kem::MlKem512>(client_share, rng),
+            Component::MlKem768 => mlkem_encapsulate::<ml_kem::MlKem768>(client_share, rng),
+            Component::MlKem1024 => mlkem_encapsulate::<ml_kem::MlKem1024>(client_share, rng),
+            Component::X25519 | Component::P256 | Component::P384 => {
+                let (private, public) = self.generate(rng)?;
+                let secret = private.complete(client_share)?;
+                Ok((public, secret))
             }
         }
-        let (private, public) = self.generate(rng)?;
-        let secret = private.complete(client_share)?;
-        Ok((public, secret))
     }
 }
 
@@ -359,10 +516,15 @@ impl Component {
 enum ComponentPrivate {
     X25519(x25519_dalek::StaticSecret),
     P256(p256::SecretKey),
+    P384(p384::SecretKey),
+    // Boxed: the expanded decapsulation keys are kilobytes.
+    MlKem512(Box<DecapsulationKey<ml_kem::MlKem512>>),
+    MlKem768(Box<DecapsulationKey<ml_kem::MlKem768>>),
+    MlKem1024(Box<DecapsulationKey<ml_kem::MlKem1024>>),
 }
 
 impl ComponentPrivate {
-    /// DH with the peer's share (validated here).
+    /// DH with the peer's share, or decapsulation of its ciphertext (validated here).
     fn complete(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, KxError> {
         match self {
             ComponentPrivate::X25519(secret) => {
@@ -381,6 +543,16 @@ impl ComponentPrivate {
                 // §7.4.2: the x-coordinate, full 32 bytes (leading zeros kept).
                 Ok(Zeroizing::new(shared.raw_secret_bytes().to_vec()))
             }
+            ComponentPrivate::P384(secret) => {
+                let peer = p384_peer(peer)?;
+                let shared =
+                    p384::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
+                // §7.4.2: the x-coordinate, full 48 bytes.
+                Ok(Zeroizing::new(shared.raw_secret_bytes().to_vec()))
+            }
+            ComponentPrivate::MlKem512(dk) => mlkem_decapsulate::<ml_kem::MlKem512>(dk, peer),
+            ComponentPrivate::MlKem768(dk) => mlkem_decapsulate::<ml_kem::MlKem768>(dk, peer),
+            ComponentPrivate::MlKem1024(dk) => mlkem_decapsulate::<ml_kem::MlKem1024>(dk, peer),
         }
     }
 }
@@ -403,6 +575,102 @@ fn p256_peer(share: &[u8]) -> Result<p256::PublicKey, KxError> {
         .map_err(|_| KxError::InvalidPeerShare("secp256r1 point is not on the curve"))
 }
 
+/// §4.2.8.2 for secp384r1: 0x04 || X (48) || Y (48), on the curve.
+fn p384_peer(share: &[u8]) -> Result<p384::PublicKey, KxError> {
+    if share.len() != 97 || share[0] != 0x04 {
+        return Err(KxError::InvalidPeerShare(
+            "secp384r1 share must be a 97-byte uncompressed point",
+        ));
+    }
+    p384::PublicKey::from_sec1_bytes(share)
+        .map_err(|_| KxError::InvalidPeerShare("secp384r1 point is not on the curve"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// ML-KEM (FIPS 203) on the `ml-kem` crate's deterministic entry points: the seeds come from our
+// RandomSource, one `fill` each, so a connection replays byte for byte.
+
+/// The q of FIPS 203 (§2.4): every coefficient of an encapsulation key lies in [0, q).
+const MLKEM_Q: u16 = 3329;
+
+type DecapsulationKey<K> = <K as ml_kem::KemCore>::DecapsulationKey;
+
+/// FIPS 203 §7.2 encapsulation-key check, which the server MUST run (draft-ietf-tls-ecdhe-mlkem
+/// §4.2): (1) type check, the length is 384·k + 32; (2) modulus check,
+/// ByteEncode12(ByteDecode12(ek[0 : 384k])) = ek[0 : 384k], i.e. every 12-bit coefficient is
+/// below q. ByteDecode12 reduces mod q, so without this check a key with a coefficient >= q would
+/// silently be used as a different key. The trailing 32 bytes are the seed ρ (no constraint).
+/// The ml-kem 0.2 crate does not check, so we do; the key is public, so no constant time.
+fn mlkem_check_encapsulation_key(len: usize, ek: &[u8]) -> Result<(), KxError> {
+    if ek.len() != len {
+        return Err(KxError::InvalidPeerShare(
+            "ML-KEM encapsulation key has the wrong length",
+        ));
+    }
+    // Two 12-bit little-endian coefficients per 3 bytes (Algorithm 6 with d = 12).
+    for t in ek[..len - 32].chunks_exact(3) {
+        let c0 = u16::from(t[0]) | (u16::from(t[1] & 0x0f) << 8);
+        let c1 = u16::from(t[1] >> 4) | (u16::from(t[2]) << 4);
+        if c0 >= MLKEM_Q || c1 >= MLKEM_Q {
+            return Err(KxError::InvalidPeerShare(
+                "ML-KEM encapsulation key fails the FIPS 203 modulus check",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// ML-KEM.KeyGen (FIPS 203 Algorithm 19): draws d, then z, 32 bytes each.
+fn mlkem_generate<K: ml_kem::KemCore>(
+    rng: &mut dyn RandomSource,
+) -> (DecapsulationKey<K>, Vec<u8>) {
+    use ml_kem::EncodedSizeUser;
+    let mut d = Zeroizing::new([0u8; 32]);
+    let mut z = Zeroizing::new([0u8; 32]);
+    rng.fill(&mut d[..]);
+    rng.fill(&mut z[..]);
+    let (dk, ek) = K::generate_deterministic(&ml_kem::B32::from(*d), &ml_kem::B32::from(*z));
+    (dk, ek.as_bytes().to_vec())
+}
+
+/// ML-KEM.Encaps (FIPS 203 Algorithm 20) to a key that passed
+/// [`mlkem_check_encapsulation_key`]: draws m (32 bytes). Returns (ciphertext, shared secret).
+fn mlkem_encapsulate<K: ml_kem::KemCore>(
+    ek: &[u8],
+    rng: &mut dyn RandomSource,
+) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), KxError> {
+    use ml_kem::{EncapsulateDeterministic, EncodedSizeUser};
+    let encoded = ml_kem::Encoded::<K::EncapsulationKey>::try_from(ek)
+        .map_err(|_| KxError::InvalidPeerShare("ML-KEM encapsulation key has the wrong length"))?;
+    let ek = K::EncapsulationKey::from_bytes(&encoded);
+    let mut m = Zeroizing::new([0u8; 32]);
+    rng.fill(&mut m[..]);
+    let (ct, mut ss) = ek
+        .encapsulate_deterministic(&ml_kem::B32::from(*m))
+        .map_err(|_| KxError::KemFailure("encapsulation failed"))?;
+    let secret = Zeroizing::new(ss.to_vec());
+    ss.as_mut_slice().zeroize();
+    Ok((ct.to_vec(), secret))
+}
+
+/// ML-KEM.Decaps (FIPS 203 Algorithm 21). The client MUST check the ciphertext length
+/// (draft-ietf-tls-ecdhe-mlkem §4.2: illegal_parameter); a wrong ciphertext of the right length
+/// yields the implicit-rejection key and the handshake then fails at Finished.
+fn mlkem_decapsulate<K: ml_kem::KemCore>(
+    dk: &DecapsulationKey<K>,
+    ct: &[u8],
+) -> Result<Zeroizing<Vec<u8>>, KxError> {
+    use ml_kem::kem::Decapsulate;
+    let ct = ml_kem::Ciphertext::<K>::try_from(ct)
+        .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext has the wrong length"))?;
+    let mut ss = dk
+        .decapsulate(&ct)
+        .map_err(|_| KxError::KemFailure("decapsulation failed"))?;
+    let secret = Zeroizing::new(ss.to_vec());
+    ss.as_mut_slice().zeroize();
+    Ok(secret)
+}
+
 struct Hex<'a>(&'a [u8]);
 
 impl fmt::Debug for Hex<'_> {
@@ -413,6 +681,10 @@ impl fmt::Debug for Hex<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "kx_pq_tests.rs"]
+mod pq_tests;
 
 #[cfg(test)]
 mod tests {
@@ -489,7 +761,6 @@ mod tests {
                 server_respond(g, a.public(), &mut SeededRandom::from_seed(5)).unwrap();
             let cres = a.complete(&ss).unwrap();
             assert_eq!(cres.shared_secret, sres.shared_secret);
-            assert_eq!(cres.shared_secret.len(), 32);
         }
     }
 

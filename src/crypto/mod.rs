@@ -2,7 +2,7 @@
 //!
 //! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
-//! - [`kx`]: key_share groups and (EC)DHE (§4.2.8, §7.4).
+//! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4).
 //! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
 //! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers.
 //!

@@ -1,6 +1,6 @@
 //! Signatures for CertificateVerify (RFC 8446 §4.4.3) and certificate chains.
 //!
-//! Signing: ECDSA P-256 (RFC 6979 deterministic, DER-encoded), Ed25519 (deterministic), and
+//! Signing: ECDSA P-256 and P-384 (RFC 6979 deterministic, DER-encoded), Ed25519 (deterministic), and
 //! RSASSA-PSS with rsaEncryption keys (`rsa_pss_rsae_*`), whose salt (hash length, §4.2.3) is the
 //! only value drawn from the injected [`RandomSource`].
 //!
@@ -36,6 +36,7 @@ pub const RSA_MAX_BITS: usize = 8192;
 pub fn supported_verify_schemes() -> &'static [SignatureScheme] {
     &[
         SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::ecdsa_secp384r1_sha384,
         SignatureScheme::ed25519,
         SignatureScheme::rsa_pss_rsae_sha256,
         SignatureScheme::rsa_pss_rsae_sha384,
@@ -48,6 +49,7 @@ pub fn supported_verify_schemes() -> &'static [SignatureScheme] {
 pub fn supported_cert_schemes() -> &'static [SignatureScheme] {
     &[
         SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::ecdsa_secp384r1_sha384,
         SignatureScheme::ed25519,
         SignatureScheme::rsa_pss_rsae_sha256,
         SignatureScheme::rsa_pss_rsae_sha384,
@@ -197,6 +199,8 @@ fn rsa_can_pss(modulus_bits: usize, h: Sha) -> bool {
 pub enum SigningKey {
     /// secp256r1; signs `ecdsa_secp256r1_sha256`.
     EcdsaP256(p256::ecdsa::SigningKey),
+    /// secp384r1; signs `ecdsa_secp384r1_sha384`.
+    EcdsaP384(p384::ecdsa::SigningKey),
     /// Signs `ed25519`.
     Ed25519(ed25519_dalek::SigningKey),
     /// rsaEncryption key; signs `rsa_pss_rsae_*` (never PKCS#1 v1.5 in TLS 1.3, §4.4.3).
@@ -207,6 +211,7 @@ impl fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SigningKey::EcdsaP256(_) => f.write_str("SigningKey::EcdsaP256(..)"),
+            SigningKey::EcdsaP384(_) => f.write_str("SigningKey::EcdsaP384(..)"),
             SigningKey::Ed25519(_) => f.write_str("SigningKey::Ed25519(..)"),
             SigningKey::Rsa(k) => write!(f, "SigningKey::Rsa({} bits, ..)", k.n().bits()),
         }
@@ -214,10 +219,14 @@ impl fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, Ed25519 or RSA key.
+    /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, P-384, Ed25519 or RSA key.
     pub fn from_pkcs8_der(der: &[u8]) -> Result<Self, SigError> {
+        // The EC decoders check the namedCurve parameter, so a P-384 key is never read as P-256.
         if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
             return Ok(SigningKey::EcdsaP256(k));
+        }
+        if let Ok(k) = p384::ecdsa::SigningKey::from_pkcs8_der(der) {
+            return Ok(SigningKey::EcdsaP384(k));
         }
         if let Ok(k) = ed25519_dalek::SigningKey::from_pkcs8_der(der) {
             return Ok(SigningKey::Ed25519(k));
@@ -226,12 +235,13 @@ impl SigningKey {
             return Self::rsa(k);
         }
         Err(SigError::BadPrivateKey(
-            "not a PKCS#8 P-256, Ed25519 or RSA private key",
+            "not a PKCS#8 P-256, P-384, Ed25519 or RSA private key",
         ))
     }
 
     /// Reads the first private key in a PEM text: "PRIVATE KEY" (PKCS#8), "EC PRIVATE KEY"
-    /// (SEC1, P-256) or "RSA PRIVATE KEY" (PKCS#1). Other PEM blocks are skipped.
+    /// (SEC1, P-256 or P-384) or "RSA PRIVATE KEY" (PKCS#1). Other PEM blocks (such as OpenSSL's
+    /// "EC PARAMETERS") are skipped.
     pub fn from_pem(pem: &str) -> Result<Self, SigError> {
         use rustls_pemfile::Item;
         let mut rest = pem.as_bytes();
@@ -241,12 +251,7 @@ impl SigningKey {
                     rest = tail;
                     match item {
                         Item::Pkcs8Key(k) => return Self::from_pkcs8_der(k.secret_pkcs8_der()),
-                        Item::Sec1Key(k) => {
-                            let sk = p256::SecretKey::from_sec1_der(k.secret_sec1_der()).map_err(
-                                |_| SigError::BadPrivateKey("not a SEC1 P-256 private key"),
-                            )?;
-                            return Ok(SigningKey::EcdsaP256(sk.into()));
-                        }
+                        Item::Sec1Key(k) => return Self::from_sec1_der(k.secret_sec1_der()),
                         Item::Pkcs1Key(k) => {
                             let rk = rsa::RsaPrivateKey::from_pkcs1_der(k.secret_pkcs1_der())
                                 .map_err(|_| {
@@ -261,6 +266,20 @@ impl SigningKey {
                 Err(_) => return Err(SigError::BadPrivateKey("malformed PEM")),
             }
         }
+    }
+
+    /// SEC1 ECPrivateKey (RFC 5915) on P-256 or P-384. A namedCurve parameter, when present, must
+    /// match; without one the length of the private key (32 or 48 bytes) decides.
+    pub fn from_sec1_der(der: &[u8]) -> Result<Self, SigError> {
+        if let Ok(sk) = p256::SecretKey::from_sec1_der(der) {
+            return Ok(SigningKey::EcdsaP256(sk.into()));
+        }
+        if let Ok(sk) = p384::SecretKey::from_sec1_der(der) {
+            return Ok(SigningKey::EcdsaP384(sk.into()));
+        }
+        Err(SigError::BadPrivateKey(
+            "not a SEC1 P-256 or P-384 private key",
+        ))
     }
 
     fn rsa(k: rsa::RsaPrivateKey) -> Result<Self, SigError> {
@@ -281,6 +300,13 @@ impl SigningKey {
         ))
     }
 
+    /// A fresh P-384 key whose scalar is 48 bytes drawn from `rng` (redrawn if 0 or >= n).
+    pub fn generate_p384(rng: &mut dyn RandomSource) -> Self {
+        SigningKey::EcdsaP384(p384::ecdsa::SigningKey::from(
+            crate::crypto::kx::draw_p384_scalar(rng),
+        ))
+    }
+
     /// A fresh Ed25519 key: the 32 drawn bytes are the RFC 8032 seed.
     pub fn generate_ed25519(rng: &mut dyn RandomSource) -> Self {
         let mut seed = Zeroizing::new([0u8; 32]);
@@ -293,6 +319,7 @@ impl SigningKey {
     pub fn schemes(&self) -> &'static [SignatureScheme] {
         match self {
             SigningKey::EcdsaP256(_) => &[SignatureScheme::ecdsa_secp256r1_sha256],
+            SigningKey::EcdsaP384(_) => &[SignatureScheme::ecdsa_secp384r1_sha384],
             SigningKey::Ed25519(_) => &[SignatureScheme::ed25519],
             SigningKey::Rsa(k) if rsa_can_pss(k.n().bits(), Sha::S512) => &[
                 SignatureScheme::rsa_pss_rsae_sha256,
@@ -321,6 +348,11 @@ impl SigningKey {
             SigningKey::EcdsaP256(k) => {
                 // RFC 6979 nonce: no randomness, reproducible signatures.
                 let sig: p256::ecdsa::Signature = k.sign(message);
+                Ok(sig.to_der().as_bytes().to_vec())
+            }
+            SigningKey::EcdsaP384(k) => {
+                // RFC 6979 with SHA-384, the scheme's hash.
+                let sig: p384::ecdsa::Signature = k.sign(message);
                 Ok(sig.to_der().as_bytes().to_vec())
             }
             SigningKey::Ed25519(k) => Ok(k.sign(message).to_bytes().to_vec()),
@@ -353,6 +385,7 @@ impl SigningKey {
     pub fn to_pkcs8_der(&self) -> Result<Vec<u8>, SigError> {
         let doc = match self {
             SigningKey::EcdsaP256(k) => k.to_pkcs8_der(),
+            SigningKey::EcdsaP384(k) => k.to_pkcs8_der(),
             SigningKey::Ed25519(k) => k.to_pkcs8_der(),
             SigningKey::Rsa(k) => k.to_pkcs8_der(),
         };
@@ -364,6 +397,7 @@ impl SigningKey {
     pub fn public_key_spki_der(&self) -> Result<Vec<u8>, SigError> {
         let doc = match self {
             SigningKey::EcdsaP256(k) => k.verifying_key().to_public_key_der(),
+            SigningKey::EcdsaP384(k) => k.verifying_key().to_public_key_der(),
             SigningKey::Ed25519(k) => k.verifying_key().to_public_key_der(),
             SigningKey::Rsa(k) => k.to_public_key().to_public_key_der(),
         };
@@ -413,6 +447,8 @@ impl CryptoRng for SaltThenBlinding {}
 enum AlgKind {
     /// DER ECDSA-Sig-Value over a P-256 key.
     EcdsaP256(Sha),
+    /// DER ECDSA-Sig-Value over a P-384 key.
+    EcdsaP384(Sha),
     Ed25519,
     /// RSASSA-PKCS1-v1_5: certificates only.
     RsaPkcs1(Sha),
@@ -447,6 +483,20 @@ pub static ECDSA_P256_SHA384: VerifyAlg = VerifyAlg {
     kind: AlgKind::EcdsaP256(Sha::S384),
     public_key_alg_id: alg_id::ECDSA_P256,
     signature_alg_id: alg_id::ECDSA_SHA384,
+};
+/// ECDSA P-384 with SHA-384 (`ecdsa_secp384r1_sha384`; public CAs' P-384 intermediates).
+pub static ECDSA_P384_SHA384: VerifyAlg = VerifyAlg {
+    name: "ecdsa_secp384r1_sha384",
+    kind: AlgKind::EcdsaP384(Sha::S384),
+    public_key_alg_id: alg_id::ECDSA_P384,
+    signature_alg_id: alg_id::ECDSA_SHA384,
+};
+/// ECDSA P-384 with SHA-256 (certificates only: a P-384 CA signing with SHA-256).
+pub static ECDSA_P384_SHA256: VerifyAlg = VerifyAlg {
+    name: "ecdsa_p384_sha256",
+    kind: AlgKind::EcdsaP384(Sha::S256),
+    public_key_alg_id: alg_id::ECDSA_P384,
+    signature_alg_id: alg_id::ECDSA_SHA256,
 };
 /// Ed25519 (RFC 8410 identifiers).
 pub static ED25519: VerifyAlg = VerifyAlg {
@@ -502,6 +552,8 @@ pub static RSA_PSS_RSAE_SHA512: VerifyAlg = VerifyAlg {
 pub static CERTIFICATE_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
     &ECDSA_P256_SHA256,
     &ECDSA_P256_SHA384,
+    &ECDSA_P384_SHA384,
+    &ECDSA_P384_SHA256,
     &ED25519,
     &RSA_PSS_RSAE_SHA256,
     &RSA_PSS_RSAE_SHA384,
@@ -516,6 +568,7 @@ pub static CERTIFICATE_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
 pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
     match scheme {
         SignatureScheme::ecdsa_secp256r1_sha256 => Some(&ECDSA_P256_SHA256),
+        SignatureScheme::ecdsa_secp384r1_sha384 => Some(&ECDSA_P384_SHA384),
         SignatureScheme::ed25519 => Some(&ED25519),
         SignatureScheme::rsa_pss_rsae_sha256 => Some(&RSA_PSS_RSAE_SHA256),
         SignatureScheme::rsa_pss_rsae_sha384 => Some(&RSA_PSS_RSAE_SHA384),
@@ -555,6 +608,20 @@ impl VerifyAlg {
                 }
                 let ok = match h {
                     Sha::S256 => vk.verify(message, &sig),
+                    other => vk.verify_prehash(&other.digest(message), &sig),
+                };
+                ok.map_err(|_| SigError::BadSignature)
+            }
+            AlgKind::EcdsaP384(h) => {
+                if public_key.len() != 97 || public_key[0] != 0x04 {
+                    return Err(SigError::BadKey("P-384 key is not an uncompressed point"));
+                }
+                let vk = p384::ecdsa::VerifyingKey::from_sec1_bytes(public_key)
+                    .map_err(|_| SigError::BadKey("P-384 key is not on the curve"))?;
+                let sig =
+                    p384::ecdsa::Signature::from_der(sig).map_err(|_| SigError::BadSignature)?;
+                let ok = match h {
+                    Sha::S384 => vk.verify(message, &sig),
                     other => vk.verify_prehash(&other.digest(message), &sig),
                 };
                 ok.map_err(|_| SigError::BadSignature)
@@ -714,6 +781,7 @@ mod tests {
         let mut rng = SeededRandom::from_seed(11);
         vec![
             SigningKey::generate_p256(&mut rng),
+            SigningKey::generate_p384(&mut rng),
             SigningKey::generate_ed25519(&mut rng),
             SigningKey::from_pem(RFC8448_RSA_KEY_PKCS8).unwrap(),
         ]
@@ -776,7 +844,7 @@ mod tests {
     #[test]
     fn deterministic_schemes_draw_nothing() {
         let msg = b"hello";
-        for key in keys().into_iter().take(2) {
+        for key in keys().into_iter().take(3) {
             let scheme = key.schemes()[0];
             let mut inner = SeededRandom::from_seed(1);
             let mut c = Counting(&mut inner, vec![]);
@@ -905,7 +973,7 @@ mod tests {
             SignatureScheme::rsa_pkcs1_sha1,
             SignatureScheme::ecdsa_sha1,
             SignatureScheme::rsa_pss_pss_sha256,
-            SignatureScheme::ecdsa_secp384r1_sha384,
+            SignatureScheme::ecdsa_secp521r1_sha512,
             SignatureScheme::Unknown(0xfefe),
         ] {
             let err = verify_signature(s, &spki, b"m", b"s").unwrap_err();
@@ -934,6 +1002,112 @@ mod tests {
             ),
             Err(SigError::BadKey("malformed SPKI"))
         );
+    }
+
+    /// RFC 6979 §A.2.6: P-384, SHA-384, message "sample" (deterministic k, so the signature is
+    /// fixed).
+    #[test]
+    fn p384_rfc6979_known_answer_and_curve_mismatch() {
+        let x = hex::decode("6b9d3dad2e1b8c1c05b19875b6659f4de23c3b667bf297ba9aa47740787137d896d5724e4c70a825f872c9ea60d2edf5").unwrap();
+        let key = SigningKey::EcdsaP384(p384::ecdsa::SigningKey::from_slice(&x).unwrap());
+        let scheme = SignatureScheme::ecdsa_secp384r1_sha384;
+        let der = key
+            .sign(scheme, b"sample", &mut SeededRandom::from_seed(0))
+            .unwrap();
+        let sig = p384::ecdsa::Signature::from_der(&der).unwrap();
+        assert_eq!(
+            hex::encode(sig.to_bytes()),
+            "94edbb92a5ecb8aad4736e56c691916b3f88140666ce9fa73d64c4ea95ad133c81a648152e44acf96e36dd1e80fabe46\
+             99ef4aeb15f178cea1fe40db2603138f130e740a19624526203b6351d0a3a94fa329c145786e679e7b82c71a38628ac8"
+        );
+        let spki = key.public_key_spki_der().unwrap();
+        verify_signature(scheme, &spki, b"sample", &der).unwrap();
+        assert_eq!(
+            verify_signature(scheme, &spki, b"samplE", &der),
+            Err(SigError::BadSignature)
+        );
+        // Curves must match the scheme both ways (§4.2.3: the curve is part of the scheme).
+        let p256 = keys()[0].public_key_spki_der().unwrap();
+        assert_eq!(
+            verify_signature(scheme, &p256, b"sample", &der),
+            Err(SigError::KeyMismatch(scheme))
+        );
+        let p256_scheme = SignatureScheme::ecdsa_secp256r1_sha256;
+        assert_eq!(
+            verify_signature(p256_scheme, &spki, b"sample", &der),
+            Err(SigError::KeyMismatch(p256_scheme))
+        );
+        assert_eq!(
+            key.sign(p256_scheme, b"x", &mut SeededRandom::from_seed(0)),
+            Err(SigError::CannotSign(p256_scheme))
+        );
+        // A P-384 point handed to the verifier directly must be 97 bytes, uncompressed.
+        assert!(matches!(
+            ECDSA_P384_SHA384.verify(&[4; 65], b"m", &der),
+            Err(SigError::BadKey(_))
+        ));
+        // Certificates may pair a P-384 key with SHA-256.
+        let vk = p384::ecdsa::VerifyingKey::from_sec1_bytes(&spki[spki.len() - 97..]).unwrap();
+        let prehashed = sha2::Sha256::digest(b"cert");
+        let SigningKey::EcdsaP384(sk) = &key else {
+            unreachable!()
+        };
+        let sig256: p384::ecdsa::Signature =
+            p384::ecdsa::signature::hazmat::PrehashSigner::sign_prehash(sk, &prehashed).unwrap();
+        ECDSA_P384_SHA256
+            .verify(
+                vk.to_encoded_point(false).as_bytes(),
+                b"cert",
+                sig256.to_der().as_bytes(),
+            )
+            .unwrap();
+        assert!(CERTIFICATE_ALGORITHMS
+            .iter()
+            .any(|a| a.signature_alg_id() == alg_id::ECDSA_SHA384
+                && a.public_key_alg_id() == alg_id::ECDSA_P384));
+    }
+
+    #[test]
+    fn p384_keys_load_from_pkcs8_and_sec1() {
+        let key = SigningKey::generate_p384(&mut SeededRandom::from_seed(12));
+        assert_eq!(key.schemes(), &[SignatureScheme::ecdsa_secp384r1_sha384]);
+        let der = key.to_pkcs8_der().unwrap();
+        let pem = p256::pkcs8::der::pem::encode_string(
+            "PRIVATE KEY",
+            p256::pkcs8::der::pem::LineEnding::LF,
+            &der,
+        )
+        .unwrap();
+        let back = SigningKey::from_pem(&pem).unwrap();
+        assert!(matches!(back, SigningKey::EcdsaP384(_)));
+        assert_eq!(back.public_key_spki_der(), key.public_key_spki_der());
+        // SEC1 "EC PRIVATE KEY" with the namedCurve parameter, after an "EC PARAMETERS" block
+        // as OpenSSL writes it.
+        let SigningKey::EcdsaP384(sk) = &key else {
+            unreachable!()
+        };
+        let sec1 = p384::SecretKey::from(sk.as_nonzero_scalar())
+            .to_sec1_der()
+            .unwrap();
+        let pem = format!(
+            "-----BEGIN EC PARAMETERS-----\nBgUrgQQAIg==\n-----END EC PARAMETERS-----\n{}",
+            p256::pkcs8::der::pem::encode_string(
+                "EC PRIVATE KEY",
+                p256::pkcs8::der::pem::LineEnding::LF,
+                &sec1
+            )
+            .unwrap()
+        );
+        let back = SigningKey::from_pem(&pem).unwrap();
+        assert_eq!(back.public_key_spki_der(), key.public_key_spki_der());
+        assert!(matches!(
+            SigningKey::from_sec1_der(&sec1[..sec1.len() - 1]),
+            Err(SigError::BadPrivateKey(_))
+        ));
+        // Seeded generation is reproducible.
+        let again = SigningKey::generate_p384(&mut SeededRandom::from_seed(12));
+        assert_eq!(again.to_pkcs8_der(), key.to_pkcs8_der());
+        assert!(format!("{key:?}").contains("EcdsaP384"));
     }
 
     #[test]

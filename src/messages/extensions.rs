@@ -39,6 +39,54 @@ pub enum ExtensionContext {
 }
 
 impl ExtensionContext {
+    /// Whether an extension of type `typ` may appear in this message: the "TLS 1.3" column of
+    /// RFC 8446 §4.2's table (plus record_size_limit, RFC 8449 §4, and compress_certificate,
+    /// RFC 8879 §3). `None` for a type this crate does not recognize. TLS 1.2-only extensions
+    /// are allowed in the ClientHello alone (a 1.3 client may offer 1.2 as well).
+    ///
+    /// §4.2: an extension that is recognized but "not specified for the message in which it
+    /// appears" is an illegal_parameter.
+    pub fn allows(self, typ: ExtensionType) -> Option<bool> {
+        use ExtensionContext as C;
+        use ExtensionType as T;
+        let ch = self == C::ClientHello;
+        Some(match typ {
+            T::ServerName
+            | T::MaxFragmentLength
+            | T::SupportedGroups
+            | T::UseSrtp
+            | T::Heartbeat
+            | T::ApplicationLayerProtocolNegotiation
+            | T::ClientCertificateType
+            | T::ServerCertificateType
+            | T::RecordSizeLimit => ch || self == C::EncryptedExtensions,
+            T::StatusRequest | T::SignedCertificateTimestamp => {
+                ch || matches!(self, C::CertificateRequest | C::Certificate)
+            }
+            T::SignatureAlgorithms
+            | T::SignatureAlgorithmsCert
+            | T::CertificateAuthorities
+            | T::CompressCertificate => ch || self == C::CertificateRequest,
+            T::OidFilters => self == C::CertificateRequest,
+            T::Padding | T::PskKeyExchangeModes | T::PostHandshakeAuth => ch,
+            T::PreSharedKey => ch || self == C::ServerHello,
+            T::EarlyData => ch || matches!(self, C::EncryptedExtensions | C::NewSessionTicket),
+            T::SupportedVersions | T::KeyShare => {
+                ch || matches!(self, C::ServerHello | C::HelloRetryRequest)
+            }
+            T::Cookie => ch || self == C::HelloRetryRequest,
+            T::EncryptedClientHello => {
+                ch || matches!(self, C::EncryptedExtensions | C::HelloRetryRequest)
+            }
+            T::EcPointFormats
+            | T::EncryptThenMac
+            | T::ExtendedMasterSecret
+            | T::SessionTicket
+            | T::RenegotiationInfo => ch,
+            T::Unknown(_) => return None,
+        })
+    }
+
     /// The RFC's minimum byte length of the whole extensions vector in this message:
     /// ClientHello `<8..>`, ServerHello `<6..>` (§4.1.2, §4.1.3), CertificateRequest `<2..>`
     /// (§4.3.2).

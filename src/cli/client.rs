@@ -1,0 +1,304 @@
+//! `tls13lab client HOST:PORT`: connect, send the request (0-RTT when a saved ticket allows it),
+//! print the ledger, the response and a summary.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
+use tls13lab::events::{Event, Side};
+use tls13lab::session::TicketStore;
+use tls13lab::{Client, ClientConfig, ServerVerification};
+
+use super::common::{
+    bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
+    write_file, Bytes, Failure, KeyLog, Offer, Output, Report,
+};
+use crate::net::{self, Driver, Endpoint, NetError, Step};
+
+/// The request sent when neither --request nor --early-data is given.
+const DEFAULT_REQUEST: &[u8] = b"GET / HTTP/1.0\r\n\r\n";
+
+/// Options of `tls13lab client`.
+#[derive(clap::Args, Debug)]
+pub struct ClientArgs {
+    /// The server: host:port, or [v6-address]:port.
+    #[arg(value_name = "HOST:PORT")]
+    pub target: String,
+    #[command(flatten)]
+    pub offer: Offer,
+    /// server_name to send and to check in the certificate [default: HOST unless it is an IP address].
+    #[arg(long, value_name = "NAME", conflicts_with = "no_sni")]
+    pub sni: Option<String>,
+    /// Send no server_name.
+    #[arg(long)]
+    pub no_sni: bool,
+    /// Trust anchors (PEM) to validate the server's certificate against.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cafile: Option<PathBuf>,
+    /// Accept any server certificate (its CertificateVerify signature is still checked).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Client certificate chain (PEM), sent if the server asks.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Private key of the client certificate (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Load tickets from FILE and offer one (resumption across processes).
+    #[arg(long, value_name = "FILE")]
+    pub sess_in: Option<PathBuf>,
+    /// Save the tickets received (and unused loaded ones) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub sess_out: Option<PathBuf>,
+    /// Send FILE's bytes as 0-RTT data when a loaded ticket allows it (after the handshake
+    /// otherwise, or if the server rejects them). Without --request they are the request.
+    #[arg(long, value_name = "FILE")]
+    pub early_data: Option<PathBuf>,
+    /// The request; \r \n \t \\ \xHH are interpreted [default: GET / HTTP/1.0\r\n\r\n].
+    #[arg(long, value_name = "STRING", value_parser = bytes)]
+    pub request: Option<Bytes>,
+    #[command(flatten)]
+    pub out: Output,
+    /// Seconds to wait for the connection, the handshake and the first response byte.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub timeout: u64,
+    /// Once the response has started, close after this many milliseconds without data.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub linger: u64,
+    /// Seed all randomness (replayable ClientHello, key shares...).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// Split `host:port` / `[v6]:port`.
+fn host_port(s: &str) -> Result<(String, u16), Failure> {
+    let bad = || Failure::BadOption(format!("'{s}' is not HOST:PORT"));
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, p) = rest.split_once("]:").ok_or_else(bad)?;
+        (h, p)
+    } else {
+        s.rsplit_once(':').ok_or_else(bad)?
+    };
+    if host.is_empty() {
+        return Err(bad());
+    }
+    let port = port.parse().map_err(|_| bad())?;
+    Ok((host.to_string(), port))
+}
+
+fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
+    let mut c = ClientConfig::default();
+    a.offer.apply(&mut c)?;
+    c.server_name = if a.no_sni {
+        None
+    } else if let Some(n) = &a.sni {
+        Some(n.clone())
+    } else if host.parse::<std::net::IpAddr>().is_ok() {
+        None // RFC 6066 §3: literal IP addresses are not permitted in server_name
+    } else {
+        Some(host.to_string())
+    };
+    c.verification = match (&a.cafile, a.insecure) {
+        (Some(f), _) => ServerVerification::Roots(load_certs(f)?),
+        (None, true) => ServerVerification::AcceptAny,
+        (None, false) => {
+            return Err(Failure::BadOption(
+                "no trust anchors: give --cafile FILE (PEM) or --insecure".into(),
+            ))
+        }
+    };
+    if let (Some(cert), Some(key)) = (&a.cert, &a.key) {
+        c.client_cert = Some(load_certified_key(cert, key)?);
+    }
+    Ok(c)
+}
+
+/// Run the client.
+pub fn run(a: ClientArgs) -> Result<(), Failure> {
+    let (host, port) = host_port(&a.target)?;
+    let config = build_config(&a, &host)?;
+    let tickets = match &a.sess_in {
+        Some(p) => TicketStore::from_json(&read_text(p)?)
+            .map_err(|e| Failure::file(p, format!("not a session file: {e}")))?,
+        None => TicketStore::default(),
+    };
+    let early = a.early_data.as_deref().map(read_file).transpose()?;
+    let request = match (&a.request, &early) {
+        (Some(r), _) => Some(r.0.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(DEFAULT_REQUEST.to_vec()),
+    };
+    let mut keylog = KeyLog::open(a.out.keylog.as_deref())?;
+    let rng: Box<dyn RandomSource> = match a.seed {
+        Some(s) => Box::new(SeededRandom::from_seed(s)),
+        None => Box::new(OsRandom),
+    };
+    let client = Client::new(Arc::new(config), rng)
+        .map_err(|e| Failure::BadOption(e.to_string()))?
+        .with_tickets(tickets);
+
+    let timeout = Duration::from_secs(a.timeout.max(1));
+    let started = net::now_ms();
+    let stream = net::connect(&host, port, timeout)
+        .map_err(|e| Failure::io(&format!("{host}:{port}"), &e))?;
+    let peer = stream.peer_addr().ok().map(|p| p.to_string());
+    let mut d = Driver::new(stream, client);
+    let mut events = Vec::new();
+    let result = converse(
+        &mut d,
+        &mut events,
+        &mut keylog,
+        early.as_deref(),
+        request.as_deref(),
+        Instant::now() + timeout,
+        Duration::from_millis(a.linger.max(1)),
+    );
+
+    let l = ledger(&events, started);
+    emit(&printout(&l, &events));
+    if let Some(path) = &a.sess_out {
+        let store = d.ep.tickets();
+        write_file(path, format!("{}\n", store.to_json()).as_bytes())?;
+        emit(&format!(
+            "{:<18} {} saved to {}\n",
+            "session",
+            store.len(),
+            path.display()
+        ));
+    }
+    if let Some(path) = &a.out.json {
+        Report {
+            side: Side::Client,
+            peer,
+            started_ms: started,
+            events: &events,
+            show_secrets: a.out.show_secrets,
+            error: result.as_ref().err().map(|f| f.to_string()),
+        }
+        .write(path)?;
+    }
+    result
+}
+
+/// Handshake, request, response, close. Every event lands in `events` even on failure, so the
+/// ledger shows what happened up to the alert.
+fn converse(
+    d: &mut Driver<Client>,
+    events: &mut Vec<Event>,
+    keylog: &mut KeyLog,
+    early: Option<&[u8]>,
+    request: Option<&[u8]>,
+    deadline: Instant,
+    linger: Duration,
+) -> Result<(), Failure> {
+    d.ep.start(net::now_ms())
+        .map_err(|e| Failure::tls(&e, "handshake"))?;
+    // 0-RTT: send() before the handshake completes is early data when the offered ticket allows
+    // it, and an error otherwise — then the bytes wait for the handshake.
+    let mut after_handshake: Vec<u8> = Vec::new();
+    if let Some(e) = early {
+        if d.ep.send(e).is_err() {
+            after_handshake.extend_from_slice(e);
+        }
+    }
+    let flushed = d.flush();
+    let new = d.ep.drain_events();
+    keylog.write_events(&new);
+    events.extend(new);
+    flushed.map_err(io_failure)?;
+
+    let mut sent = false;
+    let mut response_started = false;
+    loop {
+        let wait = if response_started {
+            linger
+        } else {
+            net::remaining(deadline)
+        };
+        if wait.is_zero() {
+            return Err(Failure::Network(if d.ep.is_connected() {
+                "timed out waiting for the response".into()
+            } else {
+                "timed out during the handshake".into()
+            }));
+        }
+        let step = d.step(wait);
+        let new = d.ep.drain_events();
+        keylog.write_events(&new);
+        for e in &new {
+            match e {
+                Event::AppData { .. } => response_started = true,
+                Event::EarlyDataRejected { data } => {
+                    // §4.2.10: rejected 0-RTT data was not delivered; send it again as 1-RTT.
+                    let mut again = data.clone();
+                    again.extend_from_slice(&after_handshake);
+                    after_handshake = again;
+                }
+                _ => {}
+            }
+        }
+        events.extend(new);
+        // The client is connected once its Finished is out, but the server may still refuse it
+        // (bad Finished, certificate_required): until data arrives, call it the handshake.
+        let during = if response_started {
+            "connection"
+        } else {
+            "handshake"
+        };
+        match step {
+            Err(NetError::Tls(e)) => return Err(Failure::tls(&e, during)),
+            Err(NetError::Io(e)) => return Err(Failure::io("connection", &e)),
+            Ok(Step::Eof) if !d.ep.is_connected() => {
+                return Err(Failure::Network(
+                    "the server closed the connection during the handshake".into(),
+                ))
+            }
+            Ok(Step::Eof) => break,
+            Ok(Step::Idle) if response_started => break,
+            Ok(Step::Idle) | Ok(Step::Data) => {}
+        }
+        if d.ep.is_connected() && !sent {
+            sent = true;
+            let mut data = std::mem::take(&mut after_handshake);
+            data.extend_from_slice(request.unwrap_or_default());
+            if !data.is_empty() {
+                d.ep.send(&data)
+                    .map_err(|e| Failure::tls(&e, "connection"))?;
+            }
+            d.flush().map_err(io_failure)?;
+        }
+        if d.ep.is_closed() {
+            break;
+        }
+    }
+    d.close();
+    let new = d.ep.drain_events();
+    keylog.write_events(&new);
+    events.extend(new);
+    Ok(())
+}
+
+fn io_failure(e: NetError) -> Failure {
+    match e {
+        NetError::Io(e) => Failure::io("connection", &e),
+        NetError::Tls(e) => Failure::tls(&e, "connection"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(
+            host_port("localhost:443").unwrap(),
+            ("localhost".into(), 443)
+        );
+        assert_eq!(host_port("[::1]:8443").unwrap(), ("::1".into(), 8443));
+        assert!(host_port("localhost").is_err());
+        assert!(host_port(":443").is_err());
+        assert!(host_port("h:99999").is_err());
+    }
+}

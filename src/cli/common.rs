@@ -1,0 +1,1021 @@
+//! What the subcommands share: parsing names and files, the failure type with its exit codes,
+//! the key log, the summary and the `--json` report (schema: docs/ledger.md).
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use tls13lab::config::{AntiReplay, CertifiedKey, TicketMode};
+use tls13lab::crypto::cert::certs_from_pem;
+use tls13lab::crypto::sign::SigningKey;
+use tls13lab::events::{Direction, EarlyDataStatus, Event, SecretEvent, Side};
+use tls13lab::ledger::Ledger;
+use tls13lab::messages::{
+    CipherSuite, DecodeContext, Extension, HandshakeMessage, HandshakePayload, HandshakeType,
+    NamedGroup, PskKeyExchangeMode, SignatureScheme,
+};
+use tls13lab::record::PaddingPolicy;
+use tls13lab::Error;
+use tls13lab::{ClientAuth, ClientConfig, ServerConfig};
+
+// ------------------------------------------------------------------------------------ failures
+
+/// Why a command failed. Each kind has its own exit code; the message is printed as the single
+/// line `tls13lab: <message>` on stderr.
+#[derive(Debug)]
+pub enum Failure {
+    /// Exit 2: the command line cannot work (unknown name, missing option, conflicting options).
+    BadOption(String),
+    /// Exit 3: a file could not be read, parsed or written.
+    BadFile(String),
+    /// Exit 4: TCP failed — connection refused, unreachable, name not resolved, timeout, the peer
+    /// hung up mid-handshake.
+    Network(String),
+    /// Exit 5: TLS failed — an alert was received or sent.
+    Tls(String),
+}
+
+impl Failure {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::BadOption(_) => 2,
+            Failure::BadFile(_) => 3,
+            Failure::Network(_) => 4,
+            Failure::Tls(_) => 5,
+        }
+    }
+
+    /// A file problem: `bad file: PATH: why`.
+    pub fn file(path: &Path, why: impl fmt::Display) -> Failure {
+        Failure::BadFile(format!("{}: {why}", path.display()))
+    }
+
+    /// A TLS failure, named by the alert that ended it. `during` is "handshake" or "connection".
+    pub fn tls(e: &Error, during: &str) -> Failure {
+        match e {
+            Error::AlertReceived(a) => Failure::Tls(format!("{during} failed: received alert {a}")),
+            Error::Closed => Failure::Tls(format!("{during} failed: connection already closed")),
+            other => match other.alert() {
+                Some(a) => Failure::Tls(format!("{during} failed: sent alert {a} ({other})")),
+                None => Failure::Tls(format!("{during} failed: {other}")),
+            },
+        }
+    }
+
+    /// A socket error, named by its cause.
+    pub fn io(what: &str, e: &std::io::Error) -> Failure {
+        use std::io::ErrorKind as K;
+        let cause = match e.kind() {
+            K::ConnectionRefused => "connection refused".to_string(),
+            K::TimedOut | K::WouldBlock => "timed out".to_string(),
+            K::AddrInUse => "address in use".to_string(),
+            K::AddrNotAvailable => "address not available".to_string(),
+            K::PermissionDenied => "permission denied".to_string(),
+            K::ConnectionReset => "connection reset".to_string(),
+            K::NotFound => "cannot resolve host".to_string(),
+            _ => e.to_string(),
+        };
+        Failure::Network(format!("{cause}: {what}"))
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::BadOption(m) => write!(f, "bad option: {m}"),
+            Failure::BadFile(m) => write!(f, "bad file: {m}"),
+            Failure::Network(m) | Failure::Tls(m) => f.write_str(m),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ option groups
+
+/// What a client offers (shared by `client` and `demo`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Offer {
+    /// supported_groups, in order (x25519, secp256r1 / P-256, x25519mlkem768, 0x11ec, ...).
+    #[arg(long, value_name = "LIST", value_parser = groups)]
+    pub groups: Option<List<NamedGroup>>,
+    /// Groups that get a key share in the first ClientHello [default: the first group].
+    #[arg(long, value_name = "LIST", value_parser = groups)]
+    pub key_shares: Option<List<NamedGroup>>,
+    /// cipher_suites, in order (aes128gcm / TLS_AES_128_GCM_SHA256, aes256gcm, chacha20poly1305).
+    #[arg(long, value_name = "LIST", value_parser = suites)]
+    pub suites: Option<List<CipherSuite>>,
+    /// signature_algorithms, in order (ecdsa_secp256r1_sha256 / ECDSA+SHA256, ed25519, rsa_pss_rsae_sha256 / RSA-PSS+SHA256, ...).
+    #[arg(long, value_name = "LIST", value_parser = sigalgs)]
+    pub sigalgs: Option<List<SignatureScheme>>,
+    /// ALPN protocols to offer, comma-separated (e.g. h2,http/1.1).
+    #[arg(long, value_name = "LIST", value_parser = alpn)]
+    pub alpn: Option<List<Vec<u8>>>,
+    /// psk_key_exchange_modes to offer when resuming: dhe, ke or both.
+    #[arg(long, value_name = "LIST", value_parser = psk_modes)]
+    pub psk_modes: Option<List<PskKeyExchangeMode>>,
+    /// Middlebox compatibility mode (RFC 8446 §D.4): 32-byte legacy_session_id and a dummy CCS.
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    pub compat: Option<bool>,
+    /// Pad every protected record's inner plaintext to a multiple of N bytes (RFC 8446 §5.4; 0 = none).
+    #[arg(long, value_name = "N")]
+    pub padding: Option<usize>,
+}
+
+impl Offer {
+    /// Apply to a client configuration; checks that the key-share groups are implemented.
+    pub fn apply(&self, c: &mut ClientConfig) -> Result<(), Failure> {
+        if let Some(g) = &self.groups {
+            c.groups = g.0.clone();
+            c.key_shares = vec![g.0[0]];
+        }
+        if let Some(k) = &self.key_shares {
+            c.key_shares = k.0.clone();
+            if self.groups.is_none() {
+                // Offering a share implies offering its group: put the shares' groups first.
+                let mut g = k.0.clone();
+                g.extend(c.groups.iter().filter(|x| !k.0.contains(x)));
+                c.groups = g;
+            }
+        }
+        if let Some(x) = c.key_shares.iter().find(|g| !c.groups.contains(g)) {
+            return Err(Failure::BadOption(format!(
+                "--key-shares {x} is not in --groups"
+            )));
+        }
+        let missing = unimplemented_groups(&c.key_shares);
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|g| g.to_string()).collect();
+            return Err(Failure::BadOption(format!(
+                "cannot make a key share for {} (implemented: {}); to offer it without a share, name an implemented group in --key-shares",
+                names.join(", "),
+                implemented_groups()
+            )));
+        }
+        if let Some(s) = &self.suites {
+            c.cipher_suites = s.0.clone();
+        }
+        if let Some(s) = &self.sigalgs {
+            c.signature_schemes = s.0.clone();
+        }
+        if let Some(a) = &self.alpn {
+            c.alpn = a.0.clone();
+        }
+        if let Some(m) = &self.psk_modes {
+            c.psk_modes = m.0.clone();
+        }
+        if let Some(on) = self.compat {
+            c.compat_mode = on;
+        }
+        if let Some(n) = self.padding {
+            c.padding = padding(n);
+        }
+        Ok(())
+    }
+}
+
+/// `--padding N` as a policy.
+pub fn padding(n: usize) -> PaddingPolicy {
+    match n {
+        0 | 1 => PaddingPolicy::None,
+        n => PaddingPolicy::ToMultiple(n),
+    }
+}
+
+/// How a server issues tickets and treats 0-RTT and client certificates (shared by `server` and
+/// `demo`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Policy {
+    /// NewSessionTickets to send after each handshake.
+    #[arg(long, value_name = "N")]
+    pub tickets: Option<u32>,
+    /// stateless: the ticket is the sealed session state; stateful: a random id of a server-side entry.
+    #[arg(long, value_name = "MODE", value_parser = ticket_mode)]
+    pub ticket_mode: Option<TicketMode>,
+    /// ticket_lifetime in seconds (at most 604800).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u32).range(0..=604_800))]
+    pub ticket_lifetime: Option<u32>,
+    /// 0-RTT anti-replay: single-use, window[=MS] (default 10000) or off.
+    #[arg(long, value_name = "POLICY", value_parser = anti_replay)]
+    pub anti_replay: Option<AntiReplay>,
+    /// Put a cookie of LEN random bytes (default 32) in HelloRetryRequest.
+    #[arg(long, value_name = "LEN", num_args = 0..=1, default_missing_value = "32")]
+    pub hrr_cookie: Option<usize>,
+    /// Ask for a client certificate; an empty one is accepted.
+    #[arg(long, conflicts_with = "require_client_cert")]
+    pub request_client_cert: bool,
+    /// Ask for a client certificate and fail the handshake without one (certificate_required).
+    #[arg(long)]
+    pub require_client_cert: bool,
+}
+
+impl Policy {
+    /// Apply to a server configuration; `client_roots` validate client certificates (empty: any).
+    pub fn apply(&self, s: &mut ServerConfig, client_roots: Vec<Vec<u8>>) {
+        if let Some(n) = self.tickets {
+            s.tickets = n;
+        }
+        if let Some(m) = self.ticket_mode {
+            s.ticket_mode = m;
+        }
+        if let Some(l) = self.ticket_lifetime {
+            s.ticket_lifetime = l;
+        }
+        if let Some(a) = self.anti_replay {
+            s.anti_replay = a;
+        }
+        if self.hrr_cookie.is_some() {
+            s.hrr_cookie = self.hrr_cookie;
+        }
+        if self.require_client_cert {
+            s.client_auth = ClientAuth::Required(client_roots);
+        } else if self.request_client_cert {
+            s.client_auth = ClientAuth::Optional(client_roots);
+        }
+    }
+}
+
+/// `--ticket-mode` value parser.
+pub fn ticket_mode(s: &str) -> Result<TicketMode, String> {
+    match norm(s).as_str() {
+        "stateless" => Ok(TicketMode::Stateless),
+        "stateful" => Ok(TicketMode::Stateful),
+        _ => Err(format!("expected stateless or stateful, got '{s}'")),
+    }
+}
+
+/// `--anti-replay` value parser: `single-use`, `window`, `window=MS`, `off`.
+pub fn anti_replay(s: &str) -> Result<AntiReplay, String> {
+    let (name, arg) = match s.split_once(['=', ':']) {
+        Some((n, a)) => (n, Some(a)),
+        None => (s, None),
+    };
+    match (norm(name).as_str(), arg) {
+        ("singleuse" | "single", None) => Ok(AntiReplay::SingleUse),
+        ("off" | "none", None) => Ok(AntiReplay::Off),
+        ("window", None) => Ok(AntiReplay::Window { window_ms: 10_000 }),
+        ("window", Some(ms)) => ms
+            .parse()
+            .map(|window_ms| AntiReplay::Window { window_ms })
+            .map_err(|_| format!("bad window '{ms}' (milliseconds)")),
+        _ => Err(format!(
+            "expected single-use, window[=MS] or off, got '{s}'"
+        )),
+    }
+}
+
+/// Where to put what was observed (shared by `client` and `demo`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Output {
+    /// Append NSS key log lines (the SSLKEYLOGFILE format Wireshark reads) to FILE; the
+    /// SSLKEYLOGFILE environment variable is honoured too.
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// Write the ledger, events and summary as JSON (schema: docs/ledger.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Put secret values (and every key-schedule step) in the JSON, not only their labels.
+    #[arg(long)]
+    pub show_secrets: bool,
+}
+
+// --------------------------------------------------------------------------------- name lists
+
+/// A comma-separated list parsed by clap (a newtype, so clap does not treat it as repetition).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+/// Lowercase with separators removed: `P-256`, `p256` and `P_256` compare equal.
+fn norm(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// A code point written as a number (`0x11ec`, `4588`): lets a researcher offer anything.
+fn number(s: &str) -> Option<u16> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+fn list<T>(s: &str, one: fn(&str) -> Result<T, String>) -> Result<List<T>, String> {
+    let items: Vec<&str> = s
+        .split([',', ':'])
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Err("empty list".into());
+    }
+    items
+        .into_iter()
+        .map(one)
+        .collect::<Result<_, _>>()
+        .map(List)
+}
+
+fn known<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> String {
+    all.iter().map(|t| name(*t)).collect::<Vec<_>>().join(", ")
+}
+
+/// A group: our names, the IANA names and OpenSSL's aliases, in any case (`x25519`, `P-256`,
+/// `prime256v1`, `X25519MLKEM768`...), or a number.
+pub fn group(s: &str) -> Result<NamedGroup, String> {
+    if let Some(n) = number(s) {
+        return Ok(NamedGroup::from(n));
+    }
+    let n = norm(s);
+    let alias = match n.as_str() {
+        "p256" | "prime256v1" | "nistp256" => Some(NamedGroup::secp256r1),
+        "p384" | "nistp384" => Some(NamedGroup::secp384r1),
+        "p521" | "nistp521" => Some(NamedGroup::secp521r1),
+        "p256mlkem768" => Some(NamedGroup::SecP256r1MLKEM768),
+        "p384mlkem1024" => Some(NamedGroup::SecP384r1MLKEM1024),
+        _ => None,
+    };
+    alias
+        .or_else(|| {
+            NamedGroup::KNOWN
+                .iter()
+                .copied()
+                .find(|g| norm(g.name()) == n)
+        })
+        .ok_or_else(|| {
+            format!(
+                "unknown group '{s}' (known: {})",
+                known(NamedGroup::KNOWN, NamedGroup::name)
+            )
+        })
+}
+
+/// A cipher suite: `TLS_AES_128_GCM_SHA256`, `aes_128_gcm_sha256`, `aes128gcm`, `chacha20`...
+pub fn suite(s: &str) -> Result<CipherSuite, String> {
+    if let Some(n) = number(s) {
+        return Ok(CipherSuite::from(n));
+    }
+    let n = norm(s);
+    let n = n.strip_prefix("tls").unwrap_or(&n);
+    let alias = match n {
+        "aes128gcm" => Some(CipherSuite::TLS_AES_128_GCM_SHA256),
+        "aes256gcm" => Some(CipherSuite::TLS_AES_256_GCM_SHA384),
+        "chacha20" | "chacha20poly1305" => Some(CipherSuite::TLS_CHACHA20_POLY1305_SHA256),
+        "aes128ccm" => Some(CipherSuite::TLS_AES_128_CCM_SHA256),
+        "aes128ccm8" => Some(CipherSuite::TLS_AES_128_CCM_8_SHA256),
+        _ => None,
+    };
+    alias
+        .or_else(|| {
+            CipherSuite::KNOWN.iter().copied().find(|c| {
+                let k = norm(c.name());
+                k.strip_prefix("tls").unwrap_or(&k) == n
+            })
+        })
+        .ok_or_else(|| {
+            format!(
+                "unknown cipher suite '{s}' (known: aes128gcm, aes256gcm, chacha20poly1305, {})",
+                known(CipherSuite::KNOWN, CipherSuite::name)
+            )
+        })
+}
+
+/// A signature scheme: `ecdsa_secp256r1_sha256`, OpenSSL's `ECDSA+SHA256`, `RSA-PSS+SHA256`
+/// (rsae), `RSA+SHA256` (PKCS#1), `ed25519`...
+pub fn sigalg(s: &str) -> Result<SignatureScheme, String> {
+    use SignatureScheme as S;
+    if let Some(n) = number(s) {
+        return Ok(S::from(n));
+    }
+    let n = norm(s);
+    let alias = match n.as_str() {
+        "ecdsasha256" | "ecdsap256sha256" => Some(S::ecdsa_secp256r1_sha256),
+        "ecdsasha384" | "ecdsap384sha384" => Some(S::ecdsa_secp384r1_sha384),
+        "ecdsasha512" | "ecdsap521sha512" => Some(S::ecdsa_secp521r1_sha512),
+        "rsapsssha256" | "pssrsaesha256" => Some(S::rsa_pss_rsae_sha256),
+        "rsapsssha384" | "pssrsaesha384" => Some(S::rsa_pss_rsae_sha384),
+        "rsapsssha512" | "pssrsaesha512" => Some(S::rsa_pss_rsae_sha512),
+        "rsasha256" => Some(S::rsa_pkcs1_sha256),
+        "rsasha384" => Some(S::rsa_pkcs1_sha384),
+        "rsasha512" => Some(S::rsa_pkcs1_sha512),
+        _ => None,
+    };
+    alias
+        .or_else(|| S::KNOWN.iter().copied().find(|x| norm(x.name()) == n))
+        .ok_or_else(|| {
+            format!(
+                "unknown signature scheme '{s}' (known: {})",
+                known(S::KNOWN, S::name)
+            )
+        })
+}
+
+/// A PSK key exchange mode: `dhe` / `psk_dhe_ke`, `ke` / `psk_ke`.
+pub fn psk_mode(s: &str) -> Result<PskKeyExchangeMode, String> {
+    match norm(s).as_str() {
+        "dhe" | "pskdheke" | "dheke" => Ok(PskKeyExchangeMode::PskDheKe),
+        "ke" | "pskke" => Ok(PskKeyExchangeMode::PskKe),
+        _ => Err(format!(
+            "unknown PSK mode '{s}' (known: dhe, ke, psk_dhe_ke, psk_ke)"
+        )),
+    }
+}
+
+/// `--groups` value parser.
+pub fn groups(s: &str) -> Result<List<NamedGroup>, String> {
+    list(s, group)
+}
+
+/// `--suites` value parser.
+pub fn suites(s: &str) -> Result<List<CipherSuite>, String> {
+    list(s, suite)
+}
+
+/// `--sigalgs` value parser.
+pub fn sigalgs(s: &str) -> Result<List<SignatureScheme>, String> {
+    list(s, sigalg)
+}
+
+/// `--psk-modes` value parser.
+pub fn psk_modes(s: &str) -> Result<List<PskKeyExchangeMode>, String> {
+    list(s, psk_mode)
+}
+
+/// `--alpn` value parser: comma-separated protocol names.
+pub fn alpn(s: &str) -> Result<List<Vec<u8>>, String> {
+    let v: Vec<Vec<u8>> = s
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
+    if v.is_empty() || v.iter().any(|p| p.len() > 255) {
+        return Err("ALPN protocols are 1..=255 bytes, comma-separated".into());
+    }
+    Ok(List(v))
+}
+
+/// `on` / `off` (also yes/no, true/false, 1/0).
+pub fn on_off(s: &str) -> Result<bool, String> {
+    match norm(s).as_str() {
+        "on" | "yes" | "true" | "1" => Ok(true),
+        "off" | "no" | "false" | "0" => Ok(false),
+        _ => Err(format!("expected on or off, got '{s}'")),
+    }
+}
+
+/// Bytes given on the command line (a newtype, so clap does not read `Vec<u8>` as repetition).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+/// `--request` value parser: [`unescape`].
+pub fn bytes(s: &str) -> Result<Bytes, String> {
+    unescape(s).map(Bytes)
+}
+
+/// Interpret `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` so a request can be typed in a shell.
+pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut b = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some('r') => out.push(b'\r'),
+            Some('n') => out.push(b'\n'),
+            Some('t') => out.push(b'\t'),
+            Some('0') => out.push(0),
+            Some('\\') => out.push(b'\\'),
+            Some('x') => {
+                let h: String = chars.by_ref().take(2).collect();
+                let b = u8::from_str_radix(&h, 16)
+                    .map_err(|_| format!("bad escape \\x{h} (two hex digits)"))?;
+                out.push(b);
+            }
+            Some(o) => return Err(format!("unknown escape \\{o}")),
+            None => return Err("trailing backslash".into()),
+        }
+    }
+    Ok(out)
+}
+
+/// Groups in `wanted` that have no implementation (the core would fail to make a share).
+pub fn unimplemented_groups(wanted: &[NamedGroup]) -> Vec<NamedGroup> {
+    wanted
+        .iter()
+        .copied()
+        .filter(|g| !tls13lab::crypto::kx::is_supported(*g))
+        .collect()
+}
+
+/// Names of the groups we can make key shares for.
+pub fn implemented_groups() -> String {
+    known(tls13lab::crypto::kx::supported_groups(), NamedGroup::name)
+}
+
+// -------------------------------------------------------------------------------------- files
+
+/// Read a whole file, naming it in the error.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| Failure::file(path, e))
+}
+
+/// Read a text file, naming it in the error.
+pub fn read_text(path: &Path) -> Result<String, Failure> {
+    String::from_utf8(read_file(path)?).map_err(|_| Failure::file(path, "not UTF-8 text"))
+}
+
+/// Write a whole file, naming it in the error.
+pub fn write_file(path: &Path, data: &[u8]) -> Result<(), Failure> {
+    std::fs::write(path, data).map_err(|e| Failure::file(path, e))
+}
+
+/// The certificates of a PEM file (at least one).
+pub fn load_certs(path: &Path) -> Result<Vec<Vec<u8>>, Failure> {
+    let certs = certs_from_pem(&read_text(path)?)
+        .map_err(|e| Failure::file(path, format!("malformed PEM ({e:?})")))?;
+    if certs.is_empty() {
+        return Err(Failure::file(path, "no CERTIFICATE block in PEM"));
+    }
+    Ok(certs)
+}
+
+/// A certificate chain and its key from two PEM files.
+pub fn load_certified_key(cert: &Path, key: &Path) -> Result<CertifiedKey, Failure> {
+    let chain = load_certs(cert)?;
+    let key = SigningKey::from_pem(&read_text(key)?).map_err(|e| Failure::file(key, e))?;
+    Ok(CertifiedKey {
+        chain,
+        key: std::sync::Arc::new(key),
+    })
+}
+
+/// DER certificates as PEM text.
+pub fn certs_to_pem(chain: &[Vec<u8>]) -> String {
+    let mut s = String::new();
+    for der in chain {
+        s.push_str("-----BEGIN CERTIFICATE-----\n");
+        let b64 = base64(der);
+        for line in b64.as_bytes().chunks(64) {
+            s.push_str(std::str::from_utf8(line).unwrap_or_default());
+            s.push('\n');
+        }
+        s.push_str("-----END CERTIFICATE-----\n");
+    }
+    s
+}
+
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+// ------------------------------------------------------------------------------------ key log
+
+/// NSS key log files (`--keylog FILE` and `SSLKEYLOGFILE`), appended to line by line as secrets
+/// are derived, so a capture can be decrypted even if the process dies mid-connection.
+#[derive(Default)]
+pub struct KeyLog {
+    files: Vec<File>,
+}
+
+impl KeyLog {
+    /// Open `explicit` and `$SSLKEYLOGFILE` (once if they name the same file).
+    pub fn open(explicit: Option<&Path>) -> Result<KeyLog, Failure> {
+        let mut paths: Vec<PathBuf> = explicit.map(Path::to_path_buf).into_iter().collect();
+        if let Some(env) = std::env::var_os("SSLKEYLOGFILE").filter(|v| !v.is_empty()) {
+            let env = PathBuf::from(env);
+            if !paths.contains(&env) {
+                paths.push(env);
+            }
+        }
+        let files = paths
+            .iter()
+            .map(|p| {
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| Failure::file(p, e))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(KeyLog { files })
+    }
+
+    /// Append one line.
+    pub fn write(&mut self, s: &SecretEvent) {
+        let line = format!("{}\n", s.keylog_line());
+        for f in &mut self.files {
+            // A full disk must not kill the connection; the key log is best effort.
+            let _ = f.write_all(line.as_bytes()).and_then(|()| f.flush());
+        }
+    }
+
+    /// Append the lines of every secret in `events`.
+    pub fn write_events(&mut self, events: &[Event]) {
+        if self.files.is_empty() {
+            return;
+        }
+        for e in events {
+            if let Event::Secret(s) = e {
+                self.write(s);
+            }
+        }
+    }
+}
+
+// --------------------------------------------------------------------------- what happened
+
+/// A ledger of `events` whose table counts time from `origin_ms`.
+pub fn ledger(events: &[Event], origin_ms: u64) -> Ledger {
+    let mut l = Ledger::from_events(events);
+    l.set_origin(origin_ms);
+    l
+}
+
+/// What the ServerHello says, before the handshake is complete (the server answers 0-RTT
+/// requests before the client's Finished, when `Event::Connected` has not happened yet).
+#[derive(Clone, Debug, Default)]
+pub struct HelloView {
+    /// The suite the ServerHello selected.
+    pub suite: Option<CipherSuite>,
+    /// The key_share group, if any.
+    pub group: Option<NamedGroup>,
+    /// Whether the ServerHello selected a PSK.
+    pub resumed: bool,
+    /// Whether a HelloRetryRequest was sent.
+    pub hello_retry: bool,
+}
+
+impl HelloView {
+    /// Read the ServerHello (and HelloRetryRequest) out of `events`.
+    pub fn from_events(events: &[Event]) -> HelloView {
+        let mut v = HelloView::default();
+        for e in events {
+            let Event::Handshake(h) = e else { continue };
+            if h.typ != HandshakeType::ServerHello {
+                continue;
+            }
+            let Ok(m) = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 0 }) else {
+                continue;
+            };
+            let HandshakePayload::ServerHello(sh) = m.payload else {
+                continue;
+            };
+            if sh.is_hello_retry_request() {
+                v.hello_retry = true;
+                continue;
+            }
+            v.suite = Some(sh.cipher_suite);
+            for x in &sh.extensions {
+                match x {
+                    Extension::KeyShareServer(k) => v.group = Some(k.group),
+                    Extension::PreSharedKeyServer(_) => v.resumed = true,
+                    _ => {}
+                }
+            }
+        }
+        v
+    }
+}
+
+/// Application bytes in `events` (early data first, as it arrived).
+pub fn app_bytes(events: &[Event]) -> (Vec<u8>, Vec<u8>) {
+    let (mut early, mut app) = (Vec::new(), Vec::new());
+    for e in events {
+        match e {
+            Event::EarlyData { data } => early.extend_from_slice(data),
+            Event::AppData { data } => app.extend_from_slice(data),
+            _ => {}
+        }
+    }
+    (early, app)
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// How the early data went, in words.
+pub fn early_text(s: Option<EarlyDataStatus>) -> &'static str {
+    match s {
+        Some(EarlyDataStatus::Accepted) => "accepted",
+        Some(EarlyDataStatus::Rejected) => "rejected",
+        Some(EarlyDataStatus::NotSent) => "not sent",
+        None => "unknown (no handshake)",
+    }
+}
+
+/// What the client and the demo print: the ledger table, the response, the summary.
+pub fn printout(ledger: &Ledger, events: &[Event]) -> String {
+    let (_, response) = app_bytes(events);
+    let text = String::from_utf8_lossy(&response);
+    let mut s = ledger.table();
+    s.push_str(&format!("--- response ({} bytes)\n{text}", response.len()));
+    if !text.is_empty() && !text.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str("--- summary\n");
+    s.push_str(&summary(ledger, events));
+    s
+}
+
+/// Write to stdout. A closed pipe (`tls13lab demo | head`) is not an error worth a panic.
+pub fn emit(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}
+
+/// The summary printed after the ledger and the response.
+pub fn summary(ledger: &Ledger, events: &[Event]) -> String {
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<18} {v}\n"));
+    match &ledger.negotiated {
+        Some(n) => {
+            line("version", n.version.to_string());
+            line("cipher suite", n.suite.to_string());
+            line(
+                "group",
+                n.group.map_or("none (psk_ke)".into(), |g| g.to_string()),
+            );
+            line(
+                "signature scheme",
+                n.signature_scheme
+                    .map_or("none (resumed)".into(), |x| x.to_string()),
+            );
+            if let Some(c) = n.client_signature_scheme {
+                line("client signature", c.to_string());
+            }
+            line(
+                "resumed",
+                match n.psk_identity {
+                    Some(i) if n.resumed => format!("yes (PSK identity {i})"),
+                    _ => yes_no(n.resumed).into(),
+                },
+            );
+            line("early data", early_text(Some(n.early_data)).into());
+            line("hello retry", yes_no(n.hello_retry).into());
+            line("alpn", n.alpn.clone().unwrap_or_else(|| "none".into()));
+        }
+        None => line("handshake", "not completed".into()),
+    }
+    let t = &ledger.totals;
+    line(
+        "client → server",
+        format!(
+            "{} bytes in {} records",
+            t.client_to_server.bytes, t.client_to_server.records
+        ),
+    );
+    line(
+        "server → client",
+        format!(
+            "{} bytes in {} records",
+            t.server_to_client.bytes, t.server_to_client.records
+        ),
+    );
+    line(
+        "round trips",
+        ledger.round_trips_to_first_response().map_or_else(
+            || "no response".into(),
+            |r| format!("{r} until the first response byte"),
+        ),
+    );
+    let tickets = events
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::Ticket { direction, .. } if *direction == Direction::ServerToClient)
+        })
+        .count();
+    line("tickets", format!("{tickets} received"));
+    s
+}
+
+// ------------------------------------------------------------------------------------- JSON
+
+/// Inputs of the `--json` report (schema: docs/ledger.md).
+pub struct Report<'a> {
+    /// Which endpoint observed the connection.
+    pub side: Side,
+    /// The peer's address (`None` in memory).
+    pub peer: Option<String>,
+    /// The clock when the connection started (Unix ms); records carry the same clock.
+    pub started_ms: u64,
+    /// Every event the endpoint reported, in order.
+    pub events: &'a [Event],
+    /// Include secret values (and every key-schedule step).
+    pub show_secrets: bool,
+    /// The one-line failure, if the connection failed.
+    pub error: Option<String>,
+}
+
+/// Version of the JSON layout; bumped on incompatible changes.
+pub const SCHEMA: &str = "tls13lab.connection.v1";
+
+impl Report<'_> {
+    /// The report as JSON.
+    pub fn to_json(&self) -> Value {
+        let l = ledger(self.events, self.started_ms);
+        let mut messages = Vec::new();
+        let mut secrets = Vec::new();
+        let mut derivations = Vec::new();
+        let mut key_shares = Vec::new();
+        let mut events = Vec::new();
+        for e in self.events {
+            match e {
+                Event::Record(_) => {}
+                Event::Handshake(h) => messages.push(json!({
+                    "direction": h.direction,
+                    "epoch": h.epoch,
+                    "type": h.typ,
+                    "len": h.bytes.len(),
+                    "bytes": tls13lab::events::hex(&h.bytes),
+                    "layout": h.layout,
+                })),
+                Event::Secret(s) => {
+                    let mut v = json!({
+                        "name": s.name,
+                        "label": s.nss_label,
+                        "client_random": tls13lab::events::hex(&s.client_random),
+                    });
+                    if self.show_secrets {
+                        v["secret"] = tls13lab::events::hex(&s.secret).into();
+                    }
+                    secrets.push(v);
+                }
+                Event::Derivation(d) if self.show_secrets => {
+                    derivations.push(serde_json::to_value(d).unwrap_or(Value::Null))
+                }
+                Event::KeyShare(k) => {
+                    if self.show_secrets {
+                        key_shares.push(serde_json::to_value(k).unwrap_or(Value::Null));
+                    } else {
+                        key_shares.push(json!({
+                            "group": k.group,
+                            "components": k.components.iter().map(|c| c.name).collect::<Vec<_>>(),
+                        }));
+                    }
+                }
+                Event::Derivation(_) => {}
+                Event::AppData { data } => {
+                    events.push(json!({"event": "app_data", "len": data.len()}))
+                }
+                Event::EarlyData { data } => {
+                    events.push(json!({"event": "early_data", "len": data.len()}))
+                }
+                Event::EarlyDataRejected { data } => {
+                    events.push(json!({"event": "early_data_rejected", "len": data.len()}))
+                }
+                other => events.push(serde_json::to_value(other).unwrap_or(Value::Null)),
+            }
+        }
+        let n = l.negotiated.as_ref();
+        let mut v = json!({
+            "schema": SCHEMA,
+            "side": self.side,
+            "peer": self.peer,
+            "started_ms": self.started_ms,
+            "negotiated": n,
+            "resumed": n.map(|n| n.resumed),
+            "early_data": n.map(|n| n.early_data),
+            "hello_retry": n.map(|n| n.hello_retry),
+            "round_trips_to_first_response": l.round_trips_to_first_response(),
+            "totals": l.totals,
+            "records": l.records,
+            "messages": messages,
+            "secrets": secrets,
+            "key_shares": key_shares,
+            "events": events,
+            "error": self.error,
+        });
+        if self.show_secrets {
+            v["derivations"] = derivations.into();
+        }
+        v
+    }
+
+    /// Write the report to `path`.
+    pub fn write(&self, path: &Path) -> Result<(), Failure> {
+        let text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        write_file(path, format!("{text}\n").as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_accept_every_spelling() {
+        for s in ["x25519", "X25519", "0x001d", "29"] {
+            assert_eq!(group(s), Ok(NamedGroup::X25519), "{s}");
+        }
+        for s in ["secp256r1", "P-256", "prime256v1", "p256", "SECP256R1"] {
+            assert_eq!(group(s), Ok(NamedGroup::secp256r1), "{s}");
+        }
+        for s in ["x25519mlkem768", "X25519MLKEM768", "x25519_mlkem768"] {
+            assert_eq!(group(s), Ok(NamedGroup::X25519MLKEM768), "{s}");
+        }
+        assert_eq!(group("0x0a0a"), Ok(NamedGroup::Unknown(0x0a0a)));
+        assert!(group("x25518").is_err());
+        for s in [
+            "aes128gcm",
+            "TLS_AES_128_GCM_SHA256",
+            "aes_128_gcm_sha256",
+            "0x1301",
+        ] {
+            assert_eq!(suite(s), Ok(CipherSuite::TLS_AES_128_GCM_SHA256), "{s}");
+        }
+        assert_eq!(
+            suite("chacha20"),
+            Ok(CipherSuite::TLS_CHACHA20_POLY1305_SHA256)
+        );
+        assert_eq!(
+            suite("aes128ccm8"),
+            Ok(CipherSuite::TLS_AES_128_CCM_8_SHA256)
+        );
+        for s in [
+            "ecdsa_secp256r1_sha256",
+            "ECDSA+SHA256",
+            "ecdsa-secp256r1-sha256",
+        ] {
+            assert_eq!(
+                sigalg(s),
+                Ok(SignatureScheme::ecdsa_secp256r1_sha256),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            sigalg("RSA-PSS+SHA256"),
+            Ok(SignatureScheme::rsa_pss_rsae_sha256)
+        );
+        assert_eq!(sigalg("Ed25519"), Ok(SignatureScheme::ed25519));
+        assert_eq!(
+            groups("x25519, P-256").map(|l| l.0),
+            Ok(vec![NamedGroup::X25519, NamedGroup::secp256r1])
+        );
+        assert_eq!(
+            groups("X25519:prime256v1").map(|l| l.0),
+            Ok(vec![NamedGroup::X25519, NamedGroup::secp256r1]),
+            "OpenSSL's colon lists"
+        );
+        assert!(groups(",").is_err());
+        assert_eq!(
+            psk_modes("dhe,ke").map(|l| l.0),
+            Ok(vec![
+                PskKeyExchangeMode::PskDheKe,
+                PskKeyExchangeMode::PskKe
+            ])
+        );
+    }
+
+    #[test]
+    fn requests_unescape() {
+        assert_eq!(
+            unescape(r"GET / HTTP/1.0\r\n\r\n").unwrap(),
+            b"GET / HTTP/1.0\r\n\r\n"
+        );
+        assert_eq!(unescape(r"\x41\\").unwrap(), b"A\\");
+        assert!(unescape(r"\q").is_err());
+        assert!(unescape("\\").is_err());
+    }
+
+    #[test]
+    fn base64_pads() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn pem_round_trips() {
+        let der = vec![0x30, 0x03, 0x02, 0x01, 0x01];
+        let pem = certs_to_pem(std::slice::from_ref(&der));
+        // certs_from_pem does not check the DER, only the armour and base64.
+        assert_eq!(certs_from_pem(&pem).unwrap(), vec![der]);
+    }
+}

@@ -1,0 +1,289 @@
+//! `tls13lab demo` (the default): a client and a server wired back to back in memory, with a
+//! fixed clock and seeded randomness, so every run prints the same bytes. It takes the client's
+//! and the server's options, so anything measurable over TCP is measurable here.
+
+use std::sync::Arc;
+
+use tls13lab::config::CertifiedKey;
+use tls13lab::crypto::cert::self_signed_p256;
+use tls13lab::crypto::random::SeededRandom;
+use tls13lab::crypto::sign::SigningKey;
+use tls13lab::demo::{self, Pair};
+use tls13lab::events::{Event, Side};
+use tls13lab::messages::{CipherSuite, NamedGroup, SignatureScheme};
+use tls13lab::Error;
+
+use super::common::{
+    bytes, emit, groups, ledger, printout, sigalgs, suites, Bytes, Failure, KeyLog, List, Offer,
+    Output, Policy, Report,
+};
+use super::server::{http_ok, page};
+
+/// 2026-01-01T00:00:00Z: a fixed clock keeps the demo replayable.
+const NOW_MS: u64 = 1_767_225_600_000;
+
+/// Options of `tls13lab demo`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Seed for all randomness (the run replays byte for byte).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub offer: Offer,
+    /// Server group preference order [default: --groups, else the library's].
+    #[arg(long, value_name = "LIST", value_parser = groups)]
+    pub server_groups: Option<List<NamedGroup>>,
+    /// Server suite preference order [default: --suites, else the library's].
+    #[arg(long, value_name = "LIST", value_parser = suites)]
+    pub server_suites: Option<List<CipherSuite>>,
+    /// Signature schemes the server may use [default: --sigalgs, else the library's].
+    #[arg(long, value_name = "LIST", value_parser = sigalgs)]
+    pub server_sigalgs: Option<List<SignatureScheme>>,
+    /// max_early_data_size in the server's tickets.
+    #[arg(long, value_name = "MAX")]
+    pub max_early_data: Option<u32>,
+    #[command(flatten)]
+    pub policy: Policy,
+    /// The request; \r \n \t \\ \xHH are interpreted [default: GET / HTTP/1.0\r\n\r\n].
+    #[arg(long, value_name = "STRING", value_parser = bytes)]
+    pub request: Option<Bytes>,
+    #[command(flatten)]
+    pub out: Output,
+    /// Only the full handshake (skip the resumed and 0-RTT connections and the comparison).
+    #[arg(long)]
+    pub once: bool,
+}
+
+impl Default for DemoArgs {
+    fn default() -> Self {
+        DemoArgs {
+            seed: 1,
+            offer: Offer::default(),
+            server_groups: None,
+            server_suites: None,
+            server_sigalgs: None,
+            max_early_data: None,
+            policy: Policy::default(),
+            request: None,
+            out: Output::default(),
+            once: false,
+        }
+    }
+}
+
+/// Run the demo.
+pub fn run(a: DemoArgs) -> Result<(), Failure> {
+    let (mut server_cfg, root) =
+        demo::server_config(a.seed, NOW_MS).map_err(|e| Failure::BadOption(e.to_string()))?;
+    let mut client_cfg = demo::client_config(root);
+    a.offer.apply(&mut client_cfg)?;
+    // One option, both sides: `demo --groups x25519mlkem768` should negotiate it.
+    if let Some(g) = a.server_groups.as_ref().or(a.offer.groups.as_ref()) {
+        server_cfg.groups = g.0.clone();
+    }
+    if let Some(s) = a.server_suites.as_ref().or(a.offer.suites.as_ref()) {
+        server_cfg.cipher_suites = s.0.clone();
+    }
+    if let Some(s) = a.server_sigalgs.as_ref().or(a.offer.sigalgs.as_ref()) {
+        server_cfg.signature_schemes = s.0.clone();
+    }
+    if let Some(x) = &a.offer.alpn {
+        server_cfg.alpn = x.0.clone();
+    }
+    if let Some(m) = a.max_early_data {
+        server_cfg.max_early_data = m;
+    }
+    server_cfg.padding = client_cfg.padding;
+    let mut client_roots = Vec::new();
+    if a.policy.request_client_cert || a.policy.require_client_cert {
+        let ck = client_identity(a.seed)?;
+        client_roots = ck.chain.clone();
+        client_cfg.client_cert = Some(ck);
+    }
+    a.policy.apply(&mut server_cfg, client_roots);
+    let request = a
+        .request
+        .as_ref()
+        .map_or_else(|| b"GET / HTTP/1.0\r\n\r\n".to_vec(), |r| r.0.clone());
+
+    let (client_cfg, server_cfg) = (Arc::new(client_cfg), Arc::new(server_cfg));
+    let mut p = Pair::new(client_cfg.clone(), server_cfg.clone(), a.seed, NOW_MS)
+        .map_err(|e| Failure::BadOption(e.to_string()))?;
+    let result = converse(&mut p, &request);
+    if result.is_err() {
+        // Let the alert reach the other side so both ledgers show it (its error is the same).
+        let _ = p.exchange();
+        let _ = p.exchange();
+    }
+    let events = &p.client_events;
+    KeyLog::open(a.out.keylog.as_deref())?.write_events(events);
+
+    let l = ledger(events, NOW_MS);
+    emit(&format!(
+        "== in memory, seed {}: client ⇄ server, no sockets, clock fixed at {NOW_MS} ms\n{}",
+        a.seed,
+        printout(&l, events)
+    ));
+    let failure = result.err().map(|(e, during)| demo_failure(&p, &e, during));
+    if let Some(path) = &a.out.json {
+        Report {
+            side: Side::Client,
+            peer: None,
+            started_ms: NOW_MS,
+            events,
+            show_secrets: a.out.show_secrets,
+            error: failure.as_ref().map(|f| f.to_string()),
+        }
+        .write(path)?;
+    }
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    if !a.once {
+        resumptions(&p, client_cfg, server_cfg, a.seed, &request)?;
+    }
+    Ok(())
+}
+
+/// The same client resumes twice with the first connection's tickets — once without and once
+/// with 0-RTT — and a table compares the three connections (what a ticket saves, what 0-RTT buys).
+fn resumptions(
+    first: &Pair,
+    client_cfg: Arc<tls13lab::ClientConfig>,
+    server_cfg: Arc<tls13lab::ServerConfig>,
+    seed: u64,
+    request: &[u8],
+) -> Result<(), Failure> {
+    let mut runs = vec![demo::run_of("full", first)];
+    let mut tickets = first.client.tickets().clone();
+    if tickets.is_empty() {
+        emit("(no tickets were issued: no resumed connections to compare)\n");
+        return Ok(());
+    }
+    let response = http_ok("hello again from tls13lab\n");
+    let later = NOW_MS + 1000;
+    for (label, early) in [("resumed", false), ("resumed+0-RTT", true)] {
+        let mut one = tls13lab::session::TicketStore::default();
+        if let Some(t) = tickets.tickets.pop_back() {
+            one.insert(t);
+        }
+        let cfg = Arc::new(tls13lab::ClientConfig {
+            enable_early_data: early,
+            ..(*client_cfg).clone()
+        });
+        let seed = seed + runs.len() as u64;
+        let p = demo::request_response(
+            cfg,
+            server_cfg.clone(),
+            seed,
+            later,
+            request,
+            &response,
+            one,
+        )
+        .map_err(|e| Failure::tls(&e, label))?;
+        let l = ledger(&p.client_events, later);
+        emit(&format!(
+            "\n== {label}, seed {seed}\n{}",
+            printout(&l, &p.client_events)
+        ));
+        runs.push(demo::run_of(label, &p));
+    }
+    emit(&format!(
+        "\n== full vs resumed vs 0-RTT\n{}",
+        demo::summary_table(&runs)
+    ));
+    Ok(())
+}
+
+/// Both endpoints live here, so say which one sent the alert.
+fn demo_failure(p: &Pair, e: &Error, during: &str) -> Failure {
+    use tls13lab::events::Direction;
+    use tls13lab::messages::{AlertDescription, AlertLevel};
+    let sent = |events: &[Event], dir: Direction| {
+        events.iter().find_map(|ev| match ev {
+            Event::Alert {
+                direction,
+                level,
+                description,
+            } if *direction == dir
+                && (*level == AlertLevel::Fatal
+                    || *description != AlertDescription::CloseNotify) =>
+            {
+                Some(*description)
+            }
+            _ => None,
+        })
+    };
+    let who = sent(&p.server_events, Direction::ServerToClient)
+        .map(|a| ("server", a))
+        .or_else(|| sent(&p.client_events, Direction::ClientToServer).map(|a| ("client", a)));
+    match who {
+        Some((who, alert)) => {
+            Failure::Tls(format!("{during} failed: {who} sent alert {alert} ({e})"))
+        }
+        None => Failure::tls(e, during),
+    }
+}
+
+/// Handshake, request, the server's page, close — like the TCP client and server, in memory.
+fn converse(p: &mut Pair, request: &[u8]) -> Result<(), (Error, &'static str)> {
+    let hs = |e| (e, "handshake");
+    let conn = |e| (e, "connection");
+    p.client.start(p.now_ms).map_err(hs)?;
+    let early = p.client.send(request).is_ok();
+    let mut sent = early;
+    for _ in 0..16 {
+        if p.client.is_connected() && p.server.is_connected() {
+            break;
+        }
+        let moved = p.client_to_server().map_err(hs)? + p.server_to_client().map_err(hs)?;
+        // Like a real client, send the request together with our Finished.
+        if p.client.is_connected() && !sent {
+            p.client.send(request).map_err(conn)?;
+            sent = true;
+        }
+        if moved == 0 {
+            break;
+        }
+    }
+    if !(p.client.is_connected() && p.server.is_connected()) {
+        return Err((
+            Error::InvalidState("handshake did not complete"),
+            "handshake",
+        ));
+    }
+    let rejected = p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
+    if !sent || rejected {
+        p.client.send(request).map_err(conn)?;
+    }
+    p.exchange().map_err(conn)?;
+    let body = page("in-memory connection", &p.server_events);
+    p.server.send(&http_ok(&body)).map_err(conn)?;
+    p.server.close();
+    p.exchange().map_err(conn)?;
+    p.client.close();
+    p.settle().map_err(conn)?;
+    Ok(())
+}
+
+/// A client certificate for `--request-client-cert` / `--require-client-cert`.
+fn client_identity(seed: u64) -> Result<CertifiedKey, Failure> {
+    let mut rng = SeededRandom::from_seed(seed ^ 0xc11e_0001);
+    let key = SigningKey::generate_p256(&mut rng);
+    let now_s = NOW_MS / 1000;
+    let cert = self_signed_p256(
+        &["client.tls13lab.test"],
+        &key,
+        now_s - 86_400,
+        now_s + 365 * 86_400,
+    )
+    .map_err(|e| Failure::BadOption(e.to_string()))?;
+    Ok(CertifiedKey {
+        chain: vec![cert],
+        key: Arc::new(key),
+    })
+}

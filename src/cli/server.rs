@@ -1,0 +1,518 @@
+//! `tls13lab server --listen ADDR`: accept connections, one thread each (bounded), answer each
+//! request with a page describing the connection (or echo), log one line per connection.
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tls13lab::config::CertifiedKey;
+use tls13lab::crypto::cert::self_signed_p256;
+use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
+use tls13lab::crypto::sign::SigningKey;
+use tls13lab::events::{EarlyDataStatus, Event, Side};
+use tls13lab::messages::{CipherSuite, NamedGroup, SignatureScheme};
+use tls13lab::{Server, ServerConfig};
+
+use super::common::{
+    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, padding, sigalgs, suites,
+    write_file, Failure, HelloView, KeyLog, List, Policy, Report,
+};
+use crate::net::{self, Driver, Endpoint, NetError, Step};
+
+/// Options of `tls13lab server`.
+#[derive(clap::Args, Debug)]
+pub struct ServerArgs {
+    /// Address to listen on; port 0 picks a free port. The first stdout line is `listening on IP:PORT`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4433")]
+    pub listen: String,
+    /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost].
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, ECDSA P-256, Ed25519).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Write the server's certificate chain as PEM (e.g. the generated one, for a client's --cafile).
+    #[arg(long, value_name = "FILE")]
+    pub cert_out: Option<PathBuf>,
+    /// Groups in server preference order.
+    #[arg(long, value_name = "LIST", value_parser = groups)]
+    pub groups: Option<List<NamedGroup>>,
+    /// Cipher suites in server preference order.
+    #[arg(long, value_name = "LIST", value_parser = suites)]
+    pub suites: Option<List<CipherSuite>>,
+    /// Signature schemes the server will use, in preference order.
+    #[arg(long, value_name = "LIST", value_parser = sigalgs)]
+    pub sigalgs: Option<List<SignatureScheme>>,
+    /// ALPN protocols the server speaks, in preference order.
+    #[arg(long, value_name = "LIST", value_parser = alpn)]
+    pub alpn: Option<List<Vec<u8>>>,
+    /// max_early_data_size advertised in tickets; 0 refuses 0-RTT [default: 16384].
+    #[arg(long, value_name = "MAX")]
+    pub early_data: Option<u32>,
+    #[command(flatten)]
+    pub policy: Policy,
+    /// CA certificates (PEM) that client certificates must chain to [default: accept any, still checking CertificateVerify].
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+    /// Pad every protected record's inner plaintext to a multiple of N bytes (0 = none).
+    #[arg(long, value_name = "N")]
+    pub padding: Option<usize>,
+    /// Echo what the client sends instead of answering with a page.
+    #[arg(long)]
+    pub echo: bool,
+    /// Exit after N connections have been accepted and finished [default: serve until stopped].
+    #[arg(long, value_name = "N")]
+    pub naccept: Option<u64>,
+    /// Seconds a connection may take in all before it is dropped.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub timeout: u64,
+    /// Connections served at once; further ones wait in the accept queue.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_connections: usize,
+    /// Print each connection's record-by-record ledger before its summary line.
+    #[arg(long)]
+    pub ledger: bool,
+    /// Append NSS key log lines to FILE (SSLKEYLOGFILE is honoured too).
+    #[arg(long, value_name = "FILE")]
+    pub keylog: Option<PathBuf>,
+    /// Write one JSON ledger per connection into DIR (conn-000001.json, ...).
+    #[arg(long, value_name = "DIR")]
+    pub json_dir: Option<PathBuf>,
+    /// Put secret values in the JSON ledgers.
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Seed all randomness (certificate, connection N uses seed+N): replayable runs.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// What every connection thread shares.
+struct Shared {
+    config: Arc<ServerConfig>,
+    keylog: Mutex<KeyLog>,
+    echo: bool,
+    timeout: Duration,
+    print_ledger: bool,
+    json_dir: Option<PathBuf>,
+    show_secrets: bool,
+    seed: Option<u64>,
+}
+
+/// A counting semaphore bounding concurrent connections.
+struct Slots {
+    used: Mutex<usize>,
+    freed: Condvar,
+    max: usize,
+}
+
+impl Slots {
+    fn acquire(self: &Arc<Self>) -> SlotGuard {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        while *used >= self.max {
+            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+        *used += 1;
+        SlotGuard(self.clone())
+    }
+}
+
+/// Frees its slot when dropped — also when a connection thread panics.
+struct SlotGuard(Arc<Slots>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let mut used = self.0.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// Run the server.
+pub fn run(a: ServerArgs) -> Result<(), Failure> {
+    let config = build_config(&a)?;
+    if let Some(dir) = &a.json_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Failure::file(dir, e))?;
+    }
+    let keylog = KeyLog::open(a.keylog.as_deref())?;
+    let addrs: Vec<SocketAddr> = a
+        .listen
+        .to_socket_addrs()
+        .map_err(|e| Failure::BadOption(format!("--listen {}: {e}", a.listen)))?
+        .collect();
+    let listener = TcpListener::bind(&addrs[..])
+        .map_err(|e| Failure::io(&format!("listen {}", a.listen), &e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Failure::io("listen", &e))?;
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {local}");
+        let _ = out.flush();
+    }
+    let slots = Arc::new(Slots {
+        used: Mutex::new(0),
+        freed: Condvar::new(),
+        max: a.max_connections.max(1),
+    });
+    let shared = Arc::new(Shared {
+        config: Arc::new(config),
+        keylog: Mutex::new(keylog),
+        echo: a.echo,
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        print_ledger: a.ledger,
+        json_dir: a.json_dir.clone(),
+        show_secrets: a.show_secrets,
+        seed: a.seed,
+    });
+    let mut handles = Vec::new();
+    let mut accepted = 0u64;
+    for conn in listener.incoming() {
+        let stream = match conn {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of descriptors and the like: one failed accept must not end the server.
+                eprintln!("tls13lab: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        accepted += 1;
+        let slot = slots.acquire();
+        let shared = shared.clone();
+        let n = accepted;
+        handles.push(std::thread::spawn(move || {
+            let _slot = slot;
+            serve(n, stream, &shared);
+        }));
+        handles.retain(|h| !h.is_finished());
+        if a.naccept == Some(accepted) {
+            break;
+        }
+    }
+    for h in handles {
+        let _ = h.join(); // a panicked connection already reported itself through the panic hook
+    }
+    Ok(())
+}
+
+fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
+    let cert = match (&a.cert, &a.key) {
+        (Some(c), Some(k)) => load_certified_key(c, k)?,
+        _ => self_signed(a.seed)?,
+    };
+    if let Some(path) = &a.cert_out {
+        write_file(path, super::common::certs_to_pem(&cert.chain).as_bytes())?;
+    }
+    let mut s = ServerConfig::new(cert);
+    if let Some(g) = &a.groups {
+        s.groups = g.0.clone();
+    }
+    if let Some(x) = &a.suites {
+        s.cipher_suites = x.0.clone();
+    }
+    if let Some(x) = &a.sigalgs {
+        s.signature_schemes = x.0.clone();
+    }
+    if let Some(x) = &a.alpn {
+        s.alpn = x.0.clone();
+    }
+    if let Some(m) = a.early_data {
+        s.max_early_data = m;
+    }
+    if let Some(n) = a.padding {
+        s.padding = padding(n);
+    }
+    let asks = a.policy.request_client_cert || a.policy.require_client_cert;
+    let roots = match &a.client_ca {
+        Some(_) if !asks => {
+            return Err(Failure::BadOption(
+                "--client-ca needs --request-client-cert or --require-client-cert".into(),
+            ))
+        }
+        Some(p) => load_certs(p)?,
+        None => Vec::new(),
+    };
+    a.policy.apply(&mut s, roots);
+    Ok(s)
+}
+
+/// A fresh ECDSA P-256 certificate for localhost, 127.0.0.1 and ::1, valid from a day ago for a year.
+fn self_signed(seed: Option<u64>) -> Result<CertifiedKey, Failure> {
+    let mut rng: Box<dyn RandomSource> = match seed {
+        Some(s) => Box::new(SeededRandom::from_seed(s ^ 0x5eed_cafe)),
+        None => Box::new(OsRandom),
+    };
+    let key = SigningKey::generate_p256(&mut rng);
+    let now_s = net::now_ms() / 1000;
+    let cert = self_signed_p256(
+        &["localhost", "127.0.0.1", "::1"],
+        &key,
+        now_s - 86_400,
+        now_s + 365 * 86_400,
+    )
+    .map_err(|e| Failure::BadOption(e.to_string()))?;
+    Ok(CertifiedKey {
+        chain: vec![cert],
+        key: Arc::new(key),
+    })
+}
+
+/// Serve one connection and report it; never panics on peer behaviour, never stops the server.
+fn serve(n: u64, stream: TcpStream, sh: &Shared) {
+    let peer = stream.peer_addr().ok();
+    let started = net::now_ms();
+    let (events, result) = drive(n, stream, sh, peer);
+    let l = ledger(&events, started);
+    let mut text = String::new();
+    if sh.print_ledger {
+        text.push_str(&l.table());
+    }
+    let peer_s = peer.map_or_else(|| "?".into(), |p| p.to_string());
+    let t = &l.totals;
+    let what = match &l.negotiated {
+        Some(neg) => format!(
+            "{} {} {}, {}, early data {}",
+            neg.version,
+            neg.suite,
+            neg.group.map_or("psk_ke".into(), |g| g.to_string()),
+            if neg.resumed {
+                "resumed"
+            } else {
+                "full handshake"
+            },
+            super::common::early_text(Some(neg.early_data)),
+        ),
+        None => "no handshake".into(),
+    };
+    let status = match &result {
+        Ok(()) => "ok".to_string(),
+        Err(f) => f.to_string(),
+    };
+    text.push_str(&format!(
+        "conn #{n} from {peer_s}: {what}; C→S {} bytes/{} records, S→C {} bytes/{} records; {status}\n",
+        t.client_to_server.bytes, t.client_to_server.records, t.server_to_client.bytes, t.server_to_client.records
+    ));
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    if let Some(dir) = &sh.json_dir {
+        let report = Report {
+            side: Side::Server,
+            peer: peer.map(|p| p.to_string()),
+            started_ms: started,
+            events: &events,
+            show_secrets: sh.show_secrets,
+            error: result.err().map(|f| f.to_string()),
+        };
+        if let Err(f) = report.write(&dir.join(format!("conn-{n:06}.json"))) {
+            eprintln!("tls13lab: {f}");
+        }
+    }
+}
+
+/// A request is answered at its blank line or at this size, whichever comes first.
+const MAX_REQUEST: usize = 64 * 1024;
+/// Application data one connection may send in all (echo mode); then it is closed.
+const MAX_CONNECTION_DATA: usize = 1024 * 1024;
+
+/// The connection loop: returns every event and how it ended.
+fn drive(
+    n: u64,
+    stream: TcpStream,
+    sh: &Shared,
+    peer: Option<SocketAddr>,
+) -> (Vec<Event>, Result<(), Failure>) {
+    let rng: Box<dyn RandomSource> = match sh.seed {
+        Some(s) => Box::new(SeededRandom::from_seed(s.wrapping_add(n))),
+        None => Box::new(OsRandom),
+    };
+    let server = match Server::new(sh.config.clone(), rng) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Err(Failure::BadOption(e.to_string()))),
+    };
+    let peer_s = peer.map_or_else(|| "?".into(), |p| p.to_string());
+    let deadline = Instant::now() + sh.timeout;
+    let mut d = Driver::new(stream, server);
+    let mut events = Vec::new();
+    let mut received = Vec::new();
+    let mut total = 0usize;
+    let mut responded = false;
+    let result = loop {
+        let left = net::remaining(deadline);
+        if left.is_zero() {
+            break if responded {
+                Ok(())
+            } else {
+                Err(Failure::Network(format!("timed out: {peer_s}")))
+            };
+        }
+        // After answering, wait briefly for the client's close_notify so the ledger has it.
+        let wait = if responded {
+            left.min(Duration::from_secs(1))
+        } else {
+            left
+        };
+        let step = d.step(wait);
+        let new = d.ep.drain_events();
+        if let Ok(mut k) = sh.keylog.lock() {
+            k.write_events(&new);
+        }
+        let peer_closed = new.iter().any(|e| matches!(e, Event::Closed));
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        for e in &new {
+            if let Event::EarlyData { data } | Event::AppData { data } = e {
+                chunks.push(data.clone());
+            }
+        }
+        events.extend(new);
+        let eof = match step {
+            Err(NetError::Tls(e)) => {
+                let during = if d.ep.is_connected() {
+                    "connection"
+                } else {
+                    "handshake"
+                };
+                break Err(Failure::tls(&e, during));
+            }
+            Err(NetError::Io(e)) => break Err(Failure::io(&peer_s, &e)),
+            Ok(Step::Idle) if responded => break Ok(()),
+            Ok(Step::Idle) => continue,
+            Ok(Step::Eof) => true,
+            Ok(Step::Data) => false,
+        };
+        total += chunks.iter().map(Vec::len).sum::<usize>();
+        if total > MAX_CONNECTION_DATA {
+            // Every event is kept for the ledger: a bounded budget keeps memory bounded too.
+            d.close();
+            break Err(Failure::Network(format!(
+                "more than {MAX_CONNECTION_DATA} bytes of data: closed {peer_s}"
+            )));
+        }
+        if !responded {
+            if sh.echo {
+                for c in &chunks {
+                    let _ = d.ep.send(c);
+                }
+                let _ = d.flush();
+            } else {
+                received.extend(chunks.concat());
+                let complete = request_complete(&received)
+                    || received.len() >= MAX_REQUEST
+                    || ((peer_closed || eof) && !received.is_empty());
+                if complete {
+                    let body = page(&format!("connection #{n} from {peer_s}"), &events);
+                    if d.ep.send(&http_ok(&body)).is_ok() {
+                        d.close();
+                        responded = true;
+                    }
+                }
+            }
+        }
+        if eof || peer_closed {
+            if !responded {
+                d.close();
+            }
+            break if d.ep.is_connected() || responded {
+                Ok(())
+            } else {
+                Err(Failure::Network(format!(
+                    "client hung up during the handshake: {peer_s}"
+                )))
+            };
+        }
+    };
+    events.extend(d.ep.drain_events());
+    (events, result)
+}
+
+/// A request is complete at its first blank line (HTTP) — CRLF or bare LF.
+fn request_complete(data: &[u8]) -> bool {
+    data.windows(4).any(|w| w == b"\r\n\r\n") || data.windows(2).any(|w| w == b"\n\n")
+}
+
+/// `HTTP/1.0 200 OK` around a text body.
+pub fn http_ok(body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.0 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The page describing a connection from the server's events so far. The server may answer a
+/// 0-RTT request before the client's Finished, so it reads the ServerHello when the handshake
+/// is not complete yet.
+pub fn page(title: &str, events: &[Event]) -> String {
+    let l = ledger(events, 0);
+    let hello = HelloView::from_events(events);
+    let (early, app) = app_bytes(events);
+    let mut s = format!("tls13lab server: {title}\n");
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<14} {v}\n"));
+    let (suite, group, resumed, hrr, early_status) = match &l.negotiated {
+        Some(n) => (
+            Some(n.suite),
+            n.group,
+            n.resumed,
+            n.hello_retry,
+            Some(n.early_data),
+        ),
+        None => (
+            hello.suite,
+            hello.group,
+            hello.resumed,
+            hello.hello_retry,
+            (!early.is_empty()).then_some(EarlyDataStatus::Accepted),
+        ),
+    };
+    line("version", "TLSv1.3".into());
+    line("cipher suite", suite.map_or("?".into(), |x| x.to_string()));
+    line(
+        "group",
+        group.map_or("none (psk_ke)".into(), |g| g.to_string()),
+    );
+    line("resumed", if resumed { "yes" } else { "no" }.into());
+    line("hello retry", if hrr { "yes" } else { "no" }.into());
+    let early_text = match early_status {
+        Some(EarlyDataStatus::Accepted) => {
+            format!("accepted, {} bytes: {}", early.len(), preview(&early))
+        }
+        Some(EarlyDataStatus::Rejected) => "rejected".into(),
+        Some(EarlyDataStatus::NotSent) | None => "not sent".into(),
+    };
+    line("early data", early_text);
+    line(
+        "request",
+        format!(
+            "{} bytes ({} as 0-RTT): {}",
+            early.len() + app.len(),
+            early.len(),
+            preview(&[early.as_slice(), app.as_slice()].concat())
+        ),
+    );
+    let t = &l.totals;
+    line(
+        "ledger so far",
+        format!(
+            "client → server {} bytes in {} records; server → client {} bytes in {} records",
+            t.client_to_server.bytes,
+            t.client_to_server.records,
+            t.server_to_client.bytes,
+            t.server_to_client.records
+        ),
+    );
+    s
+}
+
+/// At most 60 bytes, escaped.
+fn preview(data: &[u8]) -> String {
+    let cut = &data[..data.len().min(60)];
+    let mut s: String = cut.escape_ascii().to_string();
+    if data.len() > cut.len() {
+        s.push('…');
+    }
+    format!("\"{s}\"")
+}

@@ -1,0 +1,162 @@
+//! The blocking TCP driver: moves bytes between a socket and a sans-IO endpoint.
+//!
+//! This is the only place the `tls13lab` binary touches sockets and the clock. It lives in the
+//! binary crate, so the compiler holds it to the library's public API: `receive(bytes, now_ms)`,
+//! `take_output()`, `events()`, `send()` and `close()`. The clock is `SystemTime` as Unix
+//! milliseconds — the same clock the core uses for ticket ages and certificate validity.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tls13lab::events::Event;
+use tls13lab::{Client, Error, Server};
+
+/// The wall clock as Unix milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The part of [`Client`] and [`Server`] the driver needs (both expose it as inherent methods;
+/// `send` stays inherent because what it means before the handshake differs: 0-RTT vs 0.5-RTT).
+pub trait Endpoint {
+    /// Feed received bytes.
+    fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error>;
+    /// Bytes to send.
+    fn take_output(&mut self) -> Vec<u8>;
+    /// Drain the events recorded so far.
+    fn drain_events(&mut self) -> Vec<Event>;
+    /// Queue close_notify.
+    fn close(&mut self);
+}
+
+macro_rules! endpoint {
+    ($t:ty) => {
+        impl Endpoint for $t {
+            fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
+                <$t>::receive(self, bytes, now_ms)
+            }
+            fn take_output(&mut self) -> Vec<u8> {
+                <$t>::take_output(self)
+            }
+            fn drain_events(&mut self) -> Vec<Event> {
+                <$t>::events(self).collect()
+            }
+            fn close(&mut self) {
+                <$t>::close(self)
+            }
+        }
+    };
+}
+
+endpoint!(Client);
+endpoint!(Server);
+
+/// Why driving a connection stopped.
+#[derive(Debug)]
+pub enum NetError {
+    /// The socket failed.
+    Io(io::Error),
+    /// The TLS endpoint failed (its alert, if any, was sent before this was returned).
+    Tls(Error),
+}
+
+/// What one [`Driver::step`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Bytes arrived and were fed to the endpoint.
+    Data,
+    /// The peer closed its side of the TCP connection.
+    Eof,
+    /// Nothing arrived within the wait.
+    Idle,
+}
+
+/// A TCP stream wired to an endpoint.
+pub struct Driver<E: Endpoint> {
+    /// The sans-IO endpoint.
+    pub ep: E,
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl<E: Endpoint> Driver<E> {
+    /// Drive `ep` over `stream`.
+    pub fn new(stream: TcpStream, ep: E) -> Self {
+        let _ = stream.set_nodelay(true); // one flight, one segment burst: do not wait for ACKs
+        Driver {
+            ep,
+            stream,
+            buf: vec![0; 32 * 1024],
+        }
+    }
+
+    /// Write everything the endpoint has queued.
+    pub fn flush(&mut self) -> Result<(), NetError> {
+        let out = self.ep.take_output();
+        if !out.is_empty() {
+            self.stream.write_all(&out).map_err(NetError::Io)?;
+        }
+        Ok(())
+    }
+
+    /// Wait up to `wait` for bytes and feed them to the endpoint, then send what it answers.
+    /// On a TLS error the alert the endpoint queued is sent before the error is returned.
+    pub fn step(&mut self, wait: Duration) -> Result<Step, NetError> {
+        let wait = wait.max(Duration::from_millis(1)); // a zero timeout would mean "block forever"
+        self.stream
+            .set_read_timeout(Some(wait))
+            .map_err(NetError::Io)?;
+        let n = match self.stream.read(&mut self.buf) {
+            Ok(0) => return Ok(Step::Eof),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(Step::Idle)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(Step::Idle),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(Step::Eof),
+            Err(e) => return Err(NetError::Io(e)),
+        };
+        let result = self.ep.receive(&self.buf[..n], now_ms());
+        // Send whatever the endpoint queued — including the alert of a failure.
+        let flushed = self.flush();
+        result.map_err(NetError::Tls)?;
+        flushed?;
+        Ok(Step::Data)
+    }
+
+    /// Send close_notify and stop writing (the peer may still answer with its own).
+    pub fn close(&mut self) {
+        self.ep.close();
+        let _ = self.flush();
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+/// Time left until `deadline` (zero if it passed).
+pub fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+/// Resolve `host` and connect to the first address that answers within `timeout`.
+pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, io::Error> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e))?
+        .collect();
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}

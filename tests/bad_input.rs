@@ -1,0 +1,3239 @@
+//! A scripted adversarial peer, built on our own `messages` module and on the keys the honest
+//! peer reports in its events: real flights from an in-memory connection are mutated (and, under
+//! protection, decrypted, changed and re-sealed) and fed to the other side.
+//!
+//! Each case asserts the exact error and the exact alert — the one RFC 8446 prescribes, cited per
+//! case — and that the alert is the single, last record the endpoint queued, decoded (and
+//! decrypted) from its output bytes. Sweeps and proptest-based fuzzing check that no input makes
+//! an endpoint panic and that every error comes with exactly one alert.
+
+mod util;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as PropConfig, TestRunner};
+use tls13lab::crypto::aead::{suite_params, AeadAlg, AeadKey};
+use tls13lab::crypto::random::SeededRandom;
+use tls13lab::events::{Epoch, Event, Side};
+use tls13lab::keyschedule::SecretName;
+use tls13lab::messages::codec::DecodeError;
+use tls13lab::messages::enums::{
+    AlertDescription as A, AlertLevel, CipherSuite, ContentType, ExtensionType, HandshakeType,
+    KeyUpdateRequest, NamedGroup, ProtocolVersion, SignatureScheme,
+};
+use tls13lab::messages::extensions::{Extension, KeyShareEntry, OfferedPsks, PskIdentity};
+use tls13lab::messages::handshake::{
+    handshake_header, CertificatePayload, CertificateRequest, ClientHello, DecodeContext,
+    HandshakeMessage, HandshakePayload, NewSessionTicket, ServerHello, DOWNGRADE_TLS11,
+    DOWNGRADE_TLS12, HRR_RANDOM,
+};
+use tls13lab::record::RecordError;
+use tls13lab::{Client, ClientAuth, ClientConfig, Error, PeerMisbehaved, Server, ServerConfig};
+
+use util::{KeyKind, NOW};
+
+// =============================================================================================
+// The endpoint under test
+// =============================================================================================
+
+/// What the harness needs from a client or a server.
+trait Tls {
+    fn recv(&mut self, bytes: &[u8]) -> Result<(), Error>;
+    fn take(&mut self) -> Vec<u8>;
+    fn drain(&mut self) -> Vec<Event>;
+    fn connected(&self) -> bool;
+    fn send(&mut self, data: &[u8]) -> Result<(), Error>;
+    fn key_update(&mut self, request: bool) -> Result<(), Error>;
+    fn close(&mut self);
+}
+
+macro_rules! impl_tls {
+    ($t:ty) => {
+        impl Tls for $t {
+            fn recv(&mut self, bytes: &[u8]) -> Result<(), Error> {
+                self.receive(bytes, NOW)
+            }
+            fn take(&mut self) -> Vec<u8> {
+                self.take_output()
+            }
+            fn drain(&mut self) -> Vec<Event> {
+                self.events().collect()
+            }
+            fn connected(&self) -> bool {
+                self.is_connected()
+            }
+            fn send(&mut self, data: &[u8]) -> Result<(), Error> {
+                <$t>::send(self, data)
+            }
+            fn key_update(&mut self, request: bool) -> Result<(), Error> {
+                <$t>::key_update(self, request)
+            }
+            fn close(&mut self) {
+                <$t>::close(self)
+            }
+        }
+    };
+}
+impl_tls!(Client);
+impl_tls!(Server);
+
+/// One record as it left an endpoint, opened with the endpoint's own keys.
+#[derive(Clone, Debug)]
+struct Rec {
+    /// The bytes on the wire.
+    wire: Vec<u8>,
+    /// The real content type (TLSInnerPlaintext.type when protected).
+    typ: ContentType,
+    /// The plaintext content.
+    content: Vec<u8>,
+    epoch: Epoch,
+}
+
+fn wire(recs: &[Rec]) -> Vec<u8> {
+    recs.iter().flat_map(|r| r.wire.clone()).collect()
+}
+
+/// Record protection keys for one direction and epoch, taken from an endpoint's derivations.
+struct Keys {
+    key: AeadKey,
+    iv: [u8; 12],
+}
+
+impl Keys {
+    fn nonce(&self, seq: u64) -> [u8; 12] {
+        let mut n = self.iv;
+        for (b, s) in n[4..].iter_mut().zip(seq.to_be_bytes()) {
+            *b ^= s;
+        }
+        n
+    }
+
+    /// A TLSCiphertext whose TLSInnerPlaintext is exactly `inner` (§5.2).
+    fn seal_inner(&self, seq: u64, mut inner: Vec<u8>) -> Vec<u8> {
+        let len = inner.len() + 16;
+        let header = [23, 3, 3, (len >> 8) as u8, len as u8];
+        let tag = self
+            .key
+            .seal_detached(&self.nonce(seq), &header, &mut inner)
+            .expect("seal");
+        let mut out = header.to_vec();
+        out.extend_from_slice(&inner);
+        out.extend_from_slice(&tag);
+        out
+    }
+
+    /// `content` of real type `typ` with `padding` zeros (§5.4).
+    fn seal(&self, seq: u64, typ: ContentType, content: &[u8], padding: usize) -> Vec<u8> {
+        let mut inner = content.to_vec();
+        inner.push(typ.to_repr());
+        inner.resize(inner.len() + padding, 0);
+        self.seal_inner(seq, inner)
+    }
+
+    fn open(&self, seq: u64, rec: &[u8]) -> (ContentType, Vec<u8>) {
+        let header = &rec[..5];
+        let mut body = rec[5..rec.len() - 16].to_vec();
+        let tag: [u8; 16] = rec[rec.len() - 16..].try_into().unwrap();
+        self.key
+            .open_detached(&self.nonce(seq), header, &mut body, &tag)
+            .expect("our own record opens with the keys the events report");
+        let at = body.iter().rposition(|&b| b != 0).expect("content type");
+        let typ = ContentType::from(body[at]);
+        body.truncate(at);
+        (typ, body)
+    }
+}
+
+/// An endpoint under test, with every event it reported.
+struct Ep {
+    tls: Box<dyn Tls>,
+    side: Side,
+    events: Vec<Event>,
+    /// Sent record events already matched with output bytes.
+    sent_seen: usize,
+    /// Records forged under this endpoint's keys, per epoch (to continue its sequence numbers).
+    forged: HashMap<String, u64>,
+}
+
+impl Ep {
+    fn client(cfg: ClientConfig, seed: u64) -> Ep {
+        let mut c = Client::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
+        c.start(NOW).unwrap();
+        Ep::wrap(Box::new(c), Side::Client)
+    }
+
+    fn server(cfg: ServerConfig, seed: u64) -> Ep {
+        let s = Server::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
+        Ep::wrap(Box::new(s), Side::Server)
+    }
+
+    fn wrap(tls: Box<dyn Tls>, side: Side) -> Ep {
+        Ep {
+            tls,
+            side,
+            events: Vec::new(),
+            sent_seen: 0,
+            forged: HashMap::new(),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let r = self.tls.recv(bytes);
+        self.events.extend(self.tls.drain());
+        r
+    }
+
+    /// Feeds `bytes` in pieces of `piece` bytes, stopping at the first error.
+    fn feed_in_pieces(&mut self, bytes: &[u8], piece: usize) -> Result<(), Error> {
+        for chunk in bytes.chunks(piece.max(1)) {
+            self.feed(chunk)?;
+        }
+        Ok(())
+    }
+
+    fn sent_records(&self) -> Vec<&tls13lab::events::RecordEvent> {
+        util::records(&self.events)
+            .into_iter()
+            .filter(|r| r.direction == self.side.sending())
+            .collect()
+    }
+
+    /// Everything queued since the last call, split into records and opened: the wire bytes
+    /// are parsed here, and protected records are decrypted with the keys the events report.
+    fn output(&mut self) -> Vec<Rec> {
+        let bytes = self.tls.take();
+        self.events.extend(self.tls.drain());
+        let sent: Vec<_> = self.sent_records()[self.sent_seen..]
+            .iter()
+            .map(|r| (*r).clone())
+            .collect();
+        let mut recs = Vec::new();
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            assert!(rest.len() >= 5, "partial record header in output");
+            let len = usize::from(u16::from_be_bytes([rest[3], rest[4]]));
+            let (rec, tail) = rest.split_at(5 + len);
+            rest = tail;
+            let ev = sent
+                .get(recs.len())
+                .unwrap_or_else(|| panic!("a record without an event: {rec:?}"));
+            assert_eq!(&ev.header[..], &rec[..5]);
+            let (typ, content) = match ev.seq {
+                Some(seq) => self.keys(self.side, ev.epoch).open(seq, rec),
+                None => (ContentType::from(rec[0]), rec[5..].to_vec()),
+            };
+            assert_eq!((typ, &content), (ev.inner_type, &ev.content));
+            recs.push(Rec {
+                wire: rec.to_vec(),
+                typ,
+                content,
+                epoch: ev.epoch,
+            });
+        }
+        assert_eq!(recs.len(), sent.len(), "every record event was output");
+        self.sent_seen += sent.len();
+        recs
+    }
+
+    /// The AEAD of the negotiated suite (from the ServerHello this endpoint sent or received).
+    fn aead(&self) -> AeadAlg {
+        self.events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h) if h.typ == HandshakeType::ServerHello => {
+                    match decode(&h.bytes) {
+                        HandshakePayload::ServerHello(sh) if sh.random != HRR_RANDOM => {
+                            suite_params(sh.cipher_suite).map(|s| s.aead)
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .expect("a ServerHello")
+    }
+
+    /// The keys `sender` protects `epoch` with, as this endpoint derived them.
+    fn keys(&self, sender: Side, epoch: Epoch) -> Keys {
+        let secret = match (sender, epoch) {
+            (Side::Client, Epoch::Early) => SecretName::ClientEarlyTrafficSecret,
+            (Side::Client, Epoch::Handshake) => SecretName::ClientHandshakeTrafficSecret,
+            (Side::Server, Epoch::Handshake) => SecretName::ServerHandshakeTrafficSecret,
+            (Side::Client, Epoch::Application(n)) => SecretName::ClientApplicationTrafficSecret(n),
+            (Side::Server, Epoch::Application(n)) => SecretName::ServerApplicationTrafficSecret(n),
+            other => panic!("no keys for {other:?}"),
+        };
+        let find = |name: SecretName| -> Vec<u8> {
+            self.events
+                .iter()
+                .rev()
+                .find_map(|e| match e {
+                    Event::Derivation(d) if d.name == name && d.parent == Some(secret) => {
+                        Some(d.output.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("no {name:?} of {secret:?} in the events"))
+        };
+        Keys {
+            key: AeadKey::new(self.aead(), &find(SecretName::TrafficKey)).unwrap(),
+            iv: find(SecretName::TrafficIv).try_into().unwrap(),
+        }
+    }
+
+    /// A record protected as this endpoint would protect its next one in `epoch`.
+    fn forge(&mut self, epoch: Epoch, typ: ContentType, content: &[u8], padding: usize) -> Vec<u8> {
+        let inner = {
+            let mut v = content.to_vec();
+            v.push(typ.to_repr());
+            v.resize(v.len() + padding, 0);
+            v
+        };
+        self.forge_inner(epoch, inner)
+    }
+
+    fn forge_inner(&mut self, epoch: Epoch, inner: Vec<u8>) -> Vec<u8> {
+        let sent = self
+            .sent_records()
+            .iter()
+            .filter(|r| r.epoch == epoch && r.seq.is_some())
+            .count() as u64;
+        let n = self.forged.entry(format!("{epoch:?}")).or_insert(0);
+        let seq = sent + *n;
+        *n += 1;
+        self.keys(self.side, epoch).seal_inner(seq, inner)
+    }
+
+    fn sent_alerts(&self) -> Vec<(AlertLevel, A)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Alert {
+                    direction,
+                    level,
+                    description,
+                } if *direction == self.side.sending() => Some((*level, *description)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Feeds `input`, which must be rejected with alert `want`; checks the alert on the wire.
+    #[track_caller]
+    fn rejects(&mut self, input: &[u8], want: A) -> Error {
+        let e = self.feed(input).expect_err("the input must be rejected");
+        assert_eq!(e.alert(), Some(want), "{e:?} maps to the wrong alert");
+        self.check_failed(&e);
+        e
+    }
+
+    /// After an error: exactly one alert record was queued, it is the last record, it is the
+    /// fatal alert the error calls for, and the connection is dead.
+    #[track_caller]
+    fn check_failed(&mut self, e: &Error) {
+        let recs = self.output();
+        let alerts: Vec<&Rec> = recs
+            .iter()
+            .filter(|r| r.typ == ContentType::Alert)
+            .collect();
+        if let Error::AlertReceived(_) = e {
+            assert!(alerts.is_empty(), "no alert answers an alert: {recs:?}");
+            assert!(self.sent_alerts().is_empty());
+        } else {
+            let want = e.alert().unwrap_or_else(|| panic!("{e:?} has no alert"));
+            assert_eq!(alerts.len(), 1, "{e:?}: one alert record, got {recs:?}");
+            assert_eq!(alerts[0].content, [2, want.to_repr()], "{e:?}");
+            assert_eq!(
+                recs.last().unwrap().typ,
+                ContentType::Alert,
+                "the alert is last"
+            );
+            assert_eq!(self.sent_alerts(), vec![(AlertLevel::Fatal, want)], "{e:?}");
+        }
+        assert!(
+            self.events.iter().any(|e| matches!(e, Event::Closed)),
+            "Closed is reported"
+        );
+        assert_eq!(self.feed(&[23, 3, 3, 0, 1, 0]), Err(Error::Closed));
+        assert!(self.output().is_empty(), "nothing more after failing");
+    }
+
+    /// After any input: an error comes with exactly one alert, success with none.
+    #[track_caller]
+    fn check_outcome(&mut self, r: Result<(), Error>) {
+        match r {
+            Ok(()) => {
+                let recs = self.output();
+                assert!(
+                    recs.iter().all(|r| r.typ != ContentType::Alert),
+                    "an alert without an error: {recs:?}"
+                );
+            }
+            Err(e) => self.check_failed(&e),
+        }
+    }
+}
+
+// =============================================================================================
+// Wire helpers
+// =============================================================================================
+
+fn record(typ: u8, version: u16, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![typ];
+    v.extend_from_slice(&version.to_be_bytes());
+    v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+fn hs_record(payload: &[u8]) -> Vec<u8> {
+    record(22, 0x0303, payload)
+}
+
+fn encode(p: HandshakePayload) -> Vec<u8> {
+    HandshakeMessage::new(p).encoded
+}
+
+fn decode(bytes: &[u8]) -> HandshakePayload {
+    HandshakeMessage::decode(bytes, DecodeContext { hash_len: 0 })
+        .expect("decodes")
+        .payload
+}
+
+/// A handshake message with its header length set to its body.
+fn message(typ: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![typ];
+    m.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+    m.extend_from_slice(body);
+    m
+}
+
+/// Splits handshake content into whole messages.
+fn split_messages(mut content: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while !content.is_empty() {
+        let (_, len) = handshake_header(content).expect("header");
+        let (m, rest) = content.split_at(4 + len);
+        out.push(m.to_vec());
+        content = rest;
+    }
+    out
+}
+
+/// Replaces the extension of `e`'s type (or appends it).
+fn set_ext(exts: &mut Vec<Extension>, e: Extension) {
+    match exts.iter().position(|x| x.typ() == e.typ()) {
+        Some(i) => exts[i] = e,
+        None => exts.push(e),
+    }
+}
+
+fn remove_ext(exts: &mut Vec<Extension>, t: ExtensionType) {
+    exts.retain(|e| e.typ() != t);
+}
+
+fn peer(e: PeerMisbehaved) -> Error {
+    Error::Peer(e)
+}
+
+// =============================================================================================
+// Configurations and scenarios
+// =============================================================================================
+
+fn server_config() -> ServerConfig {
+    util::server_config(KeyKind::P256).0
+}
+
+fn client_config() -> ClientConfig {
+    util::client_config(util::certified(KeyKind::P256).1)
+}
+
+const CLIENT_SEED: u64 = 1;
+const SERVER_SEED: u64 = 2;
+
+/// A client configured with `cfg` that has just sent its ClientHello, and that ClientHello.
+fn client_hello_of(cfg: ClientConfig) -> ClientHello {
+    let mut c = Ep::client(cfg, CLIENT_SEED);
+    let recs = c.output();
+    match decode(&recs[0].content) {
+        HandshakePayload::ClientHello(ch) => ch,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn client_hello() -> ClientHello {
+    client_hello_of(client_config())
+}
+
+fn ch_wire(ch: &ClientHello) -> Vec<u8> {
+    record(
+        22,
+        0x0301,
+        &encode(HandshakePayload::ClientHello(ch.clone())),
+    )
+}
+
+fn fresh_server() -> Ep {
+    Ep::server(server_config(), SERVER_SEED)
+}
+
+/// A fresh server must reject `ch` with `want`.
+#[track_caller]
+fn server_rejects(ch: &ClientHello, want: A) -> Error {
+    fresh_server().rejects(&ch_wire(ch), want)
+}
+
+/// A client that sent its ClientHello, and the real server's first flight in answer.
+struct ToClient {
+    client: Ep,
+    server: Ep,
+    flight: Vec<Rec>,
+}
+
+impl ToClient {
+    fn new(ccfg: ClientConfig, scfg: ServerConfig) -> ToClient {
+        let mut client = Ep::client(ccfg, CLIENT_SEED);
+        let mut server = Ep::server(scfg, SERVER_SEED);
+        server
+            .feed(&wire(&client.output()))
+            .expect("server takes the ClientHello");
+        let flight = server.output();
+        ToClient {
+            client,
+            server,
+            flight,
+        }
+    }
+
+    fn default() -> ToClient {
+        ToClient::new(client_config(), server_config())
+    }
+
+    /// The ServerHello (or HelloRetryRequest) message.
+    fn server_hello(&self) -> ServerHello {
+        match decode(&self.flight[0].content) {
+            HandshakePayload::ServerHello(sh) => sh,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The messages the server protected with its handshake keys, in order.
+    fn encrypted(&self) -> Vec<Vec<u8>> {
+        let content: Vec<u8> = self
+            .flight
+            .iter()
+            .filter(|r| r.epoch == Epoch::Handshake && r.typ == ContentType::Handshake)
+            .flat_map(|r| r.content.clone())
+            .collect();
+        split_messages(&content)
+    }
+
+    fn server_keys(&self) -> Keys {
+        self.server.keys(Side::Server, Epoch::Handshake)
+    }
+
+    /// `sh` in a plaintext record, then `msgs` sealed into one record from sequence 0.
+    fn wire_with(&self, sh: &ServerHello, msgs: &[Vec<u8>]) -> Vec<u8> {
+        let mut w = hs_record(&encode(HandshakePayload::ServerHello(sh.clone())));
+        if !msgs.is_empty() {
+            w.extend(
+                self.server_keys()
+                    .seal(0, ContentType::Handshake, &msgs.concat(), 0),
+            );
+        }
+        w
+    }
+
+    /// The real ServerHello, then `msgs` (the encrypted messages, possibly changed).
+    fn wire_msgs(&self, msgs: &[Vec<u8>]) -> Vec<u8> {
+        self.wire_with(&self.server_hello(), msgs)
+    }
+
+    /// The client must reject `input` with `want`.
+    #[track_caller]
+    fn rejects(mut self, input: &[u8], want: A) -> Error {
+        self.client.rejects(input, want)
+    }
+}
+
+/// The server's ServerHello changed by `f`, alone in its record.
+#[track_caller]
+fn client_rejects_server_hello(f: impl FnOnce(&mut ServerHello), want: A) -> Error {
+    let t = ToClient::default();
+    let mut sh = t.server_hello();
+    f(&mut sh);
+    let w = hs_record(&encode(HandshakePayload::ServerHello(sh)));
+    t.rejects(&w, want)
+}
+
+/// The encrypted messages changed by `f`.
+#[track_caller]
+fn client_rejects_messages(f: impl FnOnce(&mut Vec<Vec<u8>>), want: A) -> Error {
+    let t = ToClient::default();
+    let mut msgs = t.encrypted();
+    f(&mut msgs);
+    let w = t.wire_msgs(&msgs);
+    t.rejects(&w, want)
+}
+
+/// Index of the first message of type `t`.
+fn index_of(msgs: &[Vec<u8>], t: HandshakeType) -> usize {
+    msgs.iter()
+        .position(|m| HandshakeType::from(m[0]) == t)
+        .unwrap_or_else(|| panic!("no {t}"))
+}
+
+/// Client and server after a HelloRetryRequest: the client holds its first ClientHello's
+/// state, `hrr` is the server's record (not yet delivered).
+struct Retry {
+    client: Ep,
+    server: Ep,
+    hrr: Vec<u8>,
+}
+
+fn retry_configs() -> (ClientConfig, ServerConfig) {
+    let mut c = client_config();
+    c.key_shares = vec![NamedGroup::X25519];
+    let mut s = server_config();
+    s.groups = vec![NamedGroup::secp256r1];
+    (c, s)
+}
+
+fn retry_with(c: ClientConfig, s: ServerConfig) -> Retry {
+    let mut client = Ep::client(c, CLIENT_SEED);
+    let mut server = Ep::server(s, SERVER_SEED);
+    server.feed(&wire(&client.output())).unwrap();
+    let hrr = wire(&server.output());
+    Retry {
+        client,
+        server,
+        hrr,
+    }
+}
+
+fn retry() -> Retry {
+    let (c, s) = retry_configs();
+    retry_with(c, s)
+}
+
+/// The ServerHello (or HelloRetryRequest) alone in the record `wire`.
+fn sh_of(wire: &[u8]) -> ServerHello {
+    match decode(&wire[5..]) {
+        HandshakePayload::ServerHello(sh) => sh,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A ServerHello (or HelloRetryRequest) alone in a plaintext record.
+fn sh_record(sh: &ServerHello) -> Vec<u8> {
+    hs_record(&encode(HandshakePayload::ServerHello(sh.clone())))
+}
+
+/// A connected pair with nothing in flight.
+struct Connected {
+    client: Ep,
+    server: Ep,
+}
+
+fn connected_with(c: ClientConfig, s: ServerConfig) -> Connected {
+    let mut client = Ep::client(c, CLIENT_SEED);
+    let mut server = Ep::server(s, SERVER_SEED);
+    for _ in 0..8 {
+        let w = wire(&client.output());
+        if !w.is_empty() {
+            server.feed(&w).unwrap();
+        }
+        let w = wire(&server.output());
+        if !w.is_empty() {
+            client.feed(&w).unwrap();
+        }
+    }
+    assert!(client.tls.connected() && server.tls.connected());
+    Connected { client, server }
+}
+
+fn connected() -> Connected {
+    connected_with(client_config(), server_config())
+}
+
+/// The client's second flight (its Finished) as produced, before the server sees it.
+struct ToServer {
+    client: Ep,
+    server: Ep,
+    /// The client's records: [CCS] [Certificate CertificateVerify] Finished, opened.
+    flight: Vec<Rec>,
+}
+
+fn to_server_with(c: ClientConfig, s: ServerConfig) -> ToServer {
+    let mut t = ToClient::new(c, s);
+    t.client.feed(&wire(&t.flight)).unwrap();
+    let flight = t.client.output();
+    ToServer {
+        client: t.client,
+        server: t.server,
+        flight,
+    }
+}
+
+impl ToServer {
+    fn messages(&self) -> Vec<Vec<u8>> {
+        let content: Vec<u8> = self
+            .flight
+            .iter()
+            .filter(|r| r.epoch == Epoch::Handshake)
+            .flat_map(|r| r.content.clone())
+            .collect();
+        split_messages(&content)
+    }
+
+    /// `msgs` sealed under the client's handshake keys, in one record.
+    fn seal(&self, msgs: &[Vec<u8>]) -> Vec<u8> {
+        self.client.keys(Side::Client, Epoch::Handshake).seal(
+            0,
+            ContentType::Handshake,
+            &msgs.concat(),
+            0,
+        )
+    }
+}
+
+// =============================================================================================
+// Server: the ClientHello
+// =============================================================================================
+
+#[test]
+fn client_hello_truncated_at_every_length_with_lengths_fixed() {
+    // §4: the message no longer parses. §6.2 decode_error: "a message could not be decoded
+    // because some field was out of the specified range or the length of the message was
+    // incorrect".
+    let full = encode(HandshakePayload::ClientHello(client_hello()));
+    let body = &full[4..];
+    for len in 0..body.len() {
+        let w = record(22, 0x0301, &message(1, &body[..len]));
+        let e = fresh_server().rejects(&w, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
+    }
+}
+
+#[test]
+fn client_hello_truncated_without_fixing_lengths_waits_for_more() {
+    // A record or message that is not complete yet is not an error (§5.1: messages may span
+    // records): the server waits, and completes the handshake when the rest arrives.
+    let full = ch_wire(&client_hello());
+    for cut in [1, 4, 5, 6, 9, 40, full.len() - 1] {
+        // The record itself cut short.
+        let mut s = fresh_server();
+        s.feed(&full[..cut]).unwrap();
+        assert!(s.output().is_empty(), "{cut}");
+        s.feed(&full[cut..]).unwrap();
+        let recs = s.output();
+        assert!(matches!(
+            decode(&recs[0].content),
+            HandshakePayload::ServerHello(_)
+        ));
+        // The record length fixed, the handshake message left incomplete: the rest follows in
+        // a second record.
+        if cut > 5 {
+            let mut s = fresh_server();
+            s.feed(&record(22, 0x0301, &full[5..cut])).unwrap();
+            assert!(s.output().is_empty(), "{cut}");
+            s.feed(&record(22, 0x0301, &full[cut..])).unwrap();
+            let recs = s.output();
+            assert!(matches!(
+                decode(&recs[0].content),
+                HandshakePayload::ServerHello(_)
+            ));
+        }
+    }
+}
+
+#[test]
+fn client_hello_extended_is_decode_error() {
+    let full = encode(HandshakePayload::ClientHello(client_hello()));
+    // Trailing bytes after the extensions (§4.1.2 ends with the extensions vector).
+    for extra in [&[0u8][..], &[0, 0], &[0xff; 7]] {
+        let mut body = full[4..].to_vec();
+        body.extend_from_slice(extra);
+        let e = fresh_server().rejects(&record(22, 0x0301, &message(1, &body)), A::DecodeError);
+        assert!(
+            matches!(e, Error::Decode(DecodeError::Trailing { .. })),
+            "{e:?}"
+        );
+    }
+    // Garbage inside the extensions block, its length fixed: a partial extension.
+    let ch = client_hello();
+    let mut enc = encode(HandshakePayload::ClientHello(ch.clone()));
+    let exts_len_at = enc.len() - encode_exts_len(&ch.extensions) - 2;
+    let n = u16::from_be_bytes([enc[exts_len_at], enc[exts_len_at + 1]]) + 3;
+    enc[exts_len_at..exts_len_at + 2].copy_from_slice(&n.to_be_bytes());
+    enc.extend_from_slice(&[0x12, 0x34, 0x00]);
+    let e = fresh_server().rejects(&record(22, 0x0301, &message(1, &enc[4..])), A::DecodeError);
+    assert!(matches!(e, Error::Decode(_)), "{e:?}");
+}
+
+/// Encoded length of an extension list (without its 2-byte prefix).
+fn encode_exts_len(exts: &[Extension]) -> usize {
+    exts.iter()
+        .map(|e| {
+            let mut w = tls13lab::messages::Writer::new();
+            e.encode(&mut w);
+            w.len()
+        })
+        .sum()
+}
+
+#[test]
+fn client_hello_inner_lengths_wrong_are_decode_error() {
+    // Every length prefix inside the ClientHello, made one too long or one too short, with the
+    // outer lengths left consistent: §6.2 decode_error.
+    let ch = client_hello();
+    let enc = encode(HandshakePayload::ClientHello(ch.clone()));
+    let sid_at = 4 + 2 + 32;
+    let suites_at = sid_at + 1 + ch.legacy_session_id.len();
+    let comp_at = suites_at + 2 + 2 * ch.cipher_suites.len();
+    let exts_at = comp_at + 1 + ch.legacy_compression_methods.len();
+    let first_ext_len_at = exts_at + 2 + 2;
+    for (at, width) in [
+        (sid_at, 1),
+        (suites_at, 2),
+        (comp_at, 1),
+        (exts_at, 2),
+        (first_ext_len_at, 2),
+    ] {
+        for delta in [1i32, -1] {
+            let mut m = enc.clone();
+            let v = m[at..at + width]
+                .iter()
+                .fold(0i32, |a, &b| (a << 8) | i32::from(b));
+            let nv = v + delta;
+            if nv < 0 {
+                continue;
+            }
+            for i in 0..width {
+                m[at + i] = (nv >> (8 * (width - 1 - i))) as u8;
+            }
+            let e = fresh_server().rejects(&record(22, 0x0301, &m), A::DecodeError);
+            assert!(matches!(e, Error::Decode(_)), "{at} {delta}: {e:?}");
+        }
+    }
+}
+
+#[test]
+fn client_hello_vector_bounds() {
+    // legacy_session_id<0..32> (§4.1.2): 33 bytes is out of range.
+    let mut ch = client_hello();
+    ch.legacy_session_id = vec![7; 33];
+    let e = server_rejects(&ch, A::DecodeError);
+    assert!(
+        matches!(e, Error::Decode(DecodeError::TooLarge { .. })),
+        "{e:?}"
+    );
+    // cipher_suites<2..2^16-2>: empty.
+    let mut ch = client_hello();
+    ch.cipher_suites.clear();
+    assert!(matches!(
+        server_rejects(&ch, A::DecodeError),
+        Error::Decode(_)
+    ));
+}
+
+#[test]
+fn client_hello_duplicate_extension_is_illegal_parameter() {
+    // §4.2: "There MUST NOT be more than one extension of the same type in a given extension
+    // block." The message is well-formed but inconsistent: illegal_parameter (§6.2).
+    let mut ch = client_hello();
+    let dup = ch
+        .extensions
+        .iter()
+        .find(|e| e.typ() == ExtensionType::SupportedGroups)
+        .unwrap()
+        .clone();
+    ch.extensions.push(dup);
+    let e = server_rejects(&ch, A::IllegalParameter);
+    assert_eq!(
+        e,
+        Error::Decode(DecodeError::DuplicateExtension(
+            ExtensionType::SupportedGroups
+        ))
+    );
+    // Also for a type we do not model.
+    let mut ch = client_hello();
+    for _ in 0..2 {
+        ch.extensions.insert(
+            0,
+            Extension::Unknown {
+                typ: ExtensionType::Unknown(0x7a7a),
+                body: vec![],
+            },
+        );
+    }
+    server_rejects(&ch, A::IllegalParameter);
+}
+
+fn psk_extension() -> Extension {
+    Extension::PreSharedKeyClient(OfferedPsks {
+        identities: vec![PskIdentity {
+            identity: b"ticket".to_vec(),
+            obfuscated_ticket_age: 1,
+        }],
+        binders: vec![vec![0x11; 32]],
+    })
+}
+
+#[test]
+fn pre_shared_key_not_last_is_illegal_parameter() {
+    // §4.2.11: "servers MUST check that it is the last extension and otherwise fail the
+    // handshake with an "illegal_parameter" alert."
+    let mut ch = client_hello();
+    ch.extensions.insert(1, psk_extension());
+    let e = server_rejects(&ch, A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::PskNotLast));
+}
+
+fn set_shares(ch: &mut ClientHello, shares: Vec<KeyShareEntry>) {
+    set_ext(&mut ch.extensions, Extension::KeyShareClient(shares));
+}
+
+fn x25519_share() -> KeyShareEntry {
+    let ch = client_hello();
+    match ch.find(ExtensionType::KeyShare) {
+        Some(Extension::KeyShareClient(s)) => s[0].clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn key_share_for_a_group_not_offered_is_illegal_parameter() {
+    // §4.2.8: "Clients MUST NOT offer any KeyShareEntry values for groups not listed in the
+    // client's "supported_groups" extension. Servers MAY check for violations of these rules
+    // and abort the handshake with an "illegal_parameter" alert if one is violated."
+    let mut ch = client_hello();
+    set_ext(
+        &mut ch.extensions,
+        Extension::SupportedGroups(vec![NamedGroup::secp256r1]),
+    );
+    let e = server_rejects(&ch, A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::IllegalExtension(
+            "key_share group not offered"
+        ))
+    );
+}
+
+#[test]
+fn duplicate_key_share_groups_are_illegal_parameter() {
+    // §4.2.8: "Clients MUST NOT offer multiple KeyShareEntry values for the same group."
+    let mut ch = client_hello();
+    let s = x25519_share();
+    set_shares(&mut ch, vec![s.clone(), s]);
+    let e = server_rejects(&ch, A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::IllegalExtension(
+            "duplicate key_share group"
+        ))
+    );
+}
+
+#[test]
+fn empty_key_shares_get_a_hello_retry_request() {
+    // §4.2.8: "client_shares ... MAY be empty if the client is requesting a HelloRetryRequest".
+    let mut ch = client_hello();
+    set_shares(&mut ch, vec![]);
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    let recs = s.output();
+    assert_eq!(recs.len(), 1);
+    let hrr = sh_of(&recs[0].wire);
+    assert_eq!(hrr.random, HRR_RANDOM);
+    // The server's first preference among the client's groups (ServerConfig's default order).
+    assert!(hrr
+        .extensions
+        .contains(&Extension::KeyShareHrr(NamedGroup::X25519MLKEM768)));
+    // §4.2.8: after a HelloRetryRequest the client sends a single share of the selected group;
+    // still sending none breaks that rule: illegal_parameter.
+    let e = s.rejects(&ch_wire(&ch), A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::SecondClientHelloMismatch("key_share"))
+    );
+}
+
+#[test]
+fn invalid_x25519_shares_are_illegal_parameter() {
+    // §4.2.8.2 (peers MUST validate each other's public key) and §7.4.2 (an all-zero X25519
+    // shared secret MUST be rejected): the share is an illegal parameter.
+    let mut cases: Vec<Vec<u8>> = vec![vec![9; 31], vec![9; 33], vec![9]];
+    cases.push(vec![0; 32]); // the zero point: small order
+    let mut one = vec![0; 32];
+    one[0] = 1; // u = 1: order 4
+    cases.push(one);
+    for key_exchange in cases {
+        let mut ch = client_hello();
+        set_shares(
+            &mut ch,
+            vec![KeyShareEntry {
+                group: NamedGroup::X25519,
+                key_exchange: key_exchange.clone(),
+            }],
+        );
+        let e = server_rejects(&ch, A::IllegalParameter);
+        assert!(
+            matches!(e, Error::KeyExchange(_)),
+            "{key_exchange:?}: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn invalid_p256_shares_are_illegal_parameter() {
+    // §4.2.8.2: "peers MUST validate each other's public key Y by ensuring that the point is a
+    // valid point on the elliptic curve", in the uncompressed form only.
+    let mut cfg = client_config();
+    cfg.key_shares = vec![NamedGroup::secp256r1];
+    let base = client_hello_of(cfg);
+    let real = match base.find(ExtensionType::KeyShare) {
+        Some(Extension::KeyShareClient(s)) => s[0].key_exchange.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut off_curve = real.clone();
+    off_curve[64] ^= 1;
+    let mut compressed = vec![2 + (real[64] & 1)];
+    compressed.extend_from_slice(&real[1..33]);
+    let mut hybrid_prefix = real.clone();
+    hybrid_prefix[0] = 0x06;
+    for key_exchange in [
+        off_curve,
+        compressed,
+        hybrid_prefix,
+        real[..64].to_vec(),
+        vec![0],
+        vec![4; 65],
+    ] {
+        let mut ch = base.clone();
+        set_shares(
+            &mut ch,
+            vec![KeyShareEntry {
+                group: NamedGroup::secp256r1,
+                key_exchange: key_exchange.clone(),
+            }],
+        );
+        let e = server_rejects(&ch, A::IllegalParameter);
+        assert!(
+            matches!(e, Error::KeyExchange(_)),
+            "{key_exchange:?}: {e:?}"
+        );
+    }
+    // The unmodified share is fine.
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&base)).unwrap();
+}
+
+#[test]
+fn legacy_version_other_than_tls12_is_illegal_parameter() {
+    // §4.1.2: "legacy_version ... MUST be set to 0x0303". A ClientHello breaking it is
+    // inconsistent with its supported_versions: illegal_parameter (§6.2).
+    for v in [0x0301, 0x0302, 0x0304, 0x0300, 0x7f1c] {
+        let mut ch = client_hello();
+        ch.legacy_version = v;
+        let e = server_rejects(&ch, A::IllegalParameter);
+        assert_eq!(e, peer(PeerMisbehaved::BadLegacyField("legacy_version")));
+    }
+}
+
+#[test]
+fn compression_methods_other_than_null_are_illegal_parameter() {
+    // §4.1.2: "If a TLS 1.3 ClientHello is received with any other value in this field, the
+    // server MUST abort the handshake with an "illegal_parameter" alert."
+    for methods in [vec![1], vec![0, 1], vec![1, 0], vec![0, 0]] {
+        let mut ch = client_hello();
+        ch.legacy_compression_methods = methods;
+        let e = server_rejects(&ch, A::IllegalParameter);
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::BadLegacyField("legacy_compression_methods"))
+        );
+    }
+    // An empty vector is out of its <1..2^8-1> range: decode_error.
+    let mut ch = client_hello();
+    ch.legacy_compression_methods.clear();
+    assert!(matches!(
+        server_rejects(&ch, A::DecodeError),
+        Error::Decode(_)
+    ));
+}
+
+#[test]
+fn no_tls13_in_supported_versions_is_protocol_version() {
+    // §4.2.1 / §D.2: without supported_versions the client offers at most TLS 1.2, which we do
+    // not speak: "the server MUST abort the handshake with a "protocol_version" alert".
+    let mut ch = client_hello();
+    remove_ext(&mut ch.extensions, ExtensionType::SupportedVersions);
+    let e = server_rejects(&ch, A::ProtocolVersion);
+    assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion));
+    for versions in [
+        vec![ProtocolVersion::TLSv1_2],
+        vec![ProtocolVersion::TLSv1_2, ProtocolVersion::TLSv1_1],
+        vec![ProtocolVersion::Unknown(0x7f1c)],
+    ] {
+        let mut ch = client_hello();
+        set_ext(
+            &mut ch.extensions,
+            Extension::SupportedVersionsClient(versions),
+        );
+        let e = server_rejects(&ch, A::ProtocolVersion);
+        assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion));
+    }
+}
+
+#[test]
+fn missing_mandatory_extensions_are_missing_extension() {
+    // §9.2: a ClientHello without signature_algorithms (certificate authentication), or with
+    // supported_groups but no key_share (or the reverse), is answered with missing_extension.
+    for t in [
+        ExtensionType::SignatureAlgorithms,
+        ExtensionType::KeyShare,
+        ExtensionType::SupportedGroups,
+    ] {
+        let mut ch = client_hello();
+        remove_ext(&mut ch.extensions, t);
+        let e = server_rejects(&ch, A::MissingExtension);
+        assert_eq!(e, peer(PeerMisbehaved::MissingExtension(t)), "{t}");
+    }
+}
+
+#[test]
+fn nothing_in_common_is_handshake_failure() {
+    // §4.1.1: "If the server is unable to negotiate a supported set of parameters ... it MUST
+    // abort the handshake with either a "handshake_failure" or "insufficient_security" fatal
+    // alert."
+    let mut ch = client_hello();
+    ch.cipher_suites = vec![
+        CipherSuite::TLS_AES_128_CCM_SHA256,
+        CipherSuite::Unknown(0x00ff),
+    ];
+    let e = server_rejects(&ch, A::HandshakeFailure);
+    assert_eq!(e, peer(PeerMisbehaved::NoCommonCipherSuite));
+
+    let mut ch = client_hello();
+    set_ext(
+        &mut ch.extensions,
+        Extension::SupportedGroups(vec![NamedGroup::ffdhe2048, NamedGroup::X448]),
+    );
+    set_shares(&mut ch, vec![]);
+    let e = server_rejects(&ch, A::HandshakeFailure);
+    assert_eq!(e, peer(PeerMisbehaved::NoCommonGroup));
+
+    let mut ch = client_hello();
+    set_ext(
+        &mut ch.extensions,
+        Extension::SignatureAlgorithms(vec![
+            SignatureScheme::rsa_pkcs1_sha256,
+            SignatureScheme::ecdsa_secp384r1_sha384,
+        ]),
+    );
+    let e = server_rejects(&ch, A::HandshakeFailure);
+    assert_eq!(e, peer(PeerMisbehaved::NoCommonSignatureScheme));
+}
+
+#[test]
+fn unknown_values_are_ignored() {
+    // §4.1.2 and §4.2: servers MUST ignore unrecognized cipher suites, groups, signature
+    // schemes, versions and extensions (RFC 8701 GREASE relies on it), including a key share
+    // for a group they do not know (§4.2.8).
+    let mut ch = client_hello();
+    ch.cipher_suites.insert(0, CipherSuite::Unknown(0x0a0a));
+    ch.extensions.insert(
+        0,
+        Extension::Unknown {
+            typ: ExtensionType::Unknown(0x3a3a),
+            body: vec![],
+        },
+    );
+    ch.extensions.push(Extension::Unknown {
+        typ: ExtensionType::Unknown(0x4a4a),
+        body: vec![0],
+    });
+    for e in ch.extensions.iter_mut() {
+        match e {
+            Extension::SupportedGroups(g) => g.insert(0, NamedGroup::Unknown(0x1a1a)),
+            Extension::KeyShareClient(s) => s.insert(
+                0,
+                KeyShareEntry {
+                    group: NamedGroup::Unknown(0x1a1a),
+                    key_exchange: vec![0],
+                },
+            ),
+            Extension::SupportedVersionsClient(v) => v.insert(0, ProtocolVersion::Unknown(0x2a2a)),
+            Extension::SignatureAlgorithms(s) => s.insert(0, SignatureScheme::Unknown(0x0b0b)),
+            _ => {}
+        }
+    }
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    let recs = s.output();
+    let sh = match decode(&recs[0].content) {
+        HandshakePayload::ServerHello(sh) => sh,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sh.cipher_suite, CipherSuite::TLS_AES_128_GCM_SHA256);
+    assert!(matches!(
+        sh.find(ExtensionType::KeyShare),
+        Some(Extension::KeyShareServer(KeyShareEntry {
+            group: NamedGroup::X25519,
+            ..
+        }))
+    ));
+    assert!(recs.iter().all(|r| r.typ != ContentType::Alert));
+}
+
+#[test]
+fn record_size_limit_below_64_is_illegal_parameter() {
+    // RFC 8449 §4: "Endpoints MUST NOT send a "record_size_limit" extension with a value smaller
+    // than 64. An endpoint MUST treat receipt of a smaller value as a fatal error and generate an
+    // "illegal_parameter" alert."
+    let mut ch = client_hello();
+    set_ext(&mut ch.extensions, Extension::RecordSizeLimit(63));
+    let mut cfg = server_config();
+    cfg.record_size_limit = Some(1000);
+    let e = Ep::server(cfg, SERVER_SEED).rejects(&ch_wire(&ch), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::BadRecordSizeLimit));
+}
+
+#[test]
+fn client_hello_followed_by_handshake_bytes_in_its_record_is_unexpected_message() {
+    // §5.1: the ClientHello can precede a key change, so it must end its record; "if not, then
+    // they MUST terminate the connection with an "unexpected_message" alert." The alert goes
+    // out under the handshake keys just installed, after the ServerHello already written.
+    let ch = encode(HandshakePayload::ClientHello(client_hello()));
+    for extra in [message(20, &[0; 32]), vec![20], ch.clone()] {
+        let mut payload = ch.clone();
+        payload.extend_from_slice(&extra);
+        let mut s = fresh_server();
+        let e = s.feed(&record(22, 0x0301, &payload)).unwrap_err();
+        assert_eq!(e, peer(PeerMisbehaved::KeyChangeNotOnRecordBoundary));
+        s.check_failed(&e);
+    }
+}
+
+// =============================================================================================
+// Server: records before and around the ClientHello
+// =============================================================================================
+
+#[test]
+fn unknown_record_types_are_unexpected_message() {
+    // §5: "If a TLS implementation receives an unexpected record type, it MUST terminate the
+    // connection with an "unexpected_message" alert."
+    for typ in [0u8, 19, 24, 25, 99, 255] {
+        let e = fresh_server().rejects(&record(typ, 0x0303, &[1, 2, 3]), A::UnexpectedMessage);
+        assert_eq!(
+            e,
+            Error::Record(RecordError::UnexpectedContentType(ContentType::from(typ)))
+        );
+    }
+    // Also behind a complete, valid ClientHello in the same read.
+    let mut w = ch_wire(&client_hello());
+    w.extend(record(24, 0x0303, &[1]));
+    let mut s = fresh_server();
+    let e = s.feed(&w).unwrap_err();
+    assert_eq!(e.alert(), Some(A::UnexpectedMessage));
+    s.check_failed(&e);
+}
+
+#[test]
+fn oversized_records_are_record_overflow() {
+    // §5.1: TLSPlaintext.length "MUST NOT exceed 2^14 bytes. An endpoint that receives a record
+    // that exceeds this length MUST terminate the connection with a "record_overflow" alert."
+    // §5.2: TLSCiphertext.length "MUST NOT exceed 2^14 + 256 bytes".
+    for (typ, len) in [
+        (22u8, (1 << 14) + 1),
+        (21, (1 << 14) + 1),
+        (20, (1 << 14) + 1),
+        (23, (1 << 14) + 257),
+        (22, 0xffff),
+    ] {
+        // Refused on the header alone, before the body arrives.
+        let header = [typ, 3, 3, (len >> 8) as u8, len as u8];
+        let e = fresh_server().rejects(&header, A::RecordOverflow);
+        assert_eq!(e, Error::Record(RecordError::RecordOverflow), "{typ} {len}");
+    }
+}
+
+#[test]
+fn oversized_handshake_messages_are_refused_on_their_header() {
+    // A message longer than we accept (64 KiB; the wire allows 2^24 - 1) is refused as soon as
+    // its 4-byte header arrives, before any of it is buffered (STYLE "Unbounded buffering");
+    // its length is one we cannot process: decode_error (§6.2).
+    for header in [[1u8, 0xff, 0xff, 0xff], [1, 0x01, 0x00, 0x01]] {
+        let e = fresh_server().rejects(&record(22, 0x0301, &header), A::DecodeError);
+        assert!(
+            matches!(e, Error::Record(RecordError::HandshakeTooLarge { .. })),
+            "{e:?}"
+        );
+    }
+    let t = ToClient::default();
+    let mut w = hs_record(&t.flight[0].content);
+    w.extend(
+        t.server_keys()
+            .seal(0, ContentType::Handshake, &[11, 0x02, 0, 0], 0),
+    );
+    let e = t.rejects(&w, A::DecodeError);
+    assert!(
+        matches!(e, Error::Record(RecordError::HandshakeTooLarge { .. })),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn client_hello_spanning_records_of_the_maximum_size_is_fine() {
+    // 2^14 bytes is allowed (§5.1), and a message may span records.
+    let mut ch = client_hello();
+    ch.extensions.insert(0, Extension::Padding(vec![0; 20_000]));
+    let msg = encode(HandshakePayload::ClientHello(ch));
+    let mut w = record(22, 0x0301, &msg[..1 << 14]);
+    w.extend(record(22, 0x0301, &msg[1 << 14..]));
+    let mut s = fresh_server();
+    s.feed(&w).unwrap();
+    assert!(matches!(
+        decode(&s.output()[0].content),
+        HandshakePayload::ServerHello(_)
+    ));
+}
+
+#[test]
+fn zero_length_records_of_handshake_or_alert_are_unexpected_message() {
+    // §5.1: "Implementations MUST NOT send zero-length fragments of Handshake types" and an
+    // alert record carries exactly one alert (§5.1, §6): unexpected_message.
+    let e = fresh_server().rejects(&record(22, 0x0303, &[]), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::EmptyRecord));
+    let e = fresh_server().rejects(&record(21, 0x0303, &[]), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::EmptyRecord));
+    // A malformed alert (not two bytes) does not decode (§6): decode_error.
+    for body in [&[2u8][..], &[2, 40, 0]] {
+        let e = fresh_server().rejects(&record(21, 0x0303, body), A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+}
+
+#[test]
+fn change_cipher_spec_is_only_one_byte_of_1_after_the_client_hello() {
+    // §5: "An implementation may receive an unencrypted record of type change_cipher_spec
+    // consisting of the single byte value 0x01 at any time after the first ClientHello message
+    // has been sent or received and before the peer's Finished message has been received and
+    // MUST simply drop it without further processing. ... An implementation which receives any
+    // other change_cipher_spec value or which receives a protected change_cipher_spec record
+    // MUST abort the handshake with an "unexpected_message" alert."
+    let ch = ch_wire(&client_hello());
+    // Before the ClientHello.
+    let e = fresh_server().rejects(&record(20, 0x0303, &[1]), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::BadChangeCipherSpec));
+    // After it, with a wrong payload.
+    for body in [&[2u8][..], &[1, 1], &[], &[0]] {
+        let mut s = fresh_server();
+        s.feed(&ch).unwrap();
+        s.output();
+        let e = s.rejects(&record(20, 0x0303, body), A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::BadChangeCipherSpec), "{body:?}");
+    }
+    // The right one is dropped.
+    let mut s = fresh_server();
+    s.feed(&ch).unwrap();
+    s.output();
+    s.feed(&record(20, 0x0303, &[1])).unwrap();
+    assert!(s.output().is_empty());
+}
+
+#[test]
+fn application_data_before_the_handshake_is_unexpected_message() {
+    // §5: application data "MUST NOT be sent" before keys exist for it; §6.2 unexpected_message:
+    // "An inappropriate message (e.g., the wrong handshake message, premature Application Data,
+    // etc.) was received."
+    let e = fresh_server().rejects(&record(23, 0x0303, b"GET /"), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+    // After the ClientHello the server expects protected records: plaintext application data
+    // does not authenticate (§5.2: bad_record_mac).
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&client_hello())).unwrap();
+    s.output();
+    let e = s.rejects(&record(23, 0x0303, &[0; 40]), A::BadRecordMac);
+    assert_eq!(e, Error::Record(RecordError::BadRecordMac));
+    // Properly protected application data, but before the client's Finished.
+    let mut t = to_server_with(client_config(), server_config());
+    let data = t.client.keys(Side::Client, Epoch::Handshake).seal(
+        0,
+        ContentType::ApplicationData,
+        b"early",
+        0,
+    );
+    let e = t.server.rejects(&data, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+}
+
+#[test]
+fn alert_inside_a_fragmented_handshake_message_is_unexpected_message() {
+    // §5.1: "Handshake messages MUST NOT be interleaved with other record types."
+    let msg = encode(HandshakePayload::ClientHello(client_hello()));
+    let mut w = record(22, 0x0301, &msg[..50]);
+    w.extend(record(21, 0x0303, &[1, 90]));
+    w.extend(record(22, 0x0301, &msg[50..]));
+    let e = fresh_server().rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(ContentType::Alert))
+    );
+}
+
+#[test]
+fn change_cipher_spec_inside_a_fragmented_handshake_message_is_unexpected_message() {
+    // §5.1: "Handshake messages MUST NOT be interleaved with other record types" — the dummy
+    // CCS included (it may come "at any time", but not inside a message).
+    // To the client: its ServerHello in two records, a CCS between them.
+    let t = ToClient::default();
+    let sh = t.flight[0].content.clone();
+    let mut w = hs_record(&sh[..20]);
+    w.extend(record(20, 0x0303, &[1]));
+    w.extend(hs_record(&sh[20..]));
+    let e = t.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::ChangeCipherSpec
+        ))
+    );
+    // To the server: the client's Finished in two protected records, a CCS between them.
+    let mut t = to_server_with(client_config(), server_config());
+    let fin = t.messages().pop().unwrap();
+    let keys = t.client.keys(Side::Client, Epoch::Handshake);
+    let mut w = keys.seal(0, ContentType::Handshake, &fin[..10], 0);
+    w.extend(record(20, 0x0303, &[1]));
+    w.extend(keys.seal(1, ContentType::Handshake, &fin[10..], 0));
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::ChangeCipherSpec
+        ))
+    );
+    // The same split without the CCS is fine.
+    let mut t = to_server_with(client_config(), server_config());
+    let mut w = keys.seal(0, ContentType::Handshake, &fin[..10], 0);
+    w.extend(keys.seal(1, ContentType::Handshake, &fin[10..], 0));
+    t.server.feed(&w).unwrap();
+    assert!(t.server.tls.connected());
+}
+
+#[test]
+fn empty_application_data_under_handshake_keys_is_unexpected_message() {
+    // §5.1 allows zero-length application data records, but application data of any length
+    // before the handshake completes is premature (§6.2 unexpected_message) — it is never
+    // protected with handshake keys (§7.3: those protect the handshake only).
+    let t = ToClient::default();
+    let mut w = hs_record(&t.flight[0].content);
+    w.extend(
+        t.server_keys()
+            .seal(0, ContentType::ApplicationData, &[], 0),
+    );
+    let e = t.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+    let mut t = to_server_with(client_config(), server_config());
+    let w =
+        t.client
+            .keys(Side::Client, Epoch::Handshake)
+            .seal(0, ContentType::ApplicationData, &[], 0);
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::ApplicationDataBeforeHandshake));
+}
+
+#[test]
+fn plaintext_handshake_after_the_keys_changed_is_unexpected_message() {
+    // §5: once handshake keys are in place every record is protected; a plaintext handshake
+    // record is of an unexpected type.
+    let mut t = to_server_with(client_config(), server_config());
+    let fin = t.messages().pop().unwrap();
+    let e = t.server.rejects(&hs_record(&fin), A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::Handshake
+        ))
+    );
+}
+
+// =============================================================================================
+// Server: the second ClientHello (§4.1.2, §4.1.4)
+// =============================================================================================
+
+/// The client's real second ClientHello after the HelloRetryRequest, decoded.
+fn second_client_hello(r: &mut Retry) -> ClientHello {
+    r.client.feed(&r.hrr).unwrap();
+    let recs = r.client.output();
+    let ch = recs
+        .iter()
+        .find(|x| x.typ == ContentType::Handshake)
+        .unwrap();
+    match decode(&ch.content) {
+        HandshakePayload::ClientHello(ch) => ch,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn second_client_hello_must_answer_the_retry() {
+    // §4.1.2: the second ClientHello is the first "without modification, except" the key_share
+    // (one share of the selected group, §4.2.8), the cookie echoed (§4.2.2), early_data removed;
+    // §4.1.4 the cipher suite must not change. Violations are illegal_parameter (§4.2.8, §6.2).
+    type Mutation = fn(&mut ClientHello);
+    let cases: [(&str, Mutation, PeerMisbehaved); 7] = [
+        (
+            "random",
+            |ch| ch.random[0] ^= 1,
+            PeerMisbehaved::SecondClientHelloMismatch("random"),
+        ),
+        (
+            "share of another group",
+            |ch| set_shares(ch, vec![x25519_share()]),
+            PeerMisbehaved::SecondClientHelloMismatch("key_share"),
+        ),
+        (
+            "no share",
+            |ch| set_shares(ch, vec![]),
+            PeerMisbehaved::SecondClientHelloMismatch("key_share"),
+        ),
+        (
+            "cookie dropped",
+            |ch| remove_ext(&mut ch.extensions, ExtensionType::Cookie),
+            PeerMisbehaved::SecondClientHelloMismatch("cookie"),
+        ),
+        (
+            "cookie changed",
+            |ch| set_ext(&mut ch.extensions, Extension::Cookie(vec![1, 2, 3])),
+            PeerMisbehaved::SecondClientHelloMismatch("cookie"),
+        ),
+        (
+            "suite changed",
+            |ch| ch.cipher_suites = vec![CipherSuite::TLS_AES_256_GCM_SHA384],
+            PeerMisbehaved::HelloRetryMismatch("cipher suite"),
+        ),
+        (
+            // §4.1.2: "Early data is not permitted after a HelloRetryRequest."
+            "early_data added",
+            |ch| ch.extensions.insert(0, Extension::EarlyDataEmpty),
+            PeerMisbehaved::SecondClientHelloMismatch("early_data"),
+        ),
+    ];
+    for (what, f, want) in cases {
+        let (c, mut s) = retry_configs();
+        s.hrr_cookie = Some(20);
+        let mut r = retry_with(c, s);
+        let mut ch2 = second_client_hello(&mut r);
+        f(&mut ch2);
+        let e = r.server.rejects(
+            &hs_record(&encode(HandshakePayload::ClientHello(ch2))),
+            A::IllegalParameter,
+        );
+        assert_eq!(e, peer(want), "{what}");
+    }
+}
+
+// =============================================================================================
+// Server: the client's second flight
+// =============================================================================================
+
+#[test]
+fn wrong_client_finished_is_decrypt_error() {
+    // §4.4.4: "Recipients of Finished messages MUST verify that the contents are correct and if
+    // incorrect MUST terminate the connection with a "decrypt_error" alert."
+    for (byte, bit) in [(4, 0), (20, 3), (35, 7)] {
+        let mut t = to_server_with(client_config(), server_config());
+        let mut msgs = t.messages();
+        msgs.last_mut().unwrap()[byte] ^= 1 << bit;
+        let w = t.seal(&msgs);
+        let e = t.server.rejects(&w, A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadFinished));
+    }
+    // A Finished of the wrong length does not decode (§4.4.4: verify_data[Hash.length]).
+    for len in [0usize, 31, 33, 48] {
+        let mut t = to_server_with(client_config(), server_config());
+        let w = t.seal(&[message(20, &vec![0; len])]);
+        let e = t.server.rejects(&w, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
+    }
+}
+
+#[test]
+fn bit_flips_in_protected_records_are_bad_record_mac() {
+    // §5.2: "If the decryption fails, the receiver MUST terminate the connection with a
+    // "bad_record_mac" alert." Every byte after the header, and the header's version bytes
+    // (they are the AEAD's additional data).
+    let base = to_server_with(client_config(), server_config());
+    let rec = base.flight.last().unwrap().wire.clone();
+    for i in (1..3).chain(5..rec.len()) {
+        let mut t = to_server_with(client_config(), server_config());
+        let mut w = rec.clone();
+        w[i] ^= 0x20;
+        let e = t.server.rejects(&w, A::BadRecordMac);
+        assert_eq!(e, Error::Record(RecordError::BadRecordMac), "byte {i}");
+    }
+    // A protected record shorter than a tag cannot be authentic either.
+    for len in 0..16 {
+        let mut t = to_server_with(client_config(), server_config());
+        let e = t
+            .server
+            .rejects(&record(23, 0x0303, &vec![0; len]), A::BadRecordMac);
+        assert_eq!(e, Error::Record(RecordError::BadRecordMac), "{len}");
+    }
+}
+
+#[test]
+fn client_finished_followed_by_handshake_bytes_is_unexpected_message() {
+    // §5.1: Finished precedes a key change and must end its record.
+    for extra in [
+        encode(HandshakePayload::KeyUpdate(
+            KeyUpdateRequest::UpdateNotRequested,
+        )),
+        vec![24],
+    ] {
+        let mut t = to_server_with(client_config(), server_config());
+        let mut msgs = t.messages();
+        msgs.push(extra);
+        let w = t.seal(&msgs);
+        let e = t.server.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::KeyChangeNotOnRecordBoundary));
+    }
+}
+
+fn client_auth_configs() -> (ClientConfig, ServerConfig) {
+    let mut c = client_config();
+    c.client_cert = Some(util::client_identity().0);
+    let mut s = server_config();
+    s.client_auth = ClientAuth::Required(vec![util::client_identity().1]);
+    (c, s)
+}
+
+#[test]
+fn wrong_client_certificate_verify_is_decrypt_error() {
+    // §4.4.3: "If the verification fails, the receiver MUST terminate the handshake with a
+    // "decrypt_error" alert."
+    let (c, s) = client_auth_configs();
+    let mut t = to_server_with(c, s);
+    let mut msgs = t.messages();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let last = msgs[cv].len() - 1;
+    msgs[cv][last] ^= 1;
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::DecryptError);
+    assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
+}
+
+#[test]
+fn client_authentication_flight_is_checked() {
+    use HandshakeType as T;
+    // §4.4.2: the client's Certificate echoes the CertificateRequest's (empty) context; another
+    // value is an illegal parameter (§6.2).
+    let (c, s) = client_auth_configs();
+    let mut t = to_server_with(c.clone(), s.clone());
+    let mut msgs = t.messages();
+    let i = index_of(&msgs, T::Certificate);
+    let mut cert = match decode(&msgs[i]) {
+        HandshakePayload::Certificate(cert) => cert,
+        other => panic!("{other:?}"),
+    };
+    cert.context = vec![7];
+    msgs[i] = encode(HandshakePayload::Certificate(cert));
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::IllegalParameter);
+    assert!(
+        matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+        "{e:?}"
+    );
+    // §4.4.3: the client's CertificateVerify must use a scheme from the CertificateRequest's
+    // signature_algorithms: illegal_parameter otherwise.
+    let mut s_ed = s.clone();
+    s_ed.signature_schemes = vec![
+        SignatureScheme::ecdsa_secp256r1_sha256,
+        SignatureScheme::rsa_pss_rsae_sha256,
+    ];
+    let mut t = to_server_with(c.clone(), s_ed);
+    let mut msgs = t.messages();
+    with_cv_scheme(&mut msgs, SignatureScheme::ed25519);
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::UnofferedSignatureScheme));
+    // An empty Certificate takes the client to Finished: a CertificateVerify then is out of
+    // order (§4.4.2.4 with optional authentication, §6.2 unexpected_message).
+    let mut s_opt = s.clone();
+    s_opt.client_auth = ClientAuth::Optional(vec![util::client_identity().1]);
+    let mut t = to_server_with(c, s_opt);
+    let mut msgs = t.messages();
+    let i = index_of(&msgs, T::Certificate);
+    msgs[i] = encode(HandshakePayload::Certificate(CertificatePayload {
+        context: vec![],
+        entries: vec![],
+    }));
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert!(
+        matches!(
+            e,
+            Error::Peer(PeerMisbehaved::UnexpectedMessage {
+                got: T::CertificateVerify,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn unrequested_client_certificate_is_unexpected_message() {
+    // §4.4.2: the client sends a Certificate only "if the server requested client
+    // authentication"; otherwise it is an inappropriate message (§6.2 unexpected_message).
+    let (c, s) = client_auth_configs();
+    let with_cert = to_server_with(c, s);
+    let cert = with_cert.messages()[0].clone();
+    assert_eq!(cert[0], 11);
+    let mut t = to_server_with(client_config(), server_config());
+    let mut msgs = t.messages();
+    msgs.insert(0, cert);
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::UnexpectedMessage);
+    assert!(
+        matches!(
+            e,
+            Error::Peer(PeerMisbehaved::UnexpectedMessage {
+                got: HandshakeType::Certificate,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn handshake_messages_a_server_never_expects_are_unexpected_message() {
+    // §4: each of these is the wrong message in the server's states (§6.2 unexpected_message).
+    let nst = encode(HandshakePayload::NewSessionTicket(NewSessionTicket {
+        lifetime: 10,
+        age_add: 1,
+        nonce: vec![],
+        ticket: vec![1],
+        extensions: vec![],
+    }));
+    for m in [
+        nst.clone(),
+        encode(HandshakePayload::EndOfEarlyData),
+        encode(HandshakePayload::KeyUpdate(
+            KeyUpdateRequest::UpdateNotRequested,
+        )),
+        message(99, &[1, 2]),
+        encode(HandshakePayload::ClientHello(client_hello())),
+    ] {
+        let mut t = to_server_with(client_config(), server_config());
+        let w = t.seal(std::slice::from_ref(&m));
+        let e = t.server.rejects(&w, A::UnexpectedMessage);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { .. })),
+            "{:?}: {e:?}",
+            m[0]
+        );
+    }
+    // After the handshake, a NewSessionTicket from the client is still unexpected.
+    let mut c = connected();
+    let w = c
+        .client
+        .forge(Epoch::Application(0), ContentType::Handshake, &nst, 0);
+    let e = c.server.rejects(&w, A::UnexpectedMessage);
+    assert!(matches!(
+        e,
+        Error::Peer(PeerMisbehaved::UnexpectedMessage {
+            got: HandshakeType::NewSessionTicket,
+            ..
+        })
+    ));
+}
+
+// =============================================================================================
+// Client: the ServerHello (§4.1.3)
+// =============================================================================================
+
+#[test]
+fn server_hello_truncated_at_every_length_is_decode_error() {
+    let t = ToClient::default();
+    let sh = t.flight[0].content.clone();
+    for len in 0..sh.len() - 4 {
+        let t = ToClient::default();
+        let w = hs_record(&message(2, &sh[4..4 + len]));
+        let e = t.rejects(&w, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
+    }
+    // Cut without fixing the lengths: the client waits.
+    let all = wire(&t.flight);
+    for cut in 1..t.flight[0].wire.len() {
+        let mut t = ToClient::default();
+        t.client.feed(&all[..cut]).unwrap();
+        assert!(t.client.output().is_empty());
+    }
+}
+
+#[test]
+fn wrong_session_id_echo_is_illegal_parameter() {
+    // §4.1.3: "A client which receives a legacy_session_id_echo field that does not match what
+    // it sent in the ClientHello MUST abort the handshake with an "illegal_parameter" alert."
+    let e = client_rejects_server_hello(
+        |sh| sh.legacy_session_id_echo = vec![1; 32],
+        A::IllegalParameter,
+    );
+    assert_eq!(e, peer(PeerMisbehaved::SessionIdMismatch));
+    // In compatibility mode: one byte changed, or the echo left empty.
+    for f in [
+        (|sh: &mut ServerHello| sh.legacy_session_id_echo[31] ^= 1) as fn(&mut ServerHello),
+        |sh| sh.legacy_session_id_echo.clear(),
+    ] {
+        let mut c = client_config();
+        c.compat_mode = true;
+        let t = ToClient::new(c, server_config());
+        let mut sh = t.server_hello();
+        assert_eq!(sh.legacy_session_id_echo.len(), 32);
+        f(&mut sh);
+        let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
+        assert_eq!(e, peer(PeerMisbehaved::SessionIdMismatch));
+    }
+}
+
+#[test]
+fn unoffered_cipher_suite_is_illegal_parameter() {
+    // §4.1.3: "A client which receives a cipher suite that was not offered MUST abort the
+    // handshake with an "illegal_parameter" alert."
+    for suite in [
+        CipherSuite::TLS_AES_128_CCM_SHA256,
+        CipherSuite::Unknown(0x1337),
+        CipherSuite::TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+    ] {
+        let e = client_rejects_server_hello(|sh| sh.cipher_suite = suite, A::IllegalParameter);
+        assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("cipher suite")));
+    }
+    // A suite we implement but did not offer this time.
+    let mut c = client_config();
+    c.cipher_suites = vec![CipherSuite::TLS_AES_128_GCM_SHA256];
+    let t = ToClient::new(c, server_config());
+    let mut sh = t.server_hello();
+    sh.cipher_suite = CipherSuite::TLS_CHACHA20_POLY1305_SHA256;
+    let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("cipher suite")));
+}
+
+#[test]
+fn key_share_for_an_unoffered_group_is_illegal_parameter() {
+    // §4.2.8: the server's share "MUST be in the same group as the KeyShareEntry value offered
+    // by the client that the server has selected"; a client receiving another group aborts with
+    // illegal_parameter (§4.2.8, §6.2).
+    let p256 = {
+        let mut c = client_config();
+        c.key_shares = vec![NamedGroup::secp256r1];
+        match client_hello_of(c).find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s[0].clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    for entry in [
+        p256,
+        KeyShareEntry {
+            group: NamedGroup::X448,
+            key_exchange: vec![5; 56],
+        },
+    ] {
+        let e = client_rejects_server_hello(
+            |sh| set_ext(&mut sh.extensions, Extension::KeyShareServer(entry.clone())),
+            A::IllegalParameter,
+        );
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::SelectedUnoffered("key share group"))
+        );
+    }
+}
+
+#[test]
+fn invalid_server_key_share_is_illegal_parameter() {
+    // §4.2.8.2, §7.4.2 (see the server-side case).
+    for key_exchange in [vec![0; 32], vec![9; 31], vec![9; 33]] {
+        let e = client_rejects_server_hello(
+            |sh| {
+                set_ext(
+                    &mut sh.extensions,
+                    Extension::KeyShareServer(KeyShareEntry {
+                        group: NamedGroup::X25519,
+                        key_exchange: key_exchange.clone(),
+                    }),
+                )
+            },
+            A::IllegalParameter,
+        );
+        assert!(matches!(e, Error::KeyExchange(_)), "{e:?}");
+    }
+}
+
+#[test]
+fn missing_key_share_is_missing_extension() {
+    // §9.2 / §4.2.8: a non-PSK ServerHello must carry key_share: missing_extension.
+    let e = client_rejects_server_hello(
+        |sh| remove_ext(&mut sh.extensions, ExtensionType::KeyShare),
+        A::MissingExtension,
+    );
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare))
+    );
+}
+
+#[test]
+fn downgrade_sentinels_are_illegal_parameter() {
+    // §4.1.3: "TLS 1.3 clients receiving a ServerHello indicating TLS 1.2 or below MUST check
+    // that the last 8 bytes are not equal to either of these values. ... If a match is found,
+    // the client MUST abort the handshake with an "illegal_parameter" alert."
+    for sentinel in [DOWNGRADE_TLS12, DOWNGRADE_TLS11] {
+        let e = client_rejects_server_hello(
+            |sh| {
+                remove_ext(&mut sh.extensions, ExtensionType::SupportedVersions);
+                sh.random[24..].copy_from_slice(&sentinel);
+            },
+            A::IllegalParameter,
+        );
+        assert_eq!(e, peer(PeerMisbehaved::DowngradeSentinel));
+    }
+    // A TLS 1.2 ServerHello without the sentinel: a version we do not support (§4.2.1, §D.1:
+    // protocol_version).
+    let e = client_rejects_server_hello(
+        |sh| remove_ext(&mut sh.extensions, ExtensionType::SupportedVersions),
+        A::ProtocolVersion,
+    );
+    assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion));
+    // §4.2.1: "If the "supported_versions" extension in the ServerHello contains a version not
+    // offered by the client or contains a version prior to TLS 1.3, the client MUST abort the
+    // handshake with an "illegal_parameter" alert."
+    for v in [ProtocolVersion::TLSv1_2, ProtocolVersion::Unknown(0x0305)] {
+        let e = client_rejects_server_hello(
+            |sh| set_ext(&mut sh.extensions, Extension::SupportedVersionsServer(v)),
+            A::IllegalParameter,
+        );
+        assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("version")));
+    }
+}
+
+#[test]
+fn server_hello_legacy_fields_wrong_are_illegal_parameter() {
+    // §4.1.3: legacy_version = 0x0303 and legacy_compression_method "MUST have the value 0";
+    // a value breaking either is an illegal parameter (§6.2).
+    let e = client_rejects_server_hello(|sh| sh.legacy_version = 0x0304, A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::BadLegacyField("legacy_version")));
+    let e = client_rejects_server_hello(|sh| sh.legacy_compression_method = 1, A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::BadLegacyField("legacy_compression_method"))
+    );
+}
+
+#[test]
+fn server_hello_extensions_out_of_place() {
+    // §4.2: "If an implementation receives an extension which it recognizes and which is not
+    // specified for the message in which it appears, it MUST abort the handshake with an
+    // "illegal_parameter" alert." ... "Upon receiving such an extension [a response to no
+    // request], an endpoint MUST abort the handshake with an "unsupported_extension" alert."
+    let mut c = client_config();
+    c.alpn = vec![b"h2".to_vec()];
+    for ext in [
+        Extension::Alpn(vec![b"h2".to_vec()]),
+        Extension::ServerNameAck,
+        Extension::Cookie(vec![1]),
+        Extension::SupportedGroups(vec![NamedGroup::X25519]),
+    ] {
+        let t = ToClient::new(c.clone(), server_config());
+        let mut sh = t.server_hello();
+        sh.extensions.insert(0, ext.clone());
+        let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+            "{ext:?}: {e:?}"
+        );
+    }
+    // An extension we do not know and did not send.
+    let e = client_rejects_server_hello(
+        |sh| {
+            sh.extensions.push(Extension::Unknown {
+                typ: ExtensionType::Unknown(0x7777),
+                body: vec![],
+            })
+        },
+        A::UnsupportedExtension,
+    );
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnsolicitedExtension(
+            ExtensionType::Unknown(0x7777)
+        ))
+    );
+    // A pre_shared_key answer when we offered no PSK.
+    let e = client_rejects_server_hello(
+        |sh| sh.extensions.push(Extension::PreSharedKeyServer(0)),
+        A::UnsupportedExtension,
+    );
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnsolicitedExtension(
+            ExtensionType::PreSharedKey
+        ))
+    );
+}
+
+#[test]
+fn server_hello_with_duplicate_extension_is_illegal_parameter() {
+    // §4.2 (see the ClientHello case).
+    let e = client_rejects_server_hello(
+        |sh| {
+            let sv = sh.find(ExtensionType::SupportedVersions).unwrap().clone();
+            sh.extensions.push(sv);
+        },
+        A::IllegalParameter,
+    );
+    assert_eq!(
+        e,
+        Error::Decode(DecodeError::DuplicateExtension(
+            ExtensionType::SupportedVersions
+        ))
+    );
+}
+
+#[test]
+fn handshake_bytes_after_the_server_hello_in_its_record_are_unexpected_message() {
+    // §5.1: the ServerHello precedes a key change; "Implementations MUST verify that all
+    // messages immediately preceding a key change align with a record boundary; if not, then
+    // they MUST terminate the connection with an "unexpected_message" alert."
+    let t = ToClient::default();
+    let ee = t.encrypted()[0].clone();
+    for extra in [ee.clone(), ee[..2].to_vec()] {
+        let t = ToClient::default();
+        let mut payload = t.flight[0].content.clone();
+        payload.extend_from_slice(&extra);
+        let e = t.rejects(&hs_record(&payload), A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::KeyChangeNotOnRecordBoundary));
+    }
+}
+
+// =============================================================================================
+// Client: HelloRetryRequest (§4.1.4)
+// =============================================================================================
+
+#[test]
+fn second_hello_retry_request_is_unexpected_message() {
+    // §4.1.4: "If a client receives a second HelloRetryRequest in the same connection (i.e.,
+    // where the ClientHello was itself in response to a HelloRetryRequest), it MUST abort the
+    // handshake with an "unexpected_message" alert."
+    let mut r = retry();
+    r.client.feed(&r.hrr).unwrap();
+    r.client.output();
+    let e = r.client.rejects(&r.hrr, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::SecondHelloRetry));
+}
+
+#[test]
+fn hello_retry_request_that_changes_nothing_is_illegal_parameter() {
+    // §4.1.4: "Clients MUST abort the handshake with an "illegal_parameter" alert if the
+    // HelloRetryRequest would not result in any change in the ClientHello."
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    remove_ext(&mut hrr.extensions, ExtensionType::KeyShare);
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::HelloRetryChangesNothing));
+    // Asking for the group the client already sent a share for changes nothing either
+    // (§4.2.8: "the client MUST abort ... if the selected group ... corresponds to a group
+    // which was provided in the "key_share" extension in the original ClientHello").
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    set_ext(
+        &mut hrr.extensions,
+        Extension::KeyShareHrr(NamedGroup::X25519),
+    );
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::IllegalExtension(
+            "HelloRetryRequest key_share"
+        ))
+    );
+}
+
+#[test]
+fn hello_retry_request_for_an_unoffered_group_is_illegal_parameter() {
+    // §4.2.8: the selected_group "MUST be in the "supported_groups" extension in the
+    // original ClientHello"; otherwise "the client MUST abort the handshake with an
+    // "illegal_parameter" alert".
+    for g in [NamedGroup::X448, NamedGroup::Unknown(0x1234)] {
+        let mut r = retry();
+        let mut hrr = sh_of(&r.hrr);
+        set_ext(&mut hrr.extensions, Extension::KeyShareHrr(g));
+        let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::IllegalExtension(
+                "HelloRetryRequest key_share"
+            ))
+        );
+    }
+}
+
+#[test]
+fn hello_retry_request_checks_like_a_server_hello() {
+    // The HelloRetryRequest is a ServerHello (§4.1.4): unoffered suite and wrong session id
+    // echo are illegal_parameter (§4.1.3); an extension not allowed in it is illegal_parameter,
+    // one we do not know is unsupported_extension (§4.2).
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.cipher_suite = CipherSuite::TLS_AES_128_CCM_SHA256;
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::SelectedUnoffered("cipher suite")));
+
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.legacy_session_id_echo = vec![3; 8];
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::SessionIdMismatch));
+
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.extensions.insert(
+        0,
+        Extension::Unknown {
+            typ: ExtensionType::ApplicationLayerProtocolNegotiation,
+            body: vec![0, 3, 2, b'h', b'2'],
+        },
+    );
+    let e = r.client.rejects(&sh_record(&hrr), A::IllegalParameter);
+    assert!(
+        matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+        "{e:?}"
+    );
+
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.extensions.insert(
+        0,
+        Extension::Unknown {
+            typ: ExtensionType::Unknown(0x7777),
+            body: vec![],
+        },
+    );
+    let e = r.client.rejects(&sh_record(&hrr), A::UnsupportedExtension);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnsolicitedExtension(
+            ExtensionType::Unknown(0x7777)
+        ))
+    );
+    // An empty cookie is outside cookie<1..2^16-1> (§4.2.2): decode_error.
+    let mut r = retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.extensions.push(Extension::Unknown {
+        typ: ExtensionType::Cookie,
+        body: vec![0, 0],
+    });
+    let e = r.client.rejects(&sh_record(&hrr), A::DecodeError);
+    assert!(
+        matches!(e, Error::Decode(DecodeError::Empty { .. })),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn server_hello_suite_differing_from_the_retry_is_illegal_parameter() {
+    // §4.1.4: "Upon receiving the ServerHello, clients MUST check that the cipher suite supplied
+    // in the ServerHello is the same as that in the HelloRetryRequest and otherwise abort the
+    // handshake with an "illegal_parameter" alert."
+    let mut r = retry();
+    r.client.feed(&r.hrr).unwrap();
+    r.server.feed(&wire(&r.client.output())).unwrap();
+    let flight = r.server.output();
+    let mut sh = match decode(&flight[0].content) {
+        HandshakePayload::ServerHello(sh) => sh,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(sh.cipher_suite, CipherSuite::TLS_AES_128_GCM_SHA256);
+    sh.cipher_suite = CipherSuite::TLS_AES_256_GCM_SHA384;
+    let e = r.client.rejects(&sh_record(&sh), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::HelloRetryMismatch("cipher suite")));
+}
+
+// =============================================================================================
+// Client: the encrypted flight
+// =============================================================================================
+
+#[test]
+fn the_unchanged_flight_resealed_is_accepted() {
+    // The harness itself: re-sealing the real messages gives a flight the client accepts, so
+    // each rejection below is caused by its mutation alone.
+    let mut t = ToClient::default();
+    let w = t.wire_msgs(&t.encrypted());
+    t.client.feed(&w).unwrap();
+    assert!(t.client.tls.connected());
+    let recs = t.client.output();
+    assert!(recs.iter().all(|r| r.typ != ContentType::Alert));
+}
+
+#[test]
+fn wrong_server_finished_is_decrypt_error() {
+    // §4.4.4 (see the server-side case).
+    for (byte, bit) in [(4, 0), (17, 5), (35, 7)] {
+        let e =
+            client_rejects_messages(|m| m.last_mut().unwrap()[byte] ^= 1 << bit, A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadFinished));
+    }
+}
+
+#[test]
+fn wrong_server_certificate_verify_is_decrypt_error() {
+    // §4.4.3: "If the verification fails, the receiver MUST terminate the handshake with a
+    // "decrypt_error" alert." Bytes of the DER signature anywhere: a signature that does not
+    // parse does not verify either.
+    let t = ToClient::default();
+    let cv_len = t.encrypted()[index_of(&t.encrypted(), HandshakeType::CertificateVerify)].len();
+    for i in [8, 9, 12, 40, cv_len - 1] {
+        let e = client_rejects_messages(
+            |m| {
+                let cv = index_of(m, HandshakeType::CertificateVerify);
+                m[cv][i] ^= 0x01;
+            },
+            A::DecryptError,
+        );
+        assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify), "byte {i}");
+    }
+}
+
+fn with_cv_scheme(m: &mut [Vec<u8>], scheme: SignatureScheme) {
+    let cv = index_of(m, HandshakeType::CertificateVerify);
+    m[cv][4..6].copy_from_slice(&scheme.to_repr().to_be_bytes());
+}
+
+#[test]
+fn certificate_verify_with_an_unoffered_scheme_is_illegal_parameter() {
+    // §4.4.3: "If the CertificateVerify message is sent by a server, the signature algorithm
+    // MUST be one offered in the client's "signature_algorithms" extension"; RSASSA-PKCS1-v1_5
+    // and SHA-1 are never allowed. A field inconsistent with the handshake: illegal_parameter.
+    for scheme in [
+        SignatureScheme::rsa_pkcs1_sha256,
+        SignatureScheme::ed448,
+        SignatureScheme::ecdsa_sha1,
+        SignatureScheme::Unknown(0x0b0b),
+    ] {
+        let e = client_rejects_messages(|m| with_cv_scheme(m, scheme), A::IllegalParameter);
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::UnofferedSignatureScheme),
+            "{scheme}"
+        );
+    }
+    // An offered scheme that does not fit the certificate's key (§4.4.3: the algorithm must be
+    // compatible with the key in the end-entity certificate).
+    let e = client_rejects_messages(
+        |m| with_cv_scheme(m, SignatureScheme::ed25519),
+        A::IllegalParameter,
+    );
+    assert!(matches!(e, Error::Signature(_)), "{e:?}");
+}
+
+#[test]
+fn flight_messages_out_of_order_are_unexpected_message() {
+    // §4 fixes the order EncryptedExtensions, [CertificateRequest], Certificate,
+    // CertificateVerify, Finished; §4.6.3: "Implementations that receive a KeyUpdate message
+    // prior to receiving a Finished message MUST terminate the connection with an
+    // "unexpected_message" alert." Anything else out of place: §6.2 unexpected_message.
+    use HandshakeType as T;
+    let t = ToClient::default();
+    let msgs = t.encrypted();
+    let by = |typ: T| msgs[index_of(&msgs, typ)].clone();
+    let (ee, cert, cv, fin) = (
+        by(T::EncryptedExtensions),
+        by(T::Certificate),
+        by(T::CertificateVerify),
+        by(T::Finished),
+    );
+    let ku = encode(HandshakePayload::KeyUpdate(
+        KeyUpdateRequest::UpdateNotRequested,
+    ));
+    let nst = encode(HandshakePayload::NewSessionTicket(NewSessionTicket {
+        lifetime: 10,
+        age_add: 1,
+        nonce: vec![],
+        ticket: vec![1],
+        extensions: vec![],
+    }));
+    let cr = encode(HandshakePayload::CertificateRequest(CertificateRequest {
+        context: vec![],
+        extensions: vec![Extension::SignatureAlgorithms(vec![
+            SignatureScheme::ed25519,
+        ])],
+    }));
+    let sh = t.flight[0].content.clone();
+    let cases: Vec<(&str, Vec<Vec<u8>>, T)> = vec![
+        (
+            "no EncryptedExtensions",
+            vec![cert.clone(), cv.clone(), fin.clone()],
+            T::Certificate,
+        ),
+        (
+            "EncryptedExtensions twice",
+            vec![ee.clone(), ee.clone()],
+            T::EncryptedExtensions,
+        ),
+        (
+            "CertificateVerify first",
+            vec![ee.clone(), cv.clone()],
+            T::CertificateVerify,
+        ),
+        (
+            "Finished without certificate",
+            vec![ee.clone(), fin.clone()],
+            T::Finished,
+        ),
+        (
+            "no CertificateVerify",
+            vec![ee.clone(), cert.clone(), fin.clone()],
+            T::Finished,
+        ),
+        (
+            "Certificate twice",
+            vec![ee.clone(), cert.clone(), cert.clone()],
+            T::Certificate,
+        ),
+        (
+            "CertificateRequest after Certificate",
+            vec![ee.clone(), cert.clone(), cr],
+            T::CertificateRequest,
+        ),
+        (
+            "KeyUpdate before Finished",
+            vec![ee.clone(), ku.clone()],
+            T::KeyUpdate,
+        ),
+        (
+            "KeyUpdate before Finished, late",
+            vec![ee.clone(), cert.clone(), cv.clone(), ku],
+            T::KeyUpdate,
+        ),
+        (
+            "NewSessionTicket before Finished",
+            vec![ee.clone(), nst],
+            T::NewSessionTicket,
+        ),
+        ("ServerHello again", vec![sh], T::ServerHello),
+        (
+            "EndOfEarlyData from a server",
+            vec![encode(HandshakePayload::EndOfEarlyData)],
+            T::EndOfEarlyData,
+        ),
+        (
+            "unknown message type",
+            vec![message(99, &[0; 3])],
+            T::Unknown(99),
+        ),
+        (
+            "ClientHello from a server",
+            vec![encode(HandshakePayload::ClientHello(client_hello()))],
+            T::ClientHello,
+        ),
+    ];
+    for (what, msgs, got) in cases {
+        let t = ToClient::default();
+        let w = t.wire_msgs(&msgs);
+        let e = t.rejects(&w, A::UnexpectedMessage);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { got: g, .. }) if g == got),
+            "{what}: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn handshake_bytes_after_the_server_finished_in_its_record_are_unexpected_message() {
+    // §5.1: Finished precedes a key change and must end its record.
+    let nst = encode(HandshakePayload::NewSessionTicket(NewSessionTicket {
+        lifetime: 10,
+        age_add: 1,
+        nonce: vec![],
+        ticket: vec![1],
+        extensions: vec![],
+    }));
+    for extra in [nst, vec![4, 0]] {
+        let e = client_rejects_messages(|m| m.push(extra.clone()), A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::KeyChangeNotOnRecordBoundary));
+    }
+}
+
+#[test]
+fn empty_server_certificate_is_decode_error() {
+    // §4.4.2.4: "If the server supplies an empty Certificate message, the client MUST abort the
+    // handshake with a "decode_error" alert."
+    let e = client_rejects_messages(
+        |m| {
+            let c = index_of(m, HandshakeType::Certificate);
+            m[c] = encode(HandshakePayload::Certificate(CertificatePayload {
+                context: vec![],
+                entries: vec![],
+            }));
+        },
+        A::DecodeError,
+    );
+    assert_eq!(e, peer(PeerMisbehaved::NoServerCertificate));
+}
+
+fn encrypted_extensions(exts: Vec<Extension>) -> Vec<u8> {
+    encode(HandshakePayload::EncryptedExtensions(exts))
+}
+
+#[test]
+fn encrypted_extensions_checked_against_the_offer() {
+    // §4.2: a response to no request is unsupported_extension; an extension not allowed in
+    // EncryptedExtensions is illegal_parameter. RFC 7301 §3.1: the server's ProtocolNameList
+    // "MUST contain exactly one" protocol, one the client offered; anything else is a field
+    // inconsistent with the handshake (§6.2 illegal_parameter).
+    let set_ee = |exts: Vec<Extension>| {
+        move |m: &mut Vec<Vec<u8>>| {
+            let ee = index_of(m, HandshakeType::EncryptedExtensions);
+            m[ee] = encrypted_extensions(exts);
+        }
+    };
+    // Unsolicited: ALPN and record_size_limit we did not offer.
+    for ext in [
+        Extension::Alpn(vec![b"h2".to_vec()]),
+        Extension::RecordSizeLimit(100),
+        Extension::EarlyDataEmpty,
+        Extension::Unknown {
+            typ: ExtensionType::Unknown(0x7777),
+            body: vec![],
+        },
+    ] {
+        let t = ext.typ();
+        let e = client_rejects_messages(set_ee(vec![ext]), A::UnsupportedExtension);
+        assert_eq!(e, peer(PeerMisbehaved::UnsolicitedExtension(t)));
+    }
+    // Not allowed in EncryptedExtensions at all (§4.2 table): key_share, supported_versions,
+    // signature_algorithms, cookie, pre_shared_key.
+    for (typ, body) in [
+        (ExtensionType::KeyShare, vec![0, 0x1d, 0, 1, 9]),
+        (ExtensionType::SupportedVersions, vec![3, 4]),
+        (ExtensionType::SignatureAlgorithms, vec![0, 2, 4, 3]),
+        (ExtensionType::Cookie, vec![0, 1, 1]),
+        (ExtensionType::PreSharedKey, vec![0, 0]),
+    ] {
+        let e = client_rejects_messages(
+            set_ee(vec![Extension::Unknown { typ, body }]),
+            A::IllegalParameter,
+        );
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+            "{typ}: {e:?}"
+        );
+    }
+    // Offered ALPN, but answered with another protocol or with two.
+    let mut c = client_config();
+    c.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    for answer in [
+        vec![b"spdy/3".to_vec()],
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    ] {
+        let t = ToClient::new(c.clone(), server_config());
+        let mut msgs = t.encrypted();
+        msgs[0] = encrypted_extensions(vec![Extension::Alpn(answer)]);
+        let w = t.wire_msgs(&msgs);
+        let e = t.rejects(&w, A::IllegalParameter);
+        assert_eq!(e, peer(PeerMisbehaved::UnofferedAlpn));
+    }
+    // RFC 8449 §4: a record_size_limit below 64 is illegal_parameter.
+    let mut c = client_config();
+    c.record_size_limit = Some(1000);
+    let t = ToClient::new(c, server_config());
+    let mut msgs = t.encrypted();
+    msgs[0] = encrypted_extensions(vec![Extension::RecordSizeLimit(63)]);
+    let w = t.wire_msgs(&msgs);
+    let e = t.rejects(&w, A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::BadRecordSizeLimit));
+    // A duplicate is illegal_parameter (§4.2).
+    let e = client_rejects_messages(
+        set_ee(vec![Extension::ServerNameAck, Extension::ServerNameAck]),
+        A::IllegalParameter,
+    );
+    assert!(matches!(
+        e,
+        Error::Decode(DecodeError::DuplicateExtension(_))
+    ));
+}
+
+#[test]
+fn certificate_request_is_checked() {
+    // §4.3.2: "The "signature_algorithms" extension MUST be specified"; its absence is
+    // missing_extension (§9.2 lists it as mandatory-to-use; §6.2). The context "SHALL be zero
+    // length unless used for the post-handshake authentication": illegal_parameter.
+    let insert_cr = |cr: CertificateRequest| {
+        move |m: &mut Vec<Vec<u8>>| {
+            m.insert(1, encode(HandshakePayload::CertificateRequest(cr)));
+        }
+    };
+    let e = client_rejects_messages(
+        insert_cr(CertificateRequest {
+            context: vec![],
+            extensions: vec![Extension::Unknown {
+                typ: ExtensionType::Unknown(0x7777),
+                body: vec![],
+            }],
+        }),
+        A::MissingExtension,
+    );
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::MissingExtension(
+            ExtensionType::SignatureAlgorithms
+        ))
+    );
+    let e = client_rejects_messages(
+        insert_cr(CertificateRequest {
+            context: vec![1],
+            extensions: vec![Extension::SignatureAlgorithms(vec![
+                SignatureScheme::ed25519,
+            ])],
+        }),
+        A::IllegalParameter,
+    );
+    assert!(matches!(
+        e,
+        Error::Peer(PeerMisbehaved::IllegalExtension(_))
+    ));
+}
+
+#[test]
+fn finished_of_the_wrong_length_is_decode_error() {
+    // §4.4.4: verify_data is Hash.length bytes; another length does not decode.
+    for len in [0usize, 31, 33, 48] {
+        let e = client_rejects_messages(
+            |m| *m.last_mut().unwrap() = message(20, &vec![0; len]),
+            A::DecodeError,
+        );
+        assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
+    }
+}
+
+#[test]
+fn encrypted_flight_truncated_at_every_message_length_is_decode_error() {
+    // Each message of the flight cut short with its length fixed (the record re-sealed): §6.2
+    // decode_error.
+    let t = ToClient::default();
+    let msgs = t.encrypted();
+    for (i, m) in msgs.iter().enumerate() {
+        for len in (0..m.len() - 4).step_by(if m.len() > 200 { 7 } else { 1 }) {
+            let e =
+                client_rejects_messages(|ms| ms[i] = message(m[0], &m[4..4 + len]), A::DecodeError);
+            assert!(matches!(e, Error::Decode(_)), "message {i} at {len}: {e:?}");
+        }
+    }
+}
+
+// =============================================================================================
+// After the handshake
+// =============================================================================================
+
+fn key_update(req: KeyUpdateRequest) -> Vec<u8> {
+    encode(HandshakePayload::KeyUpdate(req))
+}
+
+#[test]
+fn key_update_flood_is_unexpected_message() {
+    // A resource limit (STYLE "Unbounded buffering"): more than 32 KeyUpdates with no data in
+    // between is abuse. §6.2 unexpected_message. 32 are fine, and data still flows after them.
+    for (from_server, n, ok) in [(true, 32, true), (true, 33, false), (false, 33, false)] {
+        let mut c = connected();
+        let (sender, receiver) = if from_server {
+            (&mut c.server, &mut c.client)
+        } else {
+            (&mut c.client, &mut c.server)
+        };
+        for _ in 0..n {
+            sender.tls.key_update(false).unwrap();
+        }
+        let w = wire(&sender.output());
+        if ok {
+            receiver.feed(&w).unwrap();
+            assert!(receiver.output().is_empty());
+            sender.tls.send(b"after the updates").unwrap();
+            receiver.feed(&wire(&sender.output())).unwrap();
+            assert_eq!(
+                tls13lab::demo::app_data(&receiver.events),
+                b"after the updates"
+            );
+        } else {
+            let e = receiver.rejects(&w, A::UnexpectedMessage);
+            assert_eq!(e, peer(PeerMisbehaved::TooManyKeyUpdates));
+        }
+    }
+}
+
+#[test]
+fn key_update_with_an_invalid_request_is_illegal_parameter() {
+    // §4.6.3: "If an implementation receives any other value [than 0 or 1], it MUST terminate
+    // the connection with an "illegal_parameter" alert."
+    for v in [2u8, 255] {
+        let mut c = connected();
+        let w = c.server.forge(
+            Epoch::Application(0),
+            ContentType::Handshake,
+            &key_update(KeyUpdateRequest::Unknown(v)),
+            0,
+        );
+        let e = c.client.rejects(&w, A::IllegalParameter);
+        assert!(matches!(
+            e,
+            Error::Peer(PeerMisbehaved::IllegalExtension(_))
+        ));
+    }
+}
+
+#[test]
+fn key_update_followed_by_handshake_bytes_is_unexpected_message() {
+    // §5.1: KeyUpdate precedes a key change and must end its record (the OpenJDK bug).
+    let ku = key_update(KeyUpdateRequest::UpdateNotRequested);
+    for extra in [ku.clone(), vec![24, 0, 0]] {
+        let mut c = connected();
+        let mut content = ku.clone();
+        content.extend_from_slice(&extra);
+        let w = c
+            .server
+            .forge(Epoch::Application(0), ContentType::Handshake, &content, 0);
+        let e = c.client.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::KeyChangeNotOnRecordBoundary));
+    }
+}
+
+#[test]
+fn empty_record_floods_are_unexpected_message() {
+    // §5.1: "Zero-length fragments of Application Data MAY be sent", but an endless run of them
+    // costs the receiver without progress (STYLE "Unbounded buffering"): more than 32 in a row
+    // is refused with unexpected_message. Data resets the count.
+    let mut c = connected();
+    let mut w = Vec::new();
+    for _ in 0..32 {
+        w.extend(
+            c.server
+                .forge(Epoch::Application(0), ContentType::ApplicationData, &[], 0),
+        );
+    }
+    w.extend(
+        c.server
+            .forge(Epoch::Application(0), ContentType::ApplicationData, b"x", 0),
+    );
+    for _ in 0..32 {
+        w.extend(
+            c.server
+                .forge(Epoch::Application(0), ContentType::ApplicationData, &[], 5),
+        );
+    }
+    c.client.feed(&w).unwrap();
+    assert!(c.client.output().is_empty());
+    let last = c
+        .server
+        .forge(Epoch::Application(0), ContentType::ApplicationData, &[], 0);
+    let e = c.client.rejects(&last, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooManyEmptyRecords));
+    // The same for dummy ChangeCipherSpec records during the handshake.
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&client_hello())).unwrap();
+    s.output();
+    let ccs = record(20, 0x0303, &[1]);
+    s.feed(&ccs.repeat(32)).unwrap();
+    let e = s.rejects(&ccs, A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::TooManyEmptyRecords));
+}
+
+#[test]
+fn malformed_protected_records_are_rejected() {
+    // §5.4: "If a receiving implementation does not find a non-zero octet in the cleartext, it
+    // MUST terminate the connection with an "unexpected_message" alert."
+    let mut c = connected();
+    let w = c.server.forge_inner(Epoch::Application(0), vec![0; 20]);
+    let e = c.client.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, Error::Record(RecordError::NoContentType));
+    let mut c = connected();
+    let w = c.server.forge_inner(Epoch::Application(0), vec![]);
+    let e = c.client.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(e, Error::Record(RecordError::NoContentType));
+    // §5: "An implementation which receives ... a protected change_cipher_spec record MUST abort
+    // the handshake with an "unexpected_message" alert."; unknown inner types likewise (§5).
+    for typ in [
+        ContentType::ChangeCipherSpec,
+        ContentType::Heartbeat,
+        ContentType::Unknown(99),
+    ] {
+        let mut c = connected();
+        let w = c.server.forge(Epoch::Application(0), typ, &[1], 0);
+        let e = c.client.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, peer(PeerMisbehaved::UnexpectedContentType(typ)));
+    }
+    // Zero-length protected Handshake and Alert records (§5.1, §5.4; picotls #605/#611).
+    for typ in [ContentType::Handshake, ContentType::Alert] {
+        let mut c = connected();
+        let w = c.server.forge(Epoch::Application(0), typ, &[], 3);
+        let e = c.client.rejects(&w, A::UnexpectedMessage);
+        assert_eq!(e, Error::Record(RecordError::EmptyFragment(typ)), "{typ}");
+    }
+    // §5.4: TLSInnerPlaintext over 2^14 + 1 bytes is record_overflow, whether content or
+    // padding makes it long ("The length MUST NOT exceed 2^14 + 1 octets", §5.4; §5.2).
+    for (content, padding) in [
+        ((1 << 14) + 1, 0),
+        (100, (1 << 14) - 99),
+        (0, (1 << 14) + 1),
+    ] {
+        let mut c = connected();
+        let w = c.server.forge(
+            Epoch::Application(0),
+            ContentType::ApplicationData,
+            &vec![7; content],
+            padding,
+        );
+        let e = c.client.rejects(&w, A::RecordOverflow);
+        assert_eq!(e, Error::Record(RecordError::RecordOverflow));
+    }
+    // Exactly 2^14 + 1 is fine.
+    for (content, padding) in [(1 << 14, 0), (100, (1 << 14) - 100)] {
+        let mut c = connected();
+        let w = c.server.forge(
+            Epoch::Application(0),
+            ContentType::ApplicationData,
+            &vec![7; content],
+            padding,
+        );
+        c.client.feed(&w).unwrap();
+        assert_eq!(tls13lab::demo::app_data(&c.client.events).len(), content);
+    }
+}
+
+#[test]
+fn rejected_early_data_skips_only_records_that_do_not_open() {
+    // §4.2.10: a server rejecting 0-RTT "skip[s] past early data" by trying the handshake key
+    // and dropping records that fail to decrypt. A record that does decrypt under the handshake
+    // key is the client's second flight: if it is malformed (here an empty Handshake record,
+    // §5.4), that is an error, not early data to skip.
+    let mut ch = client_hello();
+    ch.extensions.push(Extension::EarlyDataEmpty);
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    s.output();
+    // Undecryptable records are skipped silently...
+    s.feed(&record(23, 0x0303, &[0x55; 100])).unwrap();
+    assert!(s.output().is_empty());
+    // ... but an empty Handshake record under the client's handshake key is not.
+    let server_view = s.keys(Side::Client, Epoch::Handshake);
+    let w = server_view.seal(0, ContentType::Handshake, &[], 0);
+    let e = s.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        Error::Record(RecordError::EmptyFragment(ContentType::Handshake))
+    );
+}
+
+#[test]
+fn plaintext_records_after_the_handshake_are_unexpected_message() {
+    // §5: the dummy CCS is allowed only "before the peer's Finished message has been received";
+    // after that, and for any plaintext alert or handshake record once application keys are in
+    // use, the record type is unexpected.
+    for (typ, body) in [
+        (20u8, vec![1u8]),
+        (21, vec![2, 40]),
+        (22, key_update(KeyUpdateRequest::UpdateNotRequested)),
+    ] {
+        let mut c = connected();
+        let e = c
+            .client
+            .rejects(&record(typ, 0x0303, &body), A::UnexpectedMessage);
+        assert_eq!(e.alert(), Some(A::UnexpectedMessage), "{typ}");
+    }
+}
+
+#[test]
+fn application_data_inside_a_fragmented_key_update_is_unexpected_message() {
+    // §5.1: "Handshake messages MUST NOT be interleaved with other record types."
+    let mut c = connected();
+    let ku = key_update(KeyUpdateRequest::UpdateNotRequested);
+    let mut w = c
+        .server
+        .forge(Epoch::Application(0), ContentType::Handshake, &ku[..2], 0);
+    w.extend(
+        c.server
+            .forge(Epoch::Application(0), ContentType::ApplicationData, b"x", 0),
+    );
+    let e = c.client.rejects(&w, A::UnexpectedMessage);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnexpectedContentType(
+            ContentType::ApplicationData
+        ))
+    );
+}
+
+#[test]
+fn data_after_close_notify_is_ignored() {
+    // §6.1: "Any data received after a closure alert has been received MUST be ignored." No
+    // error, no alert, no data delivered; and our write side stays open.
+    let mut c = connected();
+    c.server.tls.send(b"before").unwrap();
+    c.server.tls.close();
+    let mut w = wire(&c.server.output());
+    w.extend(c.server.forge(
+        Epoch::Application(0),
+        ContentType::ApplicationData,
+        b"after",
+        0,
+    ));
+    w.extend(record(23, 0x0303, &[0; 3])); // garbage, even a partial record
+    w.extend_from_slice(&[23, 3]);
+    c.client.feed(&w).unwrap();
+    c.client.feed(b"more garbage").unwrap();
+    assert_eq!(tls13lab::demo::app_data(&c.client.events), b"before");
+    assert!(c.client.output().is_empty());
+    assert!(c.client.sent_alerts().is_empty());
+    c.client.tls.send(b"reply").unwrap();
+    c.server.feed(&wire(&c.client.output())).unwrap();
+    assert_eq!(tls13lab::demo::app_data(&c.server.events), b"reply");
+}
+
+#[test]
+fn received_alerts_end_the_connection_without_an_answer() {
+    // §6.2: "Upon receiving an error alert, the TLS implementation SHOULD indicate an error to
+    // the application and MUST NOT allow any further data to be sent or received"; all alerts
+    // but close_notify and user_canceled are errors whatever their level (§6).
+    for (level, desc) in [(2u8, 40u8), (1, 40), (2, 255), (1, 10)] {
+        let mut c = connected();
+        let w = c
+            .server
+            .forge(Epoch::Application(0), ContentType::Alert, &[level, desc], 0);
+        let e = c.client.feed(&w).unwrap_err();
+        assert_eq!(e, Error::AlertReceived(A::from(desc)));
+        c.client.check_failed(&e);
+        assert!(matches!(c.client.tls.send(b"x"), Err(Error::Closed)));
+    }
+    // During the handshake, a plaintext alert from the server.
+    let mut t = ToClient::default();
+    let e = t.client.feed(&record(21, 0x0303, &[2, 40])).unwrap_err();
+    assert_eq!(e, Error::AlertReceived(A::HandshakeFailure));
+    t.client.check_failed(&e);
+    // user_canceled is not an error (§6.1).
+    let mut c = connected();
+    let w = c
+        .server
+        .forge(Epoch::Application(0), ContentType::Alert, &[1, 90], 0);
+    c.client.feed(&w).unwrap();
+}
+
+// =============================================================================================
+// Sweeps: every record truncated at every length, fed in pieces
+// =============================================================================================
+
+/// Where a recorded record is delivered: a fresh endpoint in the right state, replayed from
+/// the same seeds.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// The ClientHello, to a fresh server.
+    ClientHello,
+    /// The server's first flight, to the client that sent the ClientHello.
+    ServerFlight,
+    /// The client's second flight, to the server that sent its flight.
+    ClientFlight,
+    /// Post-handshake records from the server, to a connected client.
+    ServerAfter,
+}
+
+/// The records of each stage, and how to rebuild the receiver.
+struct Sweep {
+    stages: Vec<(Stage, Vec<Vec<u8>>)>,
+}
+
+fn sweep() -> Sweep {
+    let mut c = client_config();
+    c.compat_mode = true;
+    let s = server_config();
+    let mut client = Ep::client(c.clone(), CLIENT_SEED);
+    let mut server = Ep::server(s.clone(), SERVER_SEED);
+    let ch = client.output();
+    server.feed(&wire(&ch)).unwrap();
+    let sf = server.output();
+    client.feed(&wire(&sf)).unwrap();
+    let cf = client.output();
+    server.feed(&wire(&cf)).unwrap();
+    server.tls.send(b"some application data").unwrap();
+    server.tls.key_update(true).unwrap();
+    server.tls.send(b"more").unwrap();
+    server.tls.close();
+    let after = server.output();
+    let recs = |v: &[Rec]| v.iter().map(|r| r.wire.clone()).collect::<Vec<_>>();
+    Sweep {
+        stages: vec![
+            (Stage::ClientHello, recs(&ch)),
+            (Stage::ServerFlight, recs(&sf)),
+            (Stage::ClientFlight, recs(&cf)),
+            (Stage::ServerAfter, recs(&after)),
+        ],
+    }
+}
+
+impl Sweep {
+    /// The receiver of `stage`, ready for the stage's first record.
+    fn receiver(&self, stage: Stage) -> Ep {
+        let mut c = client_config();
+        c.compat_mode = true;
+        let mut client = Ep::client(c, CLIENT_SEED);
+        if let Stage::ClientHello = stage {
+            return fresh_server();
+        }
+        let mut server = fresh_server();
+        let all = |i: usize| -> Vec<u8> { self.stages[i].1.concat() };
+        server.feed(&all(0)).unwrap();
+        if let Stage::ClientFlight = stage {
+            return server;
+        }
+        client.output();
+        if let Stage::ServerFlight = stage {
+            return client;
+        }
+        client.feed(&all(1)).unwrap();
+        client.output();
+        client
+    }
+}
+
+/// Delivers each of `recs` truncated at every length, with its header length left alone
+/// (only incomplete: no error allowed) or fixed to the cut, fed in pieces of 1, 3 and 1000
+/// bytes to a fresh receiver that got the records before it. Returns how many cuts failed.
+fn truncate_every_record(what: &str, recs: &[Vec<u8>], receiver: &dyn Fn() -> Ep) -> usize {
+    let mut errors = 0;
+    for (i, rec) in recs.iter().enumerate() {
+        let before: Vec<u8> = recs[..i].concat();
+        for len in 0..=rec.len() {
+            for fix_length in [false, true] {
+                if fix_length && len < 5 {
+                    continue;
+                }
+                let mut cut = rec[..len].to_vec();
+                if fix_length {
+                    let l = (len - 5) as u16;
+                    cut[3..5].copy_from_slice(&l.to_be_bytes());
+                }
+                for piece in [1usize, 3, 1000] {
+                    let mut ep = receiver();
+                    ep.feed(&before).unwrap();
+                    ep.output();
+                    let r = ep.feed_in_pieces(&cut, piece);
+                    if r.is_err() {
+                        errors += 1;
+                    }
+                    if !fix_length && len < rec.len() {
+                        // A cut record is only incomplete.
+                        assert!(r.is_ok(), "{what} record {i} cut at {len}: {r:?}");
+                    }
+                    ep.check_outcome(r);
+                }
+            }
+        }
+    }
+    errors
+}
+
+#[test]
+fn every_record_truncated_at_every_length_in_pieces_never_panics() {
+    let s = sweep();
+    let mut errors = 0;
+    for (stage, recs) in &s.stages {
+        errors += truncate_every_record(&format!("{stage:?}"), recs, &|| s.receiver(*stage));
+    }
+    assert!(errors > 1000, "the sweep must reach errors: {errors}");
+}
+
+/// The HelloRetryRequest path: the server's HelloRetryRequest (and CCS) to the client, and the
+/// client's [CCS +] second ClientHello to the server.
+/// Records of one flight, each as on the wire.
+type Flight = Vec<Vec<u8>>;
+
+fn retry_path() -> (Flight, Flight, impl Fn() -> (Ep, Ep)) {
+    let make = || {
+        let (mut c, mut s) = retry_configs();
+        c.compat_mode = true;
+        s.hrr_cookie = Some(24);
+        let mut client = Ep::client(c, CLIENT_SEED);
+        let mut server = Ep::server(s, SERVER_SEED);
+        server.feed(&wire(&client.output())).unwrap();
+        (client, server)
+    };
+    let (mut client, mut server) = make();
+    let hrr = server.output();
+    client.feed(&wire(&hrr)).unwrap();
+    let ch2 = client.output();
+    let recs = |v: &[Rec]| v.iter().map(|r| r.wire.clone()).collect::<Vec<_>>();
+    (recs(&hrr), recs(&ch2), make)
+}
+
+#[test]
+fn hello_retry_path_truncated_at_every_length_never_panics() {
+    let (hrr, ch2, make) = retry_path();
+    assert_eq!(hrr.len(), 2, "HelloRetryRequest and CCS");
+    let mut errors = truncate_every_record("HelloRetryRequest", &hrr, &|| {
+        let (mut c, _) = make();
+        c.output();
+        c
+    });
+    errors += truncate_every_record("second ClientHello", &ch2, &|| {
+        let (_, mut s) = make();
+        s.output();
+        s
+    });
+    // Cut plaintext handshake records with fixed lengths are just incomplete messages; the
+    // empty CCS records (one each way) are errors, in each of the three piece sizes.
+    assert!(errors >= 6, "{errors}");
+}
+
+// =============================================================================================
+// Fuzzing (proptest): random bytes and random mutations of real flights
+// =============================================================================================
+
+/// One edit of a byte string.
+#[derive(Clone, Debug)]
+enum Edit {
+    Flip(usize, u8),
+    Set(usize, u8),
+    Insert(usize, u8),
+    Delete(usize),
+    Truncate(usize),
+}
+
+fn edits() -> impl Strategy<Value = Vec<Edit>> {
+    let edit = prop_oneof![
+        (any::<usize>(), 1u8..=255).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Set(i, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Insert(i, b)),
+        any::<usize>().prop_map(Edit::Delete),
+        any::<usize>().prop_map(Edit::Truncate),
+    ];
+    prop::collection::vec(edit, 1..6)
+}
+
+fn apply(mut v: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let n = v.len().max(1);
+        match *e {
+            Edit::Flip(i, b) if !v.is_empty() => v[i % n] ^= b,
+            Edit::Set(i, b) if !v.is_empty() => v[i % n] = b,
+            Edit::Insert(i, b) => v.insert(i % (v.len() + 1), b),
+            Edit::Delete(i) if !v.is_empty() => {
+                v.remove(i % n);
+            }
+            Edit::Truncate(i) => v.truncate(i % (v.len() + 1)),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// A proptest runner with `cases` cases, or `PROPTEST_CASES` when set (for long fuzzing runs).
+fn runner(cases: u32) -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    TestRunner::new(PropConfig {
+        cases,
+        failure_persistence: None,
+        ..PropConfig::default()
+    })
+}
+
+#[test]
+fn fuzz_random_bytes_into_both_sides() {
+    let s = sweep();
+    runner(400)
+        .run(
+            &(
+                prop::collection::vec(any::<u8>(), 0..600),
+                0usize..4,
+                1usize..64,
+            ),
+            |(bytes, stage, piece)| {
+                let stage = [
+                    Stage::ClientHello,
+                    Stage::ServerFlight,
+                    Stage::ClientFlight,
+                    Stage::ServerAfter,
+                ][stage];
+                let mut ep = s.receiver(stage);
+                // Half the time behind a plausible record header.
+                let mut input = bytes.clone();
+                if piece % 2 == 0 && !bytes.is_empty() {
+                    input = record(bytes[0] % 4 + 20, 0x0303, &bytes);
+                }
+                let r = ep.feed_in_pieces(&input, piece);
+                ep.check_outcome(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn fuzz_mutated_flights_on_the_wire() {
+    let s = sweep();
+    runner(600)
+        .run(
+            &(0usize..4, edits(), 1usize..2000),
+            |(stage, edits, piece)| {
+                let (st, recs) = &s.stages[stage];
+                let mut ep = s.receiver(*st);
+                let input = apply(recs.concat(), &edits);
+                let r = ep.feed_in_pieces(&input, piece);
+                ep.check_outcome(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn fuzz_mutated_client_hello_messages() {
+    // Below the record layer: the ClientHello message itself mutated, in a well-framed record.
+    let ch = encode(HandshakePayload::ClientHello(client_hello()));
+    runner(600)
+        .run(&edits(), |edits| {
+            let m = apply(ch.clone(), &edits);
+            let mut s = fresh_server();
+            let mut w = Vec::new();
+            for chunk in m.chunks(1 << 14) {
+                w.extend(record(22, 0x0301, chunk));
+            }
+            let r = s.feed(&w);
+            s.check_outcome(r);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn fuzz_mutated_server_flight_plaintext_resealed() {
+    // Below the protection: the server's encrypted messages decrypted, mutated and re-sealed,
+    // so the client parses and judges every mutation instead of failing on the MAC.
+    let base = ToClient::default();
+    let sh = base.server_hello();
+    let content = base.encrypted().concat();
+    let keys = base.server_keys();
+    runner(600)
+        .run(&(edits(), any::<bool>()), |(edits, split)| {
+            let m = apply(content.clone(), &edits);
+            let mut w = hs_record(&encode(HandshakePayload::ServerHello(sh.clone())));
+            if m.is_empty() {
+                w.extend(keys.seal(0, ContentType::Handshake, &m, 0));
+            } else if split {
+                // One message per record boundary is not required: cut in the middle too.
+                let cut = m.len() / 2;
+                w.extend(keys.seal(0, ContentType::Handshake, &m[..cut.max(1)], 0));
+                if cut.max(1) < m.len() {
+                    w.extend(keys.seal(1, ContentType::Handshake, &m[cut.max(1)..], 0));
+                }
+            } else {
+                w.extend(keys.seal(0, ContentType::Handshake, &m, 0));
+            }
+            let mut client = Ep::client(client_config(), CLIENT_SEED);
+            client.output();
+            let r = client.feed(&w);
+            client.check_outcome(r);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn fuzz_mutated_client_flight_plaintext_resealed() {
+    let (c, s) = client_auth_configs();
+    let base = to_server_with(c.clone(), s.clone());
+    let content = base.messages().concat();
+    let keys = base.client.keys(Side::Client, Epoch::Handshake);
+    runner(300)
+        .run(&edits(), |edits| {
+            let m = apply(content.clone(), &edits);
+            let w = keys.seal(0, ContentType::Handshake, &m, 0);
+            let mut t = to_server_with(c.clone(), s.clone());
+            let r = t.server.feed(&w);
+            t.server.check_outcome(r);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn fuzz_post_handshake_records() {
+    // Random inner content of any type, under the server's application keys.
+    runner(300)
+        .run(
+            &(
+                prop::collection::vec(any::<u8>(), 0..80),
+                prop::sample::select(vec![20u8, 21, 22, 23, 0, 99]),
+                0usize..40,
+            ),
+            |(content, typ, padding)| {
+                let mut c = connected();
+                let w = c.server.forge(
+                    Epoch::Application(0),
+                    ContentType::from(typ),
+                    &content,
+                    padding,
+                );
+                let r = c.client.feed(&w);
+                c.client.check_outcome(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn fuzz_mutated_hello_retry_messages() {
+    // The HelloRetryRequest message mutated, to the client; the second ClientHello message
+    // mutated, to the server that asked for it.
+    let (hrr, ch2, make) = retry_path();
+    let hrr_msg = hrr[0][5..].to_vec();
+    let ch2_msg: Vec<u8> = ch2
+        .iter()
+        .filter(|r| r[0] == 22)
+        .flat_map(|r| r[5..].to_vec())
+        .collect();
+    runner(400)
+        .run(&(edits(), any::<bool>()), |(edits, to_client)| {
+            let (mut client, mut server) = make();
+            let ep = if to_client {
+                server.output();
+                &mut client
+            } else {
+                client.feed(&hrr.concat()).unwrap();
+                client.output();
+                server.output();
+                &mut server
+            };
+            let m = apply(
+                if to_client {
+                    hrr_msg.clone()
+                } else {
+                    ch2_msg.clone()
+                },
+                &edits,
+            );
+            let mut w = Vec::new();
+            for chunk in m.chunks(1 << 14) {
+                w.extend(hs_record(chunk));
+            }
+            let r = ep.feed(&w);
+            ep.check_outcome(r);
+            Ok(())
+        })
+        .unwrap();
+}

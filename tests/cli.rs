@@ -1,0 +1,765 @@
+//! End-to-end tests of the `tls13lab` binary: our client ↔ our server over TCP on 127.0.0.1,
+//! the documented one-line errors and exit codes, the key log and the JSON ledger.
+//!
+//! Every server runs on port 0 and is killed by PID when its guard drops, even when a test fails.
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tls13lab");
+const PEM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/pem");
+
+/// A running `tls13lab server`, killed (by PID) and reaped on drop.
+struct ServerGuard {
+    child: Child,
+    port: u16,
+    lines: Receiver<String>,
+}
+
+impl ServerGuard {
+    /// Start `tls13lab server --listen 127.0.0.1:0 ARGS` and read its `listening on` line.
+    fn start(args: &[&str]) -> ServerGuard {
+        ServerGuard::start_env(args, &[])
+    }
+
+    /// Like [`ServerGuard::start`], with environment variables.
+    fn start_env(args: &[&str], env: &[(&str, &str)]) -> ServerGuard {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["server", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("SSLKEYLOGFILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn server");
+        let stdout = child.stdout.take().expect("server stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Build the guard first so the child is killed even if the first line never comes.
+        let mut guard = ServerGuard {
+            child,
+            port: 0,
+            lines,
+        };
+        let first = guard
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("server printed no first line");
+        let addr = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first line is {first:?}"));
+        guard.port = addr
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {first:?}"));
+        guard
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The next stdout line containing `needle`.
+    fn line_with(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("server printed no line with {needle:?}"),
+            }
+        }
+    }
+
+    /// Wait for the server to exit by itself (e.g. after --naccept).
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill(); // this child's PID only
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch directory for one test, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("tls13lab-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+
+    fn s(&self, f: &str) -> String {
+        self.path(f).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    run_env(args, &[])
+}
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(args).env_remove("SSLKEYLOGFILE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run tls13lab")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Exit code `code` and exactly one stderr line starting with `prefix` — never a backtrace.
+#[track_caller]
+fn assert_fails(o: &Output, code: i32, prefix: &str) -> String {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{err}",
+        stdout(o)
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected, got:\n{err}");
+    assert!(
+        lines[0].starts_with(prefix),
+        "expected {prefix:?}, got {:?}",
+        lines[0]
+    );
+    assert!(!err.contains("panicked") && !err.contains("backtrace"));
+    lines[0].to_string()
+}
+
+/// The value after `key` in the summary (`key   value`).
+fn summary_value(out: &str, key: &str) -> String {
+    let summary = out
+        .split("--- summary\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary in:\n{out}"));
+    summary
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .filter(|rest| rest.starts_with(' '))
+                .map(|rest| rest.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no {key:?} in summary:\n{summary}"))
+}
+
+fn keylog_lines(path: &Path) -> Vec<(String, String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 3, "key log line {l:?}");
+            (f[0].to_string(), f[1].to_string(), f[2].to_string())
+        })
+        .collect()
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+// ------------------------------------------------------------------------------- handshakes
+
+#[test]
+fn full_handshake_over_tcp_with_verified_certificate_key_log_and_json() {
+    let t = TempDir::new("full");
+    let server_keys = t.s("server.keys");
+    // The server takes SSLKEYLOGFILE from its environment.
+    let mut server = ServerGuard::start_env(
+        &[
+            "--naccept",
+            "1",
+            "--cert-out",
+            &t.s("cert.pem"),
+            "--json-dir",
+            &t.s("jd"),
+        ],
+        &[("SSLKEYLOGFILE", &server_keys)],
+    );
+    let o = run(&[
+        "client",
+        &format!("localhost:{}", server.port),
+        "--cafile",
+        &t.s("cert.pem"),
+        "--keylog",
+        &t.s("client.keys"),
+        "--json",
+        &t.s("client.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("client_hello("), "{out}");
+    assert!(out.contains("finished(36)"), "{out}");
+    assert!(out.contains("HTTP/1.0 200 OK"), "{out}");
+    assert!(out.contains("alert warning close_notify"), "{out}");
+    assert_eq!(summary_value(&out, "version"), "TLSv1.3");
+    assert_eq!(
+        summary_value(&out, "cipher suite"),
+        "TLS_AES_128_GCM_SHA256"
+    );
+    assert_eq!(summary_value(&out, "group"), "x25519");
+    assert_eq!(
+        summary_value(&out, "signature scheme"),
+        "ecdsa_secp256r1_sha256"
+    );
+    assert_eq!(summary_value(&out, "resumed"), "no");
+    assert_eq!(summary_value(&out, "early data"), "not sent");
+    assert_eq!(
+        summary_value(&out, "round trips"),
+        "2 until the first response byte"
+    );
+
+    // The server reports the connection and exits after --naccept 1.
+    let line = server.line_with("conn #1");
+    assert!(
+        line.contains("full handshake") && line.ends_with("; ok"),
+        "{line}"
+    );
+    assert!(server.wait_exit().success());
+
+    // Key log: NSS labels, one client random, 32-byte secrets; the server logged the same lines.
+    let client_keys = keylog_lines(&t.path("client.keys"));
+    let labels: Vec<&str> = client_keys.iter().map(|l| l.0.as_str()).collect();
+    for want in [
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+        "CLIENT_TRAFFIC_SECRET_0",
+        "SERVER_TRAFFIC_SECRET_0",
+        "EXPORTER_SECRET",
+    ] {
+        assert!(labels.contains(&want), "{want} missing from {labels:?}");
+    }
+    assert!(!labels.contains(&"CLIENT_EARLY_TRAFFIC_SECRET"));
+    for (_, random, secret) in &client_keys {
+        assert!(is_hex(random, 64) && is_hex(secret, 64));
+        assert_eq!(
+            random, &client_keys[0].1,
+            "one connection, one client random"
+        );
+    }
+    // The server logged the same traffic secrets for the same client random.
+    let server_lines = keylog_lines(Path::new(&server_keys));
+    assert!(server_lines.len() >= 4, "{server_lines:?}");
+    for l in &server_lines {
+        assert!(
+            client_keys.contains(l),
+            "server line {l:?} not in the client's key log"
+        );
+    }
+
+    // JSON: the documented fields, labels without values, totals matching the ledger.
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("client.json")).unwrap()).unwrap();
+    assert_eq!(j["schema"], "tls13lab.connection.v1");
+    assert_eq!(j["side"], "client");
+    assert_eq!(j["negotiated"]["version"], "TLSv1.3");
+    assert_eq!(j["negotiated"]["suite"], "TLS_AES_128_GCM_SHA256");
+    assert_eq!(j["negotiated"]["group"], "x25519");
+    assert_eq!(
+        j["negotiated"]["signature_scheme"],
+        "ecdsa_secp256r1_sha256"
+    );
+    assert_eq!(j["resumed"], false);
+    assert_eq!(j["early_data"], "not_sent");
+    assert_eq!(j["round_trips_to_first_response"], 2);
+    assert!(j["error"].is_null());
+    let records = j["records"].as_array().unwrap();
+    assert_eq!(records[0]["messages"][0]["typ"], "client_hello");
+    let c2s: u64 = records
+        .iter()
+        .filter(|r| r["direction"] == "client_to_server")
+        .map(|r| r["wire_len"].as_u64().unwrap())
+        .sum();
+    assert_eq!(j["totals"]["client_to_server"]["bytes"], c2s);
+    assert!(j["totals"]["server_to_client"]["records"].as_u64().unwrap() >= 4);
+    let messages = j["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["type"], "client_hello");
+    assert!(messages.iter().any(|m| m["type"] == "certificate_verify"));
+    let secrets = j["secrets"].as_array().unwrap();
+    assert!(secrets
+        .iter()
+        .any(|s| s["label"] == "CLIENT_HANDSHAKE_TRAFFIC_SECRET"));
+    assert!(
+        secrets.iter().all(|s| s.get("secret").is_none()),
+        "values only with --show-secrets"
+    );
+    // The server wrote its own ledger for the connection.
+    let sj: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("jd/conn-000001.json")).unwrap())
+            .unwrap();
+    assert_eq!(sj["side"], "server");
+    assert_eq!(sj["totals"], j["totals"], "both ends saw the same records");
+}
+
+#[test]
+fn hello_retry_request_when_the_server_prefers_another_group() {
+    let server = ServerGuard::start(&["--groups", "P-256", "--hrr-cookie"]);
+    let o = run(&["client", &server.addr(), "--insecure"]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "group"), "secp256r1");
+    assert_eq!(summary_value(&out, "hello retry"), "yes");
+    assert_eq!(
+        summary_value(&out, "round trips"),
+        "3 until the first response byte"
+    );
+}
+
+#[test]
+fn each_implemented_group_and_suite() {
+    let server = ServerGuard::start(&[]);
+    for (group, suite, want_group, want_suite) in [
+        ("x25519", "aes128gcm", "x25519", "TLS_AES_128_GCM_SHA256"),
+        (
+            "prime256v1",
+            "TLS_AES_256_GCM_SHA384",
+            "secp256r1",
+            "TLS_AES_256_GCM_SHA384",
+        ),
+        (
+            "secp256r1",
+            "chacha20",
+            "secp256r1",
+            "TLS_CHACHA20_POLY1305_SHA256",
+        ),
+    ] {
+        let o = run(&[
+            "client",
+            &server.addr(),
+            "--insecure",
+            "--groups",
+            group,
+            "--suites",
+            suite,
+        ]);
+        assert_ok(&o);
+        let out = stdout(&o);
+        assert_eq!(summary_value(&out, "group"), want_group);
+        assert_eq!(summary_value(&out, "cipher suite"), want_suite);
+        assert_eq!(summary_value(&out, "hello retry"), "no");
+    }
+}
+
+#[test]
+fn hybrid_post_quantum_group() {
+    let server = ServerGuard::start(&["--groups", "X25519MLKEM768,x25519"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--groups",
+        "x25519mlkem768,x25519",
+    ]);
+    assert_ok(&o);
+    assert_eq!(summary_value(&stdout(&o), "group"), "X25519MLKEM768");
+}
+
+#[test]
+fn client_certificate_required_and_given() {
+    let cert = format!("{PEM}/server_rsa_certificate.pem");
+    let key = format!("{PEM}/server_rsa_key.pem");
+    // The server also loads an RSA certificate and key from PEM.
+    let server = ServerGuard::start(&["--cert", &cert, "--key", &key, "--require-client-cert"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(
+        summary_value(&out, "signature scheme"),
+        "rsa_pss_rsae_sha256"
+    );
+    assert_eq!(
+        summary_value(&out, "client signature"),
+        "rsa_pss_rsae_sha256"
+    );
+    assert!(out.contains("certificate_request("), "{out}");
+
+    let o = run(&["client", &server.addr(), "--insecure"]);
+    let line = assert_fails(&o, 5, "tls13lab: handshake failed: received alert");
+    assert!(line.contains("certificate_required"), "{line}");
+}
+
+#[test]
+fn echo_server_and_sslkeylogfile_beside_keylog() {
+    let t = TempDir::new("echo");
+    let server = ServerGuard::start(&["--echo"]);
+    let env_keys = t.s("env.keys");
+    let o = run_env(
+        &[
+            "client",
+            &server.addr(),
+            "--insecure",
+            "--request",
+            r"ping\x21\n",
+            "--linger",
+            "200",
+            "--keylog",
+            &t.s("flag.keys"),
+        ],
+        &[("SSLKEYLOGFILE", &env_keys)],
+    );
+    assert_ok(&o);
+    assert!(
+        stdout(&o).contains("--- response (6 bytes)\nping!\n"),
+        "{}",
+        stdout(&o)
+    );
+    let env = keylog_lines(Path::new(&env_keys));
+    assert_eq!(env.len(), 5, "{env:?}");
+    assert_eq!(env, keylog_lines(&t.path("flag.keys")));
+}
+
+// ------------------------------------------------------------------------------- resumption
+
+/// Full handshake saving tickets, then a resumed one loading them.
+#[test]
+fn resumption_across_processes() {
+    let t = TempDir::new("resume");
+    let server = ServerGuard::start(&["--tickets", "2"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--sess-out",
+        &t.s("sess.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "tickets"), "2 received");
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--sess-in",
+        &t.s("sess.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(summary_value(&out, "resumed").starts_with("yes"), "{out}");
+    assert_eq!(summary_value(&out, "signature scheme"), "none (resumed)");
+    assert!(
+        !out.contains("certificate("),
+        "no certificate when resuming:\n{out}"
+    );
+}
+
+/// Resumed with the request sent as 0-RTT: the response arrives after one round trip.
+#[test]
+fn zero_rtt_request() {
+    let t = TempDir::new("0rtt");
+    std::fs::write(t.path("early.txt"), "GET /early HTTP/1.0\r\n\r\n").unwrap();
+    let server = ServerGuard::start(&["--early-data", "16384"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--sess-out",
+        &t.s("sess.json"),
+    ]);
+    assert_ok(&o);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--sess-in",
+        &t.s("sess.json"),
+        "--early-data",
+        &t.s("early.txt"),
+        "--keylog",
+        &t.s("keys"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "early data"), "accepted");
+    assert_eq!(
+        summary_value(&out, "round trips"),
+        "1 until the first response byte"
+    );
+    assert!(out.contains("early data     accepted, 23 bytes"), "{out}");
+    let labels: Vec<String> = keylog_lines(&t.path("keys"))
+        .into_iter()
+        .map(|l| l.0)
+        .collect();
+    assert!(labels.contains(&"CLIENT_EARLY_TRAFFIC_SECRET".to_string()));
+    assert!(labels.contains(&"EARLY_EXPORTER_SECRET".to_string()));
+}
+
+// ------------------------------------------------------------------------------ the server
+
+#[test]
+fn one_bad_connection_never_stops_the_server() {
+    let server = ServerGuard::start(&["--suites", "chacha20", "--timeout", "1"]);
+    // No cipher suite in common: the server answers with handshake_failure.
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--suites",
+        "aes128gcm",
+    ]);
+    let line = assert_fails(&o, 5, "tls13lab: handshake failed: received alert");
+    assert!(line.contains("handshake_failure"), "{line}");
+    // Garbage, then a silent client that times out.
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    let _ = s.write_all(b"\x16\x03\x01\x00\x05hello, not TLS\r\n");
+    let _silent = TcpStream::connect(server.addr()).unwrap();
+    // A good client is still served.
+    let o = run(&["client", &server.addr(), "--insecure"]);
+    assert_ok(&o);
+    assert_eq!(
+        summary_value(&stdout(&o), "cipher suite"),
+        "TLS_CHACHA20_POLY1305_SHA256"
+    );
+    assert!(server.line_with("timed out").contains("no handshake"));
+}
+
+// ------------------------------------------------------------------------ errors and exit codes
+
+#[test]
+fn bad_options_give_one_line_and_exit_2() {
+    assert_fails(
+        &run(&["client", "127.0.0.1:1", "--bogus"]),
+        2,
+        "tls13lab: bad option: unexpected argument '--bogus'",
+    );
+    let line = assert_fails(
+        &run(&[
+            "client",
+            "127.0.0.1:1",
+            "--insecure",
+            "--groups",
+            "x25519,nope",
+        ]),
+        2,
+        "tls13lab: bad option:",
+    );
+    assert!(line.contains("unknown group 'nope'"), "{line}");
+    assert_fails(
+        &run(&["client", "127.0.0.1:1", "--insecure", "--suites", "rc4"]),
+        2,
+        "tls13lab: bad option:",
+    );
+    assert_fails(&run(&["client"]), 2, "tls13lab: bad option:");
+    assert_fails(
+        &run(&["client", "no-port", "--insecure"]),
+        2,
+        "tls13lab: bad option: 'no-port' is not HOST:PORT",
+    );
+    assert_fails(
+        &run(&["client", "127.0.0.1:1"]),
+        2,
+        "tls13lab: bad option: no trust anchors",
+    );
+    assert_fails(
+        &run(&["client", "127.0.0.1:1", "--insecure", "--compat", "maybe"]),
+        2,
+        "tls13lab: bad option:",
+    );
+    assert_fails(
+        &run(&["server", "--anti-replay", "sometimes"]),
+        2,
+        "tls13lab: bad option:",
+    );
+    assert_fails(
+        &run(&["server", "--client-ca", "x.pem"]),
+        2,
+        "tls13lab: bad option: --client-ca needs",
+    );
+    assert_fails(
+        &run(&["demo", "--key-shares", "ffdhe2048"]),
+        2,
+        "tls13lab: bad option: cannot make a key share for ffdhe2048",
+    );
+}
+
+#[test]
+fn unreachable_port_is_connection_refused_exit_4() {
+    let port = free_port();
+    let line = assert_fails(
+        &run(&["client", &format!("127.0.0.1:{port}"), "--insecure"]),
+        4,
+        "tls13lab: connection refused",
+    );
+    assert!(line.ends_with(&format!("127.0.0.1:{port}")), "{line}");
+}
+
+#[test]
+fn bad_files_exit_3() {
+    let t = TempDir::new("badfiles");
+    std::fs::write(t.path("junk"), "not json, not PEM").unwrap();
+    let port = free_port().to_string();
+    let target = format!("127.0.0.1:{port}");
+    let line = assert_fails(
+        &run(&["client", &target, "--cafile", &t.s("missing.pem")]),
+        3,
+        "tls13lab: bad file:",
+    );
+    assert!(line.contains("missing.pem"), "{line}");
+    assert_fails(
+        &run(&["client", &target, "--cafile", &t.s("junk")]),
+        3,
+        "tls13lab: bad file:",
+    );
+    assert_fails(
+        &run(&["client", &target, "--insecure", "--sess-in", &t.s("junk")]),
+        3,
+        "tls13lab: bad file:",
+    );
+    assert_fails(
+        &run(&["server", "--cert", &t.s("junk"), "--key", &t.s("junk")]),
+        3,
+        "tls13lab: bad file:",
+    );
+}
+
+// ------------------------------------------------------------------------------------- demo
+
+#[test]
+fn demo_is_the_default_and_replays() {
+    let a = run(&[]);
+    assert_ok(&a);
+    let out = stdout(&a);
+    assert!(
+        out.contains("client_hello(") && out.contains("HTTP/1.0 200 OK"),
+        "{out}"
+    );
+    assert_eq!(stdout(&run(&["demo"])), out, "same seed, same bytes");
+    assert_ne!(stdout(&run(&["demo", "--seed", "2"])), out);
+}
+
+#[test]
+fn demo_takes_client_and_server_options() {
+    let t = TempDir::new("demo");
+    let o = run(&[
+        "demo",
+        "--groups",
+        "x25519,P-256",
+        "--server-groups",
+        "secp256r1",
+        "--suites",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "--request-client-cert",
+        "--json",
+        &t.s("d.json"),
+        "--show-secrets",
+        "--keylog",
+        &t.s("keys"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "hello retry"), "yes");
+    assert_eq!(summary_value(&out, "group"), "secp256r1");
+    assert_eq!(
+        summary_value(&out, "client signature"),
+        "ecdsa_secp256r1_sha256"
+    );
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("d.json")).unwrap()).unwrap();
+    let secrets = j["secrets"].as_array().unwrap();
+    assert!(!secrets.is_empty());
+    assert!(secrets
+        .iter()
+        .all(|s| s["secret"].as_str().is_some_and(|x| is_hex(x, 64))));
+    assert!(!j["derivations"].as_array().unwrap().is_empty());
+    assert_eq!(keylog_lines(&t.path("keys")).len(), secrets.len());
+
+    let o = run(&[
+        "demo",
+        "--suites",
+        "aes256gcm",
+        "--server-suites",
+        "chacha20",
+    ]);
+    let line = assert_fails(
+        &o,
+        5,
+        "tls13lab: handshake failed: server sent alert handshake_failure",
+    );
+    assert!(line.contains("NoCommonCipherSuite"), "{line}");
+}
+
+#[test]
+fn help_exits_0() {
+    for args in [
+        &["--help"][..],
+        &["client", "--help"],
+        &["server", "--help"],
+        &["demo", "--help"],
+    ] {
+        let o = run(args);
+        assert_ok(&o);
+        assert!(stdout(&o).contains("Usage:"));
+    }
+}

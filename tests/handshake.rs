@@ -1,0 +1,1221 @@
+//! Whole connections in memory (`tls13lab::demo::Pair`): every suite × group × server key,
+//! HelloRetryRequest, client authentication, compatibility mode, ALPN, record_size_limit,
+//! KeyUpdate, exporters, close_notify, determinism, and the ledger's byte accounting and padding.
+//!
+//! Every successful connection is also checked with `util::check_ledger` (both endpoints' ledgers)
+//! and `util::check_mirror` (what one side sent is what the other received).
+
+mod util;
+
+use std::sync::Arc;
+
+use tls13lab::crypto::random::SeededRandom;
+use tls13lab::demo::{request_response, Pair};
+use tls13lab::events::{Direction, Epoch, Event, Negotiated};
+use tls13lab::messages::enums::{
+    AlertDescription, CipherSuite, ContentType, HandshakeType, KeyUpdateRequest, NamedGroup,
+    SignatureScheme,
+};
+use tls13lab::messages::extensions::Extension;
+use tls13lab::messages::handshake::{
+    DecodeContext, HandshakeMessage, HandshakePayload, ServerHello, HRR_RANDOM,
+};
+use tls13lab::record::PaddingPolicy;
+use tls13lab::session::TicketStore;
+use tls13lab::{
+    Client, ClientAuth, ClientConfig, Error, Ledger, PeerMisbehaved, Server, ServerConfig,
+};
+
+use util::{check_ledger, check_mirror, client_config, handshake_messages, KeyKind, NOW};
+
+const REQUEST: &[u8] = b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n";
+const RESPONSE: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+const SUITES: [CipherSuite; 3] = [
+    CipherSuite::TLS_AES_128_GCM_SHA256,
+    CipherSuite::TLS_AES_256_GCM_SHA384,
+    CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+];
+const GROUPS: [NamedGroup; 2] = [NamedGroup::X25519, NamedGroup::secp256r1];
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// One request/response connection, closed by both sides; checked end to end.
+fn run(client: ClientConfig, server: ServerConfig, seed: u64) -> Pair {
+    run_with(client, server, seed, REQUEST, RESPONSE)
+}
+
+fn run_with(
+    client: ClientConfig,
+    server: ServerConfig,
+    seed: u64,
+    request: &[u8],
+    response: &[u8],
+) -> Pair {
+    let p = request_response(
+        Arc::new(client),
+        Arc::new(server),
+        seed,
+        NOW,
+        request,
+        response,
+        TicketStore::default(),
+    )
+    .expect("connection");
+    assert_eq!(p.server_received(), request);
+    assert_eq!(p.client_received(), response);
+    check_pair(&p);
+    assert!(p.client.is_closed() && p.server.is_closed(), "both closed");
+    p
+}
+
+/// The checks every healthy connection passes.
+fn check_pair(p: &Pair) {
+    check_ledger(&p.ledger());
+    check_ledger(&Ledger::from_events(&p.server_events));
+    check_mirror(&p.client_events, &p.server_events);
+    let c = p.client.negotiated().expect("client negotiated");
+    assert_eq!(Some(c), p.server.negotiated(), "both sides agree");
+    assert_eq!(c.version, "TLSv1.3");
+    for evs in [&p.client_events, &p.server_events] {
+        assert_eq!(
+            connected(evs),
+            Some(c),
+            "one Connected event, with the outcome"
+        );
+        assert!(
+            !evs.iter().any(|e| matches!(
+                e,
+                Event::Alert { description, .. } if *description != AlertDescription::CloseNotify
+            )),
+            "no error alert"
+        );
+    }
+}
+
+fn connected(events: &[Event]) -> Option<&Negotiated> {
+    let mut it = events.iter().filter_map(|e| match e {
+        Event::Connected(n) => Some(n),
+        _ => None,
+    });
+    let first = it.next();
+    assert!(it.next().is_none(), "Connected is reported once");
+    first
+}
+
+fn decode(bytes: &[u8]) -> HandshakePayload {
+    HandshakeMessage::decode(bytes, DecodeContext { hash_len: 0 })
+        .expect("our own message decodes")
+        .payload
+}
+
+fn types(msgs: &[(HandshakeType, Vec<u8>)]) -> Vec<HandshakeType> {
+    msgs.iter().map(|(t, _)| *t).collect()
+}
+
+/// The ServerHello-shaped messages the client received (HRR first when there was one).
+fn server_hellos(p: &Pair) -> Vec<ServerHello> {
+    handshake_messages(&p.client_events, Direction::ServerToClient)
+        .iter()
+        .filter_map(|(_, b)| match decode(b) {
+            HandshakePayload::ServerHello(sh) => Some(sh),
+            _ => None,
+        })
+        .collect()
+}
+
+fn client_hellos(p: &Pair) -> Vec<tls13lab::messages::handshake::ClientHello> {
+    handshake_messages(&p.server_events, Direction::ClientToServer)
+        .iter()
+        .filter_map(|(_, b)| match decode(b) {
+            HandshakePayload::ClientHello(ch) => Some(ch),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ccs_records(p: &Pair) -> Vec<(usize, Direction)> {
+    p.ledger()
+        .records
+        .iter()
+        .filter(|r| r.record.wire_type == ContentType::ChangeCipherSpec)
+        .map(|r| (r.index, r.record.direction))
+        .collect()
+}
+
+/// Connect a pair without closing it.
+fn connect(client: ClientConfig, server: ServerConfig, seed: u64) -> Pair {
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), seed, NOW).expect("pair");
+    p.handshake().expect("handshake");
+    p.settle().expect("settle");
+    p
+}
+
+fn default_pair(seed: u64) -> Pair {
+    let (server, root) = util::server_config(KeyKind::P256);
+    connect(client_config(root), server, seed)
+}
+
+fn key_updates(events: &[Event]) -> Vec<(Direction, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::KeyUpdate {
+                direction,
+                requested,
+            } => Some((*direction, *requested)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn alerts(events: &[Event]) -> Vec<(Direction, AlertDescription)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Alert {
+                direction,
+                description,
+                ..
+            } => Some((*direction, *description)),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suites × groups × server keys
+// ---------------------------------------------------------------------------------------------
+
+fn matrix(kind: KeyKind, scheme: SignatureScheme) {
+    let mut seed = 100;
+    for suite in SUITES {
+        for group in GROUPS {
+            seed += 1;
+            let (mut server, root) = util::server_config(kind);
+            server.groups = vec![group];
+            let mut client = client_config(root);
+            client.cipher_suites = vec![suite];
+            client.key_shares = vec![group];
+            let p = run(client, server, seed);
+            let n = p.client.negotiated().unwrap();
+            let what = format!("{kind:?} {suite} {group}");
+            assert_eq!(n.suite, suite, "{what}");
+            assert_eq!(n.group, Some(group), "{what}");
+            assert_eq!(n.signature_scheme, Some(scheme), "{what}");
+            assert!(!n.hello_retry && !n.resumed, "{what}");
+            // Finished carries Hash.length bytes of verify_data (§4.4.4).
+            let hash_len = if suite == CipherSuite::TLS_AES_256_GCM_SHA384 {
+                48
+            } else {
+                32
+            };
+            for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+                let fins: Vec<_> = handshake_messages(&p.client_events, dir)
+                    .into_iter()
+                    .filter(|(t, _)| *t == HandshakeType::Finished)
+                    .collect();
+                assert_eq!(fins.len(), 1, "{what}");
+                assert_eq!(fins[0].1.len(), 4 + hash_len, "{what}");
+            }
+            // The expected flights: CH | SH EE Cert CV Fin | Fin (then data and close).
+            let flights = p.ledger().messages_per_flight();
+            use HandshakeType as T;
+            assert_eq!(
+                flights[0],
+                (Direction::ClientToServer, vec![T::ClientHello])
+            );
+            assert_eq!(
+                flights[1],
+                (
+                    Direction::ServerToClient,
+                    vec![
+                        T::ServerHello,
+                        T::EncryptedExtensions,
+                        T::Certificate,
+                        T::CertificateVerify,
+                        T::Finished
+                    ]
+                ),
+                "{what}"
+            );
+            assert_eq!(flights[2].1[0], T::Finished, "{what}");
+        }
+    }
+}
+
+#[test]
+fn every_suite_and_group_with_ecdsa_p256() {
+    matrix(KeyKind::P256, SignatureScheme::ecdsa_secp256r1_sha256);
+}
+
+#[test]
+fn every_suite_and_group_with_ed25519() {
+    matrix(KeyKind::Ed25519, SignatureScheme::ed25519);
+}
+
+#[test]
+fn every_suite_and_group_with_rsa_2048() {
+    matrix(KeyKind::Rsa2048, SignatureScheme::rsa_pss_rsae_sha256);
+}
+
+#[test]
+fn server_preference_picks_suite_and_group() {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.cipher_suites = vec![
+        CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+        CipherSuite::TLS_AES_128_GCM_SHA256,
+    ];
+    server.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
+    let mut client = client_config(root);
+    client.key_shares = vec![NamedGroup::X25519, NamedGroup::secp256r1];
+    let p = run(client, server, 7);
+    let n = p.client.negotiated().unwrap();
+    assert_eq!(n.suite, CipherSuite::TLS_CHACHA20_POLY1305_SHA256);
+    // Both shares were sent: the server's first choice costs no round trip.
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    assert!(!n.hello_retry);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HelloRetryRequest (§4.1.4)
+// ---------------------------------------------------------------------------------------------
+
+fn hello_retry(cookie: Option<usize>, suite: CipherSuite) -> Pair {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.groups = vec![NamedGroup::secp256r1];
+    server.hrr_cookie = cookie;
+    server.cipher_suites = vec![suite];
+    let mut client = client_config(root);
+    client.key_shares = vec![NamedGroup::X25519];
+    let p = run(client, server, 21);
+    let n = p.client.negotiated().unwrap();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    assert_eq!(n.suite, suite);
+
+    use HandshakeType as T;
+    let flights = p.ledger().messages_per_flight();
+    assert_eq!(flights[0].1, vec![T::ClientHello]);
+    assert_eq!(flights[1].1, vec![T::ServerHello], "the HelloRetryRequest");
+    assert_eq!(flights[2].1, vec![T::ClientHello]);
+    assert_eq!(
+        flights[3].1,
+        vec![
+            T::ServerHello,
+            T::EncryptedExtensions,
+            T::Certificate,
+            T::CertificateVerify,
+            T::Finished
+        ]
+    );
+
+    let shs = server_hellos(&p);
+    assert_eq!(shs.len(), 2);
+    let hrr = &shs[0];
+    assert_eq!(hrr.random, HRR_RANDOM);
+    assert!(shs[1].random != HRR_RANDOM);
+    assert_eq!(hrr.cipher_suite, shs[1].cipher_suite, "same suite (§4.1.4)");
+    assert!(hrr
+        .extensions
+        .contains(&Extension::KeyShareHrr(NamedGroup::secp256r1)));
+    let hrr_cookie = hrr.extensions.iter().find_map(|e| match e {
+        Extension::Cookie(c) => Some(c.clone()),
+        _ => None,
+    });
+    assert_eq!(hrr_cookie.as_ref().map(Vec::len), cookie);
+
+    let chs = client_hellos(&p);
+    assert_eq!(chs.len(), 2);
+    let (ch1, ch2) = (&chs[0], &chs[1]);
+    assert_eq!(ch1.random, ch2.random, "§4.1.2: the same ClientHello");
+    assert_eq!(ch1.legacy_session_id, ch2.legacy_session_id);
+    assert_eq!(ch1.cipher_suites, ch2.cipher_suites);
+    let shares = |ch: &tls13lab::messages::handshake::ClientHello| -> Vec<NamedGroup> {
+        ch.extensions
+            .iter()
+            .find_map(|e| match e {
+                Extension::KeyShareClient(s) => Some(s.iter().map(|s| s.group).collect()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(shares(ch1), vec![NamedGroup::X25519]);
+    assert_eq!(shares(ch2), vec![NamedGroup::secp256r1]);
+    let ch2_cookie = ch2.extensions.iter().find_map(|e| match e {
+        Extension::Cookie(c) => Some(c.clone()),
+        _ => None,
+    });
+    assert_eq!(ch2_cookie, hrr_cookie, "§4.2.2: the cookie is echoed");
+    assert!(ch1
+        .extensions
+        .iter()
+        .all(|e| !matches!(e, Extension::Cookie(_))));
+    p
+}
+
+#[test]
+fn hello_retry_request_without_cookie() {
+    // Every suite: the message_hash that replaces ClientHello1 uses the suite's hash (§4.4.1).
+    for suite in SUITES {
+        hello_retry(None, suite);
+    }
+}
+
+#[test]
+fn hello_retry_request_with_cookie() {
+    for suite in SUITES {
+        hello_retry(Some(48), suite);
+    }
+}
+
+#[test]
+fn hello_retry_request_with_compat_mode_sends_one_ccs_each_way() {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.groups = vec![NamedGroup::secp256r1];
+    server.compat_mode = true;
+    let mut client = client_config(root);
+    client.key_shares = vec![NamedGroup::X25519];
+    client.compat_mode = true;
+    let p = run(client, server, 22);
+    assert_eq!(ccs_records(&p).len(), 2, "{}", p.ledger().table());
+    // §D.4: the server's CCS comes right after the HelloRetryRequest, the client's right before
+    // its second ClientHello. Each ledger lists records in the order its side handled them.
+    for (evs, dir) in [
+        (&p.server_events, Direction::ServerToClient),
+        (&p.client_events, Direction::ClientToServer),
+    ] {
+        let sent: Vec<_> = util::records(evs)
+            .into_iter()
+            .filter(|r| r.direction == dir)
+            .collect();
+        assert_eq!(sent[1].wire_type, ContentType::ChangeCipherSpec, "{dir:?}");
+        assert_eq!(sent[1].epoch, Epoch::Plaintext);
+        let first = decode(&sent[0].content);
+        match (dir, first) {
+            (Direction::ServerToClient, HandshakePayload::ServerHello(sh)) => {
+                assert_eq!(sh.random, HRR_RANDOM)
+            }
+            (Direction::ClientToServer, HandshakePayload::ClientHello(_)) => {
+                assert!(matches!(
+                    decode(&sent[2].content),
+                    HandshakePayload::ClientHello(_)
+                ))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(sent[2..]
+            .iter()
+            .all(|r| r.wire_type != ContentType::ChangeCipherSpec));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client authentication (§4.3.2, §4.4.2.4)
+// ---------------------------------------------------------------------------------------------
+
+fn client_auth_configs(auth: ClientAuth, with_cert: bool) -> (ClientConfig, ServerConfig) {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.client_auth = auth;
+    let mut client = client_config(root);
+    if with_cert {
+        client.client_cert = Some(util::client_identity().0);
+    }
+    (client, server)
+}
+
+#[test]
+fn client_auth_required_with_certificate() {
+    let client_root = util::client_identity().1;
+    let (client, server) = client_auth_configs(ClientAuth::Required(vec![client_root]), true);
+    let p = run(client, server, 31);
+    let n = p.server.negotiated().unwrap();
+    assert_eq!(
+        n.client_signature_scheme,
+        Some(SignatureScheme::ecdsa_secp256r1_sha256)
+    );
+    use HandshakeType as T;
+    let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
+    assert_eq!(
+        types(&c2s),
+        vec![
+            T::ClientHello,
+            T::Certificate,
+            T::CertificateVerify,
+            T::Finished
+        ]
+    );
+    let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+    assert_eq!(types(&s2c)[2], T::CertificateRequest);
+}
+
+#[test]
+fn client_auth_with_every_key_kind() {
+    for (kind, scheme) in [
+        (KeyKind::P256, SignatureScheme::ecdsa_secp256r1_sha256),
+        (KeyKind::Ed25519, SignatureScheme::ed25519),
+        (KeyKind::Rsa2048, SignatureScheme::rsa_pss_rsae_sha256),
+    ] {
+        let (ck, root) = util::certified(kind);
+        let (mut client, server) = client_auth_configs(ClientAuth::Required(vec![root]), false);
+        client.client_cert = Some(ck);
+        let p = run(client, server, 35);
+        assert_eq!(
+            p.server.negotiated().unwrap().client_signature_scheme,
+            Some(scheme),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn client_auth_optional_with_certificate() {
+    let client_root = util::client_identity().1;
+    let (client, server) = client_auth_configs(ClientAuth::Optional(vec![client_root]), true);
+    let p = run(client, server, 32);
+    assert_eq!(
+        p.server.negotiated().unwrap().client_signature_scheme,
+        Some(SignatureScheme::ecdsa_secp256r1_sha256)
+    );
+}
+
+#[test]
+fn client_auth_optional_without_certificate() {
+    let client_root = util::client_identity().1;
+    let (client, server) = client_auth_configs(ClientAuth::Optional(vec![client_root]), false);
+    let p = run(client, server, 33);
+    assert_eq!(p.server.negotiated().unwrap().client_signature_scheme, None);
+    use HandshakeType as T;
+    let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
+    assert_eq!(
+        types(&c2s),
+        vec![T::ClientHello, T::Certificate, T::Finished]
+    );
+    match decode(&c2s[1].1) {
+        HandshakePayload::Certificate(c) => assert!(c.entries.is_empty() && c.context.is_empty()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn client_certificate_not_requested_is_not_sent() {
+    let (client, server) = client_auth_configs(ClientAuth::None, true);
+    let p = run(client, server, 34);
+    use HandshakeType as T;
+    let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
+    assert_eq!(types(&c2s), vec![T::ClientHello, T::Finished]);
+}
+
+/// Drives the handshake until the server fails; returns the server's error and what the client
+/// makes of the server's alert.
+fn handshake_rejected_by_server(client: ClientConfig, server: ServerConfig) -> (Error, Error) {
+    let mut c = Client::new(Arc::new(client), Box::new(SeededRandom::from_seed(1))).unwrap();
+    let mut s = Server::new(Arc::new(server), Box::new(SeededRandom::from_seed(2))).unwrap();
+    c.start(NOW).unwrap();
+    let mut to_server = c.take_output();
+    loop {
+        let r = s.receive(&to_server, NOW);
+        let to_client = s.take_output();
+        if let Err(e) = r {
+            let seen = c
+                .receive(&to_client, NOW)
+                .expect_err("client sees the alert");
+            return (e, seen);
+        }
+        c.receive(&to_client, NOW).expect("client is happy");
+        to_server = c.take_output();
+        assert!(!to_server.is_empty(), "stuck without an error");
+    }
+}
+
+#[test]
+fn client_auth_required_but_missing_is_certificate_required() {
+    let client_root = util::client_identity().1;
+    let (client, server) = client_auth_configs(ClientAuth::Required(vec![client_root]), false);
+    let (e, seen) = handshake_rejected_by_server(client, server);
+    // §4.4.2.4: "abort the handshake with a certificate_required alert".
+    assert_eq!(e, Error::Peer(PeerMisbehaved::NoClientCertificate));
+    assert_eq!(
+        seen,
+        Error::AlertReceived(AlertDescription::CertificateRequired)
+    );
+}
+
+#[test]
+fn client_certificate_from_unknown_ca_is_rejected() {
+    // The server trusts another root, not the client's certificate. (A root with the client
+    // certificate's own subject name but another key would be a bad signature instead.)
+    let (client, server) =
+        client_auth_configs(ClientAuth::Optional(vec![util::unrelated_root()]), true);
+    let (e, seen) = handshake_rejected_by_server(client, server);
+    assert_eq!(e.alert(), Some(AlertDescription::UnknownCa), "{e:?}");
+    assert_eq!(seen, Error::AlertReceived(AlertDescription::UnknownCa));
+}
+
+#[test]
+fn alpn_without_overlap_is_no_application_protocol() {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.alpn = vec![b"http/1.1".to_vec()];
+    let mut client = client_config(root);
+    client.alpn = vec![b"h2".to_vec()];
+    let (e, seen) = handshake_rejected_by_server(client, server);
+    // RFC 7301 §3.2: "the server MUST respond with a fatal no_application_protocol alert".
+    assert_eq!(e, Error::Peer(PeerMisbehaved::NoApplicationProtocol));
+    assert_eq!(
+        seen,
+        Error::AlertReceived(AlertDescription::NoApplicationProtocol)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Middlebox compatibility mode (§D.4)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn compatibility_mode_on_and_off_on_each_side() {
+    for (client_compat, server_compat) in
+        [(false, false), (true, false), (false, true), (true, true)]
+    {
+        let (mut server, root) = util::server_config(KeyKind::P256);
+        server.compat_mode = server_compat;
+        let mut client = client_config(root);
+        client.compat_mode = client_compat;
+        let p = run(client, server, 40);
+        let what = format!("client {client_compat} server {server_compat}");
+        let chs = client_hellos(&p);
+        // §D.4: a client in compatibility mode sends a 32-byte legacy_session_id...
+        assert_eq!(
+            chs[0].legacy_session_id.len(),
+            if client_compat { 32 } else { 0 },
+            "{what}"
+        );
+        // ... which the server echoes (§4.1.3).
+        assert_eq!(
+            server_hellos(&p)[0].legacy_session_id_echo,
+            chs[0].legacy_session_id,
+            "{what}"
+        );
+        let l = p.ledger();
+        let ccs = ccs_records(&p);
+        let mut want = Vec::new();
+        // The server's CCS comes right after its ServerHello, only when the client asked for
+        // compatibility mode by sending a session id.
+        if server_compat && client_compat {
+            want.push((3, Direction::ServerToClient));
+        }
+        // The client's CCS opens its second flight.
+        if client_compat {
+            let first_c2s_after_server = l
+                .records
+                .iter()
+                .skip(1)
+                .find(|r| r.record.direction == Direction::ClientToServer)
+                .unwrap()
+                .index;
+            want.push((first_c2s_after_server, Direction::ClientToServer));
+        }
+        assert_eq!(ccs, want, "{what}\n{}", l.table());
+        for r in l
+            .records
+            .iter()
+            .filter(|r| r.record.wire_type == ContentType::ChangeCipherSpec)
+        {
+            assert_eq!(r.record.content, [1]);
+            assert_eq!(r.record.header, [20, 3, 3, 0, 1]);
+            assert_eq!(r.record.epoch, Epoch::Plaintext);
+        }
+        if server_compat && client_compat {
+            assert_eq!(l.records[1].messages[0].typ, HandshakeType::ServerHello);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ALPN (RFC 7301), record_size_limit (RFC 8449)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn alpn_follows_server_preference() {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.alpn = vec![b"http/1.1".to_vec(), b"h2".to_vec()];
+    let mut client = client_config(root);
+    client.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let p = run(client, server, 50);
+    assert_eq!(
+        p.client.negotiated().unwrap().alpn.as_deref(),
+        Some("http/1.1")
+    );
+}
+
+#[test]
+fn alpn_absent_when_either_side_has_none() {
+    for (client_alpn, server_alpn) in [(true, false), (false, true)] {
+        let (mut server, root) = util::server_config(KeyKind::P256);
+        if server_alpn {
+            server.alpn = vec![b"h2".to_vec()];
+        }
+        let mut client = client_config(root);
+        if client_alpn {
+            client.alpn = vec![b"h2".to_vec()];
+        }
+        let p = run(client, server, 51);
+        assert_eq!(p.client.negotiated().unwrap().alpn, None);
+        let ee = handshake_messages(&p.client_events, Direction::ServerToClient)
+            .into_iter()
+            .find(|(t, _)| *t == HandshakeType::EncryptedExtensions)
+            .unwrap();
+        match decode(&ee.1) {
+            HandshakePayload::EncryptedExtensions(exts) => {
+                assert!(exts.iter().all(|e| !matches!(e, Extension::Alpn(_))))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Largest TLSInnerPlaintext (content + type + padding) per direction among protected records.
+fn largest_inner(l: &Ledger, dir: Direction) -> usize {
+    l.records
+        .iter()
+        .filter(|r| r.record.direction == dir && r.record.seq.is_some())
+        .map(|r| r.record.plaintext_len + 1 + r.record.padding_len)
+        .max()
+        .unwrap()
+}
+
+fn record_size_limit(client_limit: u16, server_limit: u16, padding: PaddingPolicy) -> Pair {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.record_size_limit = Some(server_limit);
+    server.padding = padding;
+    let mut client = client_config(root);
+    client.record_size_limit = Some(client_limit);
+    client.padding = padding;
+    let request: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+    let response: Vec<u8> = (0..7000u32).map(|i| (i * 7) as u8).collect();
+    let p = run_with(client, server, 60, &request, &response);
+    let l = p.ledger();
+    // RFC 8449 §4: in TLS 1.3 the limit bounds TLSInnerPlaintext, type and padding included.
+    // The server knows the client's limit from the ClientHello: all its protected records obey.
+    assert!(
+        largest_inner(&l, Direction::ServerToClient) <= usize::from(client_limit),
+        "{}",
+        l.table()
+    );
+    // The client learns the server's limit from EncryptedExtensions.
+    assert!(
+        largest_inner(&l, Direction::ClientToServer) <= usize::from(server_limit),
+        "{}",
+        l.table()
+    );
+    let ee = handshake_messages(&p.client_events, Direction::ServerToClient)
+        .into_iter()
+        .find(|(t, _)| *t == HandshakeType::EncryptedExtensions)
+        .unwrap();
+    match decode(&ee.1) {
+        HandshakePayload::EncryptedExtensions(exts) => {
+            assert!(exts.contains(&Extension::RecordSizeLimit(server_limit)))
+        }
+        other => panic!("{other:?}"),
+    }
+    p
+}
+
+#[test]
+fn record_size_limit_bounds_records_both_ways() {
+    let p = record_size_limit(300, 200, PaddingPolicy::None);
+    let l = p.ledger();
+    // The limits are used, not just respected: data fills records up to them.
+    assert_eq!(largest_inner(&l, Direction::ServerToClient), 300);
+    assert_eq!(largest_inner(&l, Direction::ClientToServer), 200);
+}
+
+#[test]
+fn record_size_limit_counts_padding() {
+    record_size_limit(300, 200, PaddingPolicy::Fixed(50));
+    record_size_limit(300, 200, PaddingPolicy::ToMultiple(128));
+}
+
+#[test]
+fn small_record_size_limits_split_messages_anywhere() {
+    // With records of 63..=95 bytes, messages and their 4-byte headers straddle records at every
+    // offset: the ledger must still add up (`check_ledger` runs on each connection).
+    let mut straddled = 0;
+    for limit in 64..=96u16 {
+        let p = record_size_limit(limit, 64 + (limit * 7) % 33, PaddingPolicy::None);
+        let l = p.ledger();
+        assert!(l.records.len() > 20);
+        // Count records that begin inside a message header.
+        straddled += l
+            .records
+            .iter()
+            .filter(|r| {
+                r.messages
+                    .first()
+                    .is_some_and(|m| (1..4).contains(&m.offset))
+            })
+            .count();
+        // Each message is listed once in its flight, however many records it spans.
+        use HandshakeType as T;
+        assert_eq!(
+            l.messages_per_flight()[1].1,
+            vec![
+                T::ServerHello,
+                T::EncryptedExtensions,
+                T::Certificate,
+                T::CertificateVerify,
+                T::Finished
+            ]
+        );
+    }
+    assert!(
+        straddled > 0,
+        "no header was split: the test proves nothing"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// KeyUpdate (§4.6.3)
+// ---------------------------------------------------------------------------------------------
+
+fn exchange_data(p: &mut Pair, round: u8) {
+    let c_before = p.server_received().len();
+    let s_before = p.client_received().len();
+    let up = vec![round; 100];
+    let down = vec![round ^ 0xff; 200];
+    p.client.send(&up).unwrap();
+    p.server.send(&down).unwrap();
+    p.settle().unwrap();
+    assert_eq!(&p.server_received()[c_before..], &up[..]);
+    assert_eq!(&p.client_received()[s_before..], &down[..]);
+}
+
+/// The epochs of each direction's application-data records, in order, deduplicated.
+fn app_epochs(l: &Ledger, dir: Direction) -> Vec<Epoch> {
+    let mut v: Vec<Epoch> = l
+        .records
+        .iter()
+        .filter(|r| r.record.direction == dir && matches!(r.record.epoch, Epoch::Application(_)))
+        .map(|r| r.record.epoch)
+        .collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn key_update_each_way_with_and_without_request() {
+    use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+    for (client_initiates, requested) in
+        [(true, false), (true, true), (false, false), (false, true)]
+    {
+        let mut p = default_pair(70);
+        exchange_data(&mut p, 1);
+        if client_initiates {
+            p.client.key_update(requested).unwrap();
+        } else {
+            p.server.key_update(requested).unwrap();
+        }
+        p.settle().unwrap();
+        exchange_data(&mut p, 2);
+        let (initiator, responder) = if client_initiates {
+            (C2S, S2C)
+        } else {
+            (S2C, C2S)
+        };
+        let mut want = vec![(initiator, requested)];
+        if requested {
+            // §4.6.3: the receiver answers with its own update_not_requested KeyUpdate.
+            want.push((responder, false));
+        }
+        let what = format!("client initiates {client_initiates}, requested {requested}");
+        assert_eq!(key_updates(&p.client_events), want, "{what}");
+        assert_eq!(key_updates(&p.server_events), want, "{what}");
+        let l = p.ledger();
+        let mut moved = vec![Epoch::Application(0), Epoch::Application(1)];
+        assert_eq!(app_epochs(&l, initiator), moved, "{what}");
+        if !requested {
+            moved.pop();
+        }
+        assert_eq!(app_epochs(&l, responder), moved, "{what}");
+        // The KeyUpdate is the last record under the old keys, alone in it (§5.1).
+        for r in &l.records {
+            if r.messages.iter().any(|m| m.typ == HandshakeType::KeyUpdate) {
+                assert_eq!(r.messages.len(), 1);
+                assert_eq!(r.record.epoch, Epoch::Application(0));
+                let kind = match decode(&r.record.content) {
+                    HandshakePayload::KeyUpdate(k) => k,
+                    other => panic!("{other:?}"),
+                };
+                let first = r.record.direction == initiator;
+                assert_eq!(
+                    kind,
+                    if first && requested {
+                        KeyUpdateRequest::UpdateRequested
+                    } else {
+                        KeyUpdateRequest::UpdateNotRequested
+                    },
+                    "{what}"
+                );
+            }
+        }
+        check_ledger(&l);
+        check_mirror(&p.client_events, &p.server_events);
+    }
+}
+
+#[test]
+fn many_key_updates_keep_data_flowing() {
+    let mut p = default_pair(71);
+    for round in 0..10u8 {
+        if round % 2 == 0 {
+            p.client.key_update(round % 4 == 0).unwrap();
+        } else {
+            p.server.key_update(round % 3 == 0).unwrap();
+        }
+        // Data may follow the KeyUpdate immediately, in the same flight.
+        exchange_data(&mut p, round);
+    }
+    let c = app_epochs(&p.ledger(), Direction::ClientToServer);
+    let s = app_epochs(&p.ledger(), Direction::ServerToClient);
+    assert!(c.len() > 5 && s.len() > 5, "{c:?} {s:?}");
+    check_ledger(&p.ledger());
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+#[test]
+fn key_update_before_connected_is_refused() {
+    let (server, root) = util::server_config(KeyKind::P256);
+    let mut c = Client::new(
+        Arc::new(client_config(root)),
+        Box::new(SeededRandom::from_seed(3)),
+    )
+    .unwrap();
+    assert!(matches!(c.key_update(false), Err(Error::InvalidState(_))));
+    c.start(NOW).unwrap();
+    assert!(matches!(c.key_update(true), Err(Error::InvalidState(_))));
+    let mut s = Server::new(Arc::new(server), Box::new(SeededRandom::from_seed(4))).unwrap();
+    assert!(matches!(s.key_update(false), Err(Error::InvalidState(_))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exporters (§7.5), close_notify (§6.1)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn exporters_are_equal_on_both_sides() {
+    let mut p = default_pair(80);
+    let label = b"EXPORTER-tls13lab-test";
+    for (ctx, len) in [
+        (&b""[..], 32),
+        (&b"context"[..], 32),
+        (&b"context"[..], 100),
+    ] {
+        let c = p.client.export(label, ctx, len).unwrap();
+        let s = p.server.export(label, ctx, len).unwrap();
+        assert_eq!(c, s);
+        assert_eq!(c.len(), len);
+    }
+    let a = p.client.export(label, b"a", 32).unwrap();
+    let b = p.client.export(label, b"b", 32).unwrap();
+    let other = p.client.export(b"EXPORTER-other", b"a", 32).unwrap();
+    assert!(a != b && a != other && b != other);
+    // The exporter does not move with KeyUpdate (§7.5 derives it from the master secret).
+    p.client.key_update(true).unwrap();
+    p.settle().unwrap();
+    assert_eq!(p.server.export(label, b"a", 32).unwrap(), a);
+    // A different connection exports different values.
+    let mut q = default_pair(81);
+    assert!(q.client.export(label, b"a", 32).unwrap() != a);
+}
+
+#[test]
+fn close_notify_each_way() {
+    use Direction::{ClientToServer as C2S, ServerToClient as S2C};
+    let mut p = default_pair(90);
+    exchange_data(&mut p, 1);
+    p.client.close();
+    p.settle().unwrap();
+    assert!(p.server.is_closed(), "server read side closed");
+    assert!(!p.client.is_closed(), "client still reads");
+    assert_eq!(
+        alerts(&p.server_events),
+        vec![(C2S, AlertDescription::CloseNotify)]
+    );
+    assert!(matches!(p.client.send(b"x"), Err(Error::Closed)));
+    // §6.1: closing the write side does not close the read side.
+    p.server.send(b"still talking").unwrap();
+    p.settle().unwrap();
+    assert!(p.client_received().ends_with(b"still talking"));
+    p.server.close();
+    p.settle().unwrap();
+    assert!(p.client.is_closed());
+    assert!(matches!(p.server.send(b"x"), Err(Error::Closed)));
+    let want = vec![
+        (C2S, AlertDescription::CloseNotify),
+        (S2C, AlertDescription::CloseNotify),
+    ];
+    assert_eq!(alerts(&p.client_events), want);
+    assert_eq!(alerts(&p.server_events), want);
+    for evs in [&p.client_events, &p.server_events] {
+        assert_eq!(evs.iter().filter(|e| matches!(e, Event::Closed)).count(), 1);
+    }
+    // The close_notify records are protected under the application keys.
+    for r in p
+        .ledger()
+        .records
+        .iter()
+        .filter(|r| r.record.inner_type == ContentType::Alert)
+    {
+        assert_eq!(r.record.content, [1, 0]);
+        assert_eq!(r.record.epoch, Epoch::Application(0));
+    }
+    check_ledger(&p.ledger());
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism
+// ---------------------------------------------------------------------------------------------
+
+/// Every byte each way, and every event, of one request/response connection.
+struct Transcript {
+    wire: Vec<(Direction, Vec<u8>)>,
+    client_events: Vec<Event>,
+    server_events: Vec<Event>,
+}
+
+fn transcript(seed: u64, kind: KeyKind) -> Transcript {
+    let (mut server, root) = util::server_config(kind);
+    // A HelloRetryRequest with a cookie, compatibility mode and client authentication: every
+    // random draw of the handshake is exercised.
+    server.hrr_cookie = Some(16);
+    server.groups = vec![NamedGroup::secp256r1];
+    let mut client = client_config(root);
+    client.compat_mode = true;
+    client.client_cert = Some(util::client_identity().0);
+    let mut server = server;
+    server.client_auth = ClientAuth::Required(vec![util::client_identity().1]);
+    let mut c = Client::new(
+        Arc::new(client),
+        Box::new(SeededRandom::from_seed(seed * 2)),
+    )
+    .unwrap();
+    let mut s = Server::new(
+        Arc::new(server),
+        Box::new(SeededRandom::from_seed(seed * 2 + 1)),
+    )
+    .unwrap();
+    let mut t = Transcript {
+        wire: Vec::new(),
+        client_events: Vec::new(),
+        server_events: Vec::new(),
+    };
+    c.start(NOW).unwrap();
+    for step in 0..12 {
+        if c.is_connected() && step == 4 {
+            c.send(REQUEST).unwrap();
+            c.key_update(true).unwrap();
+        }
+        if s.is_connected() && step == 5 {
+            s.send(RESPONSE).unwrap();
+            s.close();
+        }
+        let out = c.take_output();
+        if !out.is_empty() {
+            s.receive(&out, NOW + step as u64).unwrap();
+            t.wire.push((Direction::ClientToServer, out));
+        }
+        let out = s.take_output();
+        if !out.is_empty() {
+            c.receive(&out, NOW + step as u64).unwrap();
+            t.wire.push((Direction::ServerToClient, out));
+        }
+        t.client_events.extend(c.events());
+        t.server_events.extend(s.events());
+    }
+    assert!(c.is_closed());
+    assert_eq!(tls13lab::demo::app_data(&t.server_events), REQUEST);
+    assert_eq!(tls13lab::demo::app_data(&t.client_events), RESPONSE);
+    t
+}
+
+#[test]
+fn same_seed_same_bytes_and_events() {
+    for kind in [KeyKind::P256, KeyKind::Rsa2048] {
+        let a = transcript(5, kind);
+        let b = transcript(5, kind);
+        assert!(a.wire.len() >= 6, "{kind:?}");
+        assert_eq!(a.wire, b.wire, "{kind:?}");
+        assert_eq!(a.client_events, b.client_events, "{kind:?}");
+        assert_eq!(a.server_events, b.server_events, "{kind:?}");
+        check_ledger(&Ledger::from_events(&a.client_events));
+        check_mirror(&a.client_events, &a.server_events);
+    }
+}
+
+#[test]
+fn different_seeds_differ() {
+    let a = transcript(5, KeyKind::P256);
+    let b = transcript(6, KeyKind::P256);
+    assert_eq!(a.wire.len(), b.wire.len());
+    // Every flight differs (randoms, shares, signatures, keys), though the shapes match.
+    for ((da, wa), (db, wb)) in a.wire.iter().zip(&b.wire) {
+        assert_eq!(da, db);
+        assert!(wa != wb, "{da:?} flight repeated across seeds");
+    }
+    assert!(a.client_events != b.client_events);
+    assert!(a.server_events != b.server_events);
+    // Client and server streams of one seed are independent too.
+    let randoms = |evs: &[Event]| -> Vec<[u8; 32]> {
+        handshake_messages(evs, Direction::ServerToClient)
+            .iter()
+            .filter_map(|(_, m)| match decode(m) {
+                HandshakePayload::ServerHello(sh) => Some(sh.random),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(randoms(&a.client_events) != randoms(&b.client_events));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ledger accounting and padding (§5.2, §5.4)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn ledger_totals_match_a_hand_count() {
+    let p = run(
+        {
+            let (_, root) = util::server_config(KeyKind::P256);
+            client_config(root)
+        },
+        util::server_config(KeyKind::P256).0,
+        95,
+    );
+    let l = p.ledger();
+    // Count independently: every record sent by either side in the events.
+    let mut bytes = [0usize; 2];
+    for r in util::records(&p.client_events) {
+        bytes[usize::from(r.direction == Direction::ServerToClient)] += r.header.len()
+            + r.content.len()
+            + if r.seq.is_some() {
+                1 + r.padding_len + 16
+            } else {
+                0
+            };
+    }
+    assert_eq!(l.totals.client_to_server.bytes, bytes[0]);
+    assert_eq!(l.totals.server_to_client.bytes, bytes[1]);
+    assert_eq!(
+        l.totals.client_to_server.app_bytes + l.totals.server_to_client.app_bytes,
+        REQUEST.len() + RESPONSE.len()
+    );
+    let hs: usize = handshake_messages(&p.client_events, Direction::ServerToClient)
+        .iter()
+        .map(|(_, b)| b.len())
+        .sum();
+    assert_eq!(l.totals.server_to_client.handshake_bytes, hs);
+}
+
+fn padded(client: PaddingPolicy, server: PaddingPolicy) -> Pair {
+    let (mut s, root) = util::server_config(KeyKind::P256);
+    s.padding = server;
+    let mut c = client_config(root);
+    c.padding = client;
+    let big: Vec<u8> = vec![0x42; 20_000];
+    let p = run_with(c, s, 96, REQUEST, &big);
+    let l = p.ledger();
+    for (dir, policy) in [
+        (Direction::ClientToServer, client),
+        (Direction::ServerToClient, server),
+    ] {
+        let mut padding = 0;
+        for r in l
+            .records
+            .iter()
+            .filter(|r| r.record.direction == dir && r.record.seq.is_some())
+        {
+            assert_eq!(
+                r.record.padding_len,
+                policy.padding_for(r.record.plaintext_len),
+                "{policy:?} {:?}",
+                r.record
+            );
+            assert!(r.record.plaintext_len + 1 + r.record.padding_len <= (1 << 14) + 1);
+            padding += r.record.padding_len;
+        }
+        let t = match dir {
+            Direction::ClientToServer => l.totals.client_to_server,
+            Direction::ServerToClient => l.totals.server_to_client,
+        };
+        assert_eq!(t.padding_bytes, padding);
+    }
+    p
+}
+
+#[test]
+fn padding_policy_is_reflected_in_the_ledger() {
+    let p = padded(PaddingPolicy::Fixed(7), PaddingPolicy::ToMultiple(256));
+    let l = p.ledger();
+    assert!(l.totals.client_to_server.padding_bytes >= 7 * 3);
+    assert!(l.totals.server_to_client.padding_bytes > 0);
+    for r in l
+        .records
+        .iter()
+        .filter(|r| r.record.direction == Direction::ServerToClient && r.record.seq.is_some())
+    {
+        // Inner plaintext padded to a multiple of 256, except the full 2^14 records (no room).
+        let inner = r.record.plaintext_len + 1 + r.record.padding_len;
+        assert!(
+            inner % 256 == 0 || r.record.plaintext_len == 1 << 14,
+            "{inner}"
+        );
+    }
+    // Padding never touches plaintext records (ClientHello, ServerHello).
+    assert!(l
+        .records
+        .iter()
+        .filter(|r| r.record.seq.is_none())
+        .all(|r| r.record.padding_len == 0));
+}
+
+#[test]
+fn no_padding_means_no_padding_bytes() {
+    let p = padded(PaddingPolicy::None, PaddingPolicy::None);
+    let l = p.ledger();
+    assert_eq!(l.totals.client_to_server.padding_bytes, 0);
+    assert_eq!(l.totals.server_to_client.padding_bytes, 0);
+    let p = padded(PaddingPolicy::ToMultiple(32), PaddingPolicy::Fixed(1000));
+    assert!(p.ledger().totals.server_to_client.padding_bytes >= 1000 * 3);
+}
+
+/// RFC 8446 §6: once the client has handshake keys, its alerts are protected — a certificate it
+/// rejects is answered with an encrypted bad_certificate/unknown_ca, not a plaintext alert.
+#[test]
+fn client_alert_after_server_hello_is_encrypted() {
+    use std::sync::Arc;
+    let now = 1_767_225_600_000;
+    let (s, _root) = tls13lab::demo::server_config(21, now).unwrap();
+    let (_, other_root) = tls13lab::demo::server_config(22, now).unwrap();
+    let c = tls13lab::demo::client_config(other_root);
+    let mut p = tls13lab::demo::Pair::new(Arc::new(c), Arc::new(s), 5, now).unwrap();
+    p.client.start(now).unwrap();
+    p.client_to_server().unwrap();
+    let err = p.server_to_client().unwrap_err();
+    // Same subject as our root but another key: the signature does not verify (bad_certificate).
+    let alert = err.alert().unwrap();
+    assert_eq!(
+        alert,
+        tls13lab::messages::enums::AlertDescription::BadCertificate
+    );
+    let out = p.client.take_output();
+    assert_eq!(
+        out[0], 23,
+        "alert record must be protected (application_data on the wire)"
+    );
+    assert_eq!(out.len(), 5 + 2 + 1 + 16);
+    // And the server decrypts it as the alert.
+    let e = p.server.receive(&out, now).unwrap_err();
+    assert_eq!(e, tls13lab::Error::AlertReceived(alert));
+}
