@@ -188,33 +188,25 @@ impl Kind {
     }
 }
 
+/// A group the core implements, named as everywhere in the CLI.
 fn parse_group(s: &str) -> Result<NamedGroup, String> {
-    let g = match s.to_ascii_lowercase().replace(['-', '_'], "").as_str() {
-        "x25519" => NamedGroup::X25519,
-        "secp256r1" | "p256" | "prime256v1" => NamedGroup::secp256r1,
-        "secp384r1" | "p384" => NamedGroup::secp384r1,
-        "x25519mlkem768" => NamedGroup::X25519MLKEM768,
-        "secp256r1mlkem768" | "p256mlkem768" => NamedGroup::SecP256r1MLKEM768,
-        "secp384r1mlkem1024" | "p384mlkem1024" => NamedGroup::SecP384r1MLKEM1024,
-        "mlkem768" => NamedGroup::MLKEM768,
-        _ => return Err(format!("unknown group {s:?}")),
-    };
+    let g = super::common::group(s)?;
     if !kx::is_supported(g) {
-        return Err(format!("group {g} is not implemented"));
+        return Err(format!(
+            "group {g} is not implemented (implemented: {})",
+            super::common::implemented_groups()
+        ));
     }
     Ok(g)
 }
 
+/// A suite the core implements.
 fn parse_suite(s: &str) -> Result<CipherSuite, String> {
-    let k = s.to_ascii_lowercase().replace(['-', '_'], "");
-    Ok(match k.as_str() {
-        "aes128gcm" | "tlsaes128gcmsha256" => CipherSuite::TLS_AES_128_GCM_SHA256,
-        "aes256gcm" | "tlsaes256gcmsha384" => CipherSuite::TLS_AES_256_GCM_SHA384,
-        "chacha20poly1305" | "chacha20" | "tlschacha20poly1305sha256" => {
-            CipherSuite::TLS_CHACHA20_POLY1305_SHA256
-        }
-        _ => return Err(format!("unknown cipher suite {s:?}")),
-    })
+    let c = super::common::suite(s)?;
+    if tls13lab::crypto::aead::suite_params(c).is_none() {
+        return Err(format!("cipher suite {c} is not implemented"));
+    }
+    Ok(c)
 }
 
 /// The certificate every measurement uses.
