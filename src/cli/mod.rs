@@ -5,6 +5,7 @@
 //! peer hung up); 5 TLS (an alert was received or sent). A failure prints exactly one line,
 //! `tls13lab: <cause>`, on stderr.
 
+pub mod bench; // TEMP: wired by the perf branch for testing; the CLI owner wires it for real
 mod client;
 mod common;
 mod demo;
@@ -39,6 +40,8 @@ enum Command {
     Client(client::ClientArgs),
     /// Accept TLS 1.3 connections and answer each with a page describing it (or echo).
     Server(server::ServerArgs),
+    /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
+    Bench(bench::BenchArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -57,6 +60,7 @@ pub fn main() -> ExitCode {
         Some(Command::Demo(a)) => demo::run(a),
         Some(Command::Client(a)) => client::run(a),
         Some(Command::Server(a)) => server::run(a),
+        Some(Command::Bench(a)) => bench::run(&a).map_err(Failure::BadOption),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
