@@ -7,7 +7,7 @@
 //! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers.
 //!
 //! Optional faster backends, off by default (docs/performance.md): `ring-aead` (records),
-//! `ring-verify` (ECDSA P-256 verification) and `ring-sign` ([`ring_signer`], which gives up
+//! `ring-verify` (ECDSA P-256 verification) and `ring-sign` (`ring_signer`, which gives up
 //! replaying the CertificateVerify signature).
 
 pub mod aead;
