@@ -270,7 +270,9 @@ impl Ours {
             ..ClientConfig::default()
         };
         if case == Case::ResumedPskKe {
+            // A psk_ke-only client has no use for a key share (RFC 8446 §4.2.9).
             client.psk_modes = vec![PskKeyExchangeMode::PskKe];
+            client.key_shares = Vec::new();
         }
         let mut server = ServerConfig::new(CertifiedKey {
             chain: vec![id.cert_der.clone()],
