@@ -1,13 +1,18 @@
 //! Performs exactly one handshake inside `cg_measured_handshake`, for scripts/callgrind.sh:
-//! `one_handshake tls13lab|rustls full|resumed x25519|x25519mlkem768`. Everything else (the
-//! certificate, the configurations, a warm-up handshake, the ticket for a resumption) happens
-//! outside that function, so callgrind's `--toggle-collect` counts only the handshake, client and
-//! server together, with the setup of benches/common/mod.rs.
+//! `one_handshake LIBRARY CASE GROUP` with LIBRARY tls13lab, rustls, floor-tls13lab or
+//! floor-aws-lc (the crypto floor of tls13lab's handshake on its own crates or on aws-lc), CASE
+//! full, resumed, psk_ke or 0rtt. Everything else (the certificate, the configurations, a warm-up
+//! handshake, the ticket for a resumption) happens outside that function, so callgrind's
+//! `--toggle-collect` counts only the handshake, client and server together, with the setup of
+//! benches/common/mod.rs.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
-use common::{group_name, groups, Case, Identity, Ours, Rustls, Timer, Who};
+use common::{
+    group_name, groups, run_floor, AwsLcPrimitives, Case, FloorOps, Identity, OurPrimitives, Ours,
+    Primitives, Rustls, Timer, Who,
+};
 use tls13lab::messages::enums::CipherSuite;
 use tls13lab::session::TicketStore;
 
@@ -25,12 +30,17 @@ fn main() {
         return;
     }
     let [lib, case, group] = &args[..] else {
-        eprintln!("usage: one_handshake tls13lab|rustls full|resumed GROUP  (or --groups)");
+        eprintln!(
+            "usage: one_handshake tls13lab|rustls|floor-tls13lab|floor-aws-lc \
+             full|resumed|psk_ke|0rtt GROUP  (or --groups)"
+        );
         std::process::exit(2);
     };
     let case = match case.as_str() {
         "full" => Case::Full,
         "resumed" => Case::Resumed,
+        "psk_ke" => Case::ResumedPskKe,
+        "0rtt" => Case::ZeroRtt,
         other => panic!("unknown case {other}"),
     };
     let group = groups()
@@ -73,6 +83,22 @@ fn main() {
                     c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
                     case.resumes()
                 );
+            });
+        }
+        floor @ ("floor-tls13lab" | "floor-aws-lc") => {
+            let (cf, sf) = FloorOps::of(&Ours::new(&id, group, suite, case));
+            let p: Box<dyn Primitives> = if floor == "floor-aws-lc" {
+                Box::new(AwsLcPrimitives::new(&id))
+            } else {
+                Box::new(OurPrimitives::new(&id))
+            };
+            let mut buf = Vec::with_capacity(20_000);
+            // Warm-up, which also fills the caches of peer inputs made outside the timing.
+            run_floor(p.as_ref(), &cf, true, &mut buf);
+            run_floor(p.as_ref(), &sf, false, &mut buf);
+            cg_measured_handshake(&mut || {
+                run_floor(p.as_ref(), &cf, true, &mut buf);
+                run_floor(p.as_ref(), &sf, false, &mut buf);
             });
         }
         other => panic!("unknown library {other}"),

@@ -270,7 +270,9 @@ impl Ours {
             ..ClientConfig::default()
         };
         if case == Case::ResumedPskKe {
+            // A psk_ke-only client has no use for a key share (RFC 8446 §4.2.9).
             client.psk_modes = vec![PskKeyExchangeMode::PskKe];
+            client.key_shares = Vec::new();
         }
         let mut server = ServerConfig::new(CertifiedKey {
             chain: vec![id.cert_der.clone()],
@@ -820,9 +822,10 @@ pub fn run_floor(p: &dyn Primitives, ops: &FloorOps, client: bool, buf: &mut Vec
     }
 }
 
-/// tls13lab's own crypto (RustCrypto crates) through its crypto module.
+/// tls13lab's own crypto through its crypto module (RustCrypto crates, or ring where a
+/// `ring-*` feature says so).
 pub struct OurPrimitives {
-    key: SigningKey,
+    key: Arc<dyn tls13lab::config::Signer>,
     spki: Vec<u8>,
     message: Vec<u8>,
     signature: Vec<u8>,
@@ -840,7 +843,7 @@ impl OurPrimitives {
             .unwrap();
         OurPrimitives {
             spki: id.key.public_key_spki_der().unwrap(),
-            key: id.key.clone(),
+            key: id.signer(),
             message,
             signature,
             aead: AeadKey::new(AeadAlg::Aes128Gcm, &[7; 16]).unwrap(),
