@@ -5,6 +5,7 @@
 //! peer hung up); 5 TLS (an alert was received or sent). A failure prints exactly one line,
 //! `tls13lab: <cause>`, on stderr.
 
+mod bench;
 mod client;
 mod common;
 mod demo;
@@ -52,6 +53,8 @@ enum Command {
     Dissect(dissect::DissectArgs),
     /// The key schedule of a connection as a tree: every secret, its label, context and value.
     Keys(keys::KeysArgs),
+    /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
+    Bench(bench::BenchArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -74,6 +77,7 @@ pub fn main() -> ExitCode {
         Some(Command::Simulate(a)) => simulate::run(a),
         Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
+        Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
