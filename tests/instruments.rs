@@ -1554,19 +1554,17 @@ fn wait_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str, secs: u64) ->
     false
 }
 
-#[test]
-fn dissect_an_openssl_connection_captured_by_tshark() {
-    if tshark().is_none() {
-        return;
-    }
-    let openssl = openssl35().unwrap_or_else(|| PathBuf::from("openssl"));
-    let dir = temp_dir("openssl-capture");
+/// Capture one OpenSSL s_client ↔ s_server connection on lo with tshark; returns the capture,
+/// the client's key log and the server port, or `None` when tshark cannot capture here.
+/// `Err` when this attempt missed the connection's start (dumpcap can say "Capturing on" a
+/// moment before packets flow): the caller tries again.
+fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBuf, u16), String>> {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let cap = dir.join("openssl.pcapng");
+    let cap = dir.join(format!("openssl-{port}.pcapng"));
     let mut t = Command::new("tshark")
         .args(["-i", "lo", "-f", &format!("tcp port {port}"), "-w"])
         .arg(&cap)
@@ -1575,20 +1573,21 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
         .spawn()
         .unwrap();
     let t_err = lines_of(t.stderr.take().unwrap());
-    let tshark_proc = Killed(t);
+    let mut tshark_proc = Killed(t);
     if !wait_line(&t_err, "Capturing on", 20) {
         eprintln!(
             "NOTICE: tshark cannot capture on lo here (not root?): skipping the OpenSSL capture"
         );
-        return;
+        return None;
     }
+    std::thread::sleep(Duration::from_millis(500));
     // A P-256 certificate (the RSA test certificates are too small for OpenSSL 3.5's default
     // security level).
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-    let mut s = Command::new(&openssl)
+    let mut s = Command::new(openssl)
         .args([
             "s_server",
             "-accept",
@@ -1602,17 +1601,16 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
         .arg(&cert)
         .arg("-key")
         .arg(&key)
-        .arg("-keylogfile")
-        .arg(dir.join("server.keys"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let s_out = lines_of(s.stdout.take().unwrap());
-    let _server = Killed(s);
+    let server = Killed(s);
     assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
-    let mut c = Command::new(&openssl)
+    let keys = dir.join(format!("client-{port}.keys"));
+    let mut c = Command::new(openssl)
         .args([
             "s_client",
             "-connect",
@@ -1621,7 +1619,7 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
             "-quiet",
         ])
         .arg("-keylogfile")
-        .arg(dir.join("client.keys"))
+        .arg(&keys)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -1641,24 +1639,56 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
     let client = Killed(c);
     std::thread::sleep(Duration::from_millis(500));
     drop(client);
+    drop(server);
     // SIGINT lets tshark finish the file.
     let _ = Command::new("kill")
         .args(["-INT", &tshark_proc.0.id().to_string()])
         .status();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut tshark_proc = tshark_proc;
     while Instant::now() < deadline && tshark_proc.0.try_wait().ok().flatten().is_none() {
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(tshark_proc);
+    let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
+    let complete = file.connections.iter().any(|c| {
+        c.server.port() == port && c.c2s.bytes.first() == Some(&22) && !c.c2s.gap && !c.s2c.gap
+    });
+    if complete {
+        Some(Ok((cap, keys, port)))
+    } else {
+        Some(Err(format!(
+            "the capture missed the start of the connection: {} packets, connections {:?}",
+            file.packets,
+            file.connections
+                .iter()
+                .map(|c| (c.client, c.server))
+                .collect::<Vec<_>>()
+        )))
+    }
+}
 
-    let keys = dir.join("client.keys");
+#[test]
+fn dissect_an_openssl_connection_captured_by_tshark() {
+    if tshark().is_none() {
+        return;
+    }
+    let openssl = openssl35().unwrap_or_else(|| PathBuf::from("openssl"));
+    let dir = temp_dir("openssl-capture");
+    let mut tries = Vec::new();
+    let (cap, keys, port) = loop {
+        match openssl_capture(&openssl, &dir) {
+            None => return,
+            Some(Ok(x)) => break x,
+            Some(Err(e)) if tries.len() < 3 => tries.push(e),
+            Some(Err(e)) => panic!("{e} (earlier tries: {tries:?})"),
+        }
+    };
     let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
     let conn = file
         .connections
         .iter()
         .find(|c| c.server.port() == port)
-        .expect("the connection is in the capture");
+        .unwrap();
     let log = KeyLog::parse(&std::fs::read_to_string(&keys).unwrap());
     let d = dissect::dissect(&conn.c2s, &conn.s2c, &log, true);
     assert!(
