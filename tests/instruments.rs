@@ -1952,3 +1952,41 @@ fn docs_pages_match_what_the_instruments_print() {
          regenerate with: TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments docs"
     );
 }
+
+#[test]
+fn hello_order_extra_and_x25519_reuse() {
+    use tls13lab::messages::ExtensionType;
+    let mut spec = HelloSpec::new("order");
+    spec.config.extension_order = vec![ExtensionType::KeyShare, ExtensionType::SupportedVersions];
+    spec.config.extra_extensions = vec![Extension::Unknown {
+        typ: ExtensionType::EcPointFormats,
+        body: vec![1, 0],
+    }];
+    spec.config.key_shares = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+    spec.config.reuse_x25519 = true;
+    let built = hello::build(&spec).unwrap();
+    let types: Vec<ExtensionType> = built.hello.extensions.iter().map(|e| e.typ()).collect();
+    assert_eq!(
+        &types[..2],
+        [ExtensionType::KeyShare, ExtensionType::SupportedVersions]
+    );
+    assert!(types.contains(&ExtensionType::EcPointFormats));
+    let Some(Extension::KeyShareClient(shares)) = built.hello.find(ExtensionType::KeyShare) else {
+        panic!("no key share")
+    };
+    // X25519MLKEM768 = ML-KEM-768 ek (1184) || X25519 (32): the same X25519 key twice.
+    assert_eq!(shares[0].key_exchange[1184..], shares[1].key_exchange[..]);
+    let r = describe(&built, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    // The CLI spelling.
+    let out = tls13lab(&[
+        "hello",
+        "--order",
+        "key_share,supported_versions",
+        "--extra",
+        "ec_point_formats=0100",
+    ]);
+    let first = out.lines().find(|l| l.starts_with("  ")).unwrap();
+    assert!(first.contains("key_share"), "{first}");
+    assert!(out.contains("ec_point_formats (0x000b)"), "{out}");
+}
