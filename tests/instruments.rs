@@ -1527,6 +1527,27 @@ impl Drop for Killed {
     }
 }
 
+/// A running tshark, stopped with SIGINT when dropped (even when a test fails): tshark then
+/// stops its dumpcap child and completes the file; SIGKILL would orphan dumpcap.
+struct Tshark(std::process::Child);
+
+impl Drop for Tshark {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Read `from` line by line on a thread; the receiver gets every line.
 fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     use std::io::BufRead as _;
@@ -1573,7 +1594,7 @@ fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBu
         .spawn()
         .unwrap();
     let t_err = lines_of(t.stderr.take().unwrap());
-    let mut tshark_proc = Killed(t);
+    let tshark_proc = Tshark(t);
     if !wait_line(&t_err, "Capturing on", 20) {
         eprintln!(
             "NOTICE: tshark cannot capture on lo here (not root?): skipping the OpenSSL capture"
@@ -1640,15 +1661,7 @@ fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBu
     std::thread::sleep(Duration::from_millis(500));
     drop(client);
     drop(server);
-    // SIGINT lets tshark finish the file.
-    let _ = Command::new("kill")
-        .args(["-INT", &tshark_proc.0.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline && tshark_proc.0.try_wait().ok().flatten().is_none() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    drop(tshark_proc);
+    drop(tshark_proc); // stops it cleanly: the file is complete
     let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
     let complete = file.connections.iter().any(|c| {
         c.server.port() == port && c.c2s.bytes.first() == Some(&22) && !c.c2s.gap && !c.s2c.gap
