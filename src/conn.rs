@@ -382,7 +382,15 @@ impl Conn {
         let (inner, content) = match self.read.as_mut() {
             Some(p) if rec.typ == ContentType::ApplicationData => {
                 let seq = p.seq();
-                match p.open(&rec) {
+                let n = rec.payload.len();
+                // Decrypt in the record's own buffer unless an observer wants the ciphertext
+                // too: a bulk record is then copied once (into the deframer), not twice.
+                let (opened, kept) = if self.ev.observe.records {
+                    (p.open(&rec), Some(rec))
+                } else {
+                    (p.open_owned(rec), None)
+                };
+                match opened {
                     Ok(inner) => {
                         // RFC 8449 §4: "A TLS endpoint that receives a record larger than its
                         // advertised limit MUST generate a fatal "record_overflow" alert". The
@@ -395,14 +403,16 @@ impl Conn {
                             }
                         }
                         let tag = p.tag_len();
-                        self.record_event_received(
-                            &rec,
-                            inner.typ,
-                            &inner.content,
-                            inner.padding,
-                            tag,
-                            Some(seq),
-                        );
+                        if let Some(rec) = &kept {
+                            self.record_event_received(
+                                rec,
+                                inner.typ,
+                                &inner.content,
+                                inner.padding,
+                                tag,
+                                Some(seq),
+                            );
+                        }
                         (inner.typ, inner.content)
                     }
                     Err(e) => {
@@ -410,7 +420,6 @@ impl Conn {
                         // those: a record that opened but is malformed is the peer's error.
                         if let (Some(budget), RecordError::BadRecordMac) = (early_skip.as_mut(), e)
                         {
-                            let n = rec.payload.len();
                             // `open` leaves the sequence number alone on failure.
                             if n <= *budget {
                                 *budget -= n;

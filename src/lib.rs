@@ -32,7 +32,8 @@
 //! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
 //! Outside the core: [`demo`] wires a client and a server in memory, [`rfc8448`] replays RFC 8448's
 //! traces through them, [`explain`] turns a connection's key schedule into a tree and [`ladder`]
-//! draws a ledger as a sequence diagram.
+//! draws a ledger as a text sequence diagram; [`lab`] holds the research instruments (ClientHello
+//! sizes, SVG ladder diagrams, network simulation, capture export and dissection).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -46,6 +47,7 @@ pub mod error;
 pub mod events;
 pub mod explain;
 pub mod keyschedule;
+pub mod lab;
 pub mod ladder;
 pub mod ledger;
 pub mod messages;

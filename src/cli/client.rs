@@ -143,6 +143,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let stream = net::connect(&host, port, timeout)
         .map_err(|e| Failure::io(&format!("{host}:{port}"), &e))?;
     let peer = stream.peer_addr().ok().map(|p| p.to_string());
+    let addrs = stream.local_addr().ok().zip(stream.peer_addr().ok());
     let mut d = Driver::new(stream, client);
     let mut events = Vec::new();
     let result = converse(
@@ -166,6 +167,20 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
             store.len(),
             path.display()
         ));
+    }
+    let c = super::instruments::Connection {
+        side: Side::Client,
+        events: &events,
+        started_ms: started,
+        title: format!("tls13lab client {}", a.target),
+        real_clock: true,
+        addrs,
+    };
+    if let Some(path) = &a.out.svg {
+        super::instruments::write_svg(path, &c)?;
+    }
+    if let Some(path) = &a.out.pcap {
+        super::instruments::write_pcap(path, &c)?;
     }
     if let Some(path) = &a.out.json {
         Report {

@@ -278,6 +278,12 @@ pub struct Output {
     /// Put secret values (and every key-schedule step) in the JSON, not only their labels.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Write a ladder diagram of the connection as SVG (docs/ladder.md).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Write the connection as pcapng, key log embedded (docs/dissect.md).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
 }
 
 // --------------------------------------------------------------------------------- name lists

@@ -117,6 +117,12 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     }
     let events = &p.client_events;
     KeyLog::open(a.out.keylog.as_deref())?.write_events(events);
+    if let Some(path) = &a.out.svg {
+        super::instruments::write_svg(path, &demo_connection(events, a.seed))?;
+    }
+    if let Some(path) = &a.out.pcap {
+        super::instruments::write_pcap(path, &demo_connection(events, a.seed))?;
+    }
 
     let l = ledger(events, NOW_MS);
     emit(&format!(
@@ -286,4 +292,16 @@ fn client_identity(seed: u64) -> Result<CertifiedKey, Failure> {
         chain: vec![cert],
         key: Arc::new(key),
     })
+}
+
+/// The demo's first connection, for `--svg`.
+fn demo_connection(events: &[Event], seed: u64) -> super::instruments::Connection<'_> {
+    super::instruments::Connection {
+        side: Side::Client,
+        events,
+        started_ms: NOW_MS,
+        title: format!("tls13lab demo (in memory, seed {seed})"),
+        real_clock: false,
+        addrs: None,
+    }
 }

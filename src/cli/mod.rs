@@ -5,11 +5,16 @@
 //! peer hung up); 5 TLS (an alert was received or sent). A failure prints exactly one line,
 //! `tls13lab: <cause>`, on stderr.
 
+mod bench;
 mod client;
 mod common;
 mod demo;
+mod dissect;
+mod hello;
+mod instruments;
 mod keys;
 mod server;
+mod simulate;
 
 use std::process::ExitCode;
 
@@ -40,8 +45,16 @@ enum Command {
     Client(client::ClientArgs),
     /// Accept TLS 1.3 connections and answer each with a page describing it (or echo).
     Server(server::ServerArgs),
+    /// The ClientHello size lab: every field, extension, record and TCP segment; --compare side by side.
+    Hello(hello::HelloArgs),
+    /// Whole connections over a virtual link (RTT, bandwidth, MTU, initcwnd): time to first byte, round trips.
+    Simulate(simulate::SimulateArgs),
+    /// Decode a captured connection (pcap/pcapng or two raw streams) with a key log: ledger, messages, Finished checks.
+    Dissect(dissect::DissectArgs),
     /// The key schedule of a connection as a tree: every secret, its label, context and value.
     Keys(keys::KeysArgs),
+    /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
+    Bench(bench::BenchArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -60,7 +73,11 @@ pub fn main() -> ExitCode {
         Some(Command::Demo(a)) => demo::run(a),
         Some(Command::Client(a)) => client::run(a),
         Some(Command::Server(a)) => server::run(a),
+        Some(Command::Hello(a)) => hello::run(a),
+        Some(Command::Simulate(a)) => simulate::run(a),
+        Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
+        Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -83,6 +83,12 @@ pub struct ServerArgs {
     /// Put secret values in the JSON ledgers.
     #[arg(long)]
     pub show_secrets: bool,
+    /// Write a ladder diagram of each connection as SVG: FILE, then FILE-2.svg, FILE-3.svg...
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Write each connection as pcapng with its key log embedded: FILE, then FILE-2.pcapng...
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
     /// Seed all randomness (certificate, connection N uses seed+N): replayable runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -98,6 +104,8 @@ struct Shared {
     json_dir: Option<PathBuf>,
     show_secrets: bool,
     seed: Option<u64>,
+    svg: Option<PathBuf>,
+    pcap: Option<PathBuf>,
 }
 
 /// A counting semaphore bounding concurrent connections.
@@ -165,6 +173,8 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
         json_dir: a.json_dir.clone(),
         show_secrets: a.show_secrets,
         seed: a.seed,
+        svg: a.svg.clone(),
+        pcap: a.pcap.clone(),
     });
     let mut handles = Vec::new();
     let mut accepted = 0u64;
@@ -262,6 +272,7 @@ fn self_signed(seed: Option<u64>) -> Result<CertifiedKey, Failure> {
 /// Serve one connection and report it; never panics on peer behaviour, never stops the server.
 fn serve(n: u64, stream: TcpStream, sh: &Shared) {
     let peer = stream.peer_addr().ok();
+    let addrs = peer.zip(stream.local_addr().ok());
     let started = net::now_ms();
     let (events, result) = drive(n, stream, sh, peer);
     let l = ledger(&events, started);
@@ -298,6 +309,24 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
+    }
+    let c = super::instruments::Connection {
+        side: Side::Server,
+        events: &events,
+        started_ms: started,
+        title: format!("tls13lab server: connection #{n} from {peer_s}"),
+        real_clock: true,
+        addrs,
+    };
+    if let Some(path) = &sh.svg {
+        if let Err(f) = super::instruments::write_svg(&super::instruments::numbered(path, n), &c) {
+            eprintln!("tls13lab: {f}");
+        }
+    }
+    if let Some(path) = &sh.pcap {
+        if let Err(f) = super::instruments::write_pcap(&super::instruments::numbered(path, n), &c) {
+            eprintln!("tls13lab: {f}");
+        }
     }
     if let Some(dir) = &sh.json_dir {
         let report = Report {

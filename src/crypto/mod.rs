@@ -5,10 +5,16 @@
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4).
 //! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
 //! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers.
+//!
+//! Optional faster backends, off by default (docs/performance.md): `ring-aead` (records),
+//! `ring-verify` (ECDSA P-256 verification) and `ring-sign` (`ring_signer`, which gives up
+//! replaying the CertificateVerify signature).
 
 pub mod aead;
 pub mod cert;
 pub mod hash;
 pub mod kx;
 pub mod random;
+#[cfg(feature = "ring-sign")]
+pub mod ring_signer;
 pub mod sign;

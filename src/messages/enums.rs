@@ -187,6 +187,18 @@ open_enum! {
         rsa_pss_pss_sha256 = 0x0809 => "rsa_pss_pss_sha256",
         rsa_pss_pss_sha384 = 0x080a => "rsa_pss_pss_sha384",
         rsa_pss_pss_sha512 = 0x080b => "rsa_pss_pss_sha512",
+        /// RFC 8734 (TLS 1.3 brainpool curves).
+        ecdsa_brainpoolP256r1tls13_sha256 = 0x081a => "ecdsa_brainpoolP256r1tls13_sha256",
+        /// RFC 8734.
+        ecdsa_brainpoolP384r1tls13_sha384 = 0x081b => "ecdsa_brainpoolP384r1tls13_sha384",
+        /// RFC 8734.
+        ecdsa_brainpoolP512r1tls13_sha512 = 0x081c => "ecdsa_brainpoolP512r1tls13_sha512",
+        /// draft-ietf-tls-mldsa (ML-DSA, FIPS 204); offered by OpenSSL 3.5.
+        mldsa44 = 0x0904 => "mldsa44",
+        /// draft-ietf-tls-mldsa.
+        mldsa65 = 0x0905 => "mldsa65",
+        /// draft-ietf-tls-mldsa.
+        mldsa87 = 0x0906 => "mldsa87",
     }
 }
 

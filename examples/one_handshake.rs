@@ -1,0 +1,106 @@
+//! Performs exactly one handshake inside `cg_measured_handshake`, for scripts/callgrind.sh:
+//! `one_handshake LIBRARY CASE GROUP` with LIBRARY tls13lab, rustls, floor-tls13lab or
+//! floor-aws-lc (the crypto floor of tls13lab's handshake on its own crates or on aws-lc), CASE
+//! full, resumed, psk_ke or 0rtt. Everything else (the certificate, the configurations, a warm-up
+//! handshake, the ticket for a resumption) happens outside that function, so callgrind's
+//! `--toggle-collect` counts only the handshake, client and server together, with the setup of
+//! benches/common/mod.rs.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use common::{
+    group_name, groups, run_floor, AwsLcPrimitives, Case, FloorOps, Identity, OurPrimitives, Ours,
+    Primitives, Rustls, Timer, Who,
+};
+use tls13lab::messages::enums::CipherSuite;
+use tls13lab::session::TicketStore;
+
+#[inline(never)]
+fn cg_measured_handshake(f: &mut dyn FnMut()) {
+    f()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--groups") {
+        for g in groups() {
+            println!("{}", group_name(g));
+        }
+        return;
+    }
+    let [lib, case, group] = &args[..] else {
+        eprintln!(
+            "usage: one_handshake tls13lab|rustls|floor-tls13lab|floor-aws-lc \
+             full|resumed|psk_ke|0rtt GROUP  (or --groups)"
+        );
+        std::process::exit(2);
+    };
+    let case = match case.as_str() {
+        "full" => Case::Full,
+        "resumed" => Case::Resumed,
+        "psk_ke" => Case::ResumedPskKe,
+        "0rtt" => Case::ZeroRtt,
+        other => panic!("unknown case {other}"),
+    };
+    let group = groups()
+        .into_iter()
+        .find(|g| group_name(*g) == group)
+        .unwrap_or_else(|| panic!("unknown or unimplemented group {group}"));
+    let id = Identity::new();
+    let suite = CipherSuite::TLS_AES_128_GCM_SHA256;
+    match lib.as_str() {
+        "tls13lab" => {
+            let mut o = Ours::new(&id, group, suite, case);
+            let server = o.server.clone();
+            o.handshake(&mut Timer::new(Who::Both), &server, TicketStore::default()); // warm-up
+            let mut tickets = TicketStore::default();
+            if case.resumes() {
+                let mut all = o.mint_tickets();
+                tickets.insert(all.tickets.pop_back().expect("ticket"));
+            }
+            let mut tickets = Some(tickets);
+            cg_measured_handshake(&mut || {
+                let (c, s) = o.handshake(
+                    &mut Timer::new(Who::Both),
+                    &server,
+                    tickets.take().unwrap_or_default(),
+                );
+                assert!(c.is_connected() && s.is_connected());
+                assert_eq!(c.negotiated().map(|n| n.resumed), Some(case.resumes()));
+            });
+        }
+        "rustls" => {
+            let r = Rustls::new(&id, group, suite, case);
+            let server = r.server.clone();
+            r.handshake(&mut Timer::new(Who::Both), &server); // warm-up
+            if case.resumes() {
+                r.mint_tickets();
+            }
+            cg_measured_handshake(&mut || {
+                let (c, _s) = r.handshake(&mut Timer::new(Who::Both), &server);
+                assert_eq!(
+                    c.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+                    case.resumes()
+                );
+            });
+        }
+        floor @ ("floor-tls13lab" | "floor-aws-lc") => {
+            let (cf, sf) = FloorOps::of(&Ours::new(&id, group, suite, case));
+            let p: Box<dyn Primitives> = if floor == "floor-aws-lc" {
+                Box::new(AwsLcPrimitives::new(&id))
+            } else {
+                Box::new(OurPrimitives::new(&id))
+            };
+            let mut buf = Vec::with_capacity(20_000);
+            // Warm-up, which also fills the caches of peer inputs made outside the timing.
+            run_floor(p.as_ref(), &cf, true, &mut buf);
+            run_floor(p.as_ref(), &sf, false, &mut buf);
+            cg_measured_handshake(&mut || {
+                run_floor(p.as_ref(), &cf, true, &mut buf);
+                run_floor(p.as_ref(), &sf, false, &mut buf);
+            });
+        }
+        other => panic!("unknown library {other}"),
+    }
+}

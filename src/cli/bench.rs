@@ -1,0 +1,509 @@
+//! `tls13lab bench`: handshakes per second and bulk throughput on this machine, in the spirit of
+//! `openssl speed`. Client and server run in memory in one thread, so a handshake figure is the
+//! CPU cost of both ends together; bulk figures are one direction through the connection API
+//! (`send` + `take_output` to encrypt, `receive` to decrypt) with 16 KiB records.
+//!
+//! Setup as in benches/ (docs/performance.md): a self-signed ECDSA P-256 certificate, one group
+//! and one suite per row, `Observe::NONE`, no tickets on full handshakes, stateful single-use
+//! tickets for resumption and 0-RTT (minted outside the timing).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tls13lab::config::{CertifiedKey, TicketMode};
+use tls13lab::crypto::cert::self_signed_p256;
+use tls13lab::crypto::kx;
+use tls13lab::crypto::random::SeededRandom;
+use tls13lab::crypto::sign::SigningKey;
+use tls13lab::messages::enums::{CipherSuite, NamedGroup, SignatureScheme};
+use tls13lab::session::TicketStore;
+use tls13lab::{Client, ClientConfig, Observe, Server, ServerConfig, ServerVerification};
+
+/// Options of `tls13lab bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Groups to measure handshakes with (comma-separated): x25519, secp256r1 (p256),
+    /// X25519MLKEM768, ...
+    #[arg(long, value_delimiter = ',', default_value = "x25519")]
+    pub groups: Vec<String>,
+    /// Cipher suites (comma-separated): aes128gcm, aes256gcm, chacha20poly1305, or IANA names.
+    /// Handshakes use the first; bulk uses each.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "aes128gcm,aes256gcm,chacha20poly1305"
+    )]
+    pub suites: Vec<String>,
+    /// What to measure (comma-separated): full, resumed, 0rtt, bulk.
+    #[arg(long, value_delimiter = ',', default_value = "full,resumed,0rtt,bulk")]
+    pub only: Vec<String>,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One handshake figure.
+#[derive(Serialize, Debug)]
+struct HandshakeRow {
+    kind: &'static str,
+    group: String,
+    suite: String,
+    handshakes: u64,
+    seconds: f64,
+    per_second: f64,
+}
+
+/// One bulk figure.
+#[derive(Serialize, Debug)]
+struct BulkRow {
+    suite: String,
+    direction: &'static str,
+    record_bytes: usize,
+    bytes: u64,
+    seconds: f64,
+    mb_per_second: f64,
+}
+
+#[derive(Serialize, Debug)]
+struct Report {
+    cpu: String,
+    cores: usize,
+    /// Which optional backends this binary was built with.
+    backends: String,
+    seconds_per_measurement: f64,
+    handshakes: Vec<HandshakeRow>,
+    bulk: Vec<BulkRow>,
+}
+
+const RECORD: usize = 16 * 1024;
+const EARLY_DATA: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+/// Runs the command.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
+        return Err("--seconds must be a positive number".into());
+    }
+    let budget = Duration::from_secs_f64(args.seconds);
+    let groups = args
+        .groups
+        .iter()
+        .map(|g| parse_group(g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let suites = args
+        .suites
+        .iter()
+        .map(|s| parse_suite(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first_suite = *suites.first().ok_or("no suite given")?;
+    let mut kinds = Vec::new();
+    for k in &args.only {
+        let k = match k.to_ascii_lowercase().as_str() {
+            "full" => Kind::Full,
+            "resumed" => Kind::Resumed,
+            "0rtt" | "0-rtt" | "early" => Kind::ZeroRtt,
+            "bulk" => Kind::Bulk,
+            other => {
+                return Err(format!(
+                    "unknown measurement {other:?} (full, resumed, 0rtt, bulk)"
+                ))
+            }
+        };
+        kinds.push(k);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_millis() as u64;
+    let identity = Identity::new(now)?;
+
+    let mut report = Report {
+        cpu: cpu_model(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        backends: backends(),
+        seconds_per_measurement: args.seconds,
+        handshakes: Vec::new(),
+        bulk: Vec::new(),
+    };
+    for &group in &groups {
+        for &kind in kinds.iter().filter(|k| **k != Kind::Bulk) {
+            let mut setup = Setup::new(&identity, group, first_suite, kind, now);
+            let (n, t) = setup.measure(budget)?;
+            let row = HandshakeRow {
+                kind: kind.name(),
+                group: group.to_string(),
+                suite: first_suite.to_string(),
+                handshakes: n,
+                seconds: t.as_secs_f64(),
+                per_second: n as f64 / t.as_secs_f64(),
+            };
+            report.handshakes.push(row);
+        }
+    }
+    if kinds.contains(&Kind::Bulk) {
+        for &suite in &suites {
+            for (direction, (bytes, t)) in bulk(&identity, suite, now, budget)? {
+                let row = BulkRow {
+                    suite: suite.to_string(),
+                    direction,
+                    record_bytes: RECORD,
+                    bytes,
+                    seconds: t.as_secs_f64(),
+                    mb_per_second: bytes as f64 / 1e6 / t.as_secs_f64(),
+                };
+                report.bulk.push(row);
+            }
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", table(&report, &groups, first_suite));
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Full,
+    Resumed,
+    ZeroRtt,
+    Bulk,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Full => "full",
+            Kind::Resumed => "resumed",
+            Kind::ZeroRtt => "0-rtt",
+            Kind::Bulk => "bulk",
+        }
+    }
+}
+
+/// A group the core implements, named as everywhere in the CLI.
+fn parse_group(s: &str) -> Result<NamedGroup, String> {
+    let g = super::common::group(s)?;
+    if !kx::is_supported(g) {
+        return Err(format!(
+            "group {g} is not implemented (implemented: {})",
+            super::common::implemented_groups()
+        ));
+    }
+    Ok(g)
+}
+
+/// A suite the core implements.
+fn parse_suite(s: &str) -> Result<CipherSuite, String> {
+    let c = super::common::suite(s)?;
+    if tls13lab::crypto::aead::suite_params(c).is_none() {
+        return Err(format!("cipher suite {c} is not implemented"));
+    }
+    Ok(c)
+}
+
+/// The certificate every measurement uses.
+struct Identity {
+    cert: Vec<u8>,
+    signer: Arc<dyn tls13lab::config::Signer>,
+}
+
+impl Identity {
+    fn new(now_ms: u64) -> Result<Identity, String> {
+        let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(42));
+        let now_s = now_ms / 1000;
+        let cert = self_signed_p256(&["localhost"], &key, now_s - 86_400, now_s + 86_400)
+            .map_err(|e| e.to_string())?;
+        #[cfg(feature = "ring-sign")]
+        let signer = Arc::new(
+            tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(
+                &key.to_pkcs8_der().map_err(|e| format!("{e:?}"))?,
+            )
+            .map_err(|e| format!("{e:?}"))?,
+        );
+        #[cfg(not(feature = "ring-sign"))]
+        let signer = Arc::new(key);
+        Ok(Identity { cert, signer })
+    }
+}
+
+/// Configurations for one row; `mint` issues the tickets resumption rows use.
+struct Setup {
+    client: Arc<ClientConfig>,
+    server: Arc<ServerConfig>,
+    mint: Arc<ServerConfig>,
+    kind: Kind,
+    now: u64,
+    seed: u64,
+}
+
+/// Tickets per minting handshake.
+const MINTED: u32 = 8;
+
+impl Setup {
+    fn new(id: &Identity, group: NamedGroup, suite: CipherSuite, kind: Kind, now: u64) -> Setup {
+        let client = ClientConfig {
+            cipher_suites: vec![suite],
+            groups: vec![group],
+            key_shares: vec![group],
+            signature_schemes: vec![SignatureScheme::ecdsa_secp256r1_sha256],
+            server_name: Some("localhost".into()),
+            verification: ServerVerification::Roots(vec![id.cert.clone()]),
+            observe: Observe::NONE,
+            enable_early_data: kind == Kind::ZeroRtt,
+            ..ClientConfig::default()
+        };
+        let mut server = ServerConfig::new(CertifiedKey {
+            chain: vec![id.cert.clone()],
+            key: id.signer.clone(),
+        });
+        server.cipher_suites = vec![suite];
+        server.groups = vec![group];
+        server.signature_schemes = vec![SignatureScheme::ecdsa_secp256r1_sha256];
+        server.observe = Observe::NONE;
+        server.compat_mode = false;
+        server.ticket_mode = TicketMode::Stateful;
+        server.max_early_data = if kind == Kind::ZeroRtt { 16384 } else { 0 };
+        server.tickets = 0;
+        let mut mint = server.clone(); // shares the session cache
+        mint.tickets = MINTED;
+        Setup {
+            client: Arc::new(client),
+            server: Arc::new(server),
+            mint: Arc::new(mint),
+            kind,
+            now,
+            seed: 1,
+        }
+    }
+
+    /// One handshake between a fresh client and server; returns them.
+    fn handshake(
+        &mut self,
+        server: &Arc<ServerConfig>,
+        tickets: TicketStore,
+    ) -> Result<(Client, Server), String> {
+        self.seed += 2;
+        let e = |e: tls13lab::Error| e.to_string();
+        let early = self.kind == Kind::ZeroRtt && !tickets.is_empty();
+        let mut c = Client::new(
+            self.client.clone(),
+            Box::new(SeededRandom::from_seed(self.seed)),
+        )
+        .map_err(e)?
+        .with_tickets(tickets);
+        let mut s = Server::new(
+            server.clone(),
+            Box::new(SeededRandom::from_seed(self.seed + 1)),
+        )
+        .map_err(e)?;
+        c.start(self.now).map_err(e)?;
+        if early {
+            c.send(EARLY_DATA).map_err(e)?;
+        }
+        loop {
+            let out = c.take_output();
+            if !out.is_empty() {
+                s.receive(&out, self.now).map_err(e)?;
+                s.events().for_each(drop);
+            }
+            let back = s.take_output();
+            if !back.is_empty() {
+                c.receive(&back, self.now).map_err(e)?;
+                c.events().for_each(drop);
+            }
+            if out.is_empty() && back.is_empty() {
+                break;
+            }
+        }
+        if !(c.is_connected() && s.is_connected()) {
+            return Err("handshake did not complete".into());
+        }
+        Ok((c, s))
+    }
+
+    /// Handshakes until `budget` of timed handshaking has passed: (count, time).
+    fn measure(&mut self, budget: Duration) -> Result<(u64, Duration), String> {
+        let mut n = 0;
+        let mut total = Duration::ZERO;
+        let mut tickets = TicketStore::default();
+        let server = self.server.clone();
+        while total < budget {
+            let one = if self.kind == Kind::Full {
+                TicketStore::default()
+            } else {
+                if tickets.is_empty() {
+                    let mint = self.mint.clone();
+                    let (c, _) = self.handshake(&mint, TicketStore::default())?;
+                    tickets = c.tickets().clone();
+                }
+                let mut one = TicketStore::default();
+                one.insert(tickets.tickets.pop_back().ok_or("no ticket issued")?);
+                one
+            };
+            let t = Instant::now();
+            let (c, _s) = self.handshake(&server, one)?;
+            total += t.elapsed();
+            n += 1;
+            if n == 1 {
+                check(&c, self.kind)?;
+            }
+        }
+        Ok((n, total))
+    }
+}
+
+/// The first handshake of a row must be what the row says.
+fn check(c: &Client, kind: Kind) -> Result<(), String> {
+    let n = c.negotiated().ok_or("not connected")?;
+    let early = n.early_data == tls13lab::events::EarlyDataStatus::Accepted;
+    if n.resumed != (kind != Kind::Full) || early != (kind == Kind::ZeroRtt) {
+        return Err(format!(
+            "{} handshake came out resumed={} early data={:?}",
+            kind.name(),
+            n.resumed,
+            n.early_data
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes moved and the time it took.
+type Throughput = (u64, Duration);
+
+/// 16 KiB records one way through a connected pair: encrypt, then decrypt.
+fn bulk(
+    id: &Identity,
+    suite: CipherSuite,
+    now: u64,
+    budget: Duration,
+) -> Result<[(&'static str, Throughput); 2], String> {
+    let mut setup = Setup::new(id, NamedGroup::X25519, suite, Kind::Full, now);
+    let server = setup.server.clone();
+    let e = |e: tls13lab::Error| e.to_string();
+    let data = vec![0x61u8; RECORD];
+    // Encrypt: each record is handed to the caller and dropped, as a writer to a socket would.
+    let (mut c, _) = setup.handshake(&server, TicketStore::default())?;
+    let (mut enc, mut enc_bytes) = (Duration::ZERO, 0u64);
+    while enc < budget {
+        let t = Instant::now();
+        for _ in 0..64 {
+            c.send(&data).map_err(e)?;
+            std::hint::black_box(c.take_output());
+        }
+        enc += t.elapsed();
+        enc_bytes += 64 * RECORD as u64;
+    }
+    // Decrypt: records made by a fresh pair's client outside the timing, 64 at a time.
+    let (mut c, mut s) = setup.handshake(&server, TicketStore::default())?;
+    let (mut dec, mut dec_bytes) = (Duration::ZERO, 0u64);
+    let mut batch = Vec::with_capacity(64);
+    while dec < budget {
+        for _ in 0..64 {
+            c.send(&data).map_err(e)?;
+            batch.push(c.take_output());
+        }
+        let t = Instant::now();
+        for rec in batch.drain(..) {
+            s.receive(&rec, now).map_err(e)?;
+            s.events().for_each(drop);
+        }
+        dec += t.elapsed();
+        dec_bytes += 64 * RECORD as u64;
+    }
+    Ok([("encrypt", (enc_bytes, enc)), ("decrypt", (dec_bytes, dec))])
+}
+
+fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tls13lab bench: {} ({} cores), client and server in one thread, {} s per figure\ncrypto: {}",
+        r.cpu, r.cores, r.seconds_per_measurement, r.backends
+    );
+    if !r.handshakes.is_empty() {
+        let _ = writeln!(s, "\nhandshakes/s with {suite}, ECDSA P-256 certificate");
+        let _ = writeln!(
+            s,
+            "{:<20} {:>10} {:>10} {:>10}",
+            "group", "full", "resumed", "0-rtt"
+        );
+        for g in groups {
+            let cell = |kind: &str| {
+                r.handshakes
+                    .iter()
+                    .find(|h| h.kind == kind && h.group == g.to_string())
+                    .map_or("-".to_string(), |h| format!("{:.1}", h.per_second))
+            };
+            let _ = writeln!(
+                s,
+                "{:<20} {:>10} {:>10} {:>10}",
+                g.to_string(),
+                cell("full"),
+                cell("resumed"),
+                cell("0-rtt")
+            );
+        }
+    }
+    if !r.bulk.is_empty() {
+        let _ = writeln!(s, "\nbulk MB/s, {} byte records", RECORD);
+        let _ = writeln!(s, "{:<32} {:>10} {:>10}", "suite", "encrypt", "decrypt");
+        let suites: Vec<&String> = r
+            .bulk
+            .iter()
+            .map(|b| &b.suite)
+            .fold(Vec::new(), |mut v, x| {
+                if !v.contains(&x) {
+                    v.push(x);
+                }
+                v
+            });
+        for su in suites {
+            let cell = |dir: &str| {
+                r.bulk
+                    .iter()
+                    .find(|b| &b.suite == su && b.direction == dir)
+                    .map_or("-".to_string(), |b| format!("{:.1}", b.mb_per_second))
+            };
+            let _ = writeln!(
+                s,
+                "{:<32} {:>10} {:>10}",
+                su,
+                cell("encrypt"),
+                cell("decrypt")
+            );
+        }
+    }
+    s
+}
+
+/// Which backend each step uses in this build.
+fn backends() -> String {
+    let pick = |on: bool, fast: &str, default: &str| if on { fast } else { default }.to_string();
+    format!(
+        "records {}, signature verification {}, signing {}, key exchange RustCrypto",
+        pick(cfg!(feature = "ring-aead"), "ring", "RustCrypto"),
+        pick(cfg!(feature = "ring-verify"), "ring", "RustCrypto"),
+        pick(cfg!(feature = "ring-sign"), "ring", "RustCrypto"),
+    )
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}

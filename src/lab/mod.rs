@@ -1,0 +1,24 @@
+//! Research instruments: pure functions from configurations, byte streams and ledgers to reports.
+//!
+//! Nothing here owns a socket or reads a clock. Each instrument drives the real client and server
+//! (through [`crate::demo::Pair`]-style in-memory exchange) or reads what they reported
+//! ([`crate::ledger::Ledger`], [`crate::events::Event`]), so an instrument can never describe bytes
+//! that tls13lab would not send.
+//!
+//! - [`dissect`]: decode a captured connection with an NSS key log: ledger, decrypted messages,
+//!   Finished checks, missing secrets.
+//! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
+//! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock.
+//! - [`ladder`]: a ladder (sequence) diagram of a connection, as SVG.
+//! - [`pcap`]: pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng reading.
+//! - [`simulate`]: complete connections over a virtual link (RTT, bandwidth, MTU, initial
+//!   congestion window): time to the first response byte and round trips.
+//! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
+
+pub mod dissect;
+pub mod hello;
+pub mod keylog;
+pub mod ladder;
+pub mod pcap;
+pub mod simulate;
+pub mod tcp;

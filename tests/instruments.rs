@@ -1,0 +1,2005 @@
+//! The research instruments (src/lab/, docs/hello.md, docs/simulate.md, docs/ladder.md,
+//! docs/dissect.md): the ClientHello lab's byte accounting and presets, the ladder SVG, the
+//! network simulator's round-trip claims, pcapng export and dissection (checked against tshark
+//! when it is installed).
+
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tls13lab::config::HelloPadding;
+use tls13lab::events::EarlyDataStatus;
+use tls13lab::lab::hello::{
+    self, describe, report, Framing, Grease, HelloReport, HelloSpec, ItemKind, PskOffer,
+};
+use tls13lab::lab::simulate::{self, Kx, Network, Outcome, Plan};
+use tls13lab::lab::tcp::Link;
+use tls13lab::messages::layout::check_tiling;
+use tls13lab::messages::{
+    CipherSuite, DecodeContext, Extension, HandshakeMessage, HandshakePayload, NamedGroup,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tls13lab");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/clienthello");
+
+fn tls13lab(args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .expect("run tls13lab");
+    assert!(
+        out.status.success(),
+        "tls13lab {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+// ------------------------------------------------------------------------------ hello: sizes
+
+/// Every way the lab accounts for bytes must add up exactly.
+fn assert_adds_up(r: &HelloReport) {
+    let label = &r.label;
+    // The layout tiles the message; the items tile it too.
+    check_tiling(&r.layout, r.message_len).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let mut at = 0;
+    for it in &r.items {
+        assert_eq!(
+            it.offset, at,
+            "{label}: {} starts where the previous ended",
+            it.name
+        );
+        at += it.len;
+        if it.kind == ItemKind::Extension {
+            let parts: usize = it.parts.iter().map(|p| p.len).sum();
+            assert_eq!(parts, it.len, "{label}: parts of {} add up", it.name);
+            let body = u16::from_be_bytes([r.bytes[it.offset + 2], r.bytes[it.offset + 3]]);
+            assert_eq!(
+                usize::from(body) + 4,
+                it.len,
+                "{label}: {} length field",
+                it.name
+            );
+        }
+    }
+    assert_eq!(at, r.message_len, "{label}: items cover the message");
+    let ext_items: usize = r
+        .items
+        .iter()
+        .filter(|i| i.kind == ItemKind::Extension || i.name == "extensions length")
+        .map(|i| i.len)
+        .sum();
+    assert_eq!(ext_items, r.extensions_len, "{label}: extension block");
+    // The header's length is the body's.
+    let body =
+        (usize::from(r.bytes[1]) << 16) | (usize::from(r.bytes[2]) << 8) | usize::from(r.bytes[3]);
+    assert_eq!(body + 4, r.message_len, "{label}: handshake length");
+    // Records carry the message once, in order, each 5 + fragment.
+    let frags: usize = r.records.iter().map(|x| x.fragment_len).sum();
+    assert_eq!(frags, r.message_len, "{label}: fragments");
+    assert_eq!(
+        r.record_bytes,
+        r.message_len + 5 * r.records.len(),
+        "{label}: record bytes"
+    );
+    assert_eq!(
+        r.records_hex.len(),
+        2 * r.record_bytes,
+        "{label}: record hex"
+    );
+    let mut stream = 0;
+    let mut msg = 0;
+    for rec in &r.records {
+        assert_eq!(rec.stream_offset, stream);
+        assert_eq!(rec.msg_offset, msg);
+        assert_eq!(rec.wire_len, 5 + rec.fragment_len);
+        assert!(rec.fragment_len <= 16_384);
+        stream += rec.wire_len;
+        msg += rec.fragment_len;
+    }
+    // Segments carry the records once, each at most one MSS.
+    let seg: usize = r.segments.iter().map(|s| s.payload_len).sum();
+    assert_eq!(seg, r.record_bytes, "{label}: segments");
+    assert!(r.segments.iter().all(|s| s.payload_len <= r.link.mss));
+    assert_eq!(
+        r.segments.len(),
+        r.record_bytes.div_ceil(r.link.mss),
+        "{label}: segment count"
+    );
+    assert_eq!(
+        r.packet_bytes,
+        r.record_bytes + r.segments.len() * (r.link.ip_header + r.link.tcp_header),
+        "{label}: packet bytes"
+    );
+    assert_eq!(r.fits_one_segment, r.segments.len() == 1);
+    // The bytes decode, and re-encode to themselves.
+    let m = HandshakeMessage::decode(&r.bytes, DecodeContext::default())
+        .unwrap_or_else(|e| panic!("{label}: the built ClientHello does not decode: {e:?}"));
+    assert_eq!(HandshakeMessage::new(m.payload).encoded, r.bytes);
+}
+
+fn specs() -> Vec<HelloSpec> {
+    let mut v = Vec::new();
+    for (name, _) in hello::PRESETS {
+        v.push(hello::preset(name).unwrap());
+    }
+    let mut s = HelloSpec::new("everything");
+    s.grease = Grease::ALL;
+    s.config.key_shares = vec![
+        NamedGroup::X25519MLKEM768,
+        NamedGroup::X25519,
+        NamedGroup::X25519,
+    ];
+    s.config.groups = vec![
+        NamedGroup::X25519MLKEM768,
+        NamedGroup::X25519,
+        NamedGroup::X448,
+    ];
+    s.config.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    s.config.compat_mode = true;
+    s.psk = Some(PskOffer {
+        identity_len: 200,
+        early_data: true,
+        suite: CipherSuite::TLS_AES_256_GCM_SHA384,
+    });
+    s.padding = HelloPadding::ToSize(2000);
+    v.push(s);
+    let mut s = HelloSpec::new("synthetic shares");
+    s.config.groups = vec![
+        NamedGroup::X448,
+        NamedGroup::ffdhe2048,
+        NamedGroup::secp521r1,
+    ];
+    s.config.key_shares = s.config.groups.clone();
+    v.push(s);
+    let mut s = HelloSpec::new("avoid 256..511");
+    s.config.alpn = vec![b"h2".to_vec()];
+    s.config.compat_mode = true;
+    s.psk = Some(PskOffer {
+        identity_len: 100,
+        early_data: false,
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    });
+    s.padding = HelloPadding::Avoid256To511;
+    v.push(s);
+    v
+}
+
+#[test]
+fn hello_sizes_add_up_for_every_span() {
+    for link in [Link::default(), Link::ipv6(1280, 12).unwrap()] {
+        for spec in specs() {
+            let r = report(&spec, &Framing::default(), link).unwrap();
+            assert_adds_up(&r);
+            // Split across records at a few offsets, and into small fragments.
+            let built = hello::build(&spec).unwrap();
+            let len = built.message.encoded.len();
+            for framing in [
+                Framing {
+                    split_at: vec![1, 5, len / 2, len - 1],
+                    ..Framing::default()
+                },
+                Framing {
+                    max_fragment: 100,
+                    ..Framing::default()
+                },
+            ] {
+                let r = describe(&built, &framing, link).unwrap();
+                assert_adds_up(&r);
+            }
+        }
+    }
+}
+
+#[test]
+fn hello_edits_do_what_they_say() {
+    let specs = specs();
+    let r = report(&specs[3], &Framing::default(), Link::default()).unwrap();
+    assert_eq!(r.label, "everything");
+    assert_eq!(r.message_len, 2000, "padded to the target");
+    let m = HandshakeMessage::decode(&r.bytes, DecodeContext::default()).unwrap();
+    let HandshakePayload::ClientHello(ch) = m.payload else {
+        panic!()
+    };
+    assert!(hello::is_grease(ch.cipher_suites[0].to_repr()));
+    assert!(
+        hello::is_grease(ch.extensions[0].typ().to_repr()),
+        "GREASE extension first"
+    );
+    let n = ch.extensions.len();
+    assert!(
+        matches!(ch.extensions[n - 1], Extension::PreSharedKeyClient(_)),
+        "PSK last"
+    );
+    assert!(
+        matches!(ch.extensions[n - 2], Extension::Padding(_)),
+        "padding before the PSK"
+    );
+    assert!(
+        hello::is_grease(ch.extensions[n - 3].typ().to_repr()),
+        "second GREASE extension"
+    );
+    let shares = ch
+        .extensions
+        .iter()
+        .find_map(|e| match e {
+            Extension::KeyShareClient(v) => Some(v.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let groups: Vec<u16> = shares.iter().map(|s| s.group.to_repr()).collect();
+    assert!(hello::is_grease(groups[0]));
+    assert_eq!(
+        &groups[1..],
+        [0x11ec, 0x001d, 0x001d],
+        "hybrid, x25519 and its duplicate"
+    );
+    assert_eq!(shares[0].key_exchange.len(), 1);
+    assert_eq!(shares[2], shares[3], "the duplicate is a copy");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("§4.2.8")),
+        "{:?}",
+        r.warnings
+    );
+    // The binder matches the edited bytes: a 48-byte SHA-384 binder.
+    let Extension::PreSharedKeyClient(psk) = &ch.extensions[n - 1] else {
+        panic!()
+    };
+    assert_eq!(psk.identities[0].identity.len(), 200);
+    assert_eq!(psk.binders[0].len(), 48);
+
+    // Synthetic shares have the sizes of their groups.
+    let r = report(&specs[4], &Framing::default(), Link::default()).unwrap();
+    let ks = r.items.iter().find(|i| i.code == Some(51)).unwrap();
+    assert_eq!(ks.len, 4 + 2 + (4 + 56) + (4 + 256) + (4 + 133));
+    // 256..511 is padded to 512.
+    let r = report(&specs[5], &Framing::default(), Link::default()).unwrap();
+    assert_eq!(r.message_len, 512);
+    // Same seed, same bytes; another seed, other random bytes but the same sizes.
+    let a = report(&specs[3], &Framing::default(), Link::default()).unwrap();
+    assert_eq!(a.hex, r_hex(&specs[3]));
+    let mut other = specs[3].clone();
+    other.seed = 99;
+    let b = report(&other, &Framing::default(), Link::default()).unwrap();
+    assert_ne!(a.hex, b.hex);
+    assert_eq!(a.message_len, b.message_len);
+}
+
+fn r_hex(spec: &HelloSpec) -> String {
+    report(spec, &Framing::default(), Link::default())
+        .unwrap()
+        .hex
+}
+
+#[test]
+fn hello_framing_counts_segments() {
+    let mut spec = HelloSpec::new("hybrid");
+    spec.config.key_shares = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+    let built = hello::build(&spec).unwrap();
+    let len = built.message.encoded.len();
+    let r = describe(&built, &Framing::default(), Link::default()).unwrap();
+    assert!(r.fits_one_segment, "{len}-byte hybrid hello fits 1460");
+    // The same bytes over a 1280-byte IPv6 path do not.
+    let r = describe(&built, &Framing::default(), Link::ipv6(1280, 0).unwrap()).unwrap();
+    assert!(!r.fits_one_segment);
+    assert_eq!(r.segments.len(), 2);
+    let ks = r.items.iter().find(|i| i.code == Some(51)).unwrap();
+    assert_eq!(ks.segments, (1, 2), "the key share straddles the boundary");
+    assert!(r.segments[1].carries.iter().any(|c| c == "key_share…"));
+    // Two records: 10 more bytes; out-of-range splits are refused.
+    let r = describe(
+        &built,
+        &Framing {
+            split_at: vec![100],
+            ..Framing::default()
+        },
+        Link::default(),
+    )
+    .unwrap();
+    assert_eq!(r.records.len(), 2);
+    assert_eq!(r.record_bytes, len + 10);
+    assert_eq!(&r.records_hex[..10], "1603010064");
+    for bad in [0, len] {
+        let f = Framing {
+            split_at: vec![bad],
+            ..Framing::default()
+        };
+        assert!(
+            describe(&built, &f, Link::default()).is_err(),
+            "split at {bad}"
+        );
+    }
+}
+
+#[test]
+fn hello_compare_shows_the_hybrid_delta_per_extension() {
+    let out = tls13lab(&[
+        "hello",
+        "--compare",
+        "x25519",
+        "x25519mlkem768,x25519",
+        "mlkem1024",
+    ]);
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{out}"))
+            .to_string()
+    };
+    let ks = line("key_share (51)");
+    assert!(
+        ks.contains("42") && ks.contains("1262 (+1220)") && ks.contains("1578 (+1536)"),
+        "{ks}"
+    );
+    let sv = line("supported_versions");
+    assert!(
+        !sv[36..].contains('('),
+        "unchanged rows show no delta: {sv}"
+    );
+    assert!(line("handshake message").contains("(+1220)"));
+    assert!(line("fits one segment").contains("yes") && line("fits one segment").ends_with("no"));
+    // The same in JSON.
+    let json = tls13lab(&[
+        "hello",
+        "--json",
+        "--compare",
+        "x25519",
+        "x25519mlkem768,x25519",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ks = |i: usize| {
+        v[i]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["code"] == 51)
+            .unwrap()["len"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(ks(1) - ks(0), 1220);
+    assert_eq!(
+        v[1]["message_len"].as_u64().unwrap() - v[0]["message_len"].as_u64().unwrap(),
+        1220
+    );
+}
+
+#[test]
+fn hello_cli_single_report_hex_and_errors() {
+    let out = tls13lab(&[
+        "hello",
+        "--key-shares",
+        "x25519mlkem768,x25519",
+        "--grease",
+        "all",
+        "--split-at",
+        "200",
+        "--mtu",
+        "1280",
+        "--ipv6",
+        "--hex",
+        "--tree",
+    ]);
+    for want in [
+        "GREASE",
+        "records            ",
+        "2 records (5+200, ",
+        "MSS 1220 = MTU 1280 − IPv6 40 − TCP 20",
+        "crosses a segment boundary",
+        "(record 2 header)",
+        "layout (offset, bytes, name)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let err = Command::new(BIN)
+        .args(["hello", "--grease", "sideways"])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("unknown GREASE place"));
+    let err = Command::new(BIN)
+        .args(["hello", "--split-at", "99999"])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    let list = tls13lab(&["hello", "--preset", "list"]);
+    assert!(list.contains("openssl-3.5") && list.contains("openssl-3.0"));
+}
+
+// ---------------------------------------------------------------------------- hello: presets
+
+/// The shape of a ClientHello, without random-dependent bytes: what a preset must reproduce.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    message_len: usize,
+    session_id_len: usize,
+    suites: Vec<u16>,
+    /// (type, whole extension length) in wire order.
+    extensions: Vec<(u16, usize)>,
+    groups: Vec<u16>,
+    sigalgs: Vec<u16>,
+    versions: Vec<u16>,
+    shares: Vec<(u16, usize)>,
+    sni: Vec<String>,
+}
+
+fn shape(msg: &[u8]) -> Shape {
+    let m = HandshakeMessage::decode(msg, DecodeContext::default()).expect("a ClientHello");
+    let HandshakePayload::ClientHello(ch) = m.payload.clone() else {
+        panic!("not a ClientHello")
+    };
+    let mut s = Shape {
+        message_len: msg.len(),
+        session_id_len: ch.legacy_session_id.len(),
+        suites: ch.cipher_suites.iter().map(|c| c.to_repr()).collect(),
+        extensions: Vec::new(),
+        groups: Vec::new(),
+        sigalgs: Vec::new(),
+        versions: Vec::new(),
+        shares: Vec::new(),
+        sni: Vec::new(),
+    };
+    for e in &ch.extensions {
+        let mut w = tls13lab::messages::Writer::new();
+        e.encode(&mut w);
+        s.extensions.push((e.typ().to_repr(), w.into_bytes().len()));
+        match e {
+            Extension::SupportedGroups(g) => s.groups = g.iter().map(|x| x.to_repr()).collect(),
+            Extension::SignatureAlgorithms(g) => {
+                s.sigalgs = g.iter().map(|x| x.to_repr()).collect()
+            }
+            Extension::SupportedVersionsClient(g) => {
+                s.versions = g.iter().map(|x| x.to_repr()).collect()
+            }
+            Extension::KeyShareClient(k) => {
+                s.shares = k
+                    .iter()
+                    .map(|x| (x.group.to_repr(), x.key_exchange.len()))
+                    .collect()
+            }
+            Extension::ServerName(n) => {
+                s.sni = n
+                    .iter()
+                    .map(|x| String::from_utf8_lossy(&x.name).into())
+                    .collect()
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// The handshake message inside a captured record stream.
+fn message_of(records: &[u8]) -> Vec<u8> {
+    let mut data = Vec::new();
+    let mut at = 0;
+    while at + 5 <= records.len() {
+        assert_eq!(records[at], 22, "a handshake record");
+        let len = usize::from(u16::from_be_bytes([records[at + 3], records[at + 4]]));
+        data.extend_from_slice(&records[at + 5..at + 5 + len]);
+        at += 5 + len;
+    }
+    data
+}
+
+fn preset_shape(name: &str, without_dsa: bool) -> Shape {
+    let mut spec = hello::preset(name).unwrap();
+    if without_dsa {
+        spec.config
+            .signature_schemes
+            .retain(|s| !hello::DSA_SCHEMES.contains(&s.to_repr()));
+    }
+    shape(&hello::build(&spec).unwrap().message.encoded)
+}
+
+#[test]
+fn presets_match_the_captured_openssl_client_hellos() {
+    let cap30 = std::fs::read(format!("{VECTORS}/openssl-3.0.19.bin")).unwrap();
+    let got = shape(&message_of(&cap30));
+    assert_eq!(
+        preset_shape("openssl-3.0", false),
+        got,
+        "OpenSSL 3.0 preset vs capture"
+    );
+    assert_eq!(got.message_len, 312);
+
+    let cap35 = std::fs::read(format!("{VECTORS}/openssl-3.5.5-no-dsa.bin")).unwrap();
+    let got = shape(&message_of(&cap35));
+    assert_eq!(
+        preset_shape("openssl-3.5", true),
+        got,
+        "OpenSSL 3.5 preset (no DSA) vs capture"
+    );
+    assert_eq!(got.shares, [(0x11ec, 1216), (0x001d, 32)]);
+    // The default (DSA-enabled) build sends the four DSA schemes too: 8 more bytes.
+    assert_eq!(
+        preset_shape("openssl-3.5", false).message_len,
+        got.message_len + 8
+    );
+}
+
+/// OpenSSL 3.5: `TLS13LAB_OPENSSL`, else what scripts/build-openssl.sh prints (a cache hit after
+/// tests/interop_openssl.rs built it; the first run builds it, as the interop tests do).
+fn openssl35() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-openssl.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let path = text.lines().last()?.trim();
+    (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+}
+
+fn openssl_version(bin: &Path) -> Option<String> {
+    let out = Command::new(bin).arg("version").output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Run `openssl s_client -servername example.com` against a listener and return the records it
+/// sent before our side hung up.
+fn capture_client_hello(openssl: &Path) -> Vec<u8> {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut child = Command::new(openssl)
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-servername",
+            "example.com",
+        ])
+        .stdin(Stdio::piped()) // kept open: s_client must not see EOF before it sends
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut stream = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("s_client did not connect: {e}");
+            }
+        }
+    };
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let m = message_of_partial(&buf);
+        if m.len() >= 4 {
+            let need =
+                4 + ((usize::from(m[1]) << 16) | (usize::from(m[2]) << 8) | usize::from(m[3]));
+            if m.len() >= need {
+                break;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    drop(stream);
+    let _ = child.kill();
+    let _ = child.wait();
+    buf
+}
+
+fn message_of_partial(records: &[u8]) -> Vec<u8> {
+    let mut data = Vec::new();
+    let mut at = 0;
+    while at + 5 <= records.len() {
+        let len = usize::from(u16::from_be_bytes([records[at + 3], records[at + 4]]));
+        if at + 5 + len > records.len() {
+            break;
+        }
+        data.extend_from_slice(&records[at + 5..at + 5 + len]);
+        at += 5 + len;
+    }
+    data
+}
+
+#[test]
+fn presets_match_a_live_openssl_35_capture() {
+    let Some(bin) = openssl35() else {
+        eprintln!(
+            "NOTICE: skipping the live OpenSSL 3.5 capture: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL)"
+        );
+        return;
+    };
+    let version = openssl_version(&bin).unwrap_or_default();
+    assert!(
+        version.starts_with("OpenSSL 3.5"),
+        "{}: {version}",
+        bin.display()
+    );
+    let disabled = Command::new(&bin)
+        .args(["list", "-disabled"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let no_dsa = disabled.lines().any(|l| l.trim() == "DSA");
+    let got = shape(&message_of(&capture_client_hello(&bin)));
+    assert_eq!(preset_shape("openssl-3.5", no_dsa), got, "{version}");
+}
+
+#[test]
+fn presets_match_a_live_openssl_30_capture() {
+    let bin = std::env::var_os("TLS13LAB_OPENSSL30")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("openssl"), PathBuf::from);
+    match openssl_version(&bin) {
+        Some(v) if v.starts_with("OpenSSL 3.0") => {
+            let got = shape(&message_of(&capture_client_hello(&bin)));
+            assert_eq!(preset_shape("openssl-3.0", false), got, "{v}");
+        }
+        other => eprintln!("NOTICE: skipping the live OpenSSL 3.0 capture: openssl is {other:?}"),
+    }
+}
+
+// --------------------------------------------------------------------------------- simulate
+
+fn outcome<'a>(o: &'a [Outcome], label: &str) -> &'a Outcome {
+    o.iter()
+        .find(|x| x.label == label)
+        .unwrap_or_else(|| panic!("no {label} row"))
+}
+
+fn rts(o: &[Outcome], label: &str) -> f64 {
+    outcome(o, label).round_trips.expect("a response arrived")
+}
+
+#[test]
+fn simulate_shows_what_real_networks_show() {
+    // Unlimited bandwidth: times are exact multiples of the RTT.
+    let net = Network {
+        bandwidth_bps: 0,
+        ..Network::default()
+    };
+    let o = simulate::compare(&Plan {
+        net,
+        ..Plan::default()
+    })
+    .unwrap();
+    assert_eq!(
+        rts(&o, "plain TCP (no TLS)"),
+        2.0,
+        "TCP handshake + request/response"
+    );
+    for kx in ["classical", "hybrid"] {
+        let full = outcome(&o, &format!("{kx} full"));
+        let resumed = outcome(&o, &format!("{kx} resumed"));
+        let zero = outcome(&o, &format!("{kx} 0-RTT"));
+        // A full TLS 1.3 handshake costs one round trip after TCP's.
+        assert_eq!(full.round_trips, Some(3.0), "{kx} full");
+        assert!(full.certificate && full.signatures == 1 && !full.resumed);
+        // Resumption saves bytes and signatures, not round trips.
+        assert_eq!(resumed.round_trips, Some(3.0), "{kx} resumed");
+        assert!(resumed.resumed && !resumed.certificate && resumed.signatures == 0);
+        assert!(resumed.bytes_s2c < full.bytes_s2c && resumed.server_flight < full.server_flight);
+        // 0-RTT delivers the request one round trip earlier.
+        assert_eq!(zero.round_trips, Some(2.0), "{kx} 0-RTT");
+        assert_eq!(zero.early_data, Some(EarlyDataStatus::Accepted));
+        for x in [full, resumed, zero] {
+            assert_eq!(x.cwnd_stalls, 0, "{}: fits the initial window", x.label);
+            let tls_rts = if x.label.ends_with("0-RTT") { 1 } else { 2 };
+            // Counted on the records in sending order (the client's own view can split the
+            // server's flight when its segments straddle the client's reply).
+            assert_eq!(
+                x.wire_ledger.round_trips_to_first_response(),
+                Some(tls_rts),
+                "{}",
+                x.label
+            );
+        }
+    }
+    // Hybrid key shares cost bytes, not round trips, while they fit the window.
+    let (c, h) = (outcome(&o, "classical full"), outcome(&o, "hybrid full"));
+    assert!(h.bytes_c2s > c.bytes_c2s + 1100 && h.server_flight > c.server_flight + 1000);
+    // The same with serialization delay: a little more than whole round trips.
+    let slow = simulate::compare(&Plan {
+        net: Network {
+            bandwidth_bps: 1_000_000,
+            ..net
+        },
+        kx: vec![Kx::Hybrid],
+        ..Plan::default()
+    })
+    .unwrap();
+    for x in &slow[1..] {
+        let r = x.round_trips.unwrap();
+        let whole = if x.label.ends_with("0-RTT") { 2.0 } else { 3.0 };
+        assert!(r > whole && r < whole + 0.5, "{}: {r}", x.label);
+    }
+}
+
+#[test]
+fn a_certificate_chain_beyond_the_initial_window_costs_a_round_trip() {
+    let net = Network {
+        bandwidth_bps: 0,
+        ..Network::default()
+    };
+    let window = net.initcwnd * net.link.mss;
+    let big = Plan {
+        net,
+        kx: vec![Kx::Classical],
+        cert_bytes: window + 1000,
+        ..Plan::default()
+    };
+    let o = simulate::compare(&big).unwrap();
+    let full = outcome(&o, "classical full");
+    assert!(
+        full.server_flight > window,
+        "{} > {window}",
+        full.server_flight
+    );
+    assert_eq!(
+        full.round_trips,
+        Some(4.0),
+        "one more round trip waiting for ACKs"
+    );
+    assert_eq!(full.cwnd_stalls, 1);
+    // Resumption sends no certificate: back to one round trip after TCP's.
+    assert_eq!(rts(&o, "classical resumed"), 3.0);
+    assert_eq!(rts(&o, "classical 0-RTT"), 2.0);
+    // A larger initial window takes the round trip away again.
+    let o = simulate::compare(&Plan {
+        net: Network {
+            initcwnd: 2 * net.initcwnd,
+            ..net
+        },
+        ..big.clone()
+    })
+    .unwrap();
+    assert_eq!(rts(&o, "classical full"), 3.0);
+    // And a small window makes even a normal chain stall.
+    let o = simulate::compare(&Plan {
+        net: Network { initcwnd: 1, ..net },
+        kx: vec![Kx::Hybrid],
+        ..Plan::default()
+    })
+    .unwrap();
+    assert_eq!(
+        rts(&o, "hybrid full"),
+        4.0,
+        "1717-byte hybrid flight over a 1-segment window"
+    );
+}
+
+#[test]
+fn simulate_cli_states_the_claims() {
+    let out = tls13lab(&["simulate", "--bandwidth", "0"]);
+    for want in [
+        "plain TCP (no TLS)",
+        "classical: full TLS 1.3 costs +1.00 RTT over plain TCP",
+        "1 signature(s) and 0.00 RTT; 0-RTT gets the response 1.00 RTT earlier than full",
+        "hybrid: full TLS 1.3 costs +1.00 RTT",
+        "initcwnd 10 segments (14600 bytes)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let out = tls13lab(&[
+        "simulate",
+        "--bandwidth",
+        "0",
+        "--kx",
+        "classical",
+        "--cert-bytes",
+        "20000",
+        "--timeline",
+    ]);
+    assert!(
+        out.contains("exceeds initcwnd × MSS = 14600 bytes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Certificate"),
+        "the timeline names records: {out}"
+    );
+    let json = tls13lab(&["simulate", "--json", "--kx", "hybrid", "--rtt", "50"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["connections"].as_array().unwrap().len(), 4);
+    assert_eq!(v["network"]["rtt_us"], 50_000);
+}
+
+// ----------------------------------------------------------------------------------- ladder
+
+/// A small XML well-formedness check: balanced tags, quoted attributes, known entities.
+fn check_xml(doc: &str) -> Result<usize, String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut elements = 0;
+    let mut rest = doc;
+    while let Some(lt) = rest.find('<') {
+        check_text(&rest[..lt])?;
+        let gt = rest[lt..].find('>').ok_or("unclosed tag")? + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack
+                .pop()
+                .ok_or_else(|| format!("</{name}> without an opening tag"))?;
+            if open != name.trim() {
+                return Err(format!("<{open}> closed by </{name}>"));
+            }
+            continue;
+        }
+        elements += 1;
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name: String = body.chars().take_while(|c| !c.is_whitespace()).collect();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':')
+        {
+            return Err(format!("bad element name in <{tag}>"));
+        }
+        // Attributes: name="value" pairs.
+        let mut attrs = body[name.len()..].trim();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find('=')
+                .ok_or_else(|| format!("attribute without value in <{tag}>"))?;
+            let q = attrs[eq + 1..].chars().next().ok_or("missing quote")?;
+            if q != '"' && q != '\'' {
+                return Err(format!("unquoted attribute in <{tag}>"));
+            }
+            let end = attrs[eq + 2..].find(q).ok_or("unterminated attribute")? + eq + 2;
+            check_text(&attrs[eq + 2..end])?;
+            attrs = attrs[end + 1..].trim_start();
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    check_text(rest)?;
+    if let Some(open) = stack.pop() {
+        return Err(format!("<{open}> never closed"));
+    }
+    Ok(elements)
+}
+
+fn check_text(t: &str) -> Result<(), String> {
+    if t.contains('<') {
+        return Err(format!("'<' in text: {t:?}"));
+    }
+    let mut rest = t;
+    while let Some(amp) = rest.find('&') {
+        let semi = rest[amp..].find(';').ok_or("unterminated entity")? + amp;
+        let ent = &rest[amp + 1..semi];
+        if !matches!(ent, "amp" | "lt" | "gt" | "quot" | "apos") && !ent.starts_with('#') {
+            return Err(format!("unknown entity &{ent};"));
+        }
+        rest = &rest[semi + 1..];
+    }
+    Ok(())
+}
+
+/// Render with rsvg-convert when it is installed (it rejects malformed SVG).
+fn rsvg_renders(svg: &Path) -> Option<bool> {
+    let png = svg.with_extension("png");
+    let out = Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png)
+        .arg(svg)
+        .output()
+        .ok()?;
+    Some(
+        out.status.success()
+            && std::fs::metadata(&png)
+                .map(|m| m.len() > 1000)
+                .unwrap_or(false),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "tls13lab-instruments-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn ladders_are_well_formed_svg() {
+    let net = Network::default();
+    let o = simulate::compare(&Plan::default()).unwrap();
+    let dir = temp_dir("ladder");
+    for x in o.iter().filter(|x| !x.ledger.records.is_empty()) {
+        let doc = simulate::ladder(x, &net);
+        let n = check_xml(&doc).unwrap_or_else(|e| panic!("{}: {e}", x.label));
+        // One arrow per record, plus TCP's three.
+        assert_eq!(
+            doc.matches("<line x1=").count() - 2 - 4,
+            x.ledger.records.len() + 3,
+            "{}",
+            x.label
+        );
+        assert!(n > 20);
+        assert!(doc.contains("first response byte"));
+        assert!(doc.contains("RT 2") || x.label.ends_with("0-RTT"));
+        if x.label.ends_with("0-RTT") {
+            assert!(doc.contains("0-RTT application data"), "{}", x.label);
+            assert!(doc.contains("EndOfEarlyData"), "{}", x.label);
+        }
+        if x.label.starts_with("hybrid") {
+            assert!(doc.contains("X25519MLKEM768"));
+        }
+        let path = dir.join(format!("{}.svg", x.label.replace(' ', "-")));
+        std::fs::write(&path, &doc).unwrap();
+        match rsvg_renders(&path) {
+            Some(ok) => assert!(ok, "rsvg-convert failed on {}", path.display()),
+            None => eprintln!("NOTICE: rsvg-convert is not installed: SVG not rendered"),
+        }
+    }
+    // Special characters are escaped.
+    let doc = tls13lab::lab::ladder::svg(&o[1].ledger, "a <b> & \"c\"", None);
+    check_xml(&doc).unwrap();
+    assert!(doc.contains("a &lt;b&gt; &amp; &quot;c&quot;"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Start `tls13lab server --listen 127.0.0.1:0 ARGS` and return it with its port.
+fn start_server(args: &[&str]) -> (std::process::Child, u16) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("no 'listening on' line: {line:?}")
+        });
+    (child, port)
+}
+
+fn wait_exit(child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the server did not exit");
+}
+
+#[test]
+fn demo_client_and_server_write_ladders() {
+    let dir = temp_dir("svg-cli");
+    let demo = dir.join("demo.svg");
+    tls13lab(&["demo", "--once", "--svg", demo.to_str().unwrap()]);
+    let doc = std::fs::read_to_string(&demo).unwrap();
+    check_xml(&doc).unwrap();
+    assert!(doc.contains("ClientHello") && doc.contains("RT 2"));
+
+    let (mut server, port) = start_server(&[
+        "--naccept",
+        "1",
+        "--svg",
+        dir.join("s.svg").to_str().unwrap(),
+    ]);
+    let c = dir.join("c.svg");
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--svg",
+        c.to_str().unwrap(),
+    ]);
+    wait_exit(&mut server);
+    for f in [c, dir.join("s.svg")] {
+        let doc = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        check_xml(&doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            doc.contains("ServerHello") && doc.contains("first response byte"),
+            "{}",
+            f.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------ pcap and dissect
+
+use std::sync::Arc;
+
+use tls13lab::demo::{self, Pair};
+use tls13lab::events::{Direction, Event};
+use tls13lab::lab::dissect;
+use tls13lab::lab::keylog::KeyLog;
+use tls13lab::lab::pcap::{self, Endpoints};
+use tls13lab::ledger::Ledger;
+
+/// A named connection's client events.
+struct Conn {
+    name: &'static str,
+    events: Vec<Event>,
+}
+
+/// Connections covering every epoch and shape: full (classical, hybrid), resumed, 0-RTT,
+/// HelloRetryRequest, client authentication, record padding, KeyUpdate, compatibility mode.
+fn corpus() -> Vec<Conn> {
+    let mut out = Vec::new();
+    let req = b"GET / HTTP/1.0\r\n\r\n";
+    let resp = b"HTTP/1.0 200 OK\r\n\r\nhello";
+    for (name, group) in [
+        ("classical", NamedGroup::X25519),
+        ("hybrid", NamedGroup::X25519MLKEM768),
+    ] {
+        let (server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
+        let mut client = demo::client_config(root);
+        client.key_shares = vec![group];
+        let runs = demo::three_connections(
+            Arc::new(client),
+            Arc::new(server),
+            3,
+            demo::NOW_MS,
+            req,
+            resp,
+        )
+        .unwrap();
+        let names: [&'static str; 3] = match name {
+            "classical" => ["classical full", "classical resumed", "classical 0-RTT"],
+            _ => ["hybrid full", "hybrid resumed", "hybrid 0-RTT"],
+        };
+        for (r, n) in runs.into_iter().zip(names) {
+            out.push(Conn {
+                name: n,
+                events: r.events,
+            });
+        }
+    }
+    // HelloRetryRequest (the client offers only a P-256 share... and the server insists on
+    // X25519), client authentication, padding, compatibility mode, KeyUpdate.
+    let (mut server, root) = demo::server_config(2, demo::NOW_MS).unwrap();
+    server.groups = vec![NamedGroup::X25519];
+    server.strict_group_preference = true;
+    server.padding = tls13lab::record::PaddingPolicy::ToMultiple(64);
+    server.client_auth = tls13lab::ClientAuth::Optional(Vec::new());
+    let mut client = demo::client_config(root);
+    client.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
+    client.key_shares = vec![NamedGroup::secp256r1];
+    client.compat_mode = true;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), 5, demo::NOW_MS).unwrap();
+    p.handshake().unwrap();
+    p.client.send(b"before the update").unwrap();
+    p.client.key_update(true).unwrap();
+    p.client.send(b"after the update").unwrap();
+    p.settle().unwrap();
+    p.server
+        .send(b"answer under the server's next keys")
+        .unwrap();
+    p.settle().unwrap();
+    p.client.close();
+    p.settle().unwrap();
+    out.push(Conn {
+        name: "hrr+auth+padding+keyupdate",
+        events: p.client_events.clone(),
+    });
+    out
+}
+
+/// What both ledgers must agree on, record by record.
+fn ledger_view(l: &Ledger) -> Vec<String> {
+    l.records
+        .iter()
+        .map(|r| {
+            let x = &r.record;
+            let msgs: Vec<String> = r
+                .messages
+                .iter()
+                .map(|m| format!("{}:{}:{}/{}", m.typ, m.offset, m.bytes_here, m.len))
+                .collect();
+            format!(
+                "{} {} {} {} wire={} plain={} pad={} seq={:?} flight={} [{}]",
+                x.direction.arrow(),
+                x.epoch,
+                x.wire_type,
+                x.inner_type,
+                x.wire_len,
+                x.plaintext_len,
+                x.padding_len,
+                x.seq,
+                r.flight,
+                msgs.join(" ")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pcap_then_dissect_gives_back_the_ledger() {
+    for c in corpus() {
+        let w = pcap::pcapng(&c.events, Endpoints::default(), 1460)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let cap = pcap::read_capture(&w.bytes).unwrap();
+        assert_eq!(cap.connections.len(), 1, "{}", c.name);
+        assert_eq!(cap.packets, w.packets);
+        let conn = &cap.connections[0];
+        assert_eq!(
+            (conn.client, conn.server),
+            (Endpoints::default().client, Endpoints::default().server)
+        );
+        // The streams are exactly the records as sent.
+        let wire = pcap::wire_records(&c.events).unwrap();
+        let c2s: Vec<u8> = wire
+            .iter()
+            .filter(|r| r.direction == Direction::ClientToServer)
+            .flat_map(|r| r.bytes.clone())
+            .collect();
+        assert_eq!(conn.c2s.bytes, c2s, "{}", c.name);
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+        assert_eq!(
+            ledger_view(&d.ledger),
+            ledger_view(&Ledger::from_events(&c.events)),
+            "{}",
+            c.name
+        );
+        assert_eq!(d.undecrypted, 0, "{}", c.name);
+        assert!(
+            d.missing_secrets.is_empty(),
+            "{}: {:?}",
+            c.name,
+            d.missing_secrets
+        );
+        assert_eq!(d.finished.len(), 2, "{}", c.name);
+        assert!(
+            d.finished.iter().all(|f| f.verified == Some(true)),
+            "{}: {:?}",
+            c.name,
+            d.finished
+        );
+        assert!(d.messages.iter().all(|m| m.valid), "{}", c.name);
+        let mine = Ledger::from_events(&c.events).negotiated.unwrap();
+        let theirs = d.ledger.negotiated.clone().unwrap();
+        assert_eq!(
+            (
+                mine.suite,
+                mine.group,
+                mine.resumed,
+                mine.early_data,
+                mine.hello_retry,
+                mine.signature_scheme
+            ),
+            (
+                theirs.suite,
+                theirs.group,
+                theirs.resumed,
+                theirs.early_data,
+                theirs.hello_retry,
+                theirs.signature_scheme
+            ),
+            "{}",
+            c.name
+        );
+        // Application data comes back too.
+        let sent: Vec<u8> = d
+            .app_data
+            .iter()
+            .filter(|a| a.direction == Direction::ClientToServer)
+            .flat_map(|a| a.data.clone())
+            .collect();
+        assert!(!sent.is_empty(), "{}", c.name);
+    }
+}
+
+#[test]
+fn dissect_names_the_missing_secrets() {
+    let c = &corpus()[0];
+    let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+    let cap = pcap::read_capture(&w.bytes).unwrap();
+    let conn = &cap.connections[0];
+    // No key log: plaintext only.
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &KeyLog::default(), true);
+    assert!(d.undecrypted > 0);
+    for label in [
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+    ] {
+        assert!(
+            d.missing_secrets.iter().any(|m| m == label),
+            "{:?}",
+            d.missing_secrets
+        );
+    }
+    assert!(d.finished.iter().all(|f| f.verified.is_none()));
+    assert_eq!(
+        d.ledger.records.len(),
+        Ledger::from_events(&c.events).records.len()
+    );
+    // Handshake secrets only: the handshake opens, the application data does not.
+    let mut partial = cap.keylog.clone();
+    partial.lines.retain(|l| l.label.contains("HANDSHAKE"));
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &partial, true);
+    assert!(d.finished.iter().all(|f| f.verified == Some(true)));
+    assert_eq!(
+        d.missing_secrets,
+        ["CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"]
+    );
+    // A wrong secret makes the Finished check fail, not pass.
+    let mut wrong = cap.keylog.clone();
+    for l in &mut wrong.lines {
+        if l.label == "SERVER_HANDSHAKE_TRAFFIC_SECRET" {
+            l.secret[0] ^= 1;
+        }
+    }
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &wrong, true);
+    assert!(d
+        .finished
+        .iter()
+        .any(|f| f.direction == Direction::ServerToClient && f.verified.is_none()));
+}
+
+#[test]
+fn dissect_raw_streams_in_handshake_order() {
+    for c in corpus().iter().filter(|c| !c.name.contains("0-RTT")) {
+        let wire = pcap::wire_records(&c.events).unwrap();
+        let stream = |d: Direction| tls13lab::lab::pcap::Stream {
+            bytes: wire
+                .iter()
+                .filter(|r| r.direction == d)
+                .flat_map(|r| r.bytes.clone())
+                .collect(),
+            ..Default::default()
+        };
+        let log = KeyLog::from_events(&c.events);
+        let d = dissect::dissect(
+            &stream(Direction::ClientToServer),
+            &stream(Direction::ServerToClient),
+            &log,
+            false,
+        );
+        assert!(
+            d.finished.iter().all(|f| f.verified == Some(true)),
+            "{}",
+            c.name
+        );
+        // Per direction, the same records as the endpoint saw.
+        let want = ledger_view(&Ledger::from_events(&c.events));
+        let got = ledger_view(&d.ledger);
+        for dir in ["C→S", "S→C"] {
+            let strip = |v: &[String]| -> Vec<String> {
+                v.iter()
+                    .filter(|l| l.starts_with(dir))
+                    .map(|l| l.split(" flight=").next().unwrap().to_string())
+                    .collect()
+            };
+            assert_eq!(strip(&got), strip(&want), "{} {dir}", c.name);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------- tshark
+
+fn tshark() -> Option<PathBuf> {
+    let ok = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if ok {
+        Some(PathBuf::from("tshark"))
+    } else {
+        eprintln!("NOTICE: tshark is not installed (apt-get install -y tshark): skipping the tshark checks");
+        None
+    }
+}
+
+/// tshark's view of a capture: every record's (content type, length) and every handshake
+/// message's (type, body length), in capture order, decrypted with the embedded secrets.
+/// Records as (content type, length) and handshake messages as (type, body length).
+type TlsView = (Vec<(u8, usize)>, Vec<(u8, usize)>);
+
+fn tshark_view(file: &Path, extra: &[&str]) -> TlsView {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(extra)
+        .args([
+            "-Y",
+            "tls",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-E",
+            "aggregator=,",
+        ])
+        .args(["-e", "tls.record.content_type", "-e", "tls.record.length"])
+        .args(["-e", "tls.handshake.type", "-e", "tls.handshake.length"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success(), "tshark failed on {}", file.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let nums = |s: &str| -> Vec<usize> {
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(|x| x.trim().parse().unwrap())
+            .collect()
+    };
+    let (mut records, mut messages) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (t, l) = (nums(f[0]), nums(f.get(1).copied().unwrap_or("")));
+        records.extend(t.iter().zip(&l).map(|(t, l)| (*t as u8, *l)));
+        let (t, l) = (
+            nums(f.get(2).copied().unwrap_or("")),
+            nums(f.get(3).copied().unwrap_or("")),
+        );
+        messages.extend(t.iter().zip(&l).map(|(t, l)| (*t as u8, *l)));
+    }
+    (records, messages)
+}
+
+/// The same from our ledger.
+fn ledger_tshark_view(l: &Ledger) -> TlsView {
+    let records = l
+        .records
+        .iter()
+        .map(|r| (r.record.inner_type.to_repr(), r.record.payload_len))
+        .collect();
+    let messages = l
+        .records
+        .iter()
+        .flat_map(|r| {
+            r.messages
+                .iter()
+                .filter(|m| m.offset + m.bytes_here == m.len)
+        })
+        .map(|m| (m.typ.to_repr(), m.len - 4))
+        .collect();
+    (records, messages)
+}
+
+#[test]
+fn tshark_decrypts_our_pcapng_to_our_ledger() {
+    if tshark().is_none() {
+        return;
+    }
+    let dir = temp_dir("tshark");
+    for c in corpus() {
+        let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+        let path = dir.join(format!("{}.pcapng", c.name.replace(['+', ' '], "-")));
+        std::fs::write(&path, &w.bytes).unwrap();
+        let got = tshark_view(&path, &[]);
+        let want = ledger_tshark_view(&Ledger::from_events(&c.events));
+        assert_eq!(got.0, want.0, "{}: records (content type, length)", c.name);
+        assert_eq!(
+            got.1, want.1,
+            "{}: handshake messages (type, length)",
+            c.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn client_and_server_write_pcaps_over_tcp() {
+    let dir = temp_dir("pcap-tcp");
+    let spcap = dir.join("s.pcapng");
+    let (mut server, port) = start_server(&["--naccept", "1", "--pcap", spcap.to_str().unwrap()]);
+    let cpcap = dir.join("c.pcapng");
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--pcap",
+        cpcap.to_str().unwrap(),
+    ]);
+    wait_exit(&mut server);
+    for f in [&cpcap, &spcap] {
+        let cap = pcap::read_capture(&std::fs::read(f).unwrap()).unwrap();
+        let conn = &cap.connections[0];
+        assert_eq!(conn.server.port(), port, "the real 4-tuple");
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+        assert!(
+            d.finished.iter().all(|x| x.verified == Some(true)),
+            "{}",
+            f.display()
+        );
+        assert!(
+            d.app_data.iter().any(|a| a.data.starts_with(b"GET /")),
+            "{}",
+            f.display()
+        );
+        let out = tls13lab(&["dissect", f.to_str().unwrap()]);
+        assert!(
+            out.contains("server Finished: verified") && out.contains("missing secrets: none"),
+            "{out}"
+        );
+        if tshark().is_some() {
+            let decode = format!("tcp.port=={port},tls");
+            let got = tshark_view(f, &["-d", &decode]);
+            assert_eq!(got, ledger_tshark_view(&d.ledger), "{}", f.display());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dissect_cli_modes() {
+    let dir = temp_dir("dissect-cli");
+    let f = dir.join("d.pcapng");
+    tls13lab(&["demo", "--once", "--pcap", f.to_str().unwrap()]);
+    let out = tls13lab(&["dissect", f.to_str().unwrap()]);
+    for want in [
+        "pcapng, 12 packets, 1 TCP connection",
+        "client Finished: verified",
+        "\"GET / HTTP/1.0\\r\\n\\r\\n\"",
+        "missing secrets: none",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let out = tls13lab(&["dissect", f.to_str().unwrap(), "--no-embedded-keys"]);
+    assert!(
+        out.contains(
+            "missing secrets: CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET \
+             (7 record(s) not decrypted)"
+        ),
+        "{out}"
+    );
+    // The key log on the side gives it back.
+    let cap = pcap::read_capture(&std::fs::read(&f).unwrap()).unwrap();
+    let k = dir.join("keys.log");
+    std::fs::write(&k, cap.keylog.to_text()).unwrap();
+    let out = tls13lab(&[
+        "dissect",
+        f.to_str().unwrap(),
+        "--no-embedded-keys",
+        "--keylog",
+        k.to_str().unwrap(),
+    ]);
+    assert!(out.contains("missing secrets: none"), "{out}");
+    // Raw streams.
+    let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
+    std::fs::write(&a, &cap.connections[0].c2s.bytes).unwrap();
+    std::fs::write(&b, &cap.connections[0].s2c.bytes).unwrap();
+    let out = tls13lab(&[
+        "dissect",
+        "--c2s",
+        a.to_str().unwrap(),
+        "--s2c",
+        b.to_str().unwrap(),
+        "--keylog",
+        k.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("server Finished: verified") && out.contains("raw streams carry no timing"),
+        "{out}"
+    );
+    let json = tls13lab(&["dissect", f.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["connections"][0]["finished"][0]["verified"], true);
+    let err = Command::new(BIN)
+        .args(["dissect", a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(3), "a raw stream is not a capture");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A child process killed (by its PID) when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running tshark, stopped with SIGINT when dropped (even when a test fails): tshark then
+/// stops its dumpcap child and completes the file; SIGKILL would orphan dumpcap.
+struct Tshark(std::process::Child);
+
+impl Drop for Tshark {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Read `from` line by line on a thread; the receiver gets every line.
+fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str, secs: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(needle) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Capture one OpenSSL s_client ↔ s_server connection on lo with tshark; returns the capture,
+/// the client's key log and the server port, or `None` when tshark cannot capture here.
+/// `Err` when this attempt missed the connection's start (dumpcap can say "Capturing on" a
+/// moment before packets flow): the caller tries again.
+fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBuf, u16), String>> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cap = dir.join(format!("openssl-{port}.pcapng"));
+    let mut t = Command::new("tshark")
+        .args(["-i", "lo", "-f", &format!("tcp port {port}"), "-w"])
+        .arg(&cap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t_err = lines_of(t.stderr.take().unwrap());
+    let tshark_proc = Tshark(t);
+    if !wait_line(&t_err, "Capturing on", 20) {
+        eprintln!(
+            "NOTICE: tshark cannot capture on lo here (not root?): skipping the OpenSSL capture"
+        );
+        return None;
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // A P-256 certificate (the RSA test certificates are too small for OpenSSL 3.5's default
+    // security level).
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let mut s = Command::new(openssl)
+        .args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-naccept",
+            "1",
+            "-www",
+            "-tls1_3",
+        ])
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s_out = lines_of(s.stdout.take().unwrap());
+    let server = Killed(s);
+    assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
+    let keys = dir.join(format!("client-{port}.keys"));
+    let mut c = Command::new(openssl)
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-tls1_3",
+            "-quiet",
+        ])
+        .arg("-keylogfile")
+        .arg(&keys)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = c.stdin.take().unwrap();
+        stdin.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let c_out = lines_of(c.stdout.take().unwrap());
+        assert!(
+            wait_line(&c_out, "HTTP/1.0 200", 20),
+            "no answer from s_server"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    } // stdin closed: s_client ends the connection
+    let client = Killed(c);
+    std::thread::sleep(Duration::from_millis(500));
+    drop(client);
+    drop(server);
+    drop(tshark_proc); // stops it cleanly: the file is complete
+    let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
+    let complete = file.connections.iter().any(|c| {
+        c.server.port() == port && c.c2s.bytes.first() == Some(&22) && !c.c2s.gap && !c.s2c.gap
+    });
+    if complete {
+        Some(Ok((cap, keys, port)))
+    } else {
+        Some(Err(format!(
+            "the capture missed the start of the connection: {} packets, connections {:?}",
+            file.packets,
+            file.connections
+                .iter()
+                .map(|c| (c.client, c.server))
+                .collect::<Vec<_>>()
+        )))
+    }
+}
+
+#[test]
+fn dissect_an_openssl_connection_captured_by_tshark() {
+    if tshark().is_none() {
+        return;
+    }
+    let openssl = openssl35().unwrap_or_else(|| PathBuf::from("openssl"));
+    let dir = temp_dir("openssl-capture");
+    let mut tries = Vec::new();
+    let (cap, keys, port) = loop {
+        match openssl_capture(&openssl, &dir) {
+            None => return,
+            Some(Ok(x)) => break x,
+            Some(Err(e)) if tries.len() < 3 => tries.push(e),
+            Some(Err(e)) => panic!("{e} (earlier tries: {tries:?})"),
+        }
+    };
+    let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
+    let conn = file
+        .connections
+        .iter()
+        .find(|c| c.server.port() == port)
+        .unwrap();
+    let log = KeyLog::parse(&std::fs::read_to_string(&keys).unwrap());
+    let d = dissect::dissect(&conn.c2s, &conn.s2c, &log, true);
+    assert!(
+        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
+        "{}",
+        dissect::render(&d)
+    );
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ClientToServer && a.data.starts_with(b"GET /")));
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ServerToClient && a.data.starts_with(b"HTTP/1.0 200")));
+    assert_eq!(d.undecrypted, 0);
+    // tshark's own decryption of the same capture agrees with ours.
+    let decode = format!("tcp.port=={port},tls");
+    let keylog_opt = format!("tls.keylog_file:{}", keys.display());
+    let got = tshark_view(&cap, &["-d", &decode, "-o", &keylog_opt]);
+    assert_eq!(got, ledger_tshark_view(&d.ledger));
+    // And the CLI says so.
+    let out = tls13lab(&[
+        "dissect",
+        cap.to_str().unwrap(),
+        "--keylog",
+        keys.to_str().unwrap(),
+    ]);
+    assert!(out.contains("client Finished: verified"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------------------------ docs
+
+/// The pages of the instruments (docs/hello.md, simulate.md, ladder.md, dissect.md) hold blocks
+/// `<!-- BEGIN GENERATED instruments-… -->` … `<!-- END GENERATED -->` with what the tool prints,
+/// and docs/img/*.svg drawings; this test regenerates them and fails when the committed docs
+/// differ. `TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments docs` rewrites them.
+/// (tests/docs.rs leaves blocks with other names alone, and so does this one.)
+const DOC_PREFIX: &str = "instruments-";
+
+/// `$ shown` and what `tls13lab args` prints (stdout, then stderr), run in `dir`.
+fn shown(dir: &Path, shown: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .expect("run tls13lab");
+    let mut s = format!("```text\n$ {shown}\n");
+    s.push_str(&String::from_utf8_lossy(&out.stdout));
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        s.push_str(&format!("[exit {}]\n", out.status.code().unwrap_or(-1)));
+    }
+    s.push_str("```\n");
+    s
+}
+
+/// Run `tls13lab` for one generated block; the block name is the command line.
+fn doc_block(dir: &Path, name: &str) -> String {
+    let cmd = |line: &str| -> String {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        shown(dir, &format!("tls13lab {line}"), &args)
+    };
+    match name {
+        "instruments-hello-default" => cmd("hello"),
+        "instruments-hello-compare" => cmd("hello --compare x25519 x25519mlkem768,x25519 mlkem1024"),
+        "instruments-hello-openssl" => cmd("hello --compare openssl-3.0 openssl-3.5 tls13lab"),
+        "instruments-hello-preset" => cmd("hello --preset openssl-3.5"),
+        "instruments-hello-shaping" => {
+            cmd("hello --grease all --psk-ticket 192 --early-data --pad-to 512 --compat on")
+        }
+        "instruments-hello-segments" => {
+            cmd("hello --key-shares x25519mlkem768,x25519 --split-at 300 --mtu 1280 --ipv6 --tcp-options 12")
+        }
+        "instruments-hello-variants" => shown(
+            dir,
+            "tls13lab hello --alpn h2,http/1.1 --compare x25519 \"--key-shares x25519 --grease all\" \"--key-shares x25519 --pad-to 512\"",
+            &[
+                "hello", "--alpn", "h2,http/1.1", "--compare", "x25519",
+                "--key-shares x25519 --grease all", "--key-shares x25519 --pad-to 512",
+            ],
+        ),
+        "instruments-hello-hex" => cmd("hello --no-sni --hex"),
+        "instruments-hello-help" => cmd("hello --help"),
+        "instruments-simulate-default" => cmd("simulate"),
+        "instruments-simulate-exact" => cmd("simulate --bandwidth 0"),
+        "instruments-simulate-bigcert" => cmd("simulate --kx classical --bandwidth 0 --cert-bytes 20000"),
+        "instruments-simulate-timeline" => cmd("simulate --kx hybrid --bandwidth 0 --timeline"),
+        "instruments-simulate-help" => cmd("simulate --help"),
+        "instruments-ladder-commands" => {
+            let mut s = String::from("```text\n");
+            for (_, line) in ladder_images() {
+                s.push_str(&format!("$ tls13lab {line}\n"));
+            }
+            s.push_str("```\n");
+            s
+        }
+        "instruments-dissect-demo" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            format!(
+                "```text\n$ tls13lab demo --once --pcap demo.pcapng > /dev/null\n```\n{}",
+                cmd("dissect demo.pcapng")
+            )
+        }
+        "instruments-dissect-nokeys" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            cmd("dissect demo.pcapng --no-embedded-keys")
+        }
+        "instruments-dissect-zero-rtt" => {
+            tls13lab_in(dir, &["demo", "--once", "--pcap", "demo.pcapng"]);
+            let c = &corpus()[2];
+            assert_eq!(c.name, "classical 0-RTT");
+            let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+            std::fs::write(dir.join("zero-rtt.pcapng"), &w.bytes).unwrap();
+            cmd("dissect zero-rtt.pcapng")
+        }
+        "instruments-dissect-help" => cmd("dissect --help"),
+        other => panic!("unknown generated block {other}"),
+    }
+}
+
+fn tls13lab_in(dir: &Path, args: &[&str]) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}");
+}
+
+/// The drawings: file name and the command that writes it (`--svg FILE` last).
+fn ladder_images() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "ladder-demo-hybrid.svg",
+            "demo --once --key-shares x25519mlkem768 --svg ladder-demo-hybrid.svg",
+        ),
+        (
+            "ladder-demo-hrr.svg",
+            "demo --once --groups x25519,P-256 --server-groups secp256r1 --svg ladder-demo-hrr.svg",
+        ),
+        (
+            "simulate-hybrid-full.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-hybrid-resumed.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-hybrid-0rtt.svg",
+            "simulate --kx hybrid --svg simulate-hybrid.svg",
+        ),
+        (
+            "simulate-classical-bigcert.svg",
+            "simulate --kx classical --cert-bytes 20000 --svg simulate-bigcert.svg",
+        ),
+    ]
+}
+
+/// The drawings' contents, made by the CLI.
+fn doc_images(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (file, line) in ladder_images() {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        tls13lab_in(dir, &args);
+        let written = args.last().unwrap();
+        // simulate --svg F writes F (first TLS connection), F-2.svg, F-3.svg, ...
+        let pick = match file {
+            "simulate-hybrid-resumed.svg" => "simulate-hybrid-2.svg".to_string(),
+            "simulate-hybrid-0rtt.svg" => "simulate-hybrid-3.svg".to_string(),
+            _ => written.to_string(),
+        };
+        out.push((
+            format!("img/{file}"),
+            std::fs::read_to_string(dir.join(pick)).unwrap(),
+        ));
+    }
+    out
+}
+
+fn regenerate_doc(dir: &Path, file: &str, text: &str) -> (String, Vec<String>) {
+    const BEGIN: &str = "<!-- BEGIN GENERATED ";
+    const END: &str = "<!-- END GENERATED";
+    let mut out = String::new();
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(BEGIN) {
+        let marker_end = rest[start..]
+            .find("-->")
+            .unwrap_or_else(|| panic!("{file}: bad marker"))
+            + start
+            + 3;
+        let name = rest[start + BEGIN.len()..marker_end]
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let end = rest[marker_end..]
+            .find(END)
+            .unwrap_or_else(|| panic!("{file}: {name} has no END"))
+            + marker_end;
+        let end_marker_end = rest[end..].find("-->").unwrap() + end + 3;
+        if !name.starts_with(DOC_PREFIX) {
+            out.push_str(&rest[..end_marker_end]);
+        } else {
+            out.push_str(&rest[..marker_end]);
+            out.push('\n');
+            for line in doc_block(dir, &name).lines() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+            out.push_str(&rest[end..end_marker_end]);
+            names.push(name);
+        }
+        rest = &rest[end_marker_end..];
+    }
+    out.push_str(rest);
+    (out, names)
+}
+
+#[test]
+fn docs_pages_match_what_the_instruments_print() {
+    let write = std::env::var_os("TLS13LAB_WRITE_DOCS").is_some();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let dir = temp_dir("docs");
+    let mut stale = Vec::new();
+    let mut used = 0;
+    for page in ["hello.md", "simulate.md", "ladder.md", "dissect.md"] {
+        let path = docs.join(page);
+        let old = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("docs/{page}: {e}"));
+        let (new, names) = regenerate_doc(&dir, page, &old);
+        assert!(!names.is_empty(), "docs/{page} has no generated block");
+        used += names.len();
+        if new != old {
+            if write {
+                std::fs::write(&path, new).unwrap();
+            }
+            stale.push(page.to_string());
+        }
+    }
+    for (file, content) in doc_images(&dir) {
+        check_xml(&content).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let path = docs.join(&file);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(content.as_str()) {
+            if write {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, &content).unwrap();
+            }
+            stale.push(file);
+        }
+    }
+    assert!(used >= 15);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        write || stale.is_empty(),
+        "docs/ no longer matches what the instruments print: {stale:?}\n\
+         regenerate with: TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments docs"
+    );
+}
+
+#[test]
+fn hello_order_extra_and_x25519_reuse() {
+    use tls13lab::messages::ExtensionType;
+    let mut spec = HelloSpec::new("order");
+    spec.config.extension_order = vec![ExtensionType::KeyShare, ExtensionType::SupportedVersions];
+    spec.config.extra_extensions = vec![Extension::Unknown {
+        typ: ExtensionType::EcPointFormats,
+        body: vec![1, 0],
+    }];
+    spec.config.key_shares = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+    spec.config.reuse_x25519 = true;
+    let built = hello::build(&spec).unwrap();
+    let types: Vec<ExtensionType> = built.hello.extensions.iter().map(|e| e.typ()).collect();
+    assert_eq!(
+        &types[..2],
+        [ExtensionType::KeyShare, ExtensionType::SupportedVersions]
+    );
+    assert!(types.contains(&ExtensionType::EcPointFormats));
+    let Some(Extension::KeyShareClient(shares)) = built.hello.find(ExtensionType::KeyShare) else {
+        panic!("no key share")
+    };
+    // X25519MLKEM768 = ML-KEM-768 ek (1184) || X25519 (32): the same X25519 key twice.
+    assert_eq!(shares[0].key_exchange[1184..], shares[1].key_exchange[..]);
+    let r = describe(&built, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    // The CLI spelling.
+    let out = tls13lab(&[
+        "hello",
+        "--order",
+        "key_share,supported_versions",
+        "--extra",
+        "ec_point_formats=0100",
+    ]);
+    let first = out.lines().find(|l| l.starts_with("  ")).unwrap();
+    assert!(first.contains("key_share"), "{first}");
+    assert!(out.contains("ec_point_formats (0x000b)"), "{out}");
+}
