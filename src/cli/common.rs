@@ -173,6 +173,24 @@ impl Offer {
         }
         Ok(())
     }
+
+    /// One option, both sides (in-memory runs): the server accepts what the client offers, so
+    /// `--groups x25519mlkem768` negotiates it. `client` is the configuration `apply` produced.
+    pub fn apply_to_server(&self, client: &tls13lab::ClientConfig, s: &mut tls13lab::ServerConfig) {
+        if let Some(g) = &self.groups {
+            s.groups = g.0.clone();
+        }
+        if let Some(x) = &self.suites {
+            s.cipher_suites = x.0.clone();
+        }
+        if let Some(x) = &self.sigalgs {
+            s.signature_schemes = x.0.clone();
+        }
+        if let Some(x) = &self.alpn {
+            s.alpn = x.0.clone();
+        }
+        s.padding = client.padding;
+    }
 }
 
 /// `--padding N` as a policy.

@@ -77,23 +77,20 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
         demo::server_config(a.seed, NOW_MS).map_err(|e| Failure::BadOption(e.to_string()))?;
     let mut client_cfg = demo::client_config(root);
     a.offer.apply(&mut client_cfg)?;
-    // One option, both sides: `demo --groups x25519mlkem768` should negotiate it.
-    if let Some(g) = a.server_groups.as_ref().or(a.offer.groups.as_ref()) {
+    a.offer.apply_to_server(&client_cfg, &mut server_cfg);
+    // The server-only options override what the client's offer implied.
+    if let Some(g) = &a.server_groups {
         server_cfg.groups = g.0.clone();
     }
-    if let Some(s) = a.server_suites.as_ref().or(a.offer.suites.as_ref()) {
+    if let Some(s) = &a.server_suites {
         server_cfg.cipher_suites = s.0.clone();
     }
-    if let Some(s) = a.server_sigalgs.as_ref().or(a.offer.sigalgs.as_ref()) {
+    if let Some(s) = &a.server_sigalgs {
         server_cfg.signature_schemes = s.0.clone();
-    }
-    if let Some(x) = &a.offer.alpn {
-        server_cfg.alpn = x.0.clone();
     }
     if let Some(m) = a.max_early_data {
         server_cfg.max_early_data = m;
     }
-    server_cfg.padding = client_cfg.padding;
     let mut client_roots = Vec::new();
     if a.policy.request_client_cert || a.policy.require_client_cert {
         let ck = client_identity(a.seed)?;

@@ -77,21 +77,7 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
     }
     let mut run = InMemory::demo(a.seed).map_err(|e| e.to_string())?;
     a.offer.apply(&mut run.client).map_err(|e| e.to_string())?;
-    // One option, both sides, as `demo` does: `--groups X25519MLKEM768` negotiates it.
-    let (o, server) = (&a.offer, &mut run.server);
-    if let Some(g) = &o.groups {
-        server.groups = g.0.clone();
-    }
-    if let Some(s) = &o.suites {
-        server.cipher_suites = s.0.clone();
-    }
-    if let Some(s) = &o.sigalgs {
-        server.signature_schemes = s.0.clone();
-    }
-    if let Some(x) = &o.alpn {
-        server.alpn = x.0.clone();
-    }
-    server.padding = run.client.padding;
+    a.offer.apply_to_server(&run.client, &mut run.server);
     run.connection = a.connection;
     run.key_update = a.key_update;
     explain::in_memory_tree(&run, a.side, export)
