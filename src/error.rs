@@ -34,8 +34,6 @@ pub enum PeerMisbehaved {
     TooManyEmptyRecords,
     /// Too many KeyUpdates without application data in between (resource limit).
     TooManyKeyUpdates,
-    /// A handshake message arrived after close_notify or the connection failed.
-    DataAfterClose,
     /// legacy_version / legacy_compression_method wrong (§4.1.2, §4.1.3).
     BadLegacyField(&'static str),
     /// The peer does not offer or select TLS 1.3 (§4.2.1: protocol_version).
@@ -90,8 +88,6 @@ pub enum PeerMisbehaved {
     NoApplicationProtocol,
     /// A record_size_limit below 64 (RFC 8449 §4).
     BadRecordSizeLimit,
-    /// An unknown PSK identity when the server requires one.
-    UnknownPskIdentity,
 }
 
 impl PeerMisbehaved {
@@ -107,8 +103,7 @@ impl PeerMisbehaved {
             | P::BadChangeCipherSpec
             | P::EmptyRecord
             | P::TooManyEmptyRecords
-            | P::TooManyKeyUpdates
-            | P::DataAfterClose => A::UnexpectedMessage,
+            | P::TooManyKeyUpdates => A::UnexpectedMessage,
             P::BadLegacyField(_)
             | P::DowngradeSentinel
             | P::SessionIdMismatch
@@ -134,7 +129,6 @@ impl PeerMisbehaved {
             P::TooMuchEarlyData => A::UnexpectedMessage,
             P::UnofferedAlpn => A::IllegalParameter,
             P::NoApplicationProtocol => A::NoApplicationProtocol,
-            P::UnknownPskIdentity => A::UnknownPskIdentity,
         }
     }
 }
