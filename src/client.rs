@@ -863,7 +863,8 @@ impl Client {
         };
         let mut h = *h;
         let ev = &mut self.conn.ev;
-        let expected = h
+        // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
+        let expected: &[u8] = &h
             .server_hs
             .verify_data(h.transcript.current_hash().as_ref(), ev);
         if verify_data.len() != expected.len() {
@@ -906,7 +907,7 @@ impl Client {
         let fin = h
             .client_hs
             .verify_data(h.transcript.current_hash().as_ref(), &mut self.conn.ev);
-        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin));
+        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin.to_vec()));
         h.transcript.add(HandshakeType::Finished, &fin.encoded);
         self.conn.send_handshake(&fin);
         let resumption = master.resumption_master_secret(&h.transcript, &mut self.conn.ev);

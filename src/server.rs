@@ -386,7 +386,7 @@ impl Server {
         // Finished (§4.4.4), then the application keys for our side.
         let ev = &mut self.conn.ev;
         let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
-        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin));
+        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin.to_vec()));
         transcript.add(HandshakeType::Finished, &fin.encoded);
         self.conn.send_handshake(&fin);
         let ev = &mut self.conn.ev;
@@ -845,7 +845,8 @@ impl Server {
         };
         let mut h = *h;
         let ev = &mut self.conn.ev;
-        let expected = h
+        // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
+        let expected: &[u8] = &h
             .client_hs
             .verify_data(h.transcript.current_hash().as_ref(), ev);
         if verify_data.len() != expected.len() {

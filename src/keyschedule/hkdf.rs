@@ -233,6 +233,16 @@ pub fn expand_label_secret(hash: HashAlg, secret: &Secret, label: Label, context
     out
 }
 
+/// HKDF-Expand-Label(secret, label, "", `len`) for a schedule label into a [`Secret`]: a record
+/// key (16 or 32 bytes, RFC 8446 §7.3) held inline and erased on drop, so a key change
+/// allocates nothing. `len` is clamped to 48.
+pub(crate) fn expand_label_len(hash: HashAlg, secret: &Secret, label: Label, len: usize) -> Secret {
+    let mut out = Secret::zeroed(len);
+    let n = out.len();
+    expand_fixed(hash, secret.as_bytes(), label, &[], &mut out.bytes[..n]);
+    out
+}
+
 /// HKDF-Expand-Label(secret, label, context, Hash.length) with a caller-chosen label (the
 /// exporter's, RFC 8446 §7.5), as a [`Secret`].
 pub fn expand_label_to_secret(

@@ -19,7 +19,6 @@
 //! handshake fails closed instead of panicking.
 
 use serde::ser::{SerializeMap, Serializer};
-use zeroize::Zeroizing;
 
 use super::hkdf::{self, Label, Secret};
 use super::transcript::Transcript;
@@ -419,8 +418,8 @@ fn hmac_step(
     name: SecretName,
     parent: SecretName,
     sink: &mut dyn DerivationSink,
-) -> Vec<u8> {
-    let mac = hash.hmac(key.as_bytes(), data).to_vec();
+) -> Output {
+    let mac = hash.hmac(key.as_bytes(), data);
     if sink.enabled() {
         sink.record(Derivation {
             op: DerivationOp::Hmac,
@@ -430,7 +429,7 @@ fn hmac_step(
             hash,
             inputs: vec![("key", key.as_bytes().to_vec()), ("hash", data.to_vec())],
             context_covers: covers(),
-            output: mac.clone(),
+            output: mac.to_vec(),
         });
     }
     mac
@@ -628,6 +627,7 @@ impl BinderKey {
             SecretName::BinderFinishedKey,
             sink,
         )
+        .to_vec()
     }
 }
 
@@ -830,6 +830,24 @@ impl MasterSecret {
     }
 }
 
+/// A record write key (RFC 8446 §7.3; 16 or 32 bytes) held inline, so a key change allocates
+/// nothing, and erased when it drops. Dereferences to the key bytes; `Debug` never shows them.
+pub struct TrafficKey(Secret);
+
+impl core::ops::Deref for TrafficKey {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl core::fmt::Debug for TrafficKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("TrafficKey(..)")
+    }
+}
+
 /// A traffic secret (early, handshake or application generation N): the base key of one
 /// direction's record protection and of that side's Finished.
 #[derive(Debug)]
@@ -840,15 +858,19 @@ pub struct TrafficSecret {
 }
 
 impl TrafficSecret {
-    /// Write key and IV: HKDF-Expand-Label(., "key" | "iv", "", length) (RFC 8446 §7.3). The key
-    /// is erased when the returned buffer drops.
+    /// Write key and IV: HKDF-Expand-Label(., "key" | "iv", "", length) (RFC 8446 §7.3). Both
+    /// are held inline (no allocation per key change); the key is erased when it drops.
     pub fn keys(
         &self,
         aead: AeadAlg,
         sink: &mut dyn DerivationSink,
-    ) -> (Zeroizing<Vec<u8>>, [u8; NONCE_LEN]) {
-        let mut key = Zeroizing::new(vec![0u8; aead.key_len()]);
-        hkdf::expand_fixed(self.hash, self.secret.as_bytes(), Label::Key, &[], &mut key);
+    ) -> (TrafficKey, [u8; NONCE_LEN]) {
+        let key = TrafficKey(hkdf::expand_label_len(
+            self.hash,
+            &self.secret,
+            Label::Key,
+            aead.key_len(),
+        ));
         report_expand(
             sink,
             DerivationOp::ExpandLabel,
@@ -891,9 +913,9 @@ impl TrafficSecret {
         )
     }
 
-    /// verify_data = HMAC(finished_key, transcript_hash) (RFC 8446 §4.4.4). The state machine
-    /// compares a received value with `subtle`.
-    pub fn verify_data(&self, transcript_hash: &[u8], sink: &mut dyn DerivationSink) -> Vec<u8> {
+    /// verify_data = HMAC(finished_key, transcript_hash) (RFC 8446 §4.4.4), held inline. The
+    /// state machine compares a received value with `subtle`.
+    pub fn verify_data(&self, transcript_hash: &[u8], sink: &mut dyn DerivationSink) -> Output {
         self.verify_data_inner(transcript_hash, String::new, sink)
     }
 
@@ -903,7 +925,7 @@ impl TrafficSecret {
         &self,
         transcript: &Transcript,
         sink: &mut dyn DerivationSink,
-    ) -> Vec<u8> {
+    ) -> Output {
         let th = transcript
             .current_hash_as(self.hash)
             .unwrap_or_else(Output::empty);
@@ -915,7 +937,7 @@ impl TrafficSecret {
         th: &[u8],
         covers: impl FnOnce() -> String,
         sink: &mut dyn DerivationSink,
-    ) -> Vec<u8> {
+    ) -> Output {
         let fk = self.finished_key(sink);
         hmac_step(
             self.hash,

@@ -56,12 +56,22 @@ enum State {
     Hashing(HashState),
 }
 
+/// How many message types [`Transcript::covered`] remembers. A handshake hashes at most 13
+/// messages (ClientHello, HelloRetryRequest as message_hash + HRR, ClientHello2, ServerHello,
+/// EncryptedExtensions, CertificateRequest, Certificate, CertificateVerify, Finished,
+/// EndOfEarlyData, and the client's Certificate, CertificateVerify, Finished), so a fixed array
+/// holds them without allocating.
+const MAX_COVERED: usize = 16;
+
 /// Transcript-Hash(M1 || M2 || ... ) over whole handshake messages including their 4-byte
 /// headers (RFC 8446 §4.4.1), excluding record-layer headers.
 #[derive(Clone, Debug)]
 pub struct Transcript {
     state: State,
-    covered: Vec<HandshakeType>,
+    /// Types of the messages added, in order: `covered[..covered_len]`. Descriptive only (what a
+    /// derived secret's context was); past [`MAX_COVERED`] further types are not recorded.
+    covered: [HandshakeType; MAX_COVERED],
+    covered_len: usize,
 }
 
 impl Default for Transcript {
@@ -75,7 +85,8 @@ impl Transcript {
     pub fn new() -> Transcript {
         Transcript {
             state: State::Buffering(Vec::new()),
-            covered: Vec::new(),
+            covered: [HandshakeType::ClientHello; MAX_COVERED],
+            covered_len: 0,
         }
     }
 
@@ -86,7 +97,10 @@ impl Transcript {
             State::Buffering(buf) => buf.extend_from_slice(msg),
             State::Hashing(h) => h.update(msg),
         }
-        self.covered.push(typ);
+        if let Some(slot) = self.covered.get_mut(self.covered_len) {
+            *slot = typ;
+            self.covered_len += 1;
+        }
     }
 
     /// Chooses the hash (the negotiated suite's) and hashes what was buffered. Calling it again
@@ -181,7 +195,7 @@ impl Transcript {
         let State::Hashing(h) = &self.state else {
             return Err(TranscriptError::NotStarted);
         };
-        if self.covered.as_slice() != [HandshakeType::ClientHello] {
+        if self.covered() != [HandshakeType::ClientHello] {
             return Err(TranscriptError::NotFirstClientHello);
         }
         let alg = h.alg();
@@ -201,7 +215,7 @@ impl Transcript {
 
     /// The messages covered, in order (`MessageHash` stands for a replaced ClientHello1).
     pub fn covered(&self) -> &[HandshakeType] {
-        &self.covered
+        &self.covered[..self.covered_len]
     }
 
     /// Short description of what the hash covers: `""`, `"ClientHello"`, or
@@ -211,12 +225,10 @@ impl Transcript {
     /// sender ("ClientHello..server Finished"): in TLS 1.3 the client's come after the server's
     /// Finished, so the position tells.
     pub fn covers(&self) -> String {
-        let server_finished = self
-            .covered
-            .iter()
-            .position(|t| *t == HandshakeType::Finished);
+        let covered = self.covered();
+        let server_finished = covered.iter().position(|t| *t == HandshakeType::Finished);
         let name = |i: usize| -> String {
-            let t = self.covered[i];
+            let t = covered[i];
             match t {
                 HandshakeType::MessageHash => "message_hash".to_string(),
                 HandshakeType::Certificate
@@ -231,7 +243,7 @@ impl Transcript {
                 other => format!("{other:?}"),
             }
         };
-        match self.covered.len() {
+        match covered.len() {
             0 => String::new(),
             1 => name(0),
             n => format!("{}..{}", name(0), name(n - 1)),
