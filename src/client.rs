@@ -453,7 +453,7 @@ impl Client {
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
             State::Connected(t) => t.suite.hash.output_len(),
         };
-        let msg = HandshakeMessage::decode(&bytes, DecodeContext { hash_len })?;
+        let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
         let state = core::mem::replace(&mut self.state, State::Poisoned);
         self.state = match state {

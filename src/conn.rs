@@ -468,7 +468,7 @@ impl Conn {
                     return Err(PeerMisbehaved::EmptyRecord.into());
                 }
                 self.empty_records = 0;
-                self.joiner.push(&content)?;
+                self.joiner.push_owned(content)?;
                 Ok(None)
             }
             ContentType::Alert => {

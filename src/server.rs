@@ -169,7 +169,7 @@ impl Server {
             State::Connected(t) => t.suite.hash.output_len(),
             _ => 32,
         };
-        let msg = HandshakeMessage::decode(&bytes, DecodeContext { hash_len })?;
+        let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
         let state = core::mem::replace(&mut self.state, State::Poisoned);
         self.state = match state {

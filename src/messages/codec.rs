@@ -222,9 +222,20 @@ impl<'a> Reader<'a> {
     pub fn items<T>(
         &mut self,
         what: &'static str,
+        item: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        self.items_with_capacity(what, 0, item)
+    }
+
+    /// [`items`](Self::items) into a vector allocated for `capacity` items up front: one
+    /// allocation instead of a few growth steps when the caller knows (or can bound) the count.
+    pub fn items_with_capacity<T>(
+        &mut self,
+        what: &'static str,
+        capacity: usize,
         mut item: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
     ) -> Result<Vec<T>, DecodeError> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(capacity);
         while !self.is_empty() {
             let before = self.pos;
             out.push(item(self)?);
@@ -240,12 +251,18 @@ impl<'a> Reader<'a> {
         if self.remaining() % 2 != 0 {
             return Err(DecodeError::LengthNotMultiple { what });
         }
-        self.items(what, |r| r.u16(what).map(T::from))
+        // Fixed-size items: the count is known, so the vector is allocated once, exactly.
+        let mut out = Vec::with_capacity(self.remaining() / 2);
+        while !self.is_empty() {
+            out.push(T::from(self.u16(what)?));
+        }
+        Ok(out)
     }
 
     /// The body of a vector of 1-byte code points.
     pub fn u8_items<T: From<u8>>(&mut self, what: &'static str) -> Result<Vec<T>, DecodeError> {
-        self.items(what, |r| r.u8(what).map(T::from))
+        let n = self.remaining();
+        self.items_with_capacity(what, n, |r| r.u8(what).map(T::from))
     }
 
     /// Everything not yet read.

@@ -16,7 +16,6 @@ use super::codec::{DecodeError, Reader, Writer};
 use super::enums::{
     ExtensionType, NamedGroup, ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
 };
-use std::collections::BTreeSet;
 use std::fmt;
 
 /// The message an extension block belongs to (the "TLS 1.3" column of the table in §4.2).
@@ -522,16 +521,49 @@ pub fn decode_extensions(
     r: &mut Reader<'_>,
     ctx: ExtensionContext,
 ) -> Result<Vec<Extension>, DecodeError> {
-    let mut seen = BTreeSet::new();
-    r.sub_u16("extensions")?
-        .at_least(ctx.min_block_len(), "extensions")?
-        .items("extensions", |r| {
-            let ext = Extension::decode(r, ctx)?;
-            if !seen.insert(ext.typ()) {
-                return Err(DecodeError::DuplicateExtension(ext.typ()));
-            }
-            Ok(ext)
-        })
+    let mut block = r
+        .sub_u16("extensions")?
+        .at_least(ctx.min_block_len(), "extensions")?;
+    let mut seen = TypeSet::new();
+    let count = count_extensions(block.clone());
+    block.items_with_capacity("extensions", count, |r| {
+        let ext = Extension::decode(r, ctx)?;
+        if !seen.insert(ext.typ()) {
+            return Err(DecodeError::DuplicateExtension(ext.typ()));
+        }
+        Ok(ext)
+    })
+}
+
+/// How many extensions a block holds, found by walking the type/length headers only, so the
+/// decoded vector is allocated once. A hint, capped at 32 (a peer can still send more, and the
+/// vector then grows): a malformed block simply gives a wrong hint, and decoding reports it.
+fn count_extensions(mut block: Reader<'_>) -> usize {
+    let mut n = 0;
+    while n < 32 && block.u16("extension_type").is_ok() && block.sub_u16("extension_data").is_ok() {
+        n += 1;
+    }
+    n
+}
+
+/// The extension types seen in one block: one bit for each of the 2^16 possible values (8 KiB
+/// on the stack), so checking for a repeat (§4.2) allocates nothing and costs the same for any
+/// number of extensions.
+struct TypeSet([u64; 1 << 10]);
+
+impl TypeSet {
+    fn new() -> Self {
+        TypeSet([0; 1 << 10])
+    }
+
+    /// Adds `t`; false if it was already there.
+    fn insert(&mut self, t: ExtensionType) -> bool {
+        let v = usize::from(t.to_repr());
+        let (word, bit) = (v / 64, 1u64 << (v % 64));
+        let fresh = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        fresh
+    }
 }
 
 /// `opaque x<1..2^16-1>`.
@@ -651,6 +683,28 @@ mod tests {
             err.alert(),
             crate::messages::enums::AlertDescription::IllegalParameter
         );
+        // The extremes of the type space (0 and 65535), and a repeat far apart.
+        let mut block = vec![0, 0];
+        for t in [0xffffu16, 0, 0x1234, 0xfffe, 0xffff] {
+            block.extend_from_slice(&t.to_be_bytes());
+            block.extend_from_slice(&[0, 0]);
+        }
+        let len = (block.len() - 2) as u16;
+        block[..2].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(
+            decode_extensions(
+                &mut Reader::new(&block),
+                ExtensionContext::EncryptedExtensions
+            ),
+            Err(DecodeError::DuplicateExtension(ExtensionType::Unknown(
+                0xffff
+            )))
+        );
+        block.truncate(block.len() - 4);
+        block[..2].copy_from_slice(&(len - 4).to_be_bytes());
+        let ctx = ExtensionContext::EncryptedExtensions;
+        let exts = decode_extensions(&mut Reader::new(&block), ctx).unwrap();
+        assert_eq!(exts.len(), 4);
     }
 
     #[test]

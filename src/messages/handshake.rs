@@ -67,16 +67,31 @@ impl HandshakeMessage {
 
     /// Decodes one whole message (header included); `bytes` must hold exactly that message.
     pub fn decode(bytes: &[u8], ctx: DecodeContext) -> Result<Self, DecodeError> {
+        let payload = Self::decode_payload(bytes, ctx)?;
+        Ok(HandshakeMessage {
+            payload,
+            encoded: bytes.to_vec(),
+        })
+    }
+
+    /// [`decode`](Self::decode) keeping `bytes` as [`encoded`](Self::encoded) instead of copying
+    /// them: what the connection does with each message the record layer hands it.
+    pub fn decode_owned(bytes: Vec<u8>, ctx: DecodeContext) -> Result<Self, DecodeError> {
+        let payload = Self::decode_payload(&bytes, ctx)?;
+        Ok(HandshakeMessage {
+            payload,
+            encoded: bytes,
+        })
+    }
+
+    fn decode_payload(bytes: &[u8], ctx: DecodeContext) -> Result<HandshakePayload, DecodeError> {
         let mut r = Reader::new(bytes);
         let typ = HandshakeType::from(r.u8("msg_type")?);
         let mut body = r.sub_u24("handshake message")?;
         r.finish("handshake message")?;
         let payload = HandshakePayload::decode_body(typ, &mut body, ctx)?;
         body.finish(typ.name())?;
-        Ok(HandshakeMessage {
-            payload,
-            encoded: bytes.to_vec(),
-        })
+        Ok(payload)
     }
 
     /// msg_type.

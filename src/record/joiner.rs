@@ -43,6 +43,27 @@ impl HandshakeJoiner {
     /// checked against the limit before the fragment is buffered, so an oversized declaration
     /// costs at most this one fragment. Errors are sticky.
     pub fn push(&mut self, fragment: &[u8]) -> Result<(), RecordError> {
+        self.check_fragment(fragment)?;
+        self.buf.extend_from_slice(fragment);
+        Ok(())
+    }
+
+    /// [`push`](Self::push) for a fragment the caller no longer needs: when nothing is pending
+    /// (a record starting at a message boundary, the usual case) its buffer becomes the
+    /// joiner's, so the record's bytes are not copied.
+    pub fn push_owned(&mut self, fragment: Vec<u8>) -> Result<(), RecordError> {
+        self.check_fragment(&fragment)?;
+        if self.buf.is_empty() {
+            self.buf = fragment;
+        } else {
+            self.buf.extend_from_slice(&fragment);
+        }
+        Ok(())
+    }
+
+    /// The checks of [`push`](Self::push), and the already-read messages dropped from the
+    /// front of the buffer.
+    fn check_fragment(&mut self, fragment: &[u8]) -> Result<(), RecordError> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -57,7 +78,6 @@ impl HandshakeJoiner {
         if let Err(e) = self.check_headers(fragment) {
             return self.fail(e);
         }
-        self.buf.extend_from_slice(fragment);
         Ok(())
     }
 
@@ -113,8 +133,11 @@ impl HandshakeJoiner {
         if end > self.buf.len() {
             return None;
         }
-        let msg = if self.start == 0 && end == self.buf.len() {
-            // One message filling the buffer (the common case): hand over the allocation.
+        let msg = if end == self.buf.len() {
+            // The last message of the buffer (often the only one): hand over the allocation,
+            // after moving the message to its front if earlier messages were read from it.
+            self.buf.drain(..self.start);
+            self.start = 0;
             core::mem::take(&mut self.buf)
         } else {
             let m = self.buf[self.start..end].to_vec();
@@ -190,7 +213,7 @@ mod tests {
         ];
         let record: Vec<u8> = msgs.concat();
         let mut j = HandshakeJoiner::default();
-        j.push(&record).unwrap();
+        j.push_owned(record).unwrap();
         for (i, m) in msgs.iter().enumerate() {
             let (got, ends) = j.next_message().unwrap();
             assert_eq!(&got, m);
@@ -289,7 +312,12 @@ mod tests {
             while pos < stream.len() {
                 let n = cuts[ci % cuts.len()].min(stream.len() - pos);
                 ci += 1;
-                j.push(&stream[pos..pos + n]).unwrap();
+                // Both ways in, alternately: copied, and handed over.
+                if ci % 2 == 0 {
+                    j.push(&stream[pos..pos + n]).unwrap();
+                } else {
+                    j.push_owned(stream[pos..pos + n].to_vec()).unwrap();
+                }
                 pos += n;
                 ends.insert(pos);
                 while let Some((m, end)) = j.next_message() {
