@@ -255,12 +255,12 @@ impl Client {
         let hello = self.build_hello(&random, &session_id, &shares, None, false)?;
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
-        let (hello, transcript, early_secret) = self.finish_hello(hello, Transcript::new())?;
+        let (transcript, early_secret, early_data_offered) =
+            self.finish_hello(hello, Transcript::new())?;
         self.conn.flush()?;
         self.conn.plaintext_version = 0x0303;
         self.conn.ccs_allowed = true;
         let mut ccs_sent = false;
-        let early_data_offered = hello.find(ExtensionType::EarlyData).is_some();
         if let (Some(early), true) = (&early_secret, early_data_offered) {
             // §4.2.10: 0-RTT data goes right after the ClientHello under the early traffic key.
             if self.config.compat_mode {
@@ -379,9 +379,7 @@ impl Client {
         if cfg.hello_padding != HelloPadding::None {
             // RFC 7685: a padding extension (4-byte header + zeros) brings the message to
             // `target`; it sits before pre_shared_key, which must stay last (§4.2.11).
-            let len = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()))
-                .encoded
-                .len();
+            let len = hello.message_len();
             let target = match cfg.hello_padding {
                 HelloPadding::ToSize(n) => n,
                 HelloPadding::Avoid256To511 if (256..512).contains(&len) => 512,
@@ -401,44 +399,44 @@ impl Client {
     }
 
     /// Compute the PSK binder (§4.2.11.2) if a ticket is offered, then send the ClientHello.
+    /// Returns the transcript with the ClientHello, the PSK's early secret, and whether the
+    /// hello offers early data.
     fn finish_hello(
         &mut self,
-        mut hello: ClientHello,
+        hello: ClientHello,
         mut transcript: Transcript,
-    ) -> Result<(ClientHello, Transcript, Option<EarlySecret>), Error> {
+    ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
+        let early_data_offered = hello.find(ExtensionType::EarlyData).is_some();
+        let binders_len = hello.binders_len();
+        let mut hello = HandshakePayload::ClientHello(hello);
         let mut early = None;
-        if let Some(t) = self.offered_ticket.clone() {
+        if let Some(t) = &self.offered_ticket {
             let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
             let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
             // binders list, so encode once with a placeholder binder of the right length.
-            let encoded = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
-            let partial_len = encoded.encoded.len() - hello.binders_len();
+            let mut encoded = Vec::with_capacity(hello.encoded_len());
+            hello.encode_into(&mut encoded);
+            let partial_len = encoded.len() - binders_len;
             let binder = es
                 .binder_key(!t.external, &mut self.conn.ev)
-                .binder_for(
-                    &transcript,
-                    &encoded.encoded[..partial_len],
-                    &mut self.conn.ev,
-                )
+                .binder_for(&transcript, &encoded[..partial_len], &mut self.conn.ev)
                 .ok_or(Error::InvalidState(
                     "transcript hash differs from the ticket's",
                 ))?;
-            if let Some(Extension::PreSharedKeyClient(offer)) = hello.extensions.last_mut() {
-                offer.binders = vec![binder];
+            if let HandshakePayload::ClientHello(ch) = &mut hello {
+                if let Some(Extension::PreSharedKeyClient(offer)) = ch.extensions.last_mut() {
+                    offer.binders = vec![binder];
+                }
             }
             early = Some(es);
         }
-        let msg = HandshakeMessage::new(HandshakePayload::ClientHello(hello.clone()));
-        transcript.add(HandshakeType::ClientHello, &msg.encoded);
-        self.conn.send_handshake(&msg);
-        if let Some(t) = &self.offered_ticket {
-            if hello.find(ExtensionType::EarlyData).is_some() {
-                self.early_data.budget = t.max_early_data as usize;
-                self.early_data.status = Some(EarlyDataStatus::Rejected);
-            }
+        transcript.add(HandshakeType::ClientHello, self.conn.send_handshake(&hello));
+        if let (Some(t), true) = (&self.offered_ticket, early_data_offered) {
+            self.early_data.budget = t.max_early_data as usize;
+            self.early_data.status = Some(EarlyDataStatus::Rejected);
         }
-        Ok((hello, transcript, early))
+        Ok((transcript, early, early_data_offered))
     }
 
     // ---------------------------------------------------------------- dispatch
@@ -667,7 +665,7 @@ impl Client {
             None => core::mem::take(&mut s.shares),
         };
         let hello = self.build_hello(&s.random, &s.session_id, &shares, cookie, true)?;
-        let (_, transcript, early_secret) = self.finish_hello(hello, s.transcript)?;
+        let (transcript, early_secret, _) = self.finish_hello(hello, s.transcript)?;
         Ok(State::ExpectServerHello(Box::new(ExpectServerHello {
             random: s.random,
             session_id: s.session_id,
@@ -890,10 +888,11 @@ impl Client {
             self.conn.send_ccs()?;
         }
         if h.early_accepted {
-            let eoed = HandshakeMessage::new(HandshakePayload::EndOfEarlyData);
-            h.transcript
-                .add(HandshakeType::EndOfEarlyData, &eoed.encoded);
-            self.conn.send_handshake(&eoed);
+            let eoed = HandshakePayload::EndOfEarlyData;
+            h.transcript.add(
+                HandshakeType::EndOfEarlyData,
+                self.conn.send_handshake(&eoed),
+            );
         }
         self.early_data.open = false;
         if self.conn.write_epoch != Epoch::Handshake {
@@ -907,9 +906,9 @@ impl Client {
         let fin = h
             .client_hs
             .verify_data(h.transcript.current_hash().as_ref(), &mut self.conn.ev);
-        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin.to_vec()));
-        h.transcript.add(HandshakeType::Finished, &fin.encoded);
-        self.conn.send_handshake(&fin);
+        let fin = HandshakePayload::Finished(fin.to_vec());
+        h.transcript
+            .add(HandshakeType::Finished, self.conn.send_handshake(&fin));
         let resumption = master.resumption_master_secret(&h.transcript, &mut self.conn.ev);
         self.conn
             .set_write_keys(Epoch::Application(0), &h.suite, &client_app)?;
@@ -949,12 +948,11 @@ impl Client {
         schemes: &[SignatureScheme],
     ) -> Result<Option<SignatureScheme>, Error> {
         let Some(ck) = self.config.client_cert.clone() else {
-            let m = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
+            let m = HandshakePayload::Certificate(CertificatePayload {
                 context,
                 entries: Vec::new(),
-            }));
-            transcript.add(HandshakeType::Certificate, &m.encoded);
-            self.conn.send_handshake(&m);
+            });
+            transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&m));
             return Ok(None);
         };
         let scheme = ck
@@ -963,7 +961,7 @@ impl Client {
             .into_iter()
             .find(|s| schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
-        let m = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
+        let m = HandshakePayload::Certificate(CertificatePayload {
             context,
             entries: ck
                 .chain
@@ -973,17 +971,15 @@ impl Client {
                     extensions: Vec::new(),
                 })
                 .collect(),
-        }));
-        transcript.add(HandshakeType::Certificate, &m.encoded);
-        self.conn.send_handshake(&m);
+        });
+        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&m));
         let content = certificate_verify_message(false, transcript.current_hash().as_ref());
         let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
-        let m = HandshakeMessage::new(HandshakePayload::CertificateVerify(CertificateVerify {
-            scheme,
-            signature,
-        }));
-        transcript.add(HandshakeType::CertificateVerify, &m.encoded);
-        self.conn.send_handshake(&m);
+        let m = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
+        transcript.add(
+            HandshakeType::CertificateVerify,
+            self.conn.send_handshake(&m),
+        );
         Ok(Some(scheme))
     }
 

@@ -2,11 +2,14 @@
 //! alerts and events. The client and server state machines sit on top and never touch bytes directly.
 //!
 //! Receive path (RFC 8446 §5): `Deframer` (records) → `RecordProtector::open` (inner plaintext) →
-//! `HandshakeJoiner` (messages) → the state machine. Send path: messages are queued per epoch and cut
-//! into records when the keys change or output is taken, so one flight under one key becomes as few
-//! records as the size limit allows (RFC 8448 §3 sends EncryptedExtensions..Finished in one record).
+//! `HandshakeJoiner` (messages) → the state machine. Send path: messages are encoded straight into
+//! the output buffer, behind the header of a record left open for the current epoch, and the record
+//! is sealed in place when the keys change or output is taken, so one flight under one key becomes
+//! as few records as the size limit allows (RFC 8448 §3 sends EncryptedExtensions..Finished in one
+//! record) and its bytes are written once.
 
 use crate::crypto::aead::SuiteParams;
+use crate::crypto::aead::TAG_LEN;
 use crate::crypto::random::RandomSource;
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
@@ -14,11 +17,15 @@ use crate::events::{
 };
 use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
-use crate::messages::handshake::HandshakeMessage;
+use crate::messages::handshake::{HandshakeMessage, HandshakePayload};
 use crate::record::{
-    plaintext_record, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
-    RecordProtector, MAX_PLAINTEXT,
+    plaintext_header, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
+    RecordProtector, HEADER_LEN, MAX_PLAINTEXT,
 };
+
+/// What sealing appends to a record's content: the inner content type byte and the AEAD tag
+/// (RFC 8446 §5.2; padding aside). Reserved up front so sealing does not grow the buffer.
+const RECORD_TRAILER: usize = 1 + TAG_LEN;
 
 /// Consecutive records without content (empty application data, CCS) we tolerate (resource limit).
 pub(crate) const MAX_EMPTY_RECORDS: u32 = 32;
@@ -45,9 +52,13 @@ pub(crate) struct Conn {
     pub(crate) read_epoch: Epoch,
     write: Option<RecordProtector>,
     pub(crate) write_epoch: Epoch,
-    /// Handshake bytes queued under `write_epoch`, not yet cut into records.
-    pending: Vec<u8>,
+    /// Wire bytes for the caller. Handshake messages are encoded straight into it, inside a
+    /// record that `flush` seals in place (see `open_record`).
     out: Vec<u8>,
+    /// Where in `out` the handshake record being filled under `write_epoch` starts: a 5-byte
+    /// header placeholder followed by the messages queued so far, not yet sealed. Messages of
+    /// one epoch share records this way (RFC 8448 §3 sends EncryptedExtensions..Finished in one).
+    open_record: Option<usize>,
     /// Record events of `out`, reported when the bytes are taken: an observer then sees records in
     /// wire order (what we received before sending comes first).
     sent_records: Vec<Event>,
@@ -89,8 +100,8 @@ impl Conn {
             read_epoch: Epoch::Plaintext,
             write: None,
             write_epoch: Epoch::Plaintext,
-            pending: Vec::new(),
             out: Vec::new(),
+            open_record: None,
             sent_records: Vec::new(),
             padding,
             max_fragment: MAX_PLAINTEXT,
@@ -111,28 +122,47 @@ impl Conn {
 
     // ---------------------------------------------------------------- sending
 
-    /// Queue a handshake message under the current write keys.
-    pub(crate) fn send_handshake(&mut self, msg: &HandshakeMessage) {
+    /// Queue a handshake message under the current write keys and return its bytes (for the
+    /// transcript). It is encoded straight into the output buffer, at the end of the record
+    /// being filled for this epoch (opened here if there is none), which `flush` seals in
+    /// place: no message value and no copy per message.
+    pub(crate) fn send_handshake(&mut self, payload: &HandshakePayload) -> &[u8] {
+        let len = payload.encoded_len();
+        if self.open_record.is_none() {
+            self.open_record = Some(self.out.len());
+            self.out.reserve(HEADER_LEN + len + RECORD_TRAILER);
+            self.out.extend_from_slice(&[0; HEADER_LEN]); // the header, written by `flush`
+        }
+        // Room for the message and for what sealing appends, so neither grows the buffer.
+        self.out.reserve(len + RECORD_TRAILER);
+        let at = self.out.len();
+        payload.encode_into(&mut self.out);
         if self.ev.observe.handshake {
-            let layout = self.ev.observe.layouts.then(|| msg.layout());
+            let layout = self.ev.observe.layouts.then(|| payload.layout());
             self.ev.push(Event::Handshake(HandshakeEvent {
                 direction: self.side.sending(),
                 epoch: self.write_epoch,
-                typ: msg.typ(),
-                bytes: msg.encoded.clone(),
+                typ: payload.typ(),
+                bytes: self.out[at..].to_vec(),
                 layout,
             }));
         }
-        self.pending.extend_from_slice(&msg.encoded);
+        &self.out[at..]
     }
 
-    /// Cut queued handshake bytes into records under the current write keys.
+    /// Seal the handshake record being filled, if any, under the current write keys. Queued
+    /// messages longer than one record may carry (`max_fragment`: 2^14, or the peer's
+    /// record_size_limit) are cut into several records: the only case where they are copied.
     pub(crate) fn flush(&mut self) -> Result<(), Error> {
-        if self.pending.is_empty() {
+        let Some(start) = self.open_record.take() else {
             return Ok(());
+        };
+        if self.out.len() - start - HEADER_LEN <= self.max_fragment {
+            return self.finish_record(start, ContentType::Handshake);
         }
-        let pending = core::mem::take(&mut self.pending);
-        for chunk in pending.chunks(self.max_fragment) {
+        let queued = self.out.split_off(start + HEADER_LEN);
+        self.out.truncate(start);
+        for chunk in queued.chunks(self.max_fragment) {
             self.write_record(ContentType::Handshake, chunk)?;
         }
         Ok(())
@@ -199,9 +229,15 @@ impl Conn {
     /// The dummy ChangeCipherSpec of compatibility mode (§D.4): always plaintext.
     pub(crate) fn send_ccs(&mut self) -> Result<(), Error> {
         self.flush()?;
-        let rec = plaintext_record(ContentType::ChangeCipherSpec, 0x0303, &[1]);
-        self.record_event_sent(&rec, ContentType::ChangeCipherSpec, 1, 0, 0, None, &[1]);
-        self.out.extend_from_slice(&rec);
+        let start = self.out.len();
+        let typ = ContentType::ChangeCipherSpec;
+        self.out
+            .extend_from_slice(&plaintext_header(typ, 0x0303, 1));
+        self.out.push(1);
+        if self.ev.observe.records {
+            let rec = self.out[start..].to_vec();
+            self.record_event_sent(&rec, typ, 1, 0, 0, None, vec![1]);
+        }
         Ok(())
     }
 
@@ -233,38 +269,44 @@ impl Conn {
 
     fn write_record(&mut self, typ: ContentType, content: &[u8]) -> Result<(), Error> {
         let start = self.out.len();
-        match self.write.as_mut() {
+        self.out
+            .reserve(HEADER_LEN + content.len() + RECORD_TRAILER);
+        self.out.extend_from_slice(&[0; HEADER_LEN]);
+        self.out.extend_from_slice(content);
+        self.finish_record(start, typ)
+    }
+
+    /// Turns `out[start..]`, a header placeholder and the content, into a record: with no write
+    /// keys, a TLSPlaintext header (§5.1); with keys, sealed in place (§5.2).
+    fn finish_record(&mut self, start: usize, typ: ContentType) -> Result<(), Error> {
+        let plaintext_len = self.out.len() - start - HEADER_LEN;
+        // The content is gone once sealed: copy it only for an observer.
+        let content = self
+            .ev
+            .observe
+            .records
+            .then(|| self.out[start + HEADER_LEN..].to_vec());
+        let (padding, tag, seq) = match self.write.as_mut() {
             None => {
-                self.out
-                    .extend_from_slice(&plaintext_record(typ, self.plaintext_version, content));
-                if self.ev.observe.records {
-                    let rec = self.out[start..].to_vec();
-                    self.record_event_sent(&rec, typ, content.len(), 0, 0, None, content);
-                }
+                let header = plaintext_header(typ, self.plaintext_version, plaintext_len);
+                self.out[start..start + HEADER_LEN].copy_from_slice(&header);
+                (0, 0, None)
             }
             Some(p) => {
                 // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4), nor
                 // past the peer's record_size_limit, which counts padding (RFC 8449 §4).
                 let padding = self
                     .padding
-                    .padding_for(content.len())
-                    .min(self.max_fragment.saturating_sub(content.len()));
+                    .padding_for(plaintext_len)
+                    .min(self.max_fragment.saturating_sub(plaintext_len));
                 let seq = p.seq();
-                let tag = p.tag_len();
-                p.seal_into(typ, content, padding, &mut self.out)?;
-                if self.ev.observe.records {
-                    let rec = self.out[start..].to_vec();
-                    self.record_event_sent(
-                        &rec,
-                        typ,
-                        content.len(),
-                        padding,
-                        tag,
-                        Some(seq),
-                        content,
-                    );
-                }
+                p.seal_in_place(typ, &mut self.out, start, padding)?;
+                (padding, p.tag_len(), Some(seq))
             }
+        };
+        if let Some(content) = content {
+            let rec = self.out[start..].to_vec();
+            self.record_event_sent(&rec, typ, plaintext_len, padding, tag, seq, content);
         }
         Ok(())
     }
@@ -278,7 +320,7 @@ impl Conn {
         padding_len: usize,
         tag_len: usize,
         seq: Option<u64>,
-        content: &[u8],
+        content: Vec<u8>,
     ) {
         if !self.ev.observe.records {
             return;
@@ -302,7 +344,7 @@ impl Conn {
             padding_len,
             tag_len,
             seq,
-            content: content.to_vec(),
+            content,
         }));
     }
 
@@ -322,7 +364,7 @@ impl Conn {
     }
 
     pub(crate) fn has_output(&self) -> bool {
-        !self.out.is_empty() || !self.pending.is_empty()
+        !self.out.is_empty()
     }
 
     // -------------------------------------------------------------- receiving

@@ -314,14 +314,14 @@ impl Server {
             }));
         }
         sh_exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
-        let sh = HandshakeMessage::new(HandshakePayload::ServerHello(ServerHello {
+        let sh = HandshakePayload::ServerHello(ServerHello {
             legacy_version: 0x0303,
             random,
             legacy_session_id_echo: ch.legacy_session_id.clone(),
             cipher_suite: suite.suite,
             legacy_compression_method: 0,
             extensions: sh_exts,
-        }));
+        });
         // The early traffic secret covers ClientHello only (§7.1).
         let early_traffic = early_accepted
             .then(|| early_secret.client_early_traffic_secret(&transcript, &mut self.conn.ev));
@@ -330,8 +330,7 @@ impl Server {
             self.conn.log_secret(ees.name(), ees.as_bytes());
             self.early_exporter = Some(ees);
         }
-        transcript.add(HandshakeType::ServerHello, &sh.encoded);
-        self.conn.send_handshake(&sh);
+        transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&sh));
         // §D.4: in compatibility mode the CCS follows our first handshake message.
         if self.config.compat_mode && !ch.legacy_session_id.is_empty() && !ccs_sent {
             self.conn.send_ccs()?;
@@ -361,24 +360,26 @@ impl Server {
             ee.push(Extension::EarlyDataEmpty);
             apply_extension_order(&mut ee, &self.config.extension_order);
         }
-        let ee = HandshakeMessage::new(HandshakePayload::EncryptedExtensions(ee));
-        transcript.add(HandshakeType::EncryptedExtensions, &ee.encoded);
-        self.conn.send_handshake(&ee);
+        let ee = HandshakePayload::EncryptedExtensions(ee);
+        transcript.add(
+            HandshakeType::EncryptedExtensions,
+            self.conn.send_handshake(&ee),
+        );
 
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
         let asked_client = scheme.is_some() && !matches!(self.config.client_auth, ClientAuth::None);
         if let Some(scheme) = scheme {
             if asked_client {
-                let cr = HandshakeMessage::new(HandshakePayload::CertificateRequest(
-                    CertificateRequest {
-                        context: Vec::new(),
-                        extensions: vec![Extension::SignatureAlgorithms(
-                            self.config.signature_schemes.clone(),
-                        )],
-                    },
-                ));
-                transcript.add(HandshakeType::CertificateRequest, &cr.encoded);
-                self.conn.send_handshake(&cr);
+                let cr = HandshakePayload::CertificateRequest(CertificateRequest {
+                    context: Vec::new(),
+                    extensions: vec![Extension::SignatureAlgorithms(
+                        self.config.signature_schemes.clone(),
+                    )],
+                });
+                transcript.add(
+                    HandshakeType::CertificateRequest,
+                    self.conn.send_handshake(&cr),
+                );
             }
             self.send_certificate(&mut transcript, scheme)?;
         }
@@ -386,9 +387,8 @@ impl Server {
         // Finished (§4.4.4), then the application keys for our side.
         let ev = &mut self.conn.ev;
         let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
-        let fin = HandshakeMessage::new(HandshakePayload::Finished(fin.to_vec()));
-        transcript.add(HandshakeType::Finished, &fin.encoded);
-        self.conn.send_handshake(&fin);
+        let fin = HandshakePayload::Finished(fin.to_vec());
+        transcript.add(HandshakeType::Finished, self.conn.send_handshake(&fin));
         let ev = &mut self.conn.ev;
         let master = hs.into_master(ev);
         let client_app = master.client_application_traffic_secret(&transcript, ev);
@@ -443,7 +443,7 @@ impl Server {
         transcript: &mut Transcript,
         scheme: SignatureScheme,
     ) -> Result<(), Error> {
-        let cert = HandshakeMessage::new(HandshakePayload::Certificate(CertificatePayload {
+        let cert = HandshakePayload::Certificate(CertificatePayload {
             context: Vec::new(),
             entries: self
                 .config
@@ -455,21 +455,19 @@ impl Server {
                     extensions: Vec::new(),
                 })
                 .collect(),
-        }));
-        transcript.add(HandshakeType::Certificate, &cert.encoded);
-        self.conn.send_handshake(&cert);
+        });
+        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&cert));
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
         let signature = self
             .config
             .cert
             .key
             .sign(scheme, &content, self.conn.rng.as_mut())?;
-        let cv = HandshakeMessage::new(HandshakePayload::CertificateVerify(CertificateVerify {
-            scheme,
-            signature,
-        }));
-        transcript.add(HandshakeType::CertificateVerify, &cv.encoded);
-        self.conn.send_handshake(&cv);
+        let cv = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
+        transcript.add(
+            HandshakeType::CertificateVerify,
+            self.conn.send_handshake(&cv),
+        );
         Ok(())
     }
 
@@ -712,14 +710,14 @@ impl Server {
             exts.push(Extension::Cookie(c.clone()));
         }
         exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
-        let hrr = HandshakeMessage::new(HandshakePayload::ServerHello(ServerHello {
+        let hrr = HandshakePayload::ServerHello(ServerHello {
             legacy_version: 0x0303,
             random: HRR_RANDOM,
             legacy_session_id_echo: ch.legacy_session_id.clone(),
             cipher_suite: suite.suite,
             legacy_compression_method: 0,
             extensions: exts,
-        }));
+        });
         let mut transcript = Transcript::new();
         transcript
             .start_hash(suite.hash)
@@ -728,8 +726,7 @@ impl Server {
         transcript
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
-        transcript.add(HandshakeType::ServerHello, &hrr.encoded);
-        self.conn.send_handshake(&hrr);
+        transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&hrr));
         let mut ccs_sent = false;
         if self.config.compat_mode && !ch.legacy_session_id.is_empty() {
             self.conn.send_ccs()?;
@@ -936,14 +933,14 @@ impl Server {
         if cfg.max_early_data > 0 {
             extensions.push(Extension::EarlyDataMax(cfg.max_early_data));
         }
-        let m = HandshakeMessage::new(HandshakePayload::NewSessionTicket(NewSessionTicket {
-            lifetime: cfg.ticket_lifetime.min(604_800),
-            age_add,
-            nonce,
-            ticket,
-            extensions,
-        }));
-        self.conn.send_handshake(&m);
+        self.conn
+            .send_handshake(&HandshakePayload::NewSessionTicket(NewSessionTicket {
+                lifetime: cfg.ticket_lifetime.min(604_800),
+                age_add,
+                nonce,
+                ticket,
+                extensions,
+            }));
         self.conn.ev.push(Event::Ticket {
             direction: self.conn.side.sending(),
             lifetime: cfg.ticket_lifetime,

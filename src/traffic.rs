@@ -7,7 +7,7 @@ use crate::error::{Error, PeerMisbehaved};
 use crate::events::{Epoch, Event, Side};
 use crate::keyschedule::schedule::{ExporterSecret, ResumptionSecret, TrafficSecret};
 use crate::messages::enums::KeyUpdateRequest;
-use crate::messages::handshake::{HandshakeMessage, HandshakePayload};
+use crate::messages::handshake::HandshakePayload;
 
 /// Consecutive KeyUpdates we accept without application data in between (resource limit).
 const MAX_KEY_UPDATES: u32 = 32;
@@ -33,8 +33,7 @@ pub(crate) fn send_key_update(
     } else {
         KeyUpdateRequest::UpdateNotRequested
     };
-    let m = HandshakeMessage::new(HandshakePayload::KeyUpdate(req));
-    conn.send_handshake(&m);
+    conn.send_handshake(&HandshakePayload::KeyUpdate(req));
     let next = own_app_secret(conn, t).next(&mut conn.ev);
     let epoch = next_epoch(conn.write_epoch);
     conn.set_write_keys(epoch, &t.suite, &next)?;

@@ -284,11 +284,14 @@ impl<'a> Reader<'a> {
 
 /// Builds wire bytes. Vectors are written body first and their length back-filled
 /// (RFC 8446 §3.4). With [`Writer::with_layout`] it also records which named field each byte
-/// belongs to.
+/// belongs to; with [`Writer::measuring`] it only counts the bytes it would write, so a message
+/// can be given a buffer of exactly its size before it is encoded (one allocation, no growth).
 #[derive(Debug, Default)]
 pub struct Writer {
     buf: Vec<u8>,
     spans: Option<SpanRecorder>,
+    /// Set for a measuring writer: bytes counted so far (nothing is stored).
+    measured: Option<usize>,
 }
 
 impl Writer {
@@ -302,43 +305,72 @@ impl Writer {
         Writer {
             buf: Vec::new(),
             spans: Some(SpanRecorder::default()),
+            measured: None,
+        }
+    }
+
+    /// A writer that appends to `buf` (which keeps its contents and capacity); take the bytes
+    /// back with [`Writer::into_bytes`]. Lengths are back-filled within what this writer wrote.
+    pub fn appending(buf: Vec<u8>) -> Self {
+        Writer {
+            buf,
+            spans: None,
+            measured: None,
+        }
+    }
+
+    /// A writer that stores nothing and only counts: [`Writer::len`] is then the size the same
+    /// calls would produce.
+    pub fn measuring() -> Self {
+        Writer {
+            buf: Vec::new(),
+            spans: None,
+            measured: Some(0),
         }
     }
 
     /// Bytes written so far.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.measured.unwrap_or(self.buf.len())
     }
 
     /// True if nothing was written yet.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
+    }
+
+    /// Every write goes through here: stored, or only counted.
+    fn put(&mut self, b: &[u8]) {
+        match self.measured.as_mut() {
+            Some(n) => *n += b.len(),
+            None => self.buf.extend_from_slice(b),
+        }
     }
 
     /// `uint8`.
     pub fn u8(&mut self, v: u8) {
-        self.buf.push(v);
+        self.put(&[v]);
     }
 
     /// `uint16`.
     pub fn u16(&mut self, v: u16) {
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        self.put(&v.to_be_bytes());
     }
 
     /// `uint24`; the top byte of `v` must be zero.
     pub fn u24(&mut self, v: u32) {
         debug_assert!(v < 1 << 24, "uint24 out of range");
-        self.buf.extend_from_slice(&v.to_be_bytes()[1..]);
+        self.put(&v.to_be_bytes()[1..]);
     }
 
     /// `uint32`.
     pub fn u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        self.put(&v.to_be_bytes());
     }
 
     /// Raw bytes.
     pub fn bytes(&mut self, b: &[u8]) {
-        self.buf.extend_from_slice(b);
+        self.put(b);
     }
 
     /// Names the bytes that `f` writes. Nested calls build a tree; the name is only formatted
@@ -360,10 +392,10 @@ impl Writer {
     /// If the body does not fit the prefix. That is a local encoding bug: everything decoded
     /// from a peer already fitted the same prefix, so it cannot be triggered by peer input.
     fn len_prefixed(&mut self, width: usize, f: impl FnOnce(&mut Writer)) {
-        let start = self.buf.len();
-        self.span("length", |w| w.buf.resize(start + width, 0));
+        let start = self.len();
+        self.span("length", |w| w.put(&[0; 4][..width]));
         f(self);
-        let len = self.buf.len() - start - width;
+        let len = self.len() - start - width;
         assert!(
             (len as u64) < 1u64 << (8 * width),
             "vector body of {len} bytes does not fit a {width}-byte length"
@@ -525,6 +557,25 @@ mod tests {
         let (bytes, spans) = w.into_layout();
         assert_eq!(bytes, [0, 0, 4, 0, 0, 0, 7]);
         assert!(spans.is_empty());
+    }
+
+    #[test]
+    fn measuring_counts_what_writing_writes_and_appending_keeps_the_prefix() {
+        let body = |w: &mut Writer| {
+            w.span("x", |w| w.len_u16(|w| w.opaque_u8(&[1, 2, 3])));
+            w.u24(5);
+        };
+        let mut m = Writer::measuring();
+        body(&mut m);
+        let mut w = Writer::appending(vec![0xaa, 0xbb]);
+        body(&mut w);
+        let bytes = w.into_bytes();
+        assert_eq!(bytes, [0xaa, 0xbb, 0, 4, 3, 1, 2, 3, 0, 0, 5]);
+        assert_eq!(m.len(), bytes.len() - 2);
+        assert!(
+            m.into_bytes().is_empty(),
+            "a measuring writer stores nothing"
+        );
     }
 
     #[test]

@@ -55,14 +55,11 @@ pub struct HandshakeMessage {
 }
 
 impl HandshakeMessage {
-    /// Encodes `payload` into a new message.
+    /// Encodes `payload` into a new message (one allocation of exactly its size).
     pub fn new(payload: HandshakePayload) -> Self {
-        let mut w = Writer::new();
-        payload.write(&mut w);
-        HandshakeMessage {
-            payload,
-            encoded: w.into_bytes(),
-        }
+        let mut encoded = Vec::with_capacity(payload.encoded_len());
+        payload.encode_into(&mut encoded);
+        HandshakeMessage { payload, encoded }
     }
 
     /// Decodes one whole message (header included); `bytes` must hold exactly that message.
@@ -102,9 +99,7 @@ impl HandshakeMessage {
     /// The named byte ranges of [`HandshakeMessage::encoded`], found by re-encoding the payload
     /// while recording spans (which gives the same bytes for any decoded message).
     pub fn layout(&self) -> Vec<Span> {
-        let mut w = Writer::with_layout();
-        self.payload.write(&mut w);
-        w.into_layout().1
+        self.payload.layout()
     }
 }
 
@@ -193,6 +188,30 @@ impl HandshakePayload {
                 body: r.rest().to_vec(),
             },
         })
+    }
+
+    /// Size of the whole message (4-byte header included), found by a measuring pass of the
+    /// encoder, so the bytes can be written into a buffer allocated once.
+    pub fn encoded_len(&self) -> usize {
+        let mut w = Writer::measuring();
+        self.write(&mut w);
+        w.len()
+    }
+
+    /// Appends the whole message (header included) to `out`. The connection encodes what it
+    /// sends straight into its output buffer this way, with no intermediate message value;
+    /// reserve [`encoded_len`](Self::encoded_len) first to avoid growing `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut w = Writer::appending(core::mem::take(out));
+        self.write(&mut w);
+        *out = w.into_bytes();
+    }
+
+    /// The named byte ranges of the encoded message (see [`HandshakeMessage::layout`]).
+    pub fn layout(&self) -> Vec<Span> {
+        let mut w = Writer::with_layout();
+        self.write(&mut w);
+        w.into_layout().1
     }
 
     /// Header (spans "msg_type", "length") and body.
@@ -284,6 +303,14 @@ impl ClientHello {
             Some(Extension::PreSharedKeyClient(psks)) => psks.binders_len(),
             _ => 0,
         }
+    }
+
+    /// Size of the whole ClientHello message, 4-byte header included (what RFC 7685 padding
+    /// is computed from), without encoding it.
+    pub fn message_len(&self) -> usize {
+        let mut w = Writer::measuring();
+        self.encode(&mut w);
+        4 + w.len()
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {

@@ -112,11 +112,17 @@ impl std::error::Error for RecordError {}
 /// bytes; the caller fragments.
 pub fn plaintext_record(typ: ContentType, version: u16, payload: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
-    v.push(typ.to_repr());
-    v.extend_from_slice(&version.to_be_bytes());
-    v.extend_from_slice(&(payload.len().min(usize::from(u16::MAX)) as u16).to_be_bytes());
+    v.extend_from_slice(&plaintext_header(typ, version, payload.len()));
     v.extend_from_slice(payload);
     v
+}
+
+/// The 5-byte TLSPlaintext header (type, legacy_record_version, length) of a `len`-byte
+/// fragment (RFC 8446 §5.1); the length saturates at 2^16 - 1.
+pub fn plaintext_header(typ: ContentType, version: u16, len: usize) -> [u8; HEADER_LEN] {
+    let v = version.to_be_bytes();
+    let l = (len.min(usize::from(u16::MAX)) as u16).to_be_bytes();
+    [typ.to_repr(), v[0], v[1], l[0], l[1]]
 }
 
 /// How much zero padding to add to protected records (RFC 8446 §5.4): padding hides content

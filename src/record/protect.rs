@@ -101,14 +101,38 @@ impl RecordProtector {
         padding: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), RecordError> {
-        if self.exhausted {
-            return Err(RecordError::SeqExhausted);
-        }
-        // content + padding ≤ 2^14, i.e. TLSInnerPlaintext ≤ 2^14 + 1 (§5.4).
-        if plaintext.len().saturating_add(padding) > MAX_PLAINTEXT {
-            return Err(RecordError::PlaintextTooLong);
-        }
-        let inner_len = plaintext.len() + 1 + padding;
+        self.check_seal(plaintext.len(), padding)?;
+        let start = out.len();
+        out.reserve(HEADER_LEN + plaintext.len() + 1 + padding + TAG_LEN);
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        out.extend_from_slice(plaintext);
+        self.seal_in_place(inner_type, out, start, padding)
+    }
+
+    /// Seals the record that `out[start..]` holds: a 5-byte placeholder for the header, then
+    /// the content. Appends the type byte, `padding` zeros and the tag, encrypts in place and
+    /// writes the header (§5.2). The connection encodes handshake messages straight into its
+    /// output buffer behind such a placeholder, so a flight is sealed where it was written,
+    /// without a copy. On error the record is removed: `out` is truncated to `start`.
+    pub fn seal_in_place(
+        &mut self,
+        inner_type: ContentType,
+        out: &mut Vec<u8>,
+        start: usize,
+        padding: usize,
+    ) -> Result<(), RecordError> {
+        let checked = match out.len().checked_sub(start + HEADER_LEN) {
+            Some(content_len) => self.check_seal(content_len, padding).map(|_| content_len),
+            None => Err(RecordError::PlaintextTooLong),
+        };
+        let content_len = match checked {
+            Ok(n) => n,
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        };
+        let inner_len = content_len + 1 + padding;
         let len = (inner_len + TAG_LEN) as u16;
         let l = len.to_be_bytes();
         let v = LEGACY_RECORD_VERSION.to_be_bytes();
@@ -119,13 +143,10 @@ impl RecordProtector {
             l[0],
             l[1],
         ];
-
-        let start = out.len();
-        out.reserve(HEADER_LEN + inner_len + TAG_LEN);
-        out.extend_from_slice(&header);
-        out.extend_from_slice(plaintext);
+        out.reserve(1 + padding + TAG_LEN);
         out.push(inner_type.to_repr());
         out.resize(out.len() + padding, 0);
+        out[start..start + HEADER_LEN].copy_from_slice(&header);
         let nonce = self.nonce();
         match self
             .key
@@ -141,6 +162,18 @@ impl RecordProtector {
                 Err(RecordError::PlaintextTooLong)
             }
         }
+    }
+
+    /// Whether a record of `content_len` bytes plus `padding` may be sealed now.
+    fn check_seal(&self, content_len: usize, padding: usize) -> Result<(), RecordError> {
+        if self.exhausted {
+            return Err(RecordError::SeqExhausted);
+        }
+        // content + padding ≤ 2^14, i.e. TLSInnerPlaintext ≤ 2^14 + 1 (§5.4).
+        if content_len.saturating_add(padding) > MAX_PLAINTEXT {
+            return Err(RecordError::PlaintextTooLong);
+        }
+        Ok(())
     }
 
     /// Opens a protected record, keeping `rec` (observers may want the ciphertext): one copy.
@@ -270,6 +303,34 @@ mod tests {
         assert_eq!(inner.content, finished);
         assert_eq!(inner.padding, 0);
         assert_eq!(q.seq(), 1);
+    }
+
+    #[test]
+    fn sealing_in_place_behind_other_records() {
+        // The connection writes a flight into one buffer: a record already there, then a
+        // placeholder header and the content, sealed where it lies.
+        let finished = v::s3_client_finished();
+        let mut out = b"earlier record".to_vec();
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        out.extend_from_slice(&finished);
+        let mut p = s3_client_hs();
+        p.seal_in_place(ContentType::Handshake, &mut out, 14, 0)
+            .unwrap();
+        assert_eq!(&out[..14], b"earlier record");
+        assert_eq!(
+            hex::encode(&out[14..]),
+            hex::encode(v::s3_client_finished_record())
+        );
+        // On error the record is removed, and what came before it kept.
+        p.seq = u64::MAX;
+        p.exhausted = true;
+        out.extend_from_slice(&[0; HEADER_LEN + 3]);
+        let before = out.len() - HEADER_LEN - 3;
+        assert_eq!(
+            p.seal_in_place(ContentType::Handshake, &mut out, before, 0),
+            Err(RecordError::SeqExhausted)
+        );
+        assert_eq!(out.len(), before);
     }
 
     #[test]
