@@ -369,23 +369,21 @@ impl Conn {
 
     // -------------------------------------------------------------- receiving
 
-    pub(crate) fn feed(&mut self, bytes: &[u8]) {
-        self.deframer.feed(bytes);
-    }
-
-    /// The next complete item, or `None` when more bytes are needed.
+    /// The next complete item, or `None` when more bytes are needed. Records are read from
+    /// `input` one at a time (what is left of it stays there), so none is queued.
     ///
     /// `early_skip`: for a server that rejected 0-RTT, the number of early-data bytes it may still
     /// silently drop when a record does not decrypt under the handshake keys (§4.2.10).
     pub(crate) fn next_incoming(
         &mut self,
+        input: &mut &[u8],
         early_skip: &mut Option<usize>,
     ) -> Result<Option<Incoming>, Error> {
         loop {
             if let Some((msg, _)) = self.joiner.next_message() {
                 return Ok(Some(Incoming::Handshake(msg)));
             }
-            let rec = match self.deframer.next_record()? {
+            let rec = match self.deframer.read(input)? {
                 Some(r) => r,
                 None => return Ok(None),
             };
@@ -649,11 +647,11 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
             // ignored."
             return Ok(());
         }
-        c.feed(bytes);
     }
+    let mut input = bytes;
     loop {
         let mut skip = *ep.early_skip();
-        let item = ep.conn().next_incoming(&mut skip);
+        let item = ep.conn().next_incoming(&mut input, &mut skip);
         *ep.early_skip() = skip;
         let result = match item {
             Ok(None) => return Ok(()),

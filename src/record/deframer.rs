@@ -64,45 +64,9 @@ impl Deframer {
     /// Takes received bytes. Complete records queue for [`next_record`](Self::next_record); at
     /// most one partial record is held.
     pub fn feed(&mut self, mut data: &[u8]) {
-        while !data.is_empty() && self.error.is_none() {
-            if self.header_len < HEADER_LEN {
-                let n = (HEADER_LEN - self.header_len).min(data.len());
-                self.header[self.header_len..self.header_len + n].copy_from_slice(&data[..n]);
-                self.header_len += n;
-                data = &data[n..];
-                if self.header_len < HEADER_LEN {
-                    return;
-                }
-                match check_header(&self.header) {
-                    Ok(len) => {
-                        self.body_len = len;
-                        self.body = Vec::with_capacity(len);
-                    }
-                    Err(e) => {
-                        self.error = Some(e);
-                        return;
-                    }
-                }
-            }
-            let n = (self.body_len - self.body.len()).min(data.len());
-            self.body.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.body.len() == self.body_len {
-                self.complete();
-            }
+        while let Ok(Some(rec)) = self.take_record(&mut data) {
+            self.ready.push_back(rec);
         }
-    }
-
-    fn complete(&mut self) {
-        let h = self.header;
-        self.ready.push_back(OpaqueRecord {
-            header: h,
-            typ: ContentType::from(h[0]),
-            version: u16::from_be_bytes([h[1], h[2]]),
-            payload: core::mem::take(&mut self.body),
-        });
-        self.header_len = 0;
-        self.body_len = 0;
     }
 
     /// The next complete record; `Ok(None)` if more bytes are needed.
@@ -113,6 +77,65 @@ impl Deframer {
         match self.error {
             Some(e) => Err(e),
             None => Ok(None),
+        }
+    }
+
+    /// The next complete record, reading from `input` only as far as its end: the rest of
+    /// `input` is left for the next call, so records are handed over as they complete and
+    /// nothing is queued (what a connection does with each `receive`). Records queued by
+    /// [`feed`](Self::feed) come first. `Ok(None)`: `input` is used up, at most one partial
+    /// record is held.
+    pub fn read(&mut self, input: &mut &[u8]) -> Result<Option<OpaqueRecord>, RecordError> {
+        if let Some(r) = self.ready.pop_front() {
+            return Ok(Some(r));
+        }
+        self.take_record(input)
+    }
+
+    /// Consumes `data` up to the end of the first record it completes.
+    fn take_record(&mut self, data: &mut &[u8]) -> Result<Option<OpaqueRecord>, RecordError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        while !data.is_empty() {
+            if self.header_len < HEADER_LEN {
+                let n = (HEADER_LEN - self.header_len).min(data.len());
+                self.header[self.header_len..self.header_len + n].copy_from_slice(&data[..n]);
+                self.header_len += n;
+                *data = &data[n..];
+                if self.header_len < HEADER_LEN {
+                    return Ok(None);
+                }
+                match check_header(&self.header) {
+                    Ok(len) => {
+                        self.body_len = len;
+                        self.body = Vec::with_capacity(len);
+                    }
+                    Err(e) => {
+                        self.error = Some(e);
+                        return Err(e);
+                    }
+                }
+            }
+            let n = (self.body_len - self.body.len()).min(data.len());
+            self.body.extend_from_slice(&data[..n]);
+            *data = &data[n..];
+            if self.body.len() == self.body_len {
+                return Ok(Some(self.complete()));
+            }
+        }
+        Ok(None)
+    }
+
+    fn complete(&mut self) -> OpaqueRecord {
+        let h = self.header;
+        self.header_len = 0;
+        self.body_len = 0;
+        OpaqueRecord {
+            header: h,
+            typ: ContentType::from(h[0]),
+            version: u16::from_be_bytes([h[1], h[2]]),
+            payload: core::mem::take(&mut self.body),
         }
     }
 
@@ -186,6 +209,30 @@ mod tests {
             assert_eq!(d.next_record(), Ok(None));
             assert!(!d.has_partial());
         }
+    }
+
+    #[test]
+    fn read_consumes_input_one_record_at_a_time() {
+        let mut wire = rec(22, b"hello");
+        wire.extend(rec(23, &[9; 300]));
+        wire.extend_from_slice(&[21, 3, 3, 0]); // part of a third header
+        let mut d = Deframer::new();
+        let mut input = &wire[..];
+        let r1 = d.read(&mut input).unwrap().unwrap();
+        assert_eq!(&r1.payload[..], b"hello");
+        assert_eq!(input.len(), 305 + 4, "only the first record was read");
+        assert_eq!(d.read(&mut input).unwrap().unwrap().payload.len(), 300);
+        assert_eq!(d.read(&mut input), Ok(None));
+        assert!(input.is_empty() && d.has_partial());
+        let mut rest = &[1u8, 40, 0][..];
+        assert_eq!(d.read(&mut rest).unwrap().unwrap().payload, [40]);
+        assert_eq!(rest, [0], "the byte after the record is left");
+        // An error comes after the records before it, and sticks.
+        let mut bad = &[21, 3, 3, 0, 2, 1, 0, 24, 3, 3, 0, 1, 0][..];
+        assert!(d.read(&mut bad).unwrap().is_some());
+        let e = Err(RecordError::UnexpectedContentType(ContentType::Heartbeat));
+        assert_eq!(d.read(&mut bad), e);
+        assert_eq!(d.read(&mut &rec(22, b"x")[..]), e);
     }
 
     #[test]
