@@ -688,12 +688,10 @@ impl Client {
         let HandshakePayload::EncryptedExtensions(exts) = &msg.payload else {
             return Err(unexpected("EncryptedExtensions", &msg));
         };
-        let offered_list: Vec<ExtensionType> = exts
-            .iter()
-            .map(|e| e.typ())
-            .filter(|t| self.offered_extension(*t))
-            .collect();
-        let offered = |t: ExtensionType| offered_list.contains(&t);
+        // Each arm asks about the extension it matched, so "offered" is a question about our
+        // configuration alone.
+        let config = &*self.config;
+        let offered = |t: ExtensionType| offered_extension(config, t);
         for e in exts {
             match e {
                 Extension::ServerNameAck if offered(ExtensionType::ServerName) => {}
@@ -796,7 +794,7 @@ impl Client {
         mut h: Box<Handshaking>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
-        let HandshakePayload::Certificate(c) = &msg.payload else {
+        let HandshakePayload::Certificate(c) = msg.payload else {
             return Err(unexpected("Certificate", &msg));
         };
         if !c.context.is_empty() {
@@ -805,7 +803,8 @@ impl Client {
         if c.entries.is_empty() {
             return Err(PeerMisbehaved::NoServerCertificate.into());
         }
-        let chain: Vec<Vec<u8>> = c.entries.iter().map(|e| e.cert_data.clone()).collect();
+        // The certificates move out of the decoded message: kept for CertificateVerify.
+        let chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let now = self
             .config
             .fixed_validation_time_ms
@@ -1026,17 +1025,6 @@ impl Client {
         }
     }
 
-    fn offered_extension(&self, t: ExtensionType) -> bool {
-        match &self.state {
-            _ if t == ExtensionType::ServerName => self.config.server_name.is_some(),
-            _ if t == ExtensionType::ApplicationLayerProtocolNegotiation => {
-                !self.config.alpn.is_empty()
-            }
-            _ if t == ExtensionType::RecordSizeLimit => self.config.record_size_limit.is_some(),
-            _ => self.config.extra_extensions.iter().any(|e| e.typ() == t),
-        }
-    }
-
     fn reject_early_data(&mut self) {
         if self.early_data.status.is_some() {
             self.early_data.status = Some(EarlyDataStatus::Rejected);
@@ -1045,6 +1033,17 @@ impl Client {
             // Never lose application bytes silently: hand them back.
             self.conn.ev.push(Event::EarlyDataRejected { data });
         }
+    }
+}
+
+/// Whether our ClientHello carried an extension of type `t` that the server may answer in
+/// EncryptedExtensions.
+fn offered_extension(config: &ClientConfig, t: ExtensionType) -> bool {
+    match t {
+        ExtensionType::ServerName => config.server_name.is_some(),
+        ExtensionType::ApplicationLayerProtocolNegotiation => !config.alpn.is_empty(),
+        ExtensionType::RecordSizeLimit => config.record_size_limit.is_some(),
+        _ => config.extra_extensions.iter().any(|e| e.typ() == t),
     }
 }
 

@@ -89,9 +89,9 @@ struct Handshaking {
 }
 
 /// The key share decision (§4.2.8).
-enum ShareChoice {
-    /// Use the client's share.
-    Use(KeyShareEntry),
+enum ShareChoice<'a> {
+    /// Use the client's share (borrowed from its ClientHello).
+    Use(&'a KeyShareEntry),
     /// Ask for this group in a HelloRetryRequest.
     Retry(NamedGroup),
     /// No group in common.
@@ -514,7 +514,11 @@ impl Server {
 
     /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client
     /// already sent a share for (that saves a round trip).
-    fn choose_share(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<ShareChoice, Error> {
+    fn choose_share<'a>(
+        &self,
+        ch: &'a ClientHello,
+        retry: Option<&Retry>,
+    ) -> Result<ShareChoice<'a>, Error> {
         let shares = match ch.find(ExtensionType::KeyShare) {
             Some(Extension::KeyShareClient(s)) => s,
             Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
@@ -539,7 +543,7 @@ impl Server {
         if let Some(r) = retry {
             // §4.1.4: exactly one share, for the group we asked for.
             return match shares.as_slice() {
-                [s] if s.group == r.group => Ok(ShareChoice::Use(s.clone())),
+                [s] if s.group == r.group => Ok(ShareChoice::Use(s)),
                 _ => Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into()),
             };
         }
@@ -553,7 +557,7 @@ impl Server {
         for g in mutual {
             if let Some(s) = shares.iter().find(|s| s.group == g) {
                 if first.is_none() || !self.config.strict_group_preference {
-                    return Ok(ShareChoice::Use(s.clone()));
+                    return Ok(ShareChoice::Use(s));
                 }
             }
             first.get_or_insert(g);
