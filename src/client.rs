@@ -13,6 +13,7 @@
 //!                           Connected (NewSessionTicket, KeyUpdate, data)
 //! ```
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
@@ -29,13 +30,12 @@ use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Si
 use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
-    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, ServerNameType,
-    SignatureScheme,
+    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, SignatureScheme,
 };
-use crate::messages::extensions::{Extension, ExtensionContext, KeyShareEntry, ServerName};
+use crate::messages::extensions::{Extension, ExtensionContext, OutgoingExtension};
 use crate::messages::handshake::{
-    CertificateEntry, CertificatePayload, CertificateVerify, ClientHello, DecodeContext,
-    HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
+    CertificateVerify, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
+    OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::session::{StoredTicket, TicketStore};
 use crate::traffic::{receive_key_update, Traffic};
@@ -252,7 +252,9 @@ impl Client {
                     external: true,
                 })
             });
-        let hello = self.build_hello(&random, &session_id, &shares, None, false)?;
+        let cfg = Arc::clone(&self.config);
+        let share_list = share_list(&shares);
+        let hello = self.build_hello(&cfg, &random, &session_id, &share_list, None, false);
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
         let (transcript, early_secret, early_data_offered) =
@@ -294,60 +296,57 @@ impl Client {
             .ok_or(Error::InvalidState("no ticket"))
     }
 
-    /// The extensions of a ClientHello, in the configured order (pre_shared_key last, §4.2.11).
-    fn build_hello(
-        &mut self,
+    /// The ClientHello, its extensions in the configured order (pre_shared_key last, §4.2.11).
+    /// It borrows what it carries from `cfg` and the key `shares` (see [`OutgoingExtension`]):
+    /// building it copies none of the configuration or the (for ML-KEM, kilobyte-sized) keys.
+    #[allow(clippy::too_many_arguments)]
+    fn build_hello<'a>(
+        &self,
+        cfg: &'a ClientConfig,
         random: &[u8; 32],
-        session_id: &[u8],
-        shares: &[KeyShareSecret],
+        session_id: &'a [u8],
+        shares: &'a [(NamedGroup, &'a [u8])],
         cookie: Option<Vec<u8>>,
         retry: bool,
-    ) -> Result<ClientHello, Error> {
-        let cfg = &self.config;
-        let mut exts = Vec::new();
+    ) -> ClientHelloOut<'a> {
+        // Room for every extension this function may add, so the list is allocated once.
+        let mut exts = Vec::with_capacity(12 + cfg.extra_extensions.len());
         if let Some(name) = &cfg.server_name {
-            exts.push(Extension::ServerName(vec![ServerName {
-                typ: ServerNameType::HostName,
-                name: name.as_bytes().to_vec(),
-            }]));
+            exts.push(OutgoingExtension::HostName(name.as_bytes()));
         }
-        exts.extend(cfg.extra_extensions.iter().cloned());
-        exts.push(Extension::SupportedGroups(cfg.groups.clone()));
-        exts.push(Extension::KeyShareClient(
-            shares
+        exts.extend(
+            cfg.extra_extensions
                 .iter()
-                .map(|s| KeyShareEntry {
-                    group: s.group(),
-                    key_exchange: s.public().to_vec(),
-                })
-                .collect(),
-        ));
+                .map(|e| OutgoingExtension::Ext(Cow::Borrowed(e))),
+        );
+        exts.push(OutgoingExtension::SupportedGroups(&cfg.groups));
+        exts.push(OutgoingExtension::KeyShareClient(shares));
         if self.offered_ticket.is_some() && cfg.enable_early_data && !retry {
             if let Some(t) = &self.offered_ticket {
                 if t.max_early_data > 0 {
-                    exts.push(Extension::EarlyDataEmpty);
+                    exts.push(Extension::EarlyDataEmpty.into());
                 }
             }
         }
-        exts.push(Extension::SupportedVersionsClient(vec![
+        exts.push(OutgoingExtension::SupportedVersionsClient(&[
             ProtocolVersion::TLSv1_3,
         ]));
-        exts.push(Extension::SignatureAlgorithms(
-            cfg.signature_schemes.clone(),
+        exts.push(OutgoingExtension::SignatureAlgorithms(
+            &cfg.signature_schemes,
         ));
         if let Some(c) = cookie {
-            exts.push(Extension::Cookie(c));
+            exts.push(Extension::Cookie(c).into());
         }
         if !cfg.psk_modes.is_empty() {
-            exts.push(Extension::PskKeyExchangeModes(cfg.psk_modes.clone()));
+            exts.push(OutgoingExtension::PskKeyExchangeModes(&cfg.psk_modes));
         }
         if !cfg.alpn.is_empty() {
-            exts.push(Extension::Alpn(cfg.alpn.clone()));
+            exts.push(OutgoingExtension::Alpn(&cfg.alpn));
         }
         if let Some(limit) = cfg.record_size_limit {
-            exts.push(Extension::RecordSizeLimit(limit));
+            exts.push(Extension::RecordSizeLimit(limit).into());
         }
-        apply_extension_order(&mut exts, &cfg.extension_order);
+        apply_extension_order(&mut exts, &cfg.extension_order, OutgoingExtension::typ);
         if let Some(t) = &self.offered_ticket {
             // Placeholder binder of the right length; filled in by `finish_hello`.
             let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
@@ -358,22 +357,23 @@ impl Client {
             } else {
                 age.wrapping_add(t.age_add)
             };
-            exts.push(Extension::PreSharedKeyClient(
-                crate::messages::extensions::OfferedPsks {
+            exts.push(
+                Extension::PreSharedKeyClient(crate::messages::extensions::OfferedPsks {
                     identities: vec![crate::messages::extensions::PskIdentity {
                         identity: t.ticket.clone(),
                         obfuscated_ticket_age: obfuscated,
                     }],
                     binders: vec![vec![0u8; hash_len]],
-                },
-            ));
+                })
+                .into(),
+            );
         }
-        let mut hello = ClientHello {
+        let mut hello = ClientHelloOut {
             legacy_version: 0x0303,
             random: *random,
-            legacy_session_id: session_id.to_vec(),
-            cipher_suites: cfg.cipher_suites.clone(),
-            legacy_compression_methods: vec![0],
+            legacy_session_id: session_id,
+            cipher_suites: &cfg.cipher_suites,
+            legacy_compression_methods: &[0],
             extensions: exts,
         };
         if cfg.hello_padding != HelloPadding::None {
@@ -386,7 +386,7 @@ impl Client {
                 _ => 0,
             };
             if len + 4 <= target {
-                let pad = Extension::Padding(vec![0; target - len - 4]);
+                let pad = Extension::Padding(vec![0; target - len - 4]).into();
                 let at = hello
                     .extensions
                     .iter()
@@ -395,7 +395,7 @@ impl Client {
                 hello.extensions.insert(at, pad);
             }
         }
-        Ok(hello)
+        hello
     }
 
     /// Compute the PSK binder (§4.2.11.2) if a ticket is offered, then send the ClientHello.
@@ -403,35 +403,37 @@ impl Client {
     /// hello offers early data.
     fn finish_hello(
         &mut self,
-        hello: ClientHello,
+        mut hello: ClientHelloOut<'_>,
         mut transcript: Transcript,
     ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
-        let early_data_offered = hello.find(ExtensionType::EarlyData).is_some();
-        let binders_len = hello.binders_len();
-        let mut hello = HandshakePayload::ClientHello(hello);
+        let early_data_offered = hello.offers(ExtensionType::EarlyData);
         let mut early = None;
         if let Some(t) = &self.offered_ticket {
             let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
             let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
             // binders list, so encode once with a placeholder binder of the right length.
-            let mut encoded = Vec::with_capacity(hello.encoded_len());
-            hello.encode_into(&mut encoded);
-            let partial_len = encoded.len() - binders_len;
+            let mut encoded = Vec::with_capacity(hello.message_len());
+            OutgoingMessage::ClientHello(&hello).encode_into(&mut encoded);
+            let partial_len = encoded.len() - hello.binders_len();
             let binder = es
                 .binder_key(!t.external, &mut self.conn.ev)
                 .binder_for(&transcript, &encoded[..partial_len], &mut self.conn.ev)
                 .ok_or(Error::InvalidState(
                     "transcript hash differs from the ticket's",
                 ))?;
-            if let HandshakePayload::ClientHello(ch) = &mut hello {
-                if let Some(Extension::PreSharedKeyClient(offer)) = ch.extensions.last_mut() {
+            if let Some(OutgoingExtension::Ext(psk)) = hello.extensions.last_mut() {
+                if let Extension::PreSharedKeyClient(offer) = psk.to_mut() {
                     offer.binders = vec![binder];
                 }
             }
             early = Some(es);
         }
-        transcript.add(HandshakeType::ClientHello, self.conn.send_handshake(&hello));
+        transcript.add(
+            HandshakeType::ClientHello,
+            self.conn
+                .send_handshake(OutgoingMessage::ClientHello(&hello)),
+        );
         if let (Some(t), true) = (&self.offered_ticket, early_data_offered) {
             self.early_data.budget = t.max_early_data as usize;
             self.early_data.status = Some(EarlyDataStatus::Rejected);
@@ -664,7 +666,9 @@ impl Client {
             Some(g) => vec![KeyShareSecret::generate(g, self.conn.rng.as_mut())?],
             None => core::mem::take(&mut s.shares),
         };
-        let hello = self.build_hello(&s.random, &s.session_id, &shares, cookie, true)?;
+        let cfg = Arc::clone(&self.config);
+        let share_list = share_list(&shares);
+        let hello = self.build_hello(&cfg, &s.random, &s.session_id, &share_list, cookie, true);
         let (transcript, early_secret, _) = self.finish_hello(hello, s.transcript)?;
         Ok(State::ExpectServerHello(Box::new(ExpectServerHello {
             random: s.random,
@@ -905,9 +909,10 @@ impl Client {
         let fin = h
             .client_hs
             .verify_data(h.transcript.current_hash().as_ref(), &mut self.conn.ev);
-        let fin = HandshakePayload::Finished(fin.to_vec());
-        h.transcript
-            .add(HandshakeType::Finished, self.conn.send_handshake(&fin));
+        h.transcript.add(
+            HandshakeType::Finished,
+            self.conn.send_handshake(OutgoingMessage::Finished(&fin)),
+        );
         let resumption = master.resumption_master_secret(&h.transcript, &mut self.conn.ev);
         self.conn
             .set_write_keys(Epoch::Application(0), &h.suite, &client_app)?;
@@ -946,12 +951,14 @@ impl Client {
         context: Vec<u8>,
         schemes: &[SignatureScheme],
     ) -> Result<Option<SignatureScheme>, Error> {
-        let Some(ck) = self.config.client_cert.clone() else {
-            let m = HandshakePayload::Certificate(CertificatePayload {
-                context,
-                entries: Vec::new(),
-            });
-            transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&m));
+        // The certificate is sent from the configuration as it is (no copy of the chain).
+        let config = Arc::clone(&self.config);
+        let Some(ck) = &config.client_cert else {
+            let m = OutgoingMessage::Certificate {
+                context: &context,
+                chain: &[],
+            };
+            transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
             return Ok(None);
         };
         let scheme = ck
@@ -960,18 +967,11 @@ impl Client {
             .into_iter()
             .find(|s| schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
-        let m = HandshakePayload::Certificate(CertificatePayload {
-            context,
-            entries: ck
-                .chain
-                .iter()
-                .map(|c| CertificateEntry {
-                    cert_data: c.clone(),
-                    extensions: Vec::new(),
-                })
-                .collect(),
-        });
-        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&m));
+        let m = OutgoingMessage::Certificate {
+            context: &context,
+            chain: &ck.chain,
+        };
+        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
         let content = certificate_verify_message(false, transcript.current_hash().as_ref());
         let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
         let m = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
@@ -1034,6 +1034,11 @@ impl Client {
             self.conn.ev.push(Event::EarlyDataRejected { data });
         }
     }
+}
+
+/// Group and key_exchange of each share, as the ClientHello's key_share lists them (§4.2.8).
+fn share_list(shares: &[KeyShareSecret]) -> Vec<(NamedGroup, &[u8])> {
+    shares.iter().map(|s| (s.group(), s.public())).collect()
 }
 
 /// Whether our ClientHello carried an extension of type `t` that the server may answer in

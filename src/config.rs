@@ -367,19 +367,22 @@ impl ServerConfig {
 }
 
 /// Sort `exts` so that types listed in `order` come first, in that order; others keep their relative
-/// order; pre_shared_key stays last (§4.2.11).
-pub(crate) fn apply_extension_order(exts: &mut [Extension], order: &[ExtensionType]) {
+/// order; pre_shared_key stays last (§4.2.11). `typ` names an extension's type (`exts` holds
+/// [`Extension`]s or the client's borrowed `OutgoingExtension`s).
+pub(crate) fn apply_extension_order<E>(
+    exts: &mut [E],
+    order: &[ExtensionType],
+    typ: impl Fn(&E) -> ExtensionType,
+) {
     if order.is_empty() {
         return;
     }
-    let rank = |e: &Extension| -> usize {
-        if e.typ() == ExtensionType::PreSharedKey {
+    let rank = |e: &E| -> usize {
+        let t = typ(e);
+        if t == ExtensionType::PreSharedKey {
             return usize::MAX;
         }
-        order
-            .iter()
-            .position(|t| *t == e.typ())
-            .unwrap_or(order.len())
+        order.iter().position(|o| *o == t).unwrap_or(order.len())
     };
     exts.sort_by_key(rank); // stable: unlisted keep their order
 }

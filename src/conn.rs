@@ -17,7 +17,7 @@ use crate::events::{
 };
 use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
-use crate::messages::handshake::{HandshakeMessage, HandshakePayload};
+use crate::messages::handshake::{HandshakeMessage, OutgoingMessage};
 use crate::record::{
     plaintext_header, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
     RecordProtector, HEADER_LEN, MAX_PLAINTEXT,
@@ -126,8 +126,9 @@ impl Conn {
     /// transcript). It is encoded straight into the output buffer, at the end of the record
     /// being filled for this epoch (opened here if there is none), which `flush` seals in
     /// place: no message value and no copy per message.
-    pub(crate) fn send_handshake(&mut self, payload: &HandshakePayload) -> &[u8] {
-        let len = payload.encoded_len();
+    pub(crate) fn send_handshake<'m>(&mut self, msg: impl Into<OutgoingMessage<'m>>) -> &[u8] {
+        let msg = msg.into();
+        let len = msg.encoded_len();
         if self.open_record.is_none() {
             self.open_record = Some(self.out.len());
             self.out.reserve(HEADER_LEN + len + RECORD_TRAILER);
@@ -136,13 +137,13 @@ impl Conn {
         // Room for the message and for what sealing appends, so neither grows the buffer.
         self.out.reserve(len + RECORD_TRAILER);
         let at = self.out.len();
-        payload.encode_into(&mut self.out);
+        msg.encode_into(&mut self.out);
         if self.ev.observe.handshake {
-            let layout = self.ev.observe.layouts.then(|| payload.layout());
+            let layout = self.ev.observe.layouts.then(|| msg.layout());
             self.ev.push(Event::Handshake(HandshakeEvent {
                 direction: self.side.sending(),
                 epoch: self.write_epoch,
-                typ: payload.typ(),
+                typ: msg.typ(),
                 bytes: self.out[at..].to_vec(),
                 layout,
             }));

@@ -33,8 +33,8 @@ use crate::messages::enums::{
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
-    CertificateEntry, CertificatePayload, CertificateRequest, CertificateVerify, ClientHello,
-    DecodeContext, HandshakeMessage, HandshakePayload, NewSessionTicket, ServerHello, HRR_RANDOM,
+    CertificateRequest, CertificateVerify, ClientHello, DecodeContext, HandshakeMessage,
+    HandshakePayload, NewSessionTicket, OutgoingMessage, ServerHello, HRR_RANDOM,
 };
 use crate::session::ResumptionState;
 use crate::traffic::{receive_key_update, Traffic};
@@ -358,7 +358,7 @@ impl Server {
         let mut ee = self.encrypted_extensions(ch, alpn.as_deref())?;
         if early_accepted {
             ee.push(Extension::EarlyDataEmpty);
-            apply_extension_order(&mut ee, &self.config.extension_order);
+            apply_extension_order(&mut ee, &self.config.extension_order, Extension::typ);
         }
         let ee = HandshakePayload::EncryptedExtensions(ee);
         transcript.add(
@@ -387,8 +387,10 @@ impl Server {
         // Finished (§4.4.4), then the application keys for our side.
         let ev = &mut self.conn.ev;
         let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
-        let fin = HandshakePayload::Finished(fin.to_vec());
-        transcript.add(HandshakeType::Finished, self.conn.send_handshake(&fin));
+        transcript.add(
+            HandshakeType::Finished,
+            self.conn.send_handshake(OutgoingMessage::Finished(&fin)),
+        );
         let ev = &mut self.conn.ev;
         let master = hs.into_master(ev);
         let client_app = master.client_application_traffic_secret(&transcript, ev);
@@ -443,20 +445,12 @@ impl Server {
         transcript: &mut Transcript,
         scheme: SignatureScheme,
     ) -> Result<(), Error> {
-        let cert = HandshakePayload::Certificate(CertificatePayload {
-            context: Vec::new(),
-            entries: self
-                .config
-                .cert
-                .chain
-                .iter()
-                .map(|c| CertificateEntry {
-                    cert_data: c.clone(),
-                    extensions: Vec::new(),
-                })
-                .collect(),
-        });
-        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(&cert));
+        // Sent from the configured chain as it is, without copying it into a message value.
+        let cert = OutgoingMessage::Certificate {
+            context: &[],
+            chain: &self.config.cert.chain,
+        };
+        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert));
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
         let signature = self
             .config
@@ -775,7 +769,7 @@ impl Server {
             self.conn.recv_limit = Some(usize::from(ours));
             exts.push(Extension::RecordSizeLimit(ours));
         }
-        apply_extension_order(&mut exts, &cfg.extension_order);
+        apply_extension_order(&mut exts, &cfg.extension_order, Extension::typ);
         Ok(exts)
     }
 

@@ -16,6 +16,7 @@ use super::codec::{DecodeError, Reader, Writer};
 use super::enums::{
     ExtensionType, NamedGroup, ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
 };
+use std::borrow::Cow;
 use std::fmt;
 
 /// The message an extension block belongs to (the "TLS 1.3" column of the table in §4.2).
@@ -139,8 +140,7 @@ impl KeyShareEntry {
     }
 
     fn encode(&self, w: &mut Writer) {
-        w.span("group", |w| w.u16(self.group.into()));
-        w.span("key_exchange", |w| w.opaque_u16(&self.key_exchange));
+        key_share_entry(w, self.group, &self.key_exchange);
     }
 }
 
@@ -426,61 +426,30 @@ impl Extension {
     /// Encodes type, length and body. The span is named like `key_share (51)`, with children
     /// "type", "length" and the body's fields.
     pub fn encode(&self, w: &mut Writer) {
-        let typ = self.typ();
-        w.span(format_args!("{} ({})", typ.name(), typ.to_repr()), |w| {
-            w.span("type", |w| w.u16(typ.to_repr()));
-            w.len_u16(|w| self.encode_body(w));
-        });
+        write_extension(w, self.typ(), |w| self.encode_body(w));
     }
 
     fn encode_body(&self, w: &mut Writer) {
         use Extension as E;
         match self {
-            E::ServerName(names) => w.span("server_name_list", |w| {
-                w.len_u16(|w| {
-                    for n in names {
-                        w.span(n.typ, |w| {
-                            w.span("name_type", |w| w.u8(n.typ.into()));
-                            w.span("name", |w| w.opaque_u16(&n.name));
-                        });
-                    }
-                })
-            }),
-            E::ServerNameAck | E::EarlyDataEmpty | E::PostHandshakeAuth => {}
-            E::SupportedGroups(groups) => w.span("named_group_list", |w| {
-                w.len_u16(|w| code_points(w, groups))
-            }),
-            E::SignatureAlgorithms(schemes) | E::SignatureAlgorithmsCert(schemes) => w
-                .span("supported_signature_algorithms", |w| {
-                    w.len_u16(|w| code_points(w, schemes))
-                }),
-            E::Alpn(protocols) => w.span("protocol_name_list", |w| {
-                w.len_u16(|w| {
-                    for p in protocols {
-                        w.span("protocol_name", |w| w.opaque_u8(p));
-                    }
-                })
-            }),
-            E::SupportedVersionsClient(versions) => {
-                w.span("versions", |w| w.len_u8(|w| code_points(w, versions)))
+            E::ServerName(names) => {
+                server_name_list(w, names.iter().map(|n| (n.typ, n.name.as_slice())))
             }
+            E::ServerNameAck | E::EarlyDataEmpty | E::PostHandshakeAuth => {}
+            E::SupportedGroups(groups) => named_group_list(w, groups),
+            E::SignatureAlgorithms(schemes) | E::SignatureAlgorithmsCert(schemes) => {
+                signature_algorithms(w, schemes)
+            }
+            E::Alpn(protocols) => protocol_name_list(w, protocols),
+            E::SupportedVersionsClient(versions) => client_versions(w, versions),
             E::SupportedVersionsServer(v) => w.span("selected_version", |w| w.u16((*v).into())),
-            E::KeyShareClient(shares) => w.span("client_shares", |w| {
-                w.len_u16(|w| {
-                    for s in shares {
-                        w.span(s.group, |w| s.encode(w));
-                    }
-                })
-            }),
+            E::KeyShareClient(shares) => client_shares(
+                w,
+                shares.iter().map(|s| (s.group, s.key_exchange.as_slice())),
+            ),
             E::KeyShareServer(share) => w.span("server_share", |w| share.encode(w)),
             E::KeyShareHrr(group) => w.span("selected_group", |w| w.u16((*group).into())),
-            E::PskKeyExchangeModes(modes) => w.span("ke_modes", |w| {
-                w.len_u8(|w| {
-                    for &m in modes {
-                        w.span(m, |w| w.u8(m.into()));
-                    }
-                })
-            }),
+            E::PskKeyExchangeModes(modes) => ke_modes(w, modes),
             E::PreSharedKeyClient(psks) => psks.encode(w),
             E::PreSharedKeyServer(i) => w.span("selected_identity", |w| w.u16(*i)),
             E::EarlyDataMax(n) => w.span("max_early_data_size", |w| w.u32(*n)),
@@ -502,9 +471,197 @@ impl Extension {
     }
 }
 
+/// An extension to send, borrowing what it carries (the sender's configuration, its key
+/// shares) instead of copying it into an [`Extension`] first. Each variant encodes exactly like
+/// the [`Extension`] it stands for, bytes and layout alike: both are written by the same
+/// functions. [`OutgoingExtension::to_extension`] gives that [`Extension`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutgoingExtension<'a> {
+    /// Any extension value, borrowed or owned: configured extras, and the small or rare ones.
+    Ext(Cow<'a, Extension>),
+    /// [`Extension::ServerName`] naming one host (RFC 6066 §3), what a client sends.
+    HostName(&'a [u8]),
+    /// [`Extension::SupportedGroups`].
+    SupportedGroups(&'a [NamedGroup]),
+    /// [`Extension::KeyShareClient`]: the group and key_exchange of each share.
+    KeyShareClient(&'a [(NamedGroup, &'a [u8])]),
+    /// [`Extension::SupportedVersionsClient`].
+    SupportedVersionsClient(&'a [ProtocolVersion]),
+    /// [`Extension::SignatureAlgorithms`].
+    SignatureAlgorithms(&'a [SignatureScheme]),
+    /// [`Extension::PskKeyExchangeModes`].
+    PskKeyExchangeModes(&'a [PskKeyExchangeMode]),
+    /// [`Extension::Alpn`].
+    Alpn(&'a [Vec<u8>]),
+}
+
+impl OutgoingExtension<'_> {
+    /// The extension_type on the wire.
+    pub fn typ(&self) -> ExtensionType {
+        use ExtensionType as T;
+        use OutgoingExtension as O;
+        match self {
+            O::Ext(e) => e.typ(),
+            O::HostName(_) => T::ServerName,
+            O::SupportedGroups(_) => T::SupportedGroups,
+            O::KeyShareClient(_) => T::KeyShare,
+            O::SupportedVersionsClient(_) => T::SupportedVersions,
+            O::SignatureAlgorithms(_) => T::SignatureAlgorithms,
+            O::PskKeyExchangeModes(_) => T::PskKeyExchangeModes,
+            O::Alpn(_) => T::ApplicationLayerProtocolNegotiation,
+        }
+    }
+
+    /// Encodes type, length and body, exactly as [`Extension::encode`] does for
+    /// [`to_extension`](Self::to_extension).
+    pub fn encode(&self, w: &mut Writer) {
+        use OutgoingExtension as O;
+        write_extension(w, self.typ(), |w| match self {
+            O::Ext(e) => e.encode_body(w),
+            O::HostName(name) => {
+                server_name_list(w, core::iter::once((ServerNameType::HostName, *name)))
+            }
+            O::SupportedGroups(groups) => named_group_list(w, groups),
+            O::KeyShareClient(shares) => client_shares(w, shares.iter().copied()),
+            O::SupportedVersionsClient(versions) => client_versions(w, versions),
+            O::SignatureAlgorithms(schemes) => signature_algorithms(w, schemes),
+            O::PskKeyExchangeModes(modes) => ke_modes(w, modes),
+            O::Alpn(protocols) => protocol_name_list(w, protocols),
+        });
+    }
+
+    /// The owned [`Extension`] this stands for (copies what it borrows).
+    pub fn to_extension(&self) -> Extension {
+        use Extension as E;
+        use OutgoingExtension as O;
+        match self {
+            O::Ext(e) => e.clone().into_owned(),
+            O::HostName(name) => E::ServerName(vec![ServerName {
+                typ: ServerNameType::HostName,
+                name: name.to_vec(),
+            }]),
+            O::SupportedGroups(groups) => E::SupportedGroups(groups.to_vec()),
+            O::KeyShareClient(shares) => E::KeyShareClient(
+                shares
+                    .iter()
+                    .map(|&(group, key_exchange)| KeyShareEntry {
+                        group,
+                        key_exchange: key_exchange.to_vec(),
+                    })
+                    .collect(),
+            ),
+            O::SupportedVersionsClient(versions) => E::SupportedVersionsClient(versions.to_vec()),
+            O::SignatureAlgorithms(schemes) => E::SignatureAlgorithms(schemes.to_vec()),
+            O::PskKeyExchangeModes(modes) => E::PskKeyExchangeModes(modes.to_vec()),
+            O::Alpn(protocols) => E::Alpn(protocols.to_vec()),
+        }
+    }
+}
+
+impl From<Extension> for OutgoingExtension<'_> {
+    fn from(e: Extension) -> Self {
+        OutgoingExtension::Ext(Cow::Owned(e))
+    }
+}
+
+// The encoders below are shared by [`Extension`] and [`OutgoingExtension`], so an extension
+// encodes to the same bytes and spans whichever form it was built in.
+
+/// Type, length and the body `body` writes, in a span named like `key_share (51)` with
+/// children "type", "length" and the body's fields.
+fn write_extension(w: &mut Writer, typ: ExtensionType, body: impl FnOnce(&mut Writer)) {
+    w.span(format_args!("{} ({})", typ.name(), typ.to_repr()), |w| {
+        w.span("type", |w| w.u16(typ.to_repr()));
+        w.len_u16(body);
+    });
+}
+
+/// `ServerName server_name_list<1..2^16-1>` (RFC 6066 §3).
+fn server_name_list<'n>(w: &mut Writer, names: impl Iterator<Item = (ServerNameType, &'n [u8])>) {
+    w.span("server_name_list", |w| {
+        w.len_u16(|w| {
+            for (typ, name) in names {
+                w.span(typ, |w| {
+                    w.span("name_type", |w| w.u8(typ.into()));
+                    w.span("name", |w| w.opaque_u16(name));
+                });
+            }
+        })
+    })
+}
+
+/// `NamedGroup named_group_list<2..2^16-1>` (§4.2.7).
+fn named_group_list(w: &mut Writer, groups: &[NamedGroup]) {
+    w.span("named_group_list", |w| {
+        w.len_u16(|w| code_points(w, groups))
+    })
+}
+
+/// `SignatureScheme supported_signature_algorithms<2..2^16-2>` (§4.2.3).
+fn signature_algorithms(w: &mut Writer, schemes: &[SignatureScheme]) {
+    w.span("supported_signature_algorithms", |w| {
+        w.len_u16(|w| code_points(w, schemes))
+    })
+}
+
+/// `ProtocolName protocol_name_list<2..2^16-1>` (RFC 7301 §3.1).
+fn protocol_name_list(w: &mut Writer, protocols: &[Vec<u8>]) {
+    w.span("protocol_name_list", |w| {
+        w.len_u16(|w| {
+            for p in protocols {
+                w.span("protocol_name", |w| w.opaque_u8(p));
+            }
+        })
+    })
+}
+
+/// `ProtocolVersion versions<2..254>` (§4.2.1).
+fn client_versions(w: &mut Writer, versions: &[ProtocolVersion]) {
+    w.span("versions", |w| w.len_u8(|w| code_points(w, versions)))
+}
+
+/// `KeyShareEntry client_shares<0..2^16-1>` (§4.2.8), each share in a span named by its group.
+fn client_shares<'s>(w: &mut Writer, shares: impl Iterator<Item = (NamedGroup, &'s [u8])>) {
+    w.span("client_shares", |w| {
+        w.len_u16(|w| {
+            for (group, key_exchange) in shares {
+                w.span(group, |w| key_share_entry(w, group, key_exchange));
+            }
+        })
+    })
+}
+
+/// One `KeyShareEntry` (§4.2.8).
+fn key_share_entry(w: &mut Writer, group: NamedGroup, key_exchange: &[u8]) {
+    w.span("group", |w| w.u16(group.into()));
+    w.span("key_exchange", |w| w.opaque_u16(key_exchange));
+}
+
+/// `PskKeyExchangeMode ke_modes<1..255>` (§4.2.9).
+fn ke_modes(w: &mut Writer, modes: &[PskKeyExchangeMode]) {
+    w.span("ke_modes", |w| {
+        w.len_u8(|w| {
+            for &m in modes {
+                w.span(m, |w| w.u8(m.into()));
+            }
+        })
+    })
+}
+
 /// Writes `Extension extensions<..2^16-1>`: span "extensions" with children "length" and one
 /// span per extension.
 pub fn encode_extensions(w: &mut Writer, exts: &[Extension]) {
+    w.span("extensions", |w| {
+        w.len_u16(|w| {
+            for e in exts {
+                e.encode(w);
+            }
+        })
+    });
+}
+
+/// [`encode_extensions`] for extensions to send.
+pub fn encode_outgoing_extensions(w: &mut Writer, exts: &[OutgoingExtension<'_>]) {
     w.span("extensions", |w| {
         w.len_u16(|w| {
             for e in exts {
@@ -716,6 +873,50 @@ mod tests {
                 body: vec![1, 2, 3]
             })
         );
+    }
+
+    #[test]
+    fn outgoing_extensions_encode_like_the_extensions_they_stand_for() {
+        let groups = [NamedGroup::X25519, NamedGroup::secp256r1];
+        let shares: [(NamedGroup, &[u8]); 2] = [
+            (NamedGroup::X25519, &[1; 32]),
+            (NamedGroup::secp256r1, &[4; 65]),
+        ];
+        let schemes = [SignatureScheme::ecdsa_secp256r1_sha256];
+        let modes = [PskKeyExchangeMode::PskDheKe];
+        let alpn = [b"h2".to_vec(), b"http/1.1".to_vec()];
+        let extra = Extension::Cookie(vec![7; 5]);
+        let all = [
+            OutgoingExtension::HostName(b"example.com"),
+            OutgoingExtension::SupportedGroups(&groups),
+            OutgoingExtension::KeyShareClient(&shares),
+            OutgoingExtension::SupportedVersionsClient(&[ProtocolVersion::TLSv1_3]),
+            OutgoingExtension::SignatureAlgorithms(&schemes),
+            OutgoingExtension::PskKeyExchangeModes(&modes),
+            OutgoingExtension::Alpn(&alpn),
+            OutgoingExtension::Ext(Cow::Borrowed(&extra)),
+            Extension::RecordSizeLimit(512).into(),
+        ];
+        for out in &all {
+            let owned = out.to_extension();
+            assert_eq!(out.typ(), owned.typ());
+            let (mut a, mut b) = (Writer::with_layout(), Writer::with_layout());
+            out.encode(&mut a);
+            owned.encode(&mut b);
+            let (a, b) = (a.into_layout(), b.into_layout());
+            assert_eq!(a, b, "{owned:?}: same bytes and spans");
+            // And the bytes decode (ClientHello context) back to the owned value.
+            let mut r = Reader::new(&a.0);
+            assert_eq!(
+                Extension::decode(&mut r, ExtensionContext::ClientHello),
+                Ok(owned)
+            );
+        }
+        let (mut a, mut b) = (Writer::new(), Writer::new());
+        encode_outgoing_extensions(&mut a, &all);
+        let owned: Vec<Extension> = all.iter().map(OutgoingExtension::to_extension).collect();
+        encode_extensions(&mut b, &owned);
+        assert_eq!(a.into_bytes(), b.into_bytes());
     }
 
     #[test]

@@ -13,7 +13,10 @@
 
 use super::codec::{DecodeError, Reader, Writer};
 use super::enums::{CipherSuite, ExtensionType, HandshakeType, KeyUpdateRequest, SignatureScheme};
-use super::extensions::{decode_extensions, encode_extensions, Extension, ExtensionContext};
+use super::extensions::{
+    decode_extensions, encode_extensions, encode_outgoing_extensions, Extension, ExtensionContext,
+    OutgoingExtension,
+};
 use super::layout::Span;
 
 /// ServerHello.random of a HelloRetryRequest: SHA-256("HelloRetryRequest") (§4.1.3).
@@ -193,49 +196,52 @@ impl HandshakePayload {
     /// Size of the whole message (4-byte header included), found by a measuring pass of the
     /// encoder, so the bytes can be written into a buffer allocated once.
     pub fn encoded_len(&self) -> usize {
-        let mut w = Writer::measuring();
-        self.write(&mut w);
-        w.len()
+        OutgoingMessage::Payload(self).encoded_len()
     }
 
-    /// Appends the whole message (header included) to `out`. The connection encodes what it
-    /// sends straight into its output buffer this way, with no intermediate message value;
-    /// reserve [`encoded_len`](Self::encoded_len) first to avoid growing `out`.
+    /// Appends the whole message (header included) to `out`; reserve
+    /// [`encoded_len`](Self::encoded_len) first to avoid growing `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let mut w = Writer::appending(core::mem::take(out));
-        self.write(&mut w);
-        *out = w.into_bytes();
+        OutgoingMessage::Payload(self).encode_into(out)
     }
 
     /// The named byte ranges of the encoded message (see [`HandshakeMessage::layout`]).
     pub fn layout(&self) -> Vec<Span> {
-        let mut w = Writer::with_layout();
-        self.write(&mut w);
-        w.into_layout().1
-    }
-
-    /// Header (spans "msg_type", "length") and body.
-    fn write(&self, w: &mut Writer) {
-        w.span("msg_type", |w| w.u8(self.typ().into()));
-        w.len_u24(|w| self.write_body(w));
+        OutgoingMessage::Payload(self).layout()
     }
 
     fn write_body(&self, w: &mut Writer) {
         use HandshakePayload as P;
         match self {
-            P::ClientHello(ch) => ch.encode(w),
+            P::ClientHello(ch) => client_hello_body(
+                w,
+                ClientHelloFields {
+                    legacy_version: ch.legacy_version,
+                    random: &ch.random,
+                    legacy_session_id: &ch.legacy_session_id,
+                    cipher_suites: &ch.cipher_suites,
+                    legacy_compression_methods: &ch.legacy_compression_methods,
+                },
+                |w| encode_extensions(w, &ch.extensions),
+            ),
             P::ServerHello(sh) => sh.encode(w),
             P::EncryptedExtensions(exts) => encode_extensions(w, exts),
             P::CertificateRequest(cr) => {
                 w.span("certificate_request_context", |w| w.opaque_u8(&cr.context));
                 encode_extensions(w, &cr.extensions);
             }
-            P::Certificate(c) => c.encode(w),
+            P::Certificate(c) => certificate_body(
+                w,
+                &c.context,
+                c.entries
+                    .iter()
+                    .map(|e| (e.cert_data.as_slice(), e.extensions.as_slice())),
+            ),
             P::CertificateVerify(cv) => {
                 w.span("algorithm", |w| w.u16(cv.scheme.into()));
                 w.span("signature", |w| w.opaque_u16(&cv.signature));
             }
-            P::Finished(verify_data) => w.span("verify_data", |w| w.bytes(verify_data)),
+            P::Finished(verify_data) => finished_body(w, verify_data),
             P::NewSessionTicket(nst) => nst.encode(w),
             P::EndOfEarlyData => {}
             P::KeyUpdate(req) => w.span("request_update", |w| w.u8((*req).into())),
@@ -305,14 +311,6 @@ impl ClientHello {
         }
     }
 
-    /// Size of the whole ClientHello message, 4-byte header included (what RFC 7685 padding
-    /// is computed from), without encoding it.
-    pub fn message_len(&self) -> usize {
-        let mut w = Writer::measuring();
-        self.encode(&mut w);
-        4 + w.len()
-    }
-
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(ClientHello {
             legacy_version: r.u16("legacy_version")?,
@@ -330,25 +328,216 @@ impl ClientHello {
             extensions: decode_extensions(r, ExtensionContext::ClientHello)?,
         })
     }
+}
+
+/// The fields of a ClientHello before its extensions, borrowed.
+#[derive(Clone, Copy)]
+struct ClientHelloFields<'a> {
+    legacy_version: u16,
+    random: &'a [u8; 32],
+    legacy_session_id: &'a [u8],
+    cipher_suites: &'a [CipherSuite],
+    legacy_compression_methods: &'a [u8],
+}
+
+/// A ClientHello body: `fields`, then the extension block `extensions` writes. Shared by
+/// [`ClientHello`] and [`ClientHelloOut`].
+fn client_hello_body(
+    w: &mut Writer,
+    fields: ClientHelloFields<'_>,
+    extensions: impl FnOnce(&mut Writer),
+) {
+    w.span("legacy_version", |w| w.u16(fields.legacy_version));
+    w.span("random", |w| w.bytes(fields.random));
+    w.span("legacy_session_id", |w| {
+        w.opaque_u8(fields.legacy_session_id)
+    });
+    w.span("cipher_suites", |w| {
+        w.len_u16(|w| {
+            for &s in fields.cipher_suites {
+                w.span(s, |w| w.u16(s.into()));
+            }
+        })
+    });
+    w.span("legacy_compression_methods", |w| {
+        w.opaque_u8(fields.legacy_compression_methods)
+    });
+    extensions(w);
+}
+
+/// A ClientHello to send, borrowing its suites and extension contents from the client's
+/// configuration and keys (see [`OutgoingExtension`]); encodes exactly like the
+/// [`ClientHello`] [`to_client_hello`](Self::to_client_hello) returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientHelloOut<'a> {
+    /// Always 0x0303 in TLS 1.3.
+    pub legacy_version: u16,
+    /// 32 random bytes.
+    pub random: [u8; 32],
+    /// Empty, or 32 bytes in middlebox compatibility mode (§D.4).
+    pub legacy_session_id: &'a [u8],
+    /// Offered suites, most preferred first.
+    pub cipher_suites: &'a [CipherSuite],
+    /// `[0]` in TLS 1.3.
+    pub legacy_compression_methods: &'a [u8],
+    /// Extensions in wire order (pre_shared_key last, §4.2.11).
+    pub extensions: Vec<OutgoingExtension<'a>>,
+}
+
+impl ClientHelloOut<'_> {
+    /// Whether an extension of type `t` is offered.
+    pub fn offers(&self, t: ExtensionType) -> bool {
+        self.extensions.iter().any(|e| e.typ() == t)
+    }
+
+    /// [`ClientHello::binders_len`] of this hello.
+    pub fn binders_len(&self) -> usize {
+        match self.extensions.last() {
+            Some(OutgoingExtension::Ext(e)) => match e.as_ref() {
+                Extension::PreSharedKeyClient(psks) => psks.binders_len(),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    /// Size of the whole message, 4-byte header included (what RFC 7685 padding is computed
+    /// from), without encoding it.
+    pub fn message_len(&self) -> usize {
+        OutgoingMessage::ClientHello(self).encoded_len()
+    }
+
+    /// The owned [`ClientHello`] this stands for (copies what it borrows).
+    pub fn to_client_hello(&self) -> ClientHello {
+        ClientHello {
+            legacy_version: self.legacy_version,
+            random: self.random,
+            legacy_session_id: self.legacy_session_id.to_vec(),
+            cipher_suites: self.cipher_suites.to_vec(),
+            legacy_compression_methods: self.legacy_compression_methods.to_vec(),
+            extensions: self
+                .extensions
+                .iter()
+                .map(OutgoingExtension::to_extension)
+                .collect(),
+        }
+    }
 
     fn encode(&self, w: &mut Writer) {
-        w.span("legacy_version", |w| w.u16(self.legacy_version));
-        w.span("random", |w| w.bytes(&self.random));
-        w.span("legacy_session_id", |w| {
-            w.opaque_u8(&self.legacy_session_id)
-        });
-        w.span("cipher_suites", |w| {
-            w.len_u16(|w| {
-                for &s in &self.cipher_suites {
-                    w.span(s, |w| w.u16(s.into()));
-                }
-            })
-        });
-        w.span("legacy_compression_methods", |w| {
-            w.opaque_u8(&self.legacy_compression_methods)
-        });
-        encode_extensions(w, &self.extensions);
+        client_hello_body(
+            w,
+            ClientHelloFields {
+                legacy_version: self.legacy_version,
+                random: &self.random,
+                legacy_session_id: self.legacy_session_id,
+                cipher_suites: self.cipher_suites,
+                legacy_compression_methods: self.legacy_compression_methods,
+            },
+            |w| encode_outgoing_extensions(w, &self.extensions),
+        );
     }
+}
+
+/// A handshake message to send, encoded from what the sender holds without first copying it
+/// into a [`HandshakePayload`]: the connection encodes these straight into its output buffer.
+/// Each encodes to exactly the bytes and layout of the payload it stands for.
+#[derive(Clone, Copy, Debug)]
+pub enum OutgoingMessage<'a> {
+    /// Any payload.
+    Payload(&'a HandshakePayload),
+    /// A ClientHello built from the client's configuration and keys.
+    ClientHello(&'a ClientHelloOut<'a>),
+    /// [`HandshakePayload::Finished`] with this verify_data (§4.4.4).
+    Finished(&'a [u8]),
+    /// [`HandshakePayload::Certificate`] (§4.4.2): `context`, then each certificate of `chain`
+    /// (DER, end-entity first) without per-certificate extensions.
+    Certificate {
+        /// certificate_request_context.
+        context: &'a [u8],
+        /// The certificates.
+        chain: &'a [Vec<u8>],
+    },
+}
+
+impl<'a> From<&'a HandshakePayload> for OutgoingMessage<'a> {
+    fn from(p: &'a HandshakePayload) -> Self {
+        OutgoingMessage::Payload(p)
+    }
+}
+
+impl OutgoingMessage<'_> {
+    /// msg_type.
+    pub fn typ(&self) -> HandshakeType {
+        match self {
+            OutgoingMessage::Payload(p) => p.typ(),
+            OutgoingMessage::ClientHello(_) => HandshakeType::ClientHello,
+            OutgoingMessage::Finished(_) => HandshakeType::Finished,
+            OutgoingMessage::Certificate { .. } => HandshakeType::Certificate,
+        }
+    }
+
+    /// Size of the whole message (4-byte header included), found by a measuring pass of the
+    /// encoder, so the bytes can be written into a buffer allocated once.
+    pub fn encoded_len(&self) -> usize {
+        let mut w = Writer::measuring();
+        self.write(&mut w);
+        w.len()
+    }
+
+    /// Appends the whole message (header included) to `out`. The connection encodes what it
+    /// sends straight into its output buffer this way; reserve
+    /// [`encoded_len`](Self::encoded_len) first to avoid growing `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut w = Writer::appending(core::mem::take(out));
+        self.write(&mut w);
+        *out = w.into_bytes();
+    }
+
+    /// The named byte ranges of the encoded message (see [`HandshakeMessage::layout`]).
+    pub fn layout(&self) -> Vec<Span> {
+        let mut w = Writer::with_layout();
+        self.write(&mut w);
+        w.into_layout().1
+    }
+
+    /// Header (spans "msg_type", "length") and body.
+    fn write(&self, w: &mut Writer) {
+        w.span("msg_type", |w| w.u8(self.typ().into()));
+        w.len_u24(|w| match self {
+            OutgoingMessage::Payload(p) => p.write_body(w),
+            OutgoingMessage::ClientHello(ch) => ch.encode(w),
+            OutgoingMessage::Finished(verify_data) => finished_body(w, verify_data),
+            OutgoingMessage::Certificate { context, chain } => certificate_body(
+                w,
+                context,
+                chain.iter().map(|c| (c.as_slice(), &[] as &[Extension])),
+            ),
+        });
+    }
+}
+
+/// `Finished` (§4.4.4): `opaque verify_data[Hash.length]`.
+fn finished_body(w: &mut Writer, verify_data: &[u8]) {
+    w.span("verify_data", |w| w.bytes(verify_data))
+}
+
+/// `Certificate` (§4.4.2): the context, then each entry's cert_data and extensions.
+fn certificate_body<'c>(
+    w: &mut Writer,
+    context: &[u8],
+    entries: impl Iterator<Item = (&'c [u8], &'c [Extension])>,
+) {
+    w.span("certificate_request_context", |w| w.opaque_u8(context));
+    w.span("certificate_list", |w| {
+        w.len_u24(|w| {
+            for (cert, extensions) in entries {
+                w.span("certificate_entry", |w| {
+                    w.span("cert_data", |w| w.opaque_u24(cert));
+                    encode_extensions(w, extensions);
+                });
+            }
+        })
+    });
 }
 
 /// ```text
@@ -493,22 +682,6 @@ impl CertificatePayload {
             })?;
         Ok(CertificatePayload { context, entries })
     }
-
-    fn encode(&self, w: &mut Writer) {
-        w.span("certificate_request_context", |w| {
-            w.opaque_u8(&self.context)
-        });
-        w.span("certificate_list", |w| {
-            w.len_u24(|w| {
-                for e in &self.entries {
-                    w.span("certificate_entry", |w| {
-                        w.span("cert_data", |w| w.opaque_u24(&e.cert_data));
-                        encode_extensions(w, &e.extensions);
-                    });
-                }
-            })
-        });
-    }
 }
 
 /// ```text
@@ -592,7 +765,7 @@ mod tests {
         let msg = HandshakeMessage::decode(bytes, ctx).unwrap();
         assert_eq!(HandshakeMessage::new(msg.payload.clone()).encoded, bytes);
         let mut w = Writer::with_layout();
-        msg.payload.write(&mut w);
+        OutgoingMessage::Payload(&msg.payload).write(&mut w);
         let (relaid, spans) = w.into_layout();
         assert_eq!(relaid, bytes, "recording spans does not change the bytes");
         check_tiling(&spans, bytes.len()).unwrap();
@@ -671,6 +844,69 @@ mod tests {
             ]
         );
         round_trip(&msg.encoded, DecodeContext::default());
+    }
+
+    #[test]
+    fn outgoing_messages_encode_like_the_payloads_they_stand_for() {
+        let shares: [(NamedGroup, &[u8]); 1] = [(NamedGroup::X25519, &[9; 32])];
+        let suites = [CipherSuite::TLS_AES_128_GCM_SHA256];
+        let ch = ClientHelloOut {
+            legacy_version: 0x0303,
+            random: [7; 32],
+            legacy_session_id: &[1; 32],
+            cipher_suites: &suites,
+            legacy_compression_methods: &[0],
+            extensions: vec![
+                OutgoingExtension::HostName(b"localhost"),
+                OutgoingExtension::KeyShareClient(&shares),
+                OutgoingExtension::SupportedVersionsClient(&[ProtocolVersion::TLSv1_3]),
+            ],
+        };
+        let chain = [vec![0x30, 1, 2], vec![0x30, 3]];
+        let cases = [
+            (
+                OutgoingMessage::ClientHello(&ch),
+                HandshakePayload::ClientHello(ch.to_client_hello()),
+            ),
+            (
+                OutgoingMessage::Finished(&[0xab; 32]),
+                HandshakePayload::Finished(vec![0xab; 32]),
+            ),
+            (
+                OutgoingMessage::Certificate {
+                    context: &[],
+                    chain: &chain,
+                },
+                HandshakePayload::Certificate(CertificatePayload {
+                    context: vec![],
+                    entries: chain
+                        .iter()
+                        .map(|c| CertificateEntry {
+                            cert_data: c.clone(),
+                            extensions: vec![],
+                        })
+                        .collect(),
+                }),
+            ),
+        ];
+        for (out, payload) in cases {
+            let bytes = HandshakeMessage::new(payload.clone()).encoded;
+            let mut sent = vec![0xee]; // appended after what the buffer holds
+            sent.reserve(out.encoded_len());
+            out.encode_into(&mut sent);
+            assert_eq!(&sent[1..], bytes);
+            assert_eq!(out.encoded_len(), bytes.len());
+            assert_eq!(out.typ(), payload.typ());
+            assert_eq!(out.layout(), payload.layout());
+            assert_eq!(
+                round_trip(&bytes, DecodeContext::default()).payload,
+                payload
+            );
+        }
+        assert_eq!(
+            ch.message_len(),
+            HandshakePayload::ClientHello(ch.to_client_hello()).encoded_len()
+        );
     }
 
     #[test]

@@ -22,13 +22,13 @@ pub use enums::{
     ServerNameType, SignatureScheme,
 };
 pub use extensions::{
-    decode_extensions, encode_extensions, Extension, ExtensionContext, KeyShareEntry, OfferedPsks,
-    PskIdentity, ServerName,
+    decode_extensions, encode_extensions, encode_outgoing_extensions, Extension, ExtensionContext,
+    KeyShareEntry, OfferedPsks, OutgoingExtension, PskIdentity, ServerName,
 };
 pub use handshake::{
     handshake_header, CertificateEntry, CertificatePayload, CertificateRequest, CertificateVerify,
-    ClientHello, DecodeContext, HandshakeMessage, HandshakePayload, NewSessionTicket, ServerHello,
-    DOWNGRADE_TLS11, DOWNGRADE_TLS12, HRR_RANDOM,
+    ClientHello, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
+    NewSessionTicket, OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12, HRR_RANDOM,
 };
 pub use layout::Span;
 
