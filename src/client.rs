@@ -258,7 +258,7 @@ impl Client {
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
         let (transcript, early_secret, early_data_offered) =
-            self.finish_hello(hello, Transcript::new())?;
+            self.finish_hello(hello, self.first_transcript()?)?;
         self.conn.flush()?;
         self.conn.plaintext_version = 0x0303;
         self.conn.ccs_allowed = true;
@@ -287,6 +287,29 @@ impl Client {
             early_data_offered,
             ccs_sent,
         })
+    }
+
+    /// The transcript the first ClientHello starts. Its hash is chosen by the server's suite
+    /// (RFC 8446 §4.4.1), so the transcript buffers the ClientHello until the ServerHello says
+    /// which; but when every suite we offer, and the PSK we offer, use the same hash, that hash
+    /// is the only possible answer and hashing can start right away, without the buffer.
+    fn first_transcript(&self) -> Result<Transcript, Error> {
+        let mut transcript = Transcript::new();
+        let mut hashes = self
+            .config
+            .cipher_suites
+            .iter()
+            .filter_map(|s| suite_params(*s))
+            .map(|s| s.hash)
+            .chain(self.offered_ticket.as_ref().and_then(|t| t.suite_hash()));
+        if let Some(first) = hashes.next() {
+            if hashes.all(|h| h == first) {
+                transcript
+                    .start_hash(first)
+                    .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
+            }
+        }
+        Ok(transcript)
     }
 
     fn ticket_suite(&self) -> Result<SuiteParams, Error> {
