@@ -338,6 +338,12 @@ impl EventQueue {
     }
 
     pub(crate) fn push(&mut self, e: Event) {
+        // Without observers a connection queues only a few events between drains (the outcome,
+        // application data, alerts), and the queue keeps its capacity for the connection's
+        // life: start it at one slot, not the default four (an Event is 136 bytes).
+        if self.queue.capacity() == 0 && self.observe == Observe::NONE {
+            self.queue.reserve_exact(1);
+        }
         self.queue.push_back(e);
     }
 }
