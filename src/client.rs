@@ -322,7 +322,6 @@ impl Client {
     /// The ClientHello, its extensions in the configured order (pre_shared_key last, §4.2.11).
     /// It borrows what it carries from `cfg` and the key `shares` (see [`OutgoingExtension`]):
     /// building it copies none of the configuration or the (for ML-KEM, kilobyte-sized) keys.
-    #[allow(clippy::too_many_arguments)]
     fn build_hello<'a>(
         &self,
         cfg: &'a ClientConfig,

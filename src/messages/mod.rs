@@ -8,6 +8,11 @@
 //!
 //! Decoding never panics on peer input; every length prefix is a bounded sub-reader that must be
 //! consumed, and every decoded value re-encodes to the bytes it came from.
+//!
+//! Decoding produces owned values. Sending needs no owned value: [`OutgoingMessage`],
+//! [`ClientHelloOut`] and [`OutgoingExtension`] borrow what the sender holds (its configuration,
+//! key shares, certificate chain, verify_data) and are written by the same encoders, so they
+//! produce the same bytes and layouts without copying that data first.
 
 pub mod codec;
 pub mod enums;
