@@ -27,6 +27,11 @@ use crate::record::{
 /// (RFC 8446 §5.2; padding aside). Reserved up front so sealing does not grow the buffer.
 const RECORD_TRAILER: usize = 1 + TAG_LEN;
 
+/// What an empty output buffer reserves when a flight starts: a server's first flight
+/// (ServerHello with an X25519MLKEM768 share, EncryptedExtensions, a certificate, its
+/// CertificateVerify and Finished, in two records) is about 2.5 KiB.
+const FLIGHT_RESERVE: usize = 4096;
+
 /// Consecutive records without content (empty application data, CCS) we tolerate (resource limit).
 pub(crate) const MAX_EMPTY_RECORDS: u32 = 32;
 
@@ -131,7 +136,16 @@ impl Conn {
         let len = msg.encoded_len();
         if self.open_record.is_none() {
             self.open_record = Some(self.out.len());
-            self.out.reserve(HEADER_LEN + len + RECORD_TRAILER);
+            // The first record of a flight: the messages and records that follow it (a
+            // server's whole first flight) usually fit in a few KiB, so reserve that much at
+            // once rather than grow the buffer message by message.
+            let floor = if self.out.is_empty() {
+                FLIGHT_RESERVE
+            } else {
+                0
+            };
+            self.out
+                .reserve((HEADER_LEN + len + RECORD_TRAILER).max(floor));
             self.out.extend_from_slice(&[0; HEADER_LEN]); // the header, written by `flush`
         }
         // Room for the message and for what sealing appends, so neither grows the buffer.
