@@ -92,9 +92,7 @@ fn run(group: NamedGroup, i: &Inputs) -> Run {
     let mut srng = ScriptedRandom::new(ss, 0);
     let key = KeyShareSecret::generate(group, &mut crng).unwrap();
     let dk_sha256 = key.private.iter().find_map(|p| match p {
-        ComponentPrivate::MlKem512(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
-        ComponentPrivate::MlKem768(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
-        ComponentPrivate::MlKem1024(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
+        ComponentPrivate::MlKem(dk) => Some(sha2::Sha256::digest(dk.encoded()).to_vec()),
         _ => None,
     });
     let client_share = key.public().to_vec();
