@@ -807,7 +807,14 @@ impl Server {
                 .config
                 .fixed_validation_time_ms
                 .unwrap_or(self.conn.now_ms);
-            cert::verify_chain(&chain, roots, None, now / 1000, Usage::Client)?;
+            cert::verify_chain(
+                &chain,
+                roots,
+                None,
+                now / 1000,
+                Usage::Client,
+                self.config.signature_memo.as_deref(),
+            )?;
         }
         h.client_chain = chain;
         Ok(State::ExpectCertificateVerify(h))
