@@ -509,6 +509,9 @@ fn resumption_across_processes() {
     let out = stdout(&o);
     assert!(summary_value(&out, "resumed").starts_with("yes"), "{out}");
     assert_eq!(summary_value(&out, "signature scheme"), "none (resumed)");
+    // The tickets allow 0-RTT, but without --early-data none is offered.
+    assert_eq!(summary_value(&out, "early data"), "not sent", "{out}");
+    assert!(!out.contains("end_of_early_data"), "{out}");
     assert!(
         !out.contains("certificate("),
         "no certificate when resuming:\n{out}"
