@@ -77,7 +77,7 @@ pub struct ServerArgs {
     /// Append NSS key log lines to FILE (SSLKEYLOGFILE is honoured too).
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
-    /// Write one JSON ledger per connection into DIR (conn-000001.json, ...).
+    /// Write one JSON ledger per connection into DIR (conn-000001.json, ...), before its summary line.
     #[arg(long, value_name = "DIR")]
     pub json_dir: Option<PathBuf>,
     /// Put secret values in the JSON ledgers.
@@ -305,11 +305,6 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         "conn #{n} from {peer_s}: {what}; C→S {} bytes/{} records, S→C {} bytes/{} records; {status}\n",
         t.client_to_server.bytes, t.client_to_server.records, t.server_to_client.bytes, t.server_to_client.records
     ));
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    }
     let c = super::instruments::Connection {
         side: Side::Server,
         events: &events,
@@ -341,6 +336,10 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             eprintln!("tls13lab: {f}");
         }
     }
+    // Last: a script that waits for this line finds the connection's files complete.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// A request is answered at its blank line or at this size, whichever comes first.
