@@ -182,6 +182,8 @@ struct Proc {
     cmdline: String,
     /// How many "Keying material" lines were consumed (one per connection of an s_server).
     exporters_seen: usize,
+    /// The threads copying stdout and stderr into `out`; they end at EOF, once the child exited.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Proc {
@@ -202,6 +204,7 @@ impl Proc {
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
         let out = Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
         for pipe in [
             child
                 .stdout
@@ -216,7 +219,7 @@ impl Proc {
         .flatten()
         {
             let out = out.clone();
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 let mut pipe = pipe;
                 let mut buf = [0u8; 8192];
                 // Ends when the child exits or is killed (EOF on the pipe).
@@ -228,7 +231,7 @@ impl Proc {
                         .unwrap()
                         .push_str(&String::from_utf8_lossy(&buf[..n]));
                 }
-            });
+            }));
         }
         Proc {
             stdin: child.stdin.take(),
@@ -236,6 +239,7 @@ impl Proc {
             out,
             cmdline: format!("{label} {}", args.join(" ")),
             exporters_seen: 0,
+            readers,
         }
     }
 
@@ -259,6 +263,43 @@ impl Proc {
                 self.context()
             );
         }
+    }
+
+    /// Wait (bounded) until the output contains `needle`, failing at once (with both outputs)
+    /// if `other`, the process that should make it appear, exits first.
+    fn wait_for_from(&self, needle: &str, other: &mut Proc) {
+        let done = wait_until(STEP, || {
+            self.has(needle) || matches!(other.child.try_wait(), Ok(Some(_)))
+        });
+        if !(done && wait_until(Duration::from_millis(500), || self.has(needle))) {
+            panic!(
+                "no {needle:?} from {}\n{}\n{}",
+                self.cmdline,
+                self.context(),
+                other.context()
+            );
+        }
+    }
+
+    /// Wait (bounded) for a whole output line starting with `prefix`, and return it.
+    fn line_starting(&self, prefix: &str) -> String {
+        let find = || {
+            let out = self.output();
+            let at = out.find(prefix)?;
+            let len = out[at..].find('\n')?;
+            Some(out[at..at + len].to_string())
+        };
+        if !wait_until(STEP, || find().is_some()) {
+            panic!("no line {prefix:?}…\n{}", self.context());
+        }
+        find().unwrap_or_default()
+    }
+
+    /// Wait (bounded) until `needle` has been printed exactly `n` times (more is a failure).
+    fn wait_count(&self, needle: &str, n: usize) {
+        let count = || self.output().matches(needle).count();
+        wait_until(STEP, || count() >= n);
+        assert_eq!(count(), n, "{needle:?} printed\n{}", self.context());
     }
 
     /// Like `wait_for` with a short bound: for lines that should already be there, but may sit on
@@ -288,9 +329,13 @@ impl Proc {
         }
     }
 
-    /// Wait (bounded) for the process to exit by itself; its exit code (`None`: killed by a signal).
+    /// Wait (bounded) for the process to exit by itself; its exit code (`None`: killed by a
+    /// signal). Its whole output has been collected when this returns.
     fn exit_code(&mut self) -> Option<i32> {
         self.wait_exit();
+        for r in self.readers.drain(..) {
+            let _ = r.join(); // EOF: the child is gone and nothing else holds its pipes
+        }
         self.child.try_wait().ok().flatten().and_then(|s| s.code())
     }
 
@@ -2238,7 +2283,7 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
         "--sess-out",
         "sess.json",
     ]);
-    s.wait_for("GET /full HTTP/1.0");
+    s.wait_for_from("GET /full HTTP/1.0", &mut c);
     let response = "HTTP/1.0 200 OK from-openssl-full";
     s.send_line(response);
     let (out, v) = client_done(&mut c, &f.dir.join("full.json"));
@@ -2282,7 +2327,7 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
         "--sess-out",
         "sess2.json",
     ]);
-    s.wait_for("GET /resumed HTTP/1.0");
+    s.wait_for_from("GET /resumed HTTP/1.0", &mut c);
     let response = "HTTP/1.0 200 OK from-openssl-resumed";
     s.send_line(response);
     let (out, v) = client_done(&mut c, &f.dir.join("resumed.json"));
@@ -2295,7 +2340,7 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
         !ledger_has_message(&v, "certificate"),
         "no certificate when resuming: {v}"
     );
-    assert_eq!(s.output().matches("Reused session-id").count(), 1);
+    s.wait_count("Reused session-id", 1);
     rows.push(format!(
         "{}; `Reused session-id`; no certificate",
         ledger_verdict(&v)
@@ -2312,7 +2357,7 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
         "--sess-in",
         "sess2.json",
     ]);
-    s.wait_for("End of early data");
+    s.wait_for_from("End of early data", &mut c);
     s.assert_has("Early data received:");
     s.assert_has("GET /early-from-tls13lab HTTP/1.0");
     let response = "HTTP/1.0 200 OK from-openssl-early";
@@ -2323,7 +2368,7 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
     assert_eq!(v["resumed"], true, "{v}");
     assert_eq!(v["early_data"], "accepted", "{v}");
     assert!(out.contains("early data         accepted"), "{out}");
-    assert_eq!(s.output().matches("Reused session-id").count(), 2);
+    s.wait_count("Reused session-id", 2);
     s.wait_exit(); // -naccept 3
     rows.push(format!(
         "{}; s_server printed `Early data received:`, our {}-byte request, `End of early data`",
@@ -2359,27 +2404,17 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
             "3",
         ],
     );
-    srv.wait_for("listening on 127.0.0.1:");
     let port: u16 = srv
-        .output()
-        .lines()
-        .find_map(|l| l.strip_prefix("listening on 127.0.0.1:"))
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no port\n{}", srv.context()));
+        .line_starting("listening on 127.0.0.1:")
+        .trim_start_matches("listening on 127.0.0.1:")
+        .parse()
+        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
     let group = ossl_group_line(peer, NamedGroup::X25519MLKEM768);
     // s_client exits once our server has answered and sent close_notify; the server then logs
     // the connection and writes its ledger.
     let finished = |c: &mut Proc, srv: &Proc, n: usize| -> (String, String, serde_json::Value) {
-        c.wait_for("HTTP/1.0 200 OK");
         assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
-        let tag = format!("conn #{n} from ");
-        srv.wait_for(&tag);
-        let line = srv
-            .output()
-            .lines()
-            .find(|l| l.starts_with(&tag))
-            .unwrap_or_default()
-            .to_string();
+        let line = srv.line_starting(&format!("conn #{n} from "));
         assert!(line.ends_with("; ok"), "{line}\n{}", srv.context());
         let v = read_json(&f.dir.join(format!("ledgers/conn-{n:06}.json")));
         assert_eq!(v["side"], "server", "{v}");
@@ -2395,10 +2430,12 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
         port,
         &["-groups", "X25519MLKEM768", "-sess_out", "sess.pem"],
     );
-    c.send_line("GET /full HTTP/1.0\n");
+    let request = "GET /full HTTP/1.0\n\n"; // s_client sends what it reads, LF line ends
+    c.send_line(&request[..request.len() - 1]); // send_line adds the last LF
     let (out, line, v) = finished(&mut c, &srv, 1);
     for needle in [
         "New, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256",
+        "HTTP/1.0 200 OK\r\n",
         group.as_str(),
         "Verify return code: 0 (ok)",
         "group          X25519MLKEM768\nresumed        no\n",
@@ -2410,7 +2447,7 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
         (v["resumed"].clone(), v["early_data"].clone()),
         (false.into(), "not_sent".into())
     );
-    assert_eq!(ledger_data_len(&v, "app_data"), 20);
+    assert_eq!(ledger_data_len(&v, "app_data"), request.len() as u64);
     rows.push(format!(
         "`New, TLSv1.3`, `{group}`, `Verify return code: 0 (ok)`, our page; ledger: {}",
         ledger_verdict(&v)
@@ -2433,6 +2470,7 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
     let (out, line, v) = finished(&mut c, &srv, 2);
     for needle in [
         "Reused, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256",
+        "HTTP/1.0 200 OK\r\n",
         "resumed        yes\n",
     ] {
         assert!(out.contains(needle), "no {needle:?}\n{}", c.context());
@@ -2464,6 +2502,7 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
     for needle in [
         "Reused, TLSv1.3",
         "Early data was accepted",
+        "HTTP/1.0 200 OK\r\n",
         &format!(
             "early data     accepted, {} bytes: \"{escaped}\"",
             early.len()
