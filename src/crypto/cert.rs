@@ -1,7 +1,7 @@
 //! Certificate path validation and CertificateVerify against a leaf (RFC 8446 §4.4.2.4, §4.4.3).
 //!
 //! Path building and X.509 rules come from rustls-webpki; every signature it checks goes through
-//! our RustCrypto [`VerifyAlg`](crate::crypto::sign::VerifyAlg)s, the same code that verifies
+//! our RustCrypto [`VerifyAlg`]s, the same code that verifies
 //! CertificateVerify. Time is an input (unix seconds): the core has no clock.
 
 use core::fmt;
