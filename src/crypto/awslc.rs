@@ -100,13 +100,14 @@ pub(crate) struct MlKemPrivate {
     key: Pkey,
 }
 
-/// ML-KEM.KeyGen_internal(d, z) (FIPS 203 Algorithm 16): returns the decapsulation key and the
-/// encoded encapsulation key. `None` only if aws-lc fails (out of memory).
+/// ML-KEM.KeyGen_internal(d, z) (FIPS 203 Algorithm 16): returns the decapsulation key and
+/// appends the encoded encapsulation key to `ek`. `None` only if aws-lc fails (out of memory).
 pub(crate) fn mlkem_generate(
     kem: MlKem,
     d: &[u8; 32],
     z: &[u8; 32],
-) -> Option<(MlKemPrivate, Vec<u8>)> {
+    ek: &mut Vec<u8>,
+) -> Option<MlKemPrivate> {
     let mut seed = Zeroizing::new([0u8; 64]);
     seed[..32].copy_from_slice(d);
     seed[32..].copy_from_slice(z);
@@ -133,21 +134,31 @@ pub(crate) fn mlkem_generate(
         return None;
     }
     let (ek_len, _) = kem.lens();
-    let mut ek = vec![0u8; ek_len];
-    let mut len = ek.len();
-    // SAFETY: `ek` has room for `len` bytes; aws-lc writes at most that and updates `len`.
-    let ok = unsafe { ffi::EVP_PKEY_get_raw_public_key(key.0.as_ptr(), ek.as_mut_ptr(), &mut len) };
-    (ok == 1 && len == ek_len).then_some((MlKemPrivate { kem, key }, ek))
+    let start = ek.len();
+    ek.resize(start + ek_len, 0);
+    let mut len = ek_len;
+    // SAFETY: `ek[start..]` has room for `len` bytes; aws-lc writes at most that and updates
+    // `len`.
+    let ok = unsafe {
+        ffi::EVP_PKEY_get_raw_public_key(key.0.as_ptr(), ek[start..].as_mut_ptr(), &mut len)
+    };
+    if ok != 1 || len != ek_len {
+        ek.truncate(start);
+        return None;
+    }
+    Some(MlKemPrivate { kem, key })
 }
 
 /// ML-KEM.Encaps_internal(ek, m) (FIPS 203 Algorithm 17) to an encapsulation key that already
-/// passed our FIPS 203 §7.2 check: returns (ciphertext, shared secret), or `None` if aws-lc
-/// refuses the key.
+/// passed our FIPS 203 §7.2 check: appends the ciphertext to `ct` and the shared secret to
+/// `ss`, or returns `None` if aws-lc refuses the key.
 pub(crate) fn mlkem_encapsulate(
     kem: MlKem,
     ek: &[u8],
     m: &[u8; 32],
-) -> Option<(Vec<u8>, Zeroizing<Vec<u8>>)> {
+    ct: &mut Vec<u8>,
+    ss: &mut Vec<u8>,
+) -> Option<()> {
     let (ek_len, ct_len) = kem.lens();
     if ek.len() != ek_len {
         return None;
@@ -157,23 +168,29 @@ pub(crate) fn mlkem_encapsulate(
         ffi::EVP_PKEY_kem_new_raw_public_key(kem.nid(), ek.as_ptr(), ek.len())
     })?);
     let ctx = Ctx::for_key(&key)?;
-    let mut ct = vec![0u8; ct_len];
-    let mut ss = Zeroizing::new(vec![0u8; 32]);
-    let (mut ct_out, mut ss_out, mut m_len) = (ct.len(), ss.len(), m.len());
+    let mut secret = Zeroizing::new([0u8; 32]);
+    let start = ct.len();
+    ct.resize(start + ct_len, 0);
+    let (mut ct_out, mut ss_out, mut m_len) = (ct_len, secret.len(), m.len());
     // SAFETY: each buffer has room for the length passed beside it; aws-lc checks them against
     // the parameter set before writing.
     let ok = unsafe {
         ffi::EVP_PKEY_encapsulate_deterministic(
             ctx.0.as_ptr(),
-            ct.as_mut_ptr(),
+            ct[start..].as_mut_ptr(),
             &mut ct_out,
-            ss.as_mut_ptr(),
+            secret.as_mut_ptr(),
             &mut ss_out,
             m.as_ptr(),
             &mut m_len,
         )
     };
-    (ok == 1 && ct_out == ct_len && ss_out == 32).then_some((ct, ss))
+    if ok != 1 || ct_out != ct_len || ss_out != 32 {
+        ct.truncate(start);
+        return None;
+    }
+    ss.extend_from_slice(&secret[..]);
+    Some(())
 }
 
 impl MlKemPrivate {
@@ -201,13 +218,14 @@ impl MlKemPrivate {
     }
 
     /// ML-KEM.Decaps (FIPS 203 Algorithm 18/21): a ciphertext of the right length always yields
-    /// a key (the implicit-rejection one if it was tampered with). `None` for a wrong length.
-    pub(crate) fn decapsulate(&self, ct: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
+    /// a key (the implicit-rejection one if it was tampered with), appended to `out`. `None`
+    /// for a wrong length.
+    pub(crate) fn decapsulate_into(&self, ct: &[u8], out: &mut Vec<u8>) -> Option<()> {
         if ct.len() != self.kem.lens().1 {
             return None;
         }
         let ctx = Ctx::for_key(&self.key)?;
-        let mut ss = Zeroizing::new(vec![0u8; 32]);
+        let mut ss = Zeroizing::new([0u8; 32]);
         let mut ss_len = ss.len();
         // SAFETY: `ss` has room for `ss_len` bytes, `ct` addresses `ct.len()` bytes.
         let ok = unsafe {
@@ -219,6 +237,10 @@ impl MlKemPrivate {
                 ct.len(),
             )
         };
-        (ok == 1 && ss_len == 32).then_some(ss)
+        if ok != 1 || ss_len != 32 {
+            return None;
+        }
+        out.extend_from_slice(&ss[..]);
+        Some(())
     }
 }
