@@ -25,6 +25,9 @@ fn handshakes(c: &mut Criterion) {
         for case in [Case::Full, Case::Resumed, Case::ResumedPskKe, Case::ZeroRtt] {
             let mut ours = Ours::new(&id, group, SUITE, case);
             ours.check();
+            // Full handshakes also without the signature memo: the client then verifies the
+            // certificate's signature every time, like rustls.
+            let mut nomemo = (case == Case::Full).then(|| ours.without_memo());
             let theirs = (case != Case::ResumedPskKe).then(|| {
                 let r = Rustls::new(&id, group, SUITE, case);
                 r.check();
@@ -37,6 +40,11 @@ fn handshakes(c: &mut Criterion) {
                 g.bench_function(format!("tls13lab/{}", who.name()), |b| {
                     b.iter_custom(|iters| ours.run(who, iters))
                 });
+                if let Some(n) = nomemo.as_mut().filter(|_| who != Who::Server) {
+                    g.bench_function(format!("tls13lab-nomemo/{}", who.name()), |b| {
+                        b.iter_custom(|iters| n.run(who, iters))
+                    });
+                }
                 if let Some(r) = &theirs {
                     g.bench_function(format!("rustls/{}", who.name()), |b| {
                         b.iter_custom(|iters| r.run(who, iters))

@@ -53,8 +53,10 @@ cat <<'EOF'
 
 `tls13lab` is a research-grade `openssl s_client` / `s_server` that shows every byte: a client and a
 server over real TCP, and an in-memory demo, all printing the record-by-record ledger
-([docs/ledger.md](ledger.md)). The TCP driver (`src/net.rs`) and the CLI (`src/cli/`) live in the
-binary and use only the library's public sans-IO API.
+([docs/ledger.md](ledger.md)), and instruments that take connections apart: the key schedule, a
+benchmark, the ClientHello size lab, a network simulator and a capture dissector. The TCP driver
+(`src/net.rs`) and the CLI (`src/cli/`) live in the binary and use only the library's public
+sans-IO API.
 
 - **Exit codes:** 0 success; 2 bad option; 3 bad file (missing, unreadable, not PEM, not a session
   file); 4 network (connection refused, name not resolved, timeout, peer hung up mid-handshake);
@@ -71,18 +73,35 @@ binary and use only the library's public sans-IO API.
 - **Randomness** comes from the OS unless `--seed N` is given; the clock is the system clock
   (the demo's is fixed, so the demo replays byte for byte).
 
+## Commands
+
+EOF
+show "tls13lab --help" "$BIN" --help
+cat <<'EOF'
+| command | what it does | more |
+| --- | --- | --- |
+| [`demo`](#tls13lab-demo-the-default) | in-memory client and server: full, resumed and 0-RTT connections | [handshake-costs.md](handshake-costs.md) |
+| [`server`](#tls13lab-server---listen-addr), [`client`](#tls13lab-client-hostport) | TLS 1.3 over TCP, with ledgers, key logs, JSON, sessions and 0-RTT | [interop.md](interop.md) |
+| [`keys`](#tls13lab-keys) | the key schedule of a connection as a tree | [keyschedule.md](keyschedule.md) |
+| [`bench`](#tls13lab-bench) | handshakes per second and bulk throughput | [performance.md](performance.md) |
+| [`hello`](#tls13lab-hello) | the ClientHello size lab | [hello.md](hello.md) |
+| [`simulate`](#tls13lab-simulate) | whole connections over a virtual link | [simulate.md](simulate.md) |
+| [`dissect`](#tls13lab-dissect), `--pcap`, `--svg` | captures decoded and decrypted; ladder diagrams | [dissect.md](dissect.md), [ladder.md](ladder.md) |
+
 ## `tls13lab demo` (the default)
 
-A client and a server back to back in memory: handshake, request, the server's page, close.
-`cargo run --release` runs it.
+A client and a server back to back in memory: a full handshake (request, the server's page, close),
+then a resumption from its ticket, then a resumption with the request sent as 0-RTT data, and the
+three side by side. `cargo run --release` runs it.
 
 EOF
 show "tls13lab" "$BIN"
 echo 'It takes the client and server options, so anything measurable over TCP is measurable in memory.'
-echo 'Here the server prefers P-256 while the client sends an X25519 share: a HelloRetryRequest.'
+echo 'Here the server prefers P-256 while the client sends an X25519 share: a HelloRetryRequest'
+echo '(`--once`: the full handshake only).'
 echo
-show "tls13lab demo --groups x25519,P-256 --server-groups secp256r1 --hrr-cookie --padding 64" \
-    "$BIN" demo --groups x25519,P-256 --server-groups secp256r1 --hrr-cookie --padding 64
+show "tls13lab demo --once --groups x25519,P-256 --server-groups secp256r1 --hrr-cookie --padding 64" \
+    "$BIN" demo --once --groups x25519,P-256 --server-groups secp256r1 --hrr-cookie --padding 64
 
 echo '## `tls13lab server --listen ADDR`'
 echo
@@ -111,14 +130,16 @@ echo 'The JSON (schema in [docs/ledger.md](ledger.md)), abridged with jq:'
 echo
 show "jq -c '{negotiated, resumed, early_data, round_trips_to_first_response, totals: .totals.client_to_server, first_record: .records[0], secrets: [.secrets[].label]}' conn.json" \
     jq -c '{negotiated, resumed, early_data, round_trips_to_first_response, totals: .totals.client_to_server, first_record: .records[0], secrets: [.secrets[].label]}' conn.json
-echo 'Resuming with the saved tickets, the request sent as 0-RTT data (summary only). Until the server'
-echo 'issues tickets (issue 3) the file is empty and this is a full handshake with the request sent after it.'
+echo 'A new process resumes with a saved ticket and sends the request as 0-RTT data (summary only):'
+echo 'the response arrives one round trip after the ClientHello. 0-RTT is offered only with `--early-data`.'
 echo
 show "tls13lab client localhost:$PORT --cafile cert.pem --sess-in sess.json --early-data request.txt" \
     bash -c "printf 'GET /early HTTP/1.0\r\n\r\n' > request.txt && '$BIN' client localhost:$PORT --cafile cert.pem --sess-in sess.json --early-data request.txt | sed -n '/--- summary/,\$p'"
 show "tls13lab client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n'   # summary only" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n' | sed -n '/--- summary/,\$p'"
-echo '`openssl s_client` against it:'
+echo '`openssl s_client` against it (the system `openssl` here; `cli_binary_against_openssl` in'
+echo '`tests/interop_openssl.rs` runs the binary against OpenSSL 3.5 with X25519MLKEM768 in both roles,'
+echo 'full, resumed and 0-RTT: [interop.md](interop.md#the-tls13lab-command-line-against-openssl-35)):'
 echo
 show "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client -connect 127.0.0.1:$PORT -tls1_3 -quiet" \
     bash -c "printf 'GET / HTTP/1.0\r\n\r\n' | openssl s_client -connect 127.0.0.1:$PORT -tls1_3 -quiet 2>&1 | tr -d '\r'"
@@ -134,6 +155,57 @@ start_server --echo --naccept 1
 show "tls13lab client 127.0.0.1:$PORT --insecure --request 'ping\n' --linger 200" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --request 'ping\n' --linger 200 | sed -n '/--- response/,/--- summary/p'"
 stop_server
+
+echo '## `tls13lab keys`'
+echo
+echo 'The key schedule of one connection as a tree: every secret, its label, its context hash and its'
+echo 'value, from an in-memory run (the default), a `--json --show-secrets` report (`--ledger FILE`) or an'
+echo 'RFC 8448 trace, checked value by value. [keyschedule.md](keyschedule.md) walks through it.'
+KEYS_LINES=$("$BIN" keys --rfc8448 3 | wc -l)
+echo "Here the first 24 of its $KEYS_LINES lines for RFC 8448 §3:"
+echo
+show "tls13lab keys --rfc8448 3 | head -n 24" \
+    bash -c "'$BIN' keys --rfc8448 3 | head -n 24"
+
+echo '## `tls13lab bench`'
+echo
+echo 'Handshakes per second and bulk throughput, client and server in one thread, like `openssl speed`.'
+echo 'A short run (0.2 s per figure) on the machine that generated this page, so the figures are rough;'
+echo '[performance.md](performance.md) has the careful measurements, against rustls.'
+echo
+show "tls13lab bench --groups x25519,X25519MLKEM768 --suites aes128gcm --seconds 0.2" \
+    "$BIN" bench --groups x25519,X25519MLKEM768 --suites aes128gcm --seconds 0.2
+
+echo '## `tls13lab hello`'
+echo
+echo 'The ClientHello size lab: any offer, field by field, with its records, TCP segments and IP packets;'
+echo '`--compare` puts offers side by side. Here the cost of a hybrid post-quantum key share'
+echo '([hello.md](hello.md)):'
+echo
+show "tls13lab hello --compare x25519 x25519mlkem768,x25519" \
+    "$BIN" hello --compare x25519 x25519mlkem768,x25519
+
+echo '## `tls13lab simulate`'
+echo
+echo 'Whole connections (TCP, TLS, one request, one response) over a virtual link: the time to the first'
+echo 'response byte, in milliseconds and round trips ([simulate.md](simulate.md)). Here 100 ms RTT,'
+echo 'unlimited bandwidth:'
+echo
+show "tls13lab simulate --bandwidth 0" "$BIN" simulate --bandwidth 0
+
+echo '## `tls13lab dissect`'
+echo
+echo '`--pcap FILE` on `demo`, `client` and `server` writes the connection as pcapng with its key log'
+echo 'embedded (Wireshark decrypts it as is); `--svg FILE` draws it as a ladder diagram'
+echo '([ladder.md](ladder.md)). `tls13lab dissect` reads such a capture, or anyone'"'"'s with a key log, and'
+echo 'rebuilds the connection: ledger, decrypted messages and data, both Finished values checked'
+echo '([dissect.md](dissect.md)). Here a client connection to a fresh server:'
+echo
+start_server --naccept 1
+show "tls13lab client 127.0.0.1:$PORT --insecure --pcap conn.pcapng --svg conn.svg > /dev/null" \
+    bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --pcap conn.pcapng --svg conn.svg > /dev/null"
+stop_server
+show "tls13lab dissect conn.pcapng" "$BIN" dissect conn.pcapng
 
 echo '## Errors'
 echo
@@ -152,8 +224,9 @@ show "tls13lab server --cert cert.pem --key cert.pem" "$BIN" server --cert cert.
 
 echo '## Help'
 echo
-show "tls13lab --help" "$BIN" --help
-for c in client server demo; do
+echo 'Every subcommand'"'"'s options (`tls13lab --help` is [at the top](#commands)).'
+echo
+for c in demo client server keys bench hello simulate dissect; do
     show "tls13lab $c --help" "$BIN" "$c" --help
 done
 } >"$OUT"

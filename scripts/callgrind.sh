@@ -18,6 +18,7 @@ for group in $("$bin" --groups); do
     declare -A ir=()
     libs="tls13lab rustls floor-tls13lab floor-aws-lc"
     [ "$kase" = psk_ke ] && libs="tls13lab floor-tls13lab floor-aws-lc"
+    [ "$kase" = full ] && libs="tls13lab tls13lab-nomemo rustls floor-tls13lab floor-aws-lc"
     for lib in $libs; do
       f="$out/$lib-$kase-$group.out"
       valgrind --tool=callgrind --callgrind-out-file="$f" --toggle-collect='*cg_measured_handshake*' \

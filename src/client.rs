@@ -842,10 +842,16 @@ impl Client {
                 self.config.server_name.as_deref(),
                 now / 1000,
                 Usage::Server,
+                self.config.signature_memo.as_deref(),
             )?,
-            ServerVerification::RootsNoName(roots) => {
-                cert::verify_chain(&chain, roots, None, now / 1000, Usage::Server)?
-            }
+            ServerVerification::RootsNoName(roots) => cert::verify_chain(
+                &chain,
+                roots,
+                None,
+                now / 1000,
+                Usage::Server,
+                self.config.signature_memo.as_deref(),
+            )?,
             ServerVerification::AcceptAny => {}
         }
         h.server_chain = chain;

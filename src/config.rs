@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::crypto::cert::SignatureMemo;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
@@ -179,6 +180,10 @@ pub struct ClientConfig {
     pub observe: Observe,
     /// Unix time (ms) used for certificate validation when the caller passes no clock; tests use it.
     pub fixed_validation_time_ms: Option<u64>,
+    /// Certificate signatures already verified, shared by every connection made with this
+    /// configuration ([`SignatureMemo`]: path, time and name are still checked each time).
+    /// `None` verifies every signature every time.
+    pub signature_memo: Option<Arc<SignatureMemo>>,
 }
 
 impl Default for ClientConfig {
@@ -221,6 +226,7 @@ impl Default for ClientConfig {
             hello_padding: HelloPadding::None,
             observe: Observe::ALL,
             fixed_validation_time_ms: None,
+            signature_memo: Some(Arc::default()),
         }
     }
 }
@@ -290,6 +296,10 @@ pub struct ServerConfig {
     pub observe: Observe,
     /// Unix time (ms) for client certificate validation (tests).
     pub fixed_validation_time_ms: Option<u64>,
+    /// Certificate signatures already verified, shared by every connection made with this
+    /// configuration ([`SignatureMemo`]: path, time and name are still checked each time).
+    /// `None` verifies every signature every time.
+    pub signature_memo: Option<Arc<SignatureMemo>>,
     /// NewSessionTickets sent after the handshake (§4.6.1).
     pub tickets: u32,
     /// ticket_lifetime in seconds (at most 604800).
@@ -353,6 +363,7 @@ impl ServerConfig {
             max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
             observe: Observe::ALL,
             fixed_validation_time_ms: None,
+            signature_memo: Some(Arc::default()),
             tickets: 2,
             ticket_lifetime: 7200,
             max_early_data: 16384,

@@ -35,7 +35,9 @@
 //! draws a ledger as a text sequence diagram; [`lab`] holds the research instruments (ClientHello
 //! sizes, SVG ladder diagrams, network simulation, capture export and dissection).
 
-#![forbid(unsafe_code)]
+// No unsafe anywhere except crypto::awslc (feature `aws-lc-kx`), the FFI to aws-lc's
+// deterministic ML-KEM and X25519, which opts in with `#![allow(unsafe_code)]`.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod client;

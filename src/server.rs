@@ -802,7 +802,14 @@ impl Server {
                 .config
                 .fixed_validation_time_ms
                 .unwrap_or(self.conn.now_ms);
-            cert::verify_chain(&chain, roots, None, now / 1000, Usage::Client)?;
+            cert::verify_chain(
+                &chain,
+                roots,
+                None,
+                now / 1000,
+                Usage::Client,
+                self.config.signature_memo.as_deref(),
+            )?;
         }
         h.client_chain = chain;
         Ok(State::ExpectCertificateVerify(h))
@@ -872,8 +879,15 @@ impl Server {
             resumption,
             key_updates_in_a_row: 0,
         });
-        // §4.6.1: tickets go out once the client's Finished is verified.
-        for _ in 0..self.config.tickets {
+        // §4.6.1: tickets go out once the client's Finished is verified — unless the
+        // application already sent close_notify (possible when it answered 0-RTT data before
+        // the Finished): nothing may follow that alert (§6.1).
+        let tickets = if self.conn.write_closed {
+            0
+        } else {
+            self.config.tickets
+        };
+        for _ in 0..tickets {
             self.issue_ticket(&mut t)?;
         }
         Ok(State::Connected(t))

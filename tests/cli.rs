@@ -509,6 +509,9 @@ fn resumption_across_processes() {
     let out = stdout(&o);
     assert!(summary_value(&out, "resumed").starts_with("yes"), "{out}");
     assert_eq!(summary_value(&out, "signature scheme"), "none (resumed)");
+    // The tickets allow 0-RTT, but without --early-data none is offered.
+    assert_eq!(summary_value(&out, "early data"), "not sent", "{out}");
+    assert!(!out.contains("end_of_early_data"), "{out}");
     assert!(
         !out.contains("certificate("),
         "no certificate when resuming:\n{out}"
@@ -520,7 +523,7 @@ fn resumption_across_processes() {
 fn zero_rtt_request() {
     let t = TempDir::new("0rtt");
     std::fs::write(t.path("early.txt"), "GET /early HTTP/1.0\r\n\r\n").unwrap();
-    let server = ServerGuard::start(&["--early-data", "16384"]);
+    let server = ServerGuard::start(&["--early-data", "16384", "--tickets", "2"]);
     let o = run(&[
         "client",
         &server.addr(),
@@ -548,6 +551,11 @@ fn zero_rtt_request() {
         "1 until the first response byte"
     );
     assert!(out.contains("early data     accepted, 23 bytes"), "{out}");
+    // The server answers the 0-RTT request before the client's Finished; the tickets that
+    // Finished triggers still arrive, and the connection ends cleanly (close_notify after them).
+    assert_eq!(summary_value(&out, "tickets"), "2 received", "{out}");
+    let line = server.line_with("early data accepted");
+    assert!(line.ends_with("; ok"), "{line}");
     let labels: Vec<String> = keylog_lines(&t.path("keys"))
         .into_iter()
         .map(|l| l.0)

@@ -451,6 +451,66 @@ fn client_auth_required_with_certificate() {
     assert_eq!(types(&s2c)[2], T::CertificateRequest);
 }
 
+/// §6.1: nothing follows close_notify. A server that closes before the client's Finished (as
+/// one answering 0-RTT data may) issues no NewSessionTicket afterwards.
+#[test]
+fn no_ticket_after_the_servers_close_notify() {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.tickets = 2;
+    let mut p = Pair::new(Arc::new(client_config(root)), Arc::new(server), 51, NOW).expect("pair");
+    p.client.start(NOW).expect("start");
+    p.client_to_server().expect("ClientHello");
+    p.server_to_client().expect("server flight");
+    p.server.close();
+    p.client_to_server().expect("client Finished");
+    p.server_to_client().expect("after Finished");
+    let sent: Vec<HandshakeType> = handshake_messages(&p.server_events, Direction::ServerToClient)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    assert!(!sent.contains(&HandshakeType::NewSessionTicket), "{sent:?}");
+    let received = handshake_messages(&p.server_events, Direction::ClientToServer);
+    assert_eq!(received.last().map(|m| m.0), Some(HandshakeType::Finished));
+    // The same flow without the early close does issue them.
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.tickets = 2;
+    let mut p = Pair::new(Arc::new(client_config(root)), Arc::new(server), 51, NOW).expect("pair");
+    p.handshake().expect("handshake");
+    p.settle().expect("settle");
+    let sent = handshake_messages(&p.server_events, Direction::ServerToClient);
+    let nst = sent
+        .iter()
+        .filter(|(t, _)| *t == HandshakeType::NewSessionTicket)
+        .count();
+    assert_eq!(nst, 2);
+}
+
+/// Both sides remember certificate signatures across connections made with one configuration
+/// (crypto::cert::SignatureMemo), and a connection without a memo still verifies everything.
+#[test]
+fn certificate_signatures_are_remembered_across_connections() {
+    let client_root = util::client_identity().1;
+    let (client, server) = client_auth_configs(ClientAuth::Required(vec![client_root]), true);
+    let (client, server) = (Arc::new(client), Arc::new(server));
+    let (cm, sm) = (
+        client.signature_memo.clone().unwrap(),
+        server.signature_memo.clone().unwrap(),
+    );
+    for (i, seed) in [41u64, 42, 43].into_iter().enumerate() {
+        let mut p = Pair::new(client.clone(), server.clone(), seed, NOW).expect("pair");
+        p.handshake().expect("handshake");
+        // One self-signed certificate each way: verified once, then remembered.
+        assert_eq!((cm.len(), cm.hits()), (1, i as u64), "client memo");
+        assert_eq!((sm.len(), sm.hits()), (1, i as u64), "server memo");
+    }
+    let (mut client, mut server) = (Arc::unwrap_or_clone(client), Arc::unwrap_or_clone(server));
+    client.signature_memo = None;
+    server.signature_memo = None;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), 44, NOW).expect("pair");
+    p.handshake().expect("handshake without memo");
+    assert_eq!((cm.hits(), sm.hits()), (2, 2));
+}
+
 #[test]
 fn client_auth_with_every_key_kind() {
     for (kind, scheme) in [

@@ -314,6 +314,25 @@ impl Ours {
         }
     }
 
+    /// The same setup without the certificate-signature memo on either side
+    /// (`signature_memo: None`): every handshake verifies the certificate's signature again,
+    /// as rustls does.
+    pub fn without_memo(&self) -> Ours {
+        let mut c = (*self.client).clone();
+        c.signature_memo = None;
+        let mut s = (*self.server).clone();
+        s.signature_memo = None;
+        let mut m = (*self.mint).clone();
+        m.signature_memo = None;
+        Ours {
+            client: Arc::new(c),
+            server: Arc::new(s),
+            mint: Arc::new(m),
+            case: self.case,
+            seed: self.seed,
+        }
+    }
+
     /// One handshake (0-RTT data sent when the case says so), timing `t.who`'s calls.
     pub fn handshake(
         &mut self,

@@ -489,10 +489,17 @@ fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
 fn backends() -> String {
     let pick = |on: bool, fast: &str, default: &str| if on { fast } else { default }.to_string();
     format!(
-        "records {}, signature verification {}, signing {}, key exchange RustCrypto",
+        "records {}, signature verification {}, signing {}, key exchange {}, hashing {}; \
+         certificate signatures remembered across connections",
         pick(cfg!(feature = "ring-aead"), "ring", "RustCrypto"),
         pick(cfg!(feature = "ring-verify"), "ring", "RustCrypto"),
         pick(cfg!(feature = "ring-sign"), "ring", "RustCrypto"),
+        pick(
+            cfg!(feature = "aws-lc-kx"),
+            "aws-lc (X25519, ML-KEM)",
+            "RustCrypto"
+        ),
+        pick(cfg!(feature = "ring-hash"), "ring", "RustCrypto"),
     )
 }
 

@@ -52,7 +52,8 @@ pub struct ClientArgs {
     #[arg(long, value_name = "FILE")]
     pub sess_out: Option<PathBuf>,
     /// Send FILE's bytes as 0-RTT data when a loaded ticket allows it (after the handshake
-    /// otherwise, or if the server rejects them). Without --request they are the request.
+    /// otherwise, or if the server rejects them); 0-RTT is offered only with this option.
+    /// Without --request they are the request.
     #[arg(long, value_name = "FILE")]
     pub early_data: Option<PathBuf>,
     /// The request; \r \n \t \\ \xHH are interpreted [default: GET / HTTP/1.0\r\n\r\n].
@@ -90,6 +91,10 @@ fn host_port(s: &str) -> Result<(String, u16), Failure> {
 fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
     let mut c = ClientConfig::default();
     a.offer.apply(&mut c)?;
+    // Offer 0-RTT only with something to send: otherwise a ticket that allows it would make the
+    // ClientHello carry early_data, the server accept it, and the summary report "early data
+    // accepted" for a connection that sent none (just an EndOfEarlyData).
+    c.enable_early_data = a.early_data.is_some();
     c.server_name = if a.no_sni {
         None
     } else if let Some(n) = &a.sni {

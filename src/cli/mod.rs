@@ -39,7 +39,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// An in-memory client and server: handshake, request, response, close; prints the ledger.
+    /// An in-memory client and server: full, resumed and 0-RTT connections with their ledgers (--once: the full one).
     Demo(demo::DemoArgs),
     /// Connect to HOST:PORT, send a request, print the ledger, the response and a summary.
     Client(client::ClientArgs),

@@ -77,7 +77,7 @@ pub struct ServerArgs {
     /// Append NSS key log lines to FILE (SSLKEYLOGFILE is honoured too).
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
-    /// Write one JSON ledger per connection into DIR (conn-000001.json, ...).
+    /// Write one JSON ledger per connection into DIR (conn-000001.json, ...), before its summary line.
     #[arg(long, value_name = "DIR")]
     pub json_dir: Option<PathBuf>,
     /// Put secret values in the JSON ledgers.
@@ -305,11 +305,6 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         "conn #{n} from {peer_s}: {what}; C→S {} bytes/{} records, S→C {} bytes/{} records; {status}\n",
         t.client_to_server.bytes, t.client_to_server.records, t.server_to_client.bytes, t.server_to_client.records
     ));
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    }
     let c = super::instruments::Connection {
         side: Side::Server,
         events: &events,
@@ -341,6 +336,10 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             eprintln!("tls13lab: {f}");
         }
     }
+    // Last: a script that waits for this line finds the connection's files complete.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// A request is answered at its blank line or at this size, whichever comes first.
@@ -375,6 +374,11 @@ fn drive(
     let mut received = Vec::new();
     let mut total = 0usize;
     let mut responded = false;
+    // close_notify waits for the handshake: a 0-RTT request is answered before the client's
+    // Finished, and the NewSessionTickets that Finished triggers must go out before the
+    // close_notify (nothing may follow it, RFC 8446 §6.1) and before the socket's write side
+    // is shut down.
+    let mut closed = false;
     let result = loop {
         let left = net::remaining(deadline);
         if left.is_zero() {
@@ -384,8 +388,8 @@ fn drive(
                 Err(Failure::Network(format!("timed out: {peer_s}")))
             };
         }
-        // After answering, wait briefly for the client's close_notify so the ledger has it.
-        let wait = if responded {
+        // After closing, wait briefly for the client's close_notify so the ledger has it.
+        let wait = if closed {
             left.min(Duration::from_secs(1))
         } else {
             left
@@ -420,7 +424,7 @@ fn drive(
                 break Err(Failure::tls(&e, during));
             }
             Err(NetError::Io(e)) => break Err(Failure::io(&peer_s, &e)),
-            Ok(Step::Idle) if responded => break Ok(()),
+            Ok(Step::Idle) if closed => break Ok(()),
             Ok(Step::Idle) => continue,
             Ok(Step::Eof) => true,
             Ok(Step::Data) => false,
@@ -447,11 +451,14 @@ fn drive(
                 if complete {
                     let body = page(&format!("connection #{n} from {peer_s}"), &events);
                     if d.ep.send(&http_ok(&body)).is_ok() {
-                        d.close();
                         responded = true;
                     }
                 }
             }
+        }
+        if responded && !closed && d.ep.is_connected() {
+            d.close(); // flushes the response, the tickets, then close_notify
+            closed = true;
         }
         if let Err(e) = d.flush() {
             break Err(match e {
@@ -460,8 +467,9 @@ fn drive(
             });
         }
         if eof || peer_closed {
-            if !responded {
+            if !closed {
                 d.close();
+                closed = true;
             }
             break if d.ep.is_connected() || responded {
                 Ok(())
@@ -472,6 +480,9 @@ fn drive(
             };
         }
     };
+    if responded && !closed {
+        d.close(); // the client never finished its handshake
+    }
     events.extend(d.ep.drain_events());
     (events, result)
 }

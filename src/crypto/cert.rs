@@ -1,17 +1,22 @@
 //! Certificate path validation and CertificateVerify against a leaf (RFC 8446 §4.4.2.4, §4.4.3).
 //!
 //! Path building and X.509 rules come from rustls-webpki; every signature it checks goes through
-//! our RustCrypto [`VerifyAlg`](crate::crypto::sign::VerifyAlg)s, the same code that verifies
+//! our RustCrypto [`VerifyAlg`]s, the same code that verifies
 //! CertificateVerify. Time is an input (unix seconds): the core has no clock.
 
 use core::fmt;
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use p256::ecdsa::signature::Signer;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::{
+    AlgorithmIdentifier, CertificateDer, InvalidSignature, ServerName,
+    SignatureVerificationAlgorithm, UnixTime,
+};
 use webpki::{EndEntityCert, KeyUsage};
 
-use crate::crypto::sign::{self, SigError, SigningKey, CERTIFICATE_ALGORITHMS};
+use crate::crypto::sign::{self, SigError, SigningKey, VerifyAlg, CERTIFICATE_VERIFY_ALGS};
 use crate::messages::enums::{AlertDescription, SignatureScheme};
 
 /// Whose certificate is being checked: decides the required extended key usage (RFC 5280
@@ -150,19 +155,171 @@ impl CertVerifier {
         now_unix_secs: u64,
         usage: Usage,
     ) -> Result<(), CertError> {
-        verify_chain(chain, &self.roots, server_name, now_unix_secs, usage)
+        verify_chain(chain, &self.roots, server_name, now_unix_secs, usage, None)
+    }
+}
+
+/// Certificate signatures that already verified, so that a client connecting to the same server
+/// again (or a server seeing the same client certificate) skips the public-key operation.
+///
+/// A signature check is a pure function of (algorithm, issuer key, signed bytes, signature), so
+/// remembering the triples that passed changes no result: webpki still builds the path and
+/// checks validity times, name, key usage and constraints on every connection, and only asks the
+/// memo instead of redoing the ECDSA/RSA arithmetic (for a P-256 certificate, about half of a
+/// client's full-handshake CPU beside the key exchange; docs/performance.md). Only certificate
+/// signatures are remembered, never CertificateVerify ones (those cover a fresh transcript).
+/// Bounded: the oldest of `capacity` entries is forgotten first; a failed check is never stored.
+pub struct SignatureMemo {
+    capacity: usize,
+    entries: Mutex<VecDeque<MemoEntry>>,
+    hits: std::sync::atomic::AtomicU64,
+}
+
+struct MemoEntry {
+    alg: &'static str,
+    public_key: Box<[u8]>,
+    message: Box<[u8]>,
+    signature: Box<[u8]>,
+}
+
+impl SignatureMemo {
+    /// Remembers up to `capacity` verified signatures (0 remembers none).
+    pub fn new(capacity: usize) -> Self {
+        SignatureMemo {
+            capacity,
+            entries: Mutex::new(VecDeque::new()),
+            hits: Default::default(),
+        }
+    }
+
+    /// How many checks the memo answered so far.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many signatures it holds.
+    pub fn len(&self) -> usize {
+        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn contains(
+        &self,
+        alg: &VerifyAlg,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> bool {
+        let Ok(entries) = self.entries.lock() else {
+            return false;
+        };
+        let found = entries.iter().any(|e| {
+            e.alg == alg.name()
+                && *e.signature == *signature
+                && *e.public_key == *public_key
+                && *e.message == *message
+        });
+        if found {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        found
+    }
+
+    fn insert(&self, alg: &VerifyAlg, public_key: &[u8], message: &[u8], signature: &[u8]) {
+        if self.capacity == 0 {
+            return;
+        }
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if entries.len() >= self.capacity {
+            entries.pop_front();
+        }
+        entries.push_back(MemoEntry {
+            alg: alg.name(),
+            public_key: public_key.into(),
+            message: message.into(),
+            signature: signature.into(),
+        });
+    }
+}
+
+impl Default for SignatureMemo {
+    /// 32 signatures: a few servers' chains.
+    fn default() -> Self {
+        SignatureMemo::new(32)
+    }
+}
+
+impl fmt::Debug for SignatureMemo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SignatureMemo({}/{} held, {} hits)",
+            self.len(),
+            self.capacity,
+            self.hits()
+        )
+    }
+}
+
+/// One of our algorithms, answering from a [`SignatureMemo`] when it can.
+struct Memoized<'a> {
+    alg: &'static VerifyAlg,
+    memo: Option<&'a SignatureMemo>,
+}
+
+impl fmt::Debug for Memoized<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.alg.fmt(f)
+    }
+}
+
+impl SignatureVerificationAlgorithm for Memoized<'_> {
+    fn verify_signature(
+        &self,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), InvalidSignature> {
+        if let Some(memo) = self.memo {
+            if memo.contains(self.alg, public_key, message, signature) {
+                return Ok(());
+            }
+        }
+        self.alg
+            .verify(public_key, message, signature)
+            .map_err(|_| InvalidSignature)?;
+        if let Some(memo) = self.memo {
+            memo.insert(self.alg, public_key, message, signature);
+        }
+        Ok(())
+    }
+
+    fn public_key_alg_id(&self) -> AlgorithmIdentifier {
+        SignatureVerificationAlgorithm::public_key_alg_id(self.alg)
+    }
+
+    fn signature_alg_id(&self) -> AlgorithmIdentifier {
+        SignatureVerificationAlgorithm::signature_alg_id(self.alg)
     }
 }
 
 /// Validates `chain` (DER, leaf first, then intermediates in any order) up to one of `roots` at
 /// time `now_unix_secs`, and, if given, that the leaf is valid for `server_name` (DNS name or IP
-/// address, matched against subjectAltName only — never the CN).
+/// address, matched against subjectAltName only — never the CN). Certificate signatures already
+/// in `memo` are not recomputed; new ones that verify are added.
 pub fn verify_chain(
     chain: &[Vec<u8>],
     roots: &[Vec<u8>],
     server_name: Option<&str>,
     now_unix_secs: u64,
     usage: Usage,
+    memo: Option<&SignatureMemo>,
 ) -> Result<(), CertError> {
     let (leaf, rest) = chain.split_first().ok_or(CertError::Empty(usage))?;
     let root_ders: Vec<CertificateDer<'_>> = roots
@@ -184,8 +341,11 @@ pub fn verify_chain(
         Usage::Server => KeyUsage::server_auth(),
         Usage::Client => KeyUsage::client_auth(),
     };
+    let memoized = CERTIFICATE_VERIFY_ALGS.map(|alg| Memoized { alg, memo });
+    let algs: [&dyn SignatureVerificationAlgorithm; CERTIFICATE_VERIFY_ALGS.len()] =
+        core::array::from_fn(|i| &memoized[i] as &dyn SignatureVerificationAlgorithm);
     ee.verify_for_usage(
-        CERTIFICATE_ALGORITHMS,
+        &algs,
         &anchors,
         &intermediates,
         UnixTime::since_unix_epoch(Duration::from_secs(now_unix_secs)),
@@ -430,19 +590,20 @@ mod tests {
     fn rfc8448_s3_cert_is_its_own_root() {
         let c = one_cert(RSA_CERT);
         let chain = vec![c.clone()];
-        verify_chain(&chain, &chain, None, T_2020, Usage::Server).unwrap();
-        verify_chain(&chain, &chain, None, T_2020, Usage::Client).unwrap();
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server, None).unwrap();
+        verify_chain(&chain, &chain, None, T_2020, Usage::Client, None).unwrap();
         let v = CertVerifier::new(chain.clone()).unwrap();
         v.verify(&chain, None, T_2020, Usage::Server).unwrap();
 
-        let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server).unwrap_err();
+        let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server, None).unwrap_err();
         assert_eq!(err, CertError::Expired);
         assert_eq!(err.alert(), AlertDescription::CertificateExpired);
-        let err = verify_chain(&chain, &chain, None, T_2015, Usage::Server).unwrap_err();
+        let err = verify_chain(&chain, &chain, None, T_2015, Usage::Server, None).unwrap_err();
         assert_eq!(err, CertError::NotYetValid);
         assert_eq!(err.alert(), AlertDescription::CertificateExpired);
         // No subjectAltName: the CN "rsa" is not a DNS identity (RFC 6125).
-        let err = verify_chain(&chain, &chain, Some("rsa"), T_2020, Usage::Server).unwrap_err();
+        let err =
+            verify_chain(&chain, &chain, Some("rsa"), T_2020, Usage::Server, None).unwrap_err();
         assert_eq!(err, CertError::NameMismatch);
         assert_eq!(err.alert(), AlertDescription::BadCertificate);
     }
@@ -451,7 +612,7 @@ mod tests {
     fn rfc8448_s6_certs_are_their_own_roots() {
         for pem in [ECDSA_CERT, CLIENT_CERT] {
             let chain = vec![one_cert(pem)];
-            verify_chain(&chain, &chain, None, T_2020, Usage::Client).unwrap();
+            verify_chain(&chain, &chain, None, T_2020, Usage::Client, None).unwrap();
         }
     }
 
@@ -459,23 +620,23 @@ mod tests {
     fn unknown_issuer_empty_and_garbage() {
         let rsa = vec![one_cert(RSA_CERT)];
         let ecdsa = vec![one_cert(ECDSA_CERT)];
-        let err = verify_chain(&rsa, &ecdsa, None, T_2020, Usage::Server).unwrap_err();
+        let err = verify_chain(&rsa, &ecdsa, None, T_2020, Usage::Server, None).unwrap_err();
         assert_eq!(err, CertError::UnknownIssuer);
         assert_eq!(err.alert(), AlertDescription::UnknownCa);
         assert_eq!(
-            verify_chain(&rsa, &[], None, T_2020, Usage::Server),
+            verify_chain(&rsa, &[], None, T_2020, Usage::Server, None),
             Err(CertError::UnknownIssuer)
         );
-        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Server).unwrap_err();
+        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Server, None).unwrap_err();
         assert_eq!(err.alert(), AlertDescription::DecodeError);
-        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Client).unwrap_err();
+        let err = verify_chain(&[], &rsa, None, T_2020, Usage::Client, None).unwrap_err();
         assert_eq!(err.alert(), AlertDescription::CertificateRequired);
         assert_eq!(
             CertVerifier::new(vec![vec![1, 2, 3]]).unwrap_err(),
             CertError::BadTrustAnchor(0)
         );
         assert_eq!(
-            verify_chain(&rsa, &[vec![0x30]], None, T_2020, Usage::Server)
+            verify_chain(&rsa, &[vec![0x30]], None, T_2020, Usage::Server, None)
                 .unwrap_err()
                 .alert(),
             AlertDescription::InternalError
@@ -483,7 +644,7 @@ mod tests {
         // Every truncation of the leaf is rejected, never a panic.
         for i in 0..rsa[0].len() {
             let cut = vec![rsa[0][..i].to_vec()];
-            let err = verify_chain(&cut, &rsa, None, T_2020, Usage::Server).unwrap_err();
+            let err = verify_chain(&cut, &rsa, None, T_2020, Usage::Server, None).unwrap_err();
             assert_eq!(
                 err.alert(),
                 AlertDescription::BadCertificate,
@@ -494,7 +655,7 @@ mod tests {
         let mut bad = rsa[0].clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        let err = verify_chain(&[bad], &rsa, None, T_2020, Usage::Server).unwrap_err();
+        let err = verify_chain(&[bad], &rsa, None, T_2020, Usage::Server, None).unwrap_err();
         assert_eq!(err, CertError::BadSignature);
     }
 
@@ -631,6 +792,50 @@ mod tests {
     const NA: u64 = T_2020 + 365 * 86_400;
 
     #[test]
+    fn signature_memo_skips_only_repeated_good_signatures() {
+        let chain = vec![one_cert(RSA_CERT)];
+        let memo = SignatureMemo::new(2);
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server, Some(&memo)).unwrap();
+        assert_eq!((memo.len(), memo.hits()), (1, 0));
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server, Some(&memo)).unwrap();
+        assert_eq!((memo.len(), memo.hits()), (1, 1));
+        // Time, name and signature are still checked around a remembered signature.
+        let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server, Some(&memo));
+        assert_eq!(err, Err(CertError::Expired));
+        let err = verify_chain(
+            &chain,
+            &chain,
+            Some("rsa"),
+            T_2020,
+            Usage::Server,
+            Some(&memo),
+        );
+        assert_eq!(err, Err(CertError::NameMismatch));
+        let mut bad = chain[0].clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let err = verify_chain(&[bad], &chain, None, T_2020, Usage::Server, Some(&memo));
+        assert_eq!(err, Err(CertError::BadSignature));
+        assert_eq!(memo.len(), 1, "a failed signature is never remembered");
+        // Bounded: the oldest entry goes first.
+        for pem in [ECDSA_CERT, CLIENT_CERT] {
+            let c = vec![one_cert(pem)];
+            verify_chain(&c, &c, None, T_2020, Usage::Client, Some(&memo)).unwrap();
+        }
+        assert_eq!(memo.len(), 2);
+        let hits = memo.hits();
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server, Some(&memo)).unwrap();
+        assert_eq!(
+            memo.hits(),
+            hits,
+            "the RSA signature was evicted and verified again"
+        );
+        let none = SignatureMemo::new(0);
+        verify_chain(&chain, &chain, None, T_2020, Usage::Server, Some(&none)).unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[test]
     fn self_signed_p256_is_deterministic_and_validates() {
         let names = ["localhost", "127.0.0.1"];
         let k1 = SigningKey::generate_p256(&mut SeededRandom::from_seed(42));
@@ -644,15 +849,22 @@ mod tests {
         let chain = vec![c1.clone()];
         for name in [None, Some("localhost"), Some("127.0.0.1")] {
             for usage in [Usage::Server, Usage::Client] {
-                verify_chain(&chain, &chain, name, NB + 10, usage).unwrap();
+                verify_chain(&chain, &chain, name, NB + 10, usage, None).unwrap();
             }
         }
         assert_eq!(
-            verify_chain(&chain, &chain, Some("example.com"), NB + 10, Usage::Server),
+            verify_chain(
+                &chain,
+                &chain,
+                Some("example.com"),
+                NB + 10,
+                Usage::Server,
+                None
+            ),
             Err(CertError::NameMismatch)
         );
         assert_eq!(
-            verify_chain(&chain, &chain, None, NA + 1, Usage::Server),
+            verify_chain(&chain, &chain, None, NA + 1, Usage::Server, None),
             Err(CertError::Expired)
         );
 
@@ -692,12 +904,20 @@ mod tests {
             .unwrap();
         let chain = vec![leaf.der().to_vec()];
         let roots = vec![root.der().to_vec()];
-        verify_chain(&chain, &roots, Some("leaf.test"), NB + 1, Usage::Server).unwrap();
+        verify_chain(
+            &chain,
+            &roots,
+            Some("leaf.test"),
+            NB + 1,
+            Usage::Server,
+            None,
+        )
+        .unwrap();
         // Tampering with the P-384 signature breaks the chain.
         let mut bad = leaf.der().to_vec();
         let n = bad.len();
         bad[n - 2] ^= 1;
-        assert!(verify_chain(&[bad], &roots, None, NB + 1, Usage::Server).is_err());
+        assert!(verify_chain(&[bad], &roots, None, NB + 1, Usage::Server, None).is_err());
 
         // A self-signed P-384 leaf, and CertificateVerify with ecdsa_secp384r1_sha384.
         let names = ["localhost"];
@@ -705,7 +925,15 @@ mod tests {
         assert_eq!(c, self_signed_ecdsa(&names, &root_sk, NB, NA).unwrap());
         assert!(self_signed_p256(&names, &root_sk, NB, NA).is_err());
         let chain = vec![c.clone()];
-        verify_chain(&chain, &chain, Some("localhost"), NB + 1, Usage::Server).unwrap();
+        verify_chain(
+            &chain,
+            &chain,
+            Some("localhost"),
+            NB + 1,
+            Usage::Server,
+            None,
+        )
+        .unwrap();
         let msg = certificate_verify_message(true, &[5; 48]);
         let scheme = SignatureScheme::ecdsa_secp384r1_sha384;
         let sig = root_sk.sign(scheme, &msg, &mut rng).unwrap();
@@ -758,12 +986,20 @@ mod tests {
         let chain = vec![leaf.der().to_vec(), inter.der().to_vec()];
         let roots = vec![root.der().to_vec()];
 
-        verify_chain(&chain, &roots, Some("leaf.test"), NB + 1, Usage::Server).unwrap();
+        verify_chain(
+            &chain,
+            &roots,
+            Some("leaf.test"),
+            NB + 1,
+            Usage::Server,
+            None,
+        )
+        .unwrap();
         assert_eq!(
-            verify_chain(&chain[..1], &roots, None, NB + 1, Usage::Server),
+            verify_chain(&chain[..1], &roots, None, NB + 1, Usage::Server, None),
             Err(CertError::UnknownIssuer)
         );
-        let err = verify_chain(&chain, &roots, None, NB + 1, Usage::Client).unwrap_err();
+        let err = verify_chain(&chain, &roots, None, NB + 1, Usage::Client, None).unwrap_err();
         assert_eq!(err, CertError::WrongUsage);
         assert_eq!(err.alert(), AlertDescription::UnsupportedCertificate);
         // The leaf's key signs CertificateVerify that checks out against the leaf certificate.

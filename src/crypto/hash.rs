@@ -3,7 +3,9 @@
 //!
 //! Everything here is fixed-size and allocation-free: an [`Output`] is at most 48 bytes on the stack.
 
+#[cfg(not(feature = "ring-hash"))]
 use hmac::{Hmac, Mac};
+#[cfg(not(feature = "ring-hash"))]
 use sha2::{Digest, Sha256, Sha384};
 use subtle::ConstantTimeEq;
 
@@ -51,6 +53,19 @@ impl HashAlg {
     /// HMAC over the concatenation of `parts`, so callers never build the message in a buffer
     /// (HKDF's `T(n-1) | info | n` is fed this way).
     pub fn hmac_parts(self, key: &[u8], parts: &[&[u8]]) -> Output {
+        #[cfg(feature = "ring-hash")]
+        {
+            let alg = match self {
+                HashAlg::Sha256 => ring::hmac::HMAC_SHA256,
+                HashAlg::Sha384 => ring::hmac::HMAC_SHA384,
+            };
+            let mut ctx = ring::hmac::Context::with_key(&ring::hmac::Key::new(alg, key));
+            for p in parts {
+                ctx.update(p);
+            }
+            Output::from_generic(ctx.sign().as_ref())
+        }
+        #[cfg(not(feature = "ring-hash"))]
         match self {
             HashAlg::Sha256 => hmac_sha256(key, parts),
             HashAlg::Sha384 => hmac_sha384(key, parts),
@@ -77,6 +92,7 @@ impl core::fmt::Display for HashAlg {
     }
 }
 
+#[cfg(not(feature = "ring-hash"))]
 macro_rules! hmac_fn {
     ($name:ident, $d:ty) => {
         fn $name(key: &[u8], parts: &[&[u8]]) -> Output {
@@ -92,7 +108,9 @@ macro_rules! hmac_fn {
         }
     };
 }
+#[cfg(not(feature = "ring-hash"))]
 hmac_fn!(hmac_sha256, Sha256);
+#[cfg(not(feature = "ring-hash"))]
 hmac_fn!(hmac_sha384, Sha384);
 
 /// A hash or HMAC value (≤ 48 bytes) held inline.
@@ -193,14 +211,27 @@ impl core::fmt::Debug for Output {
 #[derive(Clone)]
 pub enum HashState {
     /// SHA-256 state.
+    #[cfg(not(feature = "ring-hash"))]
     Sha256(Sha256),
     /// SHA-384 state.
+    #[cfg(not(feature = "ring-hash"))]
     Sha384(Sha384),
+    /// Either, on ring (feature `ring-hash`).
+    #[cfg(feature = "ring-hash")]
+    Ring(ring::digest::Context),
 }
 
 impl HashState {
     /// Empty state for `alg`.
     pub fn new(alg: HashAlg) -> HashState {
+        #[cfg(feature = "ring-hash")]
+        {
+            HashState::Ring(ring::digest::Context::new(match alg {
+                HashAlg::Sha256 => &ring::digest::SHA256,
+                HashAlg::Sha384 => &ring::digest::SHA384,
+            }))
+        }
+        #[cfg(not(feature = "ring-hash"))]
         match alg {
             HashAlg::Sha256 => HashState::Sha256(Sha256::new()),
             HashAlg::Sha384 => HashState::Sha384(Sha384::new()),
@@ -210,29 +241,47 @@ impl HashState {
     /// Which function this is.
     pub fn alg(&self) -> HashAlg {
         match self {
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha256(_) => HashAlg::Sha256,
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha384(_) => HashAlg::Sha384,
+            #[cfg(feature = "ring-hash")]
+            HashState::Ring(c) => {
+                if c.algorithm() == &ring::digest::SHA384 {
+                    HashAlg::Sha384
+                } else {
+                    HashAlg::Sha256
+                }
+            }
         }
     }
 
     /// Absorbs `data`.
     pub fn update(&mut self, data: &[u8]) {
         match self {
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha256(h) => h.update(data),
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha384(h) => h.update(data),
+            #[cfg(feature = "ring-hash")]
+            HashState::Ring(c) => c.update(data),
         }
     }
 
-    /// Hash of everything absorbed so far, leaving the state usable.
+    /// The hash of everything so far; the state continues (the transcript hash at one point).
     pub fn current(&self) -> Output {
         self.clone().finish()
     }
 
-    /// Hash of everything absorbed, consuming the state.
+    /// The hash of everything absorbed.
     pub fn finish(self) -> Output {
         match self {
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha256(h) => Output::from_generic(&h.finalize()),
+            #[cfg(not(feature = "ring-hash"))]
             HashState::Sha384(h) => Output::from_generic(&h.finalize()),
+            #[cfg(feature = "ring-hash")]
+            HashState::Ring(c) => Output::from_generic(c.finish().as_ref()),
         }
     }
 }

@@ -223,22 +223,22 @@ impl KeyShareSecret {
     fn generate_inner(
         group: NamedGroup,
         rng: &mut dyn RandomSource,
-        x25519: &mut Option<(x25519_dalek::StaticSecret, Vec<u8>)>,
+        x25519: &mut Option<X25519Private>,
     ) -> Result<Self, KxError> {
         let comps = components(group).ok_or(KxError::Unsupported(group))?;
-        let mut public = Vec::new();
+        let mut public = Vec::with_capacity(comps.iter().map(|c| c.client_share_len()).sum());
         let mut private = Vec::with_capacity(comps.len());
         for c in comps {
-            let (priv_key, pub_key) = match (c, x25519.as_ref()) {
-                (Component::X25519, Some((secret, public))) => {
-                    (ComponentPrivate::X25519(secret.clone()), public.clone())
+            let priv_key = match (c, x25519.as_ref()) {
+                (Component::X25519, Some(secret)) => {
+                    public.extend_from_slice(&secret.public());
+                    ComponentPrivate::X25519(secret.clone())
                 }
-                _ => c.generate(rng)?,
+                _ => c.generate(rng, &mut public)?,
             };
             if let (Component::X25519, ComponentPrivate::X25519(secret)) = (c, &priv_key) {
-                x25519.get_or_insert_with(|| (secret.clone(), pub_key.clone()));
+                x25519.get_or_insert_with(|| secret.clone());
             }
-            public.extend_from_slice(&pub_key);
             private.push(priv_key);
         }
         Ok(Self {
@@ -260,21 +260,24 @@ impl KeyShareSecret {
 
     /// Client side: combine our private key(s) with the server's key_exchange.
     pub fn complete(self, server_share: &[u8]) -> Result<KxResult, KxError> {
+        self.complete_inner(server_share, true)
+    }
+
+    /// [`complete`](Self::complete) without the per-component copies for the ledger
+    /// (`components` is left empty): what a connection that observes no secrets needs.
+    pub fn complete_secret_only(self, server_share: &[u8]) -> Result<KxResult, KxError> {
+        self.complete_inner(server_share, false)
+    }
+
+    fn complete_inner(self, server_share: &[u8], detail: bool) -> Result<KxResult, KxError> {
         let comps = components(self.group).ok_or(KxError::Unsupported(self.group))?;
-        let server_parts = split(server_share, comps.iter().map(|c| c.server_share_len()))?;
-        let client_parts = split(&self.public, comps.iter().map(|c| c.client_share_len()))?;
-        let mut out = KxResult {
-            shared_secret: Vec::new(),
-            components: Vec::with_capacity(comps.len()),
-        };
-        for (((c, p), cs), ss) in comps
-            .iter()
-            .zip(&self.private)
-            .zip(client_parts)
-            .zip(server_parts)
-        {
-            let secret = p.complete(ss)?;
-            out.push(c.name(), cs, ss, &secret);
+        let server_parts = split(server_share, comps, Component::server_share_len)?;
+        let client_parts = split(&self.public, comps, Component::client_share_len)?;
+        let mut out = KxResult::with_capacity(comps, detail);
+        for (i, (c, p)) in comps.iter().zip(&self.private).enumerate() {
+            let start = out.shared_secret.len();
+            p.complete_into(server_parts[i], &mut out.shared_secret)?;
+            out.detail(c.name(), client_parts[i], server_parts[i], start);
         }
         Ok(out)
     }
@@ -296,50 +299,86 @@ pub fn server_respond(
     client_share: &[u8],
     rng: &mut dyn RandomSource,
 ) -> Result<(Vec<u8>, KxResult), KxError> {
+    server_respond_inner(group, client_share, rng, true)
+}
+
+/// [`server_respond`] without the per-component copies for the ledger (`components` is left
+/// empty).
+pub fn server_respond_secret_only(
+    group: NamedGroup,
+    client_share: &[u8],
+    rng: &mut dyn RandomSource,
+) -> Result<(Vec<u8>, KxResult), KxError> {
+    server_respond_inner(group, client_share, rng, false)
+}
+
+fn server_respond_inner(
+    group: NamedGroup,
+    client_share: &[u8],
+    rng: &mut dyn RandomSource,
+    detail: bool,
+) -> Result<(Vec<u8>, KxResult), KxError> {
     let comps = components(group).ok_or(KxError::Unsupported(group))?;
-    let client_parts = split(client_share, comps.iter().map(|c| c.client_share_len()))?;
+    let client_parts = split(client_share, comps, Component::client_share_len)?;
     // Validate every component before drawing anything, so a bad share costs no randomness and
     // the draw sequence of a replayed connection does not depend on peer garbage (a bad X25519
     // half of X25519MLKEM768 must not leave an ML-KEM encapsulation half done).
-    for (c, cs) in comps.iter().zip(&client_parts) {
+    for (c, cs) in comps.iter().zip(client_parts) {
         c.check_client_share(cs)?;
     }
-    let mut server_share = Vec::new();
-    let mut out = KxResult {
-        shared_secret: Vec::new(),
-        components: Vec::with_capacity(comps.len()),
-    };
+    let mut server_share = Vec::with_capacity(comps.iter().map(|c| c.server_share_len()).sum());
+    let mut out = KxResult::with_capacity(comps, detail);
     for (c, cs) in comps.iter().zip(client_parts) {
-        let (ss, secret) = c.respond(cs, rng)?;
-        server_share.extend_from_slice(&ss);
-        out.push(c.name(), cs, &ss, &secret);
+        let (share_start, secret_start) = (server_share.len(), out.shared_secret.len());
+        c.respond_into(cs, rng, &mut server_share, &mut out.shared_secret)?;
+        out.detail(c.name(), cs, &server_share[share_start..], secret_start);
     }
     Ok((server_share, out))
 }
 
 impl KxResult {
-    fn push(&mut self, name: &'static str, client: &[u8], server: &[u8], secret: &[u8]) {
-        self.shared_secret.extend_from_slice(secret);
+    fn with_capacity(comps: &[Component], detail: bool) -> KxResult {
+        KxResult {
+            shared_secret: Vec::with_capacity(comps.iter().map(|c| c.secret_len()).sum()),
+            components: Vec::with_capacity(if detail { comps.len() } else { 0 }),
+        }
+    }
+
+    /// Records the component whose secret starts at `secret_start`, if detail was asked for
+    /// (`components` has capacity).
+    fn detail(&mut self, name: &'static str, client: &[u8], server: &[u8], secret_start: usize) {
+        if self.components.capacity() == 0 {
+            return;
+        }
         self.components.push(KxComponent {
             name,
             client_share: client.to_vec(),
             server_share: server.to_vec(),
-            secret: secret.to_vec(),
+            secret: self.shared_secret[secret_start..].to_vec(),
         });
     }
 }
 
-/// Splits a concatenated share into exactly the component lengths (no trailing bytes).
-fn split(mut share: &[u8], lens: impl Iterator<Item = usize>) -> Result<Vec<&[u8]>, KxError> {
-    let mut parts = Vec::new();
-    for len in lens {
+/// At most two components per group (the hybrids).
+const MAX_COMPONENTS: usize = 2;
+
+/// Splits a concatenated share into exactly the component lengths (no trailing bytes); entries
+/// past `comps.len()` are empty.
+fn split<'a>(
+    mut share: &'a [u8],
+    comps: &[Component],
+    len_of: fn(Component) -> usize,
+) -> Result<[&'a [u8]; MAX_COMPONENTS], KxError> {
+    let mut parts: [&[u8]; MAX_COMPONENTS] = [&[]; MAX_COMPONENTS];
+    for (part, c) in parts.iter_mut().zip(comps) {
+        let len = len_of(*c);
         if share.len() < len {
             return Err(KxError::InvalidPeerShare(
                 "key share too short for its group",
             ));
         }
         let (head, rest) = share.split_at(len);
-        parts.push(head);
+        *part = head;
         share = rest;
     }
     if !share.is_empty() {
@@ -443,7 +482,7 @@ impl Component {
     /// Server side: the checks on the client's share that need no private key.
     fn check_client_share(self, share: &[u8]) -> Result<(), KxError> {
         match self {
-            Component::X25519 => x25519_peer(share).map(drop),
+            Component::X25519 => x25519_peer(share),
             Component::P256 => p256_peer(share).map(drop),
             Component::P384 => p384_peer(share).map(drop),
             Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
@@ -452,60 +491,65 @@ impl Component {
         }
     }
 
-    /// Key generation for the side that speaks first (client; server too for DH).
-    fn generate(self, rng: &mut dyn RandomSource) -> Result<(ComponentPrivate, Vec<u8>), KxError> {
+    /// Shared secret length: 32 bytes, except P-384's 48-byte x-coordinate.
+    fn secret_len(self) -> usize {
+        match self {
+            Component::P384 => 48,
+            _ => 32,
+        }
+    }
+
+    /// Key generation for the side that speaks first (client; server too for DH): appends the
+    /// public share to `public`.
+    fn generate(
+        self,
+        rng: &mut dyn RandomSource,
+        public: &mut Vec<u8>,
+    ) -> Result<ComponentPrivate, KxError> {
         match self {
             Component::X25519 => {
                 let mut bytes = Zeroizing::new([0u8; 32]);
                 rng.fill(&mut bytes[..]);
                 // Clamping happens inside the scalar multiplication (RFC 7748 §5), so the drawn
                 // bytes are used as-is and an RFC 8448 private key can be injected verbatim.
-                let secret = x25519_dalek::StaticSecret::from(*bytes);
-                let public = x25519_dalek::PublicKey::from(&secret);
-                Ok((ComponentPrivate::X25519(secret), public.as_bytes().to_vec()))
+                let secret = X25519Private::from_bytes(&bytes);
+                public.extend_from_slice(&secret.public());
+                Ok(ComponentPrivate::X25519(secret))
             }
             Component::P256 => {
                 let secret = p256::SecretKey::from(draw_p256_scalar(rng));
-                let public = secret.public_key().to_encoded_point(false);
-                Ok((ComponentPrivate::P256(secret), public.as_bytes().to_vec()))
+                public.extend_from_slice(secret.public_key().to_encoded_point(false).as_bytes());
+                Ok(ComponentPrivate::P256(secret))
             }
             Component::P384 => {
                 let secret = p384::SecretKey::from(draw_p384_scalar(rng));
-                let public = secret.public_key().to_encoded_point(false);
-                Ok((ComponentPrivate::P384(secret), public.as_bytes().to_vec()))
+                public.extend_from_slice(secret.public_key().to_encoded_point(false).as_bytes());
+                Ok(ComponentPrivate::P384(secret))
             }
-            Component::MlKem512 => {
-                let (dk, ek) = mlkem_generate::<ml_kem::MlKem512>(rng);
-                Ok((ComponentPrivate::MlKem512(Box::new(dk)), ek))
-            }
-            Component::MlKem768 => {
-                let (dk, ek) = mlkem_generate::<ml_kem::MlKem768>(rng);
-                Ok((ComponentPrivate::MlKem768(Box::new(dk)), ek))
-            }
-            Component::MlKem1024 => {
-                let (dk, ek) = mlkem_generate::<ml_kem::MlKem1024>(rng);
-                Ok((ComponentPrivate::MlKem1024(Box::new(dk)), ek))
+            Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
+                mlkem_generate(self, rng, public)
             }
         }
     }
 
-    /// Server side for one component: returns (server share, shared secret). DH draws a key
-    /// pair; a KEM draws m and encapsulates to the client's key.
-    fn respond(
+    /// Server side for one component: appends our share to `share` and the shared secret to
+    /// `secret`. DH draws a key pair; a KEM draws m and encapsulates to the client's key.
+    fn respond_into(
         self,
         client_share: &[u8],
         rng: &mut dyn RandomSource,
-    ) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), KxError> {
+        share: &mut Vec<u8>,
+        secret: &mut Vec<u8>,
+    ) -> Result<(), KxError> {
         // Validate the peer's share before drawing anything (see `server_respond`).
         self.check_client_share(client_share)?;
         match self {
-            Component::MlKem512 => mlkem_encapsulate::<ml_kem::MlKem512>(client_share, rng),
-            Component::MlKem768 => mlkem_encapsulate::<ml_kem::MlKem768>(client_share, rng),
-            Component::MlKem1024 => mlkem_encapsulate::<ml_kem::MlKem1024>(client_share, rng),
+            Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
+                mlkem_encapsulate(self, client_share, rng, share, secret)
+            }
             Component::X25519 | Component::P256 | Component::P384 => {
-                let (private, public) = self.generate(rng)?;
-                let secret = private.complete(client_share)?;
-                Ok((public, secret))
+                let private = self.generate(rng, share)?;
+                private.complete_into(client_share, secret)
             }
         }
     }
@@ -514,54 +558,97 @@ impl Component {
 /// A component's private state held between ClientHello and ServerHello (zeroized on drop by
 /// the underlying types).
 enum ComponentPrivate {
-    X25519(x25519_dalek::StaticSecret),
+    X25519(X25519Private),
     P256(p256::SecretKey),
     P384(p384::SecretKey),
-    // Boxed: the expanded decapsulation keys are kilobytes.
-    MlKem512(Box<DecapsulationKey<ml_kem::MlKem512>>),
-    MlKem768(Box<DecapsulationKey<ml_kem::MlKem768>>),
-    MlKem1024(Box<DecapsulationKey<ml_kem::MlKem1024>>),
+    MlKem(MlKemPrivate),
 }
 
 impl ComponentPrivate {
-    /// DH with the peer's share, or decapsulation of its ciphertext (validated here).
-    fn complete(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, KxError> {
+    /// DH with the peer's share, or decapsulation of its ciphertext (validated here); appends
+    /// the shared secret to `out`.
+    fn complete_into(&self, peer: &[u8], out: &mut Vec<u8>) -> Result<(), KxError> {
         match self {
             ComponentPrivate::X25519(secret) => {
-                let peer = x25519_peer(peer)?;
-                let shared = secret.diffie_hellman(&peer);
+                let peer: &[u8; 32] = peer
+                    .try_into()
+                    .map_err(|_| KxError::InvalidPeerShare("x25519 share must be 32 bytes"))?;
                 // §7.4.2 / RFC 7748 §6: abort on the all-zero output (checked in constant time).
-                if !shared.was_contributory() {
-                    return Err(KxError::ZeroSharedSecret);
-                }
-                Ok(Zeroizing::new(shared.as_bytes().to_vec()))
+                let shared = secret
+                    .diffie_hellman(peer)
+                    .ok_or(KxError::ZeroSharedSecret)?;
+                out.extend_from_slice(&shared[..]);
             }
             ComponentPrivate::P256(secret) => {
                 let peer = p256_peer(peer)?;
                 let shared =
                     p256::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
                 // §7.4.2: the x-coordinate, full 32 bytes (leading zeros kept).
-                Ok(Zeroizing::new(shared.raw_secret_bytes().to_vec()))
+                out.extend_from_slice(shared.raw_secret_bytes());
             }
             ComponentPrivate::P384(secret) => {
                 let peer = p384_peer(peer)?;
                 let shared =
                     p384::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
                 // §7.4.2: the x-coordinate, full 48 bytes.
-                Ok(Zeroizing::new(shared.raw_secret_bytes().to_vec()))
+                out.extend_from_slice(shared.raw_secret_bytes());
             }
-            ComponentPrivate::MlKem512(dk) => mlkem_decapsulate::<ml_kem::MlKem512>(dk, peer),
-            ComponentPrivate::MlKem768(dk) => mlkem_decapsulate::<ml_kem::MlKem768>(dk, peer),
-            ComponentPrivate::MlKem1024(dk) => mlkem_decapsulate::<ml_kem::MlKem1024>(dk, peer),
+            ComponentPrivate::MlKem(dk) => dk.decapsulate_into(peer, out)?,
+        }
+        Ok(())
+    }
+}
+
+/// An X25519 private key: the 32 drawn bytes. The scalar multiplications run on `x25519-dalek`
+/// by default, on aws-lc with the `aws-lc-kx` feature (same bytes, ~2× faster here).
+#[derive(Clone)]
+struct X25519Private {
+    #[cfg(not(feature = "aws-lc-kx"))]
+    secret: x25519_dalek::StaticSecret,
+    #[cfg(feature = "aws-lc-kx")]
+    secret: Zeroizing<[u8; 32]>,
+}
+
+impl X25519Private {
+    fn from_bytes(bytes: &[u8; 32]) -> Self {
+        #[cfg(not(feature = "aws-lc-kx"))]
+        let secret = x25519_dalek::StaticSecret::from(*bytes);
+        #[cfg(feature = "aws-lc-kx")]
+        let secret = Zeroizing::new(*bytes);
+        X25519Private { secret }
+    }
+
+    fn public(&self) -> [u8; 32] {
+        #[cfg(not(feature = "aws-lc-kx"))]
+        return x25519_dalek::PublicKey::from(&self.secret).to_bytes();
+        #[cfg(feature = "aws-lc-kx")]
+        return super::awslc::x25519_public(&self.secret);
+    }
+
+    /// The shared secret, or `None` if it is all zeros (a low-order peer point).
+    fn diffie_hellman(&self, peer: &[u8; 32]) -> Option<Zeroizing<[u8; 32]>> {
+        #[cfg(not(feature = "aws-lc-kx"))]
+        {
+            let shared = self
+                .secret
+                .diffie_hellman(&x25519_dalek::PublicKey::from(*peer));
+            shared
+                .was_contributory()
+                .then(|| Zeroizing::new(*shared.as_bytes()))
+        }
+        #[cfg(feature = "aws-lc-kx")]
+        {
+            super::awslc::x25519(&self.secret, peer)
         }
     }
 }
 
-fn x25519_peer(share: &[u8]) -> Result<x25519_dalek::PublicKey, KxError> {
-    let bytes: [u8; 32] = share
-        .try_into()
-        .map_err(|_| KxError::InvalidPeerShare("x25519 share must be 32 bytes"))?;
-    Ok(x25519_dalek::PublicKey::from(bytes))
+/// An X25519 share is any 32 bytes (RFC 7748 §5: the top bit is masked when decoding).
+fn x25519_peer(share: &[u8]) -> Result<(), KxError> {
+    if share.len() != 32 {
+        return Err(KxError::InvalidPeerShare("x25519 share must be 32 bytes"));
+    }
+    Ok(())
 }
 
 /// §4.2.8.2: UncompressedPointRepresentation (0x04 || X || Y), on the curve, not the identity.
@@ -593,6 +680,7 @@ fn p384_peer(share: &[u8]) -> Result<p384::PublicKey, KxError> {
 /// The q of FIPS 203 (§2.4): every coefficient of an encapsulation key lies in [0, q).
 const MLKEM_Q: u16 = 3329;
 
+#[cfg(not(feature = "aws-lc-kx"))]
 type DecapsulationKey<K> = <K as ml_kem::KemCore>::DecapsulationKey;
 
 /// FIPS 203 §7.2 encapsulation-key check, which the server MUST run (draft-ietf-tls-ecdhe-mlkem
@@ -620,55 +708,172 @@ fn mlkem_check_encapsulation_key(len: usize, ek: &[u8]) -> Result<(), KxError> {
     Ok(())
 }
 
+/// An ML-KEM decapsulation key: the `ml-kem` crate's by default, aws-lc's with `aws-lc-kx`.
+enum MlKemPrivate {
+    // Boxed: the expanded decapsulation keys are kilobytes.
+    #[cfg(not(feature = "aws-lc-kx"))]
+    K512(Box<DecapsulationKey<ml_kem::MlKem512>>),
+    #[cfg(not(feature = "aws-lc-kx"))]
+    K768(Box<DecapsulationKey<ml_kem::MlKem768>>),
+    #[cfg(not(feature = "aws-lc-kx"))]
+    K1024(Box<DecapsulationKey<ml_kem::MlKem1024>>),
+    #[cfg(feature = "aws-lc-kx")]
+    AwsLc(super::awslc::MlKemPrivate),
+}
+
+#[cfg(feature = "aws-lc-kx")]
+fn awslc_kem(c: Component) -> super::awslc::MlKem {
+    match c {
+        Component::MlKem512 => super::awslc::MlKem::K512,
+        Component::MlKem768 => super::awslc::MlKem::K768,
+        _ => super::awslc::MlKem::K1024,
+    }
+}
+
 /// ML-KEM.KeyGen (FIPS 203 Algorithm 19): draws d, then z, 32 bytes each.
-fn mlkem_generate<K: ml_kem::KemCore>(
+fn mlkem_generate(
+    c: Component,
     rng: &mut dyn RandomSource,
-) -> (DecapsulationKey<K>, Vec<u8>) {
-    use ml_kem::EncodedSizeUser;
+    public: &mut Vec<u8>,
+) -> Result<ComponentPrivate, KxError> {
     let mut d = Zeroizing::new([0u8; 32]);
     let mut z = Zeroizing::new([0u8; 32]);
     rng.fill(&mut d[..]);
     rng.fill(&mut z[..]);
-    let (dk, ek) = K::generate_deterministic(&ml_kem::B32::from(*d), &ml_kem::B32::from(*z));
-    (dk, ek.as_bytes().to_vec())
+    #[cfg(not(feature = "aws-lc-kx"))]
+    {
+        fn gen<K: ml_kem::KemCore>(
+            d: &[u8; 32],
+            z: &[u8; 32],
+            public: &mut Vec<u8>,
+        ) -> Box<DecapsulationKey<K>> {
+            use ml_kem::EncodedSizeUser;
+            let (dk, ek) =
+                K::generate_deterministic(&ml_kem::B32::from(*d), &ml_kem::B32::from(*z));
+            public.extend_from_slice(&ek.as_bytes());
+            Box::new(dk)
+        }
+        let dk = match c {
+            Component::MlKem512 => MlKemPrivate::K512(gen::<ml_kem::MlKem512>(&d, &z, public)),
+            Component::MlKem768 => MlKemPrivate::K768(gen::<ml_kem::MlKem768>(&d, &z, public)),
+            _ => MlKemPrivate::K1024(gen::<ml_kem::MlKem1024>(&d, &z, public)),
+        };
+        Ok(ComponentPrivate::MlKem(dk))
+    }
+    #[cfg(feature = "aws-lc-kx")]
+    {
+        let dk = super::awslc::mlkem_generate(awslc_kem(c), &d, &z, public)
+            .ok_or(KxError::KemFailure("key generation failed"))?;
+        Ok(ComponentPrivate::MlKem(MlKemPrivate::AwsLc(dk)))
+    }
 }
 
 /// ML-KEM.Encaps (FIPS 203 Algorithm 20) to a key that passed
-/// [`mlkem_check_encapsulation_key`]: draws m (32 bytes). Returns (ciphertext, shared secret).
-fn mlkem_encapsulate<K: ml_kem::KemCore>(
+/// [`mlkem_check_encapsulation_key`]: draws m (32 bytes). Appends the ciphertext to `ct` and
+/// the shared secret to `ss`.
+fn mlkem_encapsulate(
+    c: Component,
     ek: &[u8],
     rng: &mut dyn RandomSource,
-) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), KxError> {
-    use ml_kem::{EncapsulateDeterministic, EncodedSizeUser};
-    let encoded = ml_kem::Encoded::<K::EncapsulationKey>::try_from(ek)
-        .map_err(|_| KxError::InvalidPeerShare("ML-KEM encapsulation key has the wrong length"))?;
-    let ek = K::EncapsulationKey::from_bytes(&encoded);
+    ct: &mut Vec<u8>,
+    ss: &mut Vec<u8>,
+) -> Result<(), KxError> {
     let mut m = Zeroizing::new([0u8; 32]);
     rng.fill(&mut m[..]);
-    let (ct, mut ss) = ek
-        .encapsulate_deterministic(&ml_kem::B32::from(*m))
-        .map_err(|_| KxError::KemFailure("encapsulation failed"))?;
-    let secret = Zeroizing::new(ss.to_vec());
-    ss.as_mut_slice().zeroize();
-    Ok((ct.to_vec(), secret))
+    #[cfg(not(feature = "aws-lc-kx"))]
+    {
+        fn encaps<K: ml_kem::KemCore>(
+            ek: &[u8],
+            m: &[u8; 32],
+            ct_out: &mut Vec<u8>,
+            ss_out: &mut Vec<u8>,
+        ) -> Result<(), KxError> {
+            use ml_kem::{EncapsulateDeterministic, EncodedSizeUser};
+            let encoded = ml_kem::Encoded::<K::EncapsulationKey>::try_from(ek).map_err(|_| {
+                KxError::InvalidPeerShare("ML-KEM encapsulation key has the wrong length")
+            })?;
+            let ek = K::EncapsulationKey::from_bytes(&encoded);
+            let (ct, mut ss) = ek
+                .encapsulate_deterministic(&ml_kem::B32::from(*m))
+                .map_err(|_| KxError::KemFailure("encapsulation failed"))?;
+            ct_out.extend_from_slice(&ct);
+            ss_out.extend_from_slice(&ss);
+            ss.as_mut_slice().zeroize();
+            Ok(())
+        }
+        match c {
+            Component::MlKem512 => encaps::<ml_kem::MlKem512>(ek, &m, ct, ss),
+            Component::MlKem768 => encaps::<ml_kem::MlKem768>(ek, &m, ct, ss),
+            _ => encaps::<ml_kem::MlKem1024>(ek, &m, ct, ss),
+        }
+    }
+    #[cfg(feature = "aws-lc-kx")]
+    {
+        super::awslc::mlkem_encapsulate(awslc_kem(c), ek, &m, ct, ss)
+            .ok_or(KxError::KemFailure("encapsulation failed"))
+    }
 }
 
-/// ML-KEM.Decaps (FIPS 203 Algorithm 21). The client MUST check the ciphertext length
-/// (draft-ietf-tls-ecdhe-mlkem §4.2: illegal_parameter); a wrong ciphertext of the right length
-/// yields the implicit-rejection key and the handshake then fails at Finished.
-fn mlkem_decapsulate<K: ml_kem::KemCore>(
-    dk: &DecapsulationKey<K>,
-    ct: &[u8],
-) -> Result<Zeroizing<Vec<u8>>, KxError> {
-    use ml_kem::kem::Decapsulate;
-    let ct = ml_kem::Ciphertext::<K>::try_from(ct)
-        .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext has the wrong length"))?;
-    let mut ss = dk
-        .decapsulate(&ct)
-        .map_err(|_| KxError::KemFailure("decapsulation failed"))?;
-    let secret = Zeroizing::new(ss.to_vec());
-    ss.as_mut_slice().zeroize();
-    Ok(secret)
+impl MlKemPrivate {
+    /// The FIPS 203 encoding of the decapsulation key (tests compare it with the vectors').
+    #[cfg(test)]
+    fn encoded(&self) -> Vec<u8> {
+        #[cfg(not(feature = "aws-lc-kx"))]
+        {
+            use ml_kem::EncodedSizeUser;
+            match self {
+                MlKemPrivate::K512(dk) => dk.as_bytes().to_vec(),
+                MlKemPrivate::K768(dk) => dk.as_bytes().to_vec(),
+                MlKemPrivate::K1024(dk) => dk.as_bytes().to_vec(),
+            }
+        }
+        #[cfg(feature = "aws-lc-kx")]
+        {
+            let MlKemPrivate::AwsLc(dk) = self;
+            dk.encoded()
+        }
+    }
+
+    /// ML-KEM.Decaps (FIPS 203 Algorithm 21). The client MUST check the ciphertext length
+    /// (draft-ietf-tls-ecdhe-mlkem §4.2: illegal_parameter); a wrong ciphertext of the right
+    /// length yields the implicit-rejection key and the handshake then fails at Finished.
+    fn decapsulate_into(&self, ct: &[u8], out: &mut Vec<u8>) -> Result<(), KxError> {
+        #[cfg(not(feature = "aws-lc-kx"))]
+        {
+            fn decaps<K: ml_kem::KemCore>(
+                dk: &DecapsulationKey<K>,
+                ct: &[u8],
+                out: &mut Vec<u8>,
+            ) -> Result<(), KxError> {
+                use ml_kem::kem::Decapsulate;
+                let ct = ml_kem::Ciphertext::<K>::try_from(ct).map_err(|_| {
+                    KxError::InvalidPeerShare("ML-KEM ciphertext has the wrong length")
+                })?;
+                let mut ss = dk
+                    .decapsulate(&ct)
+                    .map_err(|_| KxError::KemFailure("decapsulation failed"))?;
+                out.extend_from_slice(&ss);
+                ss.as_mut_slice().zeroize();
+                Ok(())
+            }
+            match self {
+                MlKemPrivate::K512(dk) => decaps::<ml_kem::MlKem512>(dk, ct, out),
+                MlKemPrivate::K768(dk) => decaps::<ml_kem::MlKem768>(dk, ct, out),
+                MlKemPrivate::K1024(dk) => decaps::<ml_kem::MlKem1024>(dk, ct, out),
+            }
+        }
+        #[cfg(feature = "aws-lc-kx")]
+        {
+            let MlKemPrivate::AwsLc(dk) = self;
+            if ct.len() != dk.ciphertext_len() {
+                return Err(KxError::InvalidPeerShare(
+                    "ML-KEM ciphertext has the wrong length",
+                ));
+            }
+            dk.decapsulate_into(ct, out)
+                .ok_or(KxError::KemFailure("decapsulation failed"))
+        }
+    }
 }
 
 struct Hex<'a>(&'a [u8]);

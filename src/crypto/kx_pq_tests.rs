@@ -92,9 +92,7 @@ fn run(group: NamedGroup, i: &Inputs) -> Run {
     let mut srng = ScriptedRandom::new(ss, 0);
     let key = KeyShareSecret::generate(group, &mut crng).unwrap();
     let dk_sha256 = key.private.iter().find_map(|p| match p {
-        ComponentPrivate::MlKem512(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
-        ComponentPrivate::MlKem768(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
-        ComponentPrivate::MlKem1024(dk) => Some(sha2::Sha256::digest(dk.as_bytes()).to_vec()),
+        ComponentPrivate::MlKem(dk) => Some(sha2::Sha256::digest(dk.encoded()).to_vec()),
         _ => None,
     });
     let client_share = key.public().to_vec();
@@ -503,7 +501,9 @@ fn draw_order_is_table_order() {
 fn valid_ek(c: Component) -> Vec<u8> {
     let (d, z, _) = kat_inputs();
     let mut rng = ScriptedRandom::new(vec![d, z], 0);
-    c.generate(&mut rng).unwrap().1
+    let mut ek = Vec::new();
+    c.generate(&mut rng, &mut ek).unwrap();
+    ek
 }
 
 /// Sets coefficient `i` of an encoded key to `value` (12 bits, ByteEncode12 layout).
@@ -639,12 +639,12 @@ fn wrong_lengths_are_illegal_parameter() {
     }
     // The decapsulation step checks the length itself too (not only the group-level split).
     let (d, z, _) = kat_inputs();
-    let (private, _) = Component::MlKem768
-        .generate(&mut ScriptedRandom::new(vec![d, z], 0))
+    let private = Component::MlKem768
+        .generate(&mut ScriptedRandom::new(vec![d, z], 0), &mut Vec::new())
         .unwrap();
     for len in [0, 1087, 1089, 1568] {
         assert_eq!(
-            private.complete(&vec![0; len]).unwrap_err(),
+            private.complete_into(&vec![0; len], &mut Vec::new()).unwrap_err(),
             KxError::InvalidPeerShare("ML-KEM ciphertext has the wrong length")
         );
     }
@@ -773,4 +773,25 @@ fn debug_and_ledger_show_components_not_private_keys() {
     assert_eq!(v[0]["server_share"].as_str().unwrap().len(), 2 * 1088);
     assert_eq!(v[1]["name"], "X25519");
     assert!(!format!("{res:?}").contains(&hex::encode(&res.shared_secret)));
+}
+
+#[test]
+fn secret_only_variants_give_the_same_secret_without_detail() {
+    for &g in supported_groups() {
+        let k1 = KeyShareSecret::generate(g, &mut SeededRandom::from_seed(21)).unwrap();
+        let k2 = KeyShareSecret::generate(g, &mut SeededRandom::from_seed(21)).unwrap();
+        let (s1, r1) = server_respond(g, k1.public(), &mut SeededRandom::from_seed(22)).unwrap();
+        let (s2, r2) =
+            server_respond_secret_only(g, k2.public(), &mut SeededRandom::from_seed(22)).unwrap();
+        assert_eq!(s1, s2, "{g}");
+        assert_eq!(r1.shared_secret, r2.shared_secret, "{g}");
+        assert!(r2.components.is_empty() && !r1.components.is_empty(), "{g}");
+        let c1 = k1.complete(&s1).unwrap();
+        let c2 = k2.complete_secret_only(&s2).unwrap();
+        assert_eq!(c1.shared_secret, c2.shared_secret, "{g}");
+        assert_eq!(c1.shared_secret, r1.shared_secret, "{g}");
+        assert!(c2.components.is_empty(), "{g}");
+        let concat: Vec<u8> = c1.components.iter().flat_map(|c| c.secret.clone()).collect();
+        assert_eq!(concat, c1.shared_secret, "{g}");
+    }
 }

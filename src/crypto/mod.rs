@@ -8,9 +8,12 @@
 //!
 //! Optional faster backends, off by default (docs/performance.md): `ring-aead` (records),
 //! `ring-verify` (ECDSA P-256 verification) and `ring-sign` (`ring_signer`, which gives up
-//! replaying the CertificateVerify signature).
+//! replaying the CertificateVerify signature), and `aws-lc-kx` (X25519 and ML-KEM on aws-lc, the
+//! only `unsafe` in the crate, with the same injected seeds: connections still replay).
 
 pub mod aead;
+#[cfg(feature = "aws-lc-kx")]
+mod awslc;
 pub mod cert;
 pub mod hash;
 pub mod kx;

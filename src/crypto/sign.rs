@@ -563,6 +563,22 @@ pub static CERTIFICATE_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
     &RSA_PKCS1_SHA512,
 ];
 
+/// [`CERTIFICATE_ALGORITHMS`] as our type, for wrappers such as
+/// [`SignatureMemo`](crate::crypto::cert::SignatureMemo).
+pub static CERTIFICATE_VERIFY_ALGS: [&VerifyAlg; 11] = [
+    &ECDSA_P256_SHA256,
+    &ECDSA_P256_SHA384,
+    &ECDSA_P384_SHA384,
+    &ECDSA_P384_SHA256,
+    &ED25519,
+    &RSA_PSS_RSAE_SHA256,
+    &RSA_PSS_RSAE_SHA384,
+    &RSA_PSS_RSAE_SHA512,
+    &RSA_PKCS1_SHA256,
+    &RSA_PKCS1_SHA384,
+    &RSA_PKCS1_SHA512,
+];
+
 /// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
 /// or `None`.
 pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
@@ -578,6 +594,11 @@ pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static 
 }
 
 impl VerifyAlg {
+    /// The TLS name of the scheme, e.g. `ecdsa_secp256r1_sha256`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// Verifies with `public_key` = the subjectPublicKey BIT STRING contents of a key whose
     /// algorithm is [`SignatureVerificationAlgorithm::public_key_alg_id`].
     pub fn verify(&self, public_key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), SigError> {
