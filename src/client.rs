@@ -557,11 +557,18 @@ impl Client {
                     .position(|k| k.group() == entry.group)
                     .ok_or(PeerMisbehaved::SelectedUnoffered("key share group"))?;
                 let share = s.shares.swap_remove(pos);
-                let result = share.complete(&entry.key_exchange)?;
-                if self.conn.observe().secrets {
+                // The per-component shares and secrets are copied only for an observer of
+                // secrets (the KeyShare event); otherwise the key exchange yields just the secret.
+                let observed = self.conn.observe().secrets;
+                let mut result = if observed {
+                    share.complete(&entry.key_exchange)?
+                } else {
+                    share.complete_secret_only(&entry.key_exchange)?
+                };
+                if observed {
                     self.conn.ev.push(Event::KeyShare(KeyShareEvent {
                         group: entry.group,
-                        components: result.components.clone(),
+                        components: core::mem::take(&mut result.components),
                         shared_secret: result.shared_secret.to_vec(),
                     }));
                 }

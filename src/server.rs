@@ -297,12 +297,20 @@ impl Server {
         }
         let mut shared = None;
         if let Some(entry) = &share {
-            let (server_share, kx) =
-                kx::server_respond(entry.group, &entry.key_exchange, self.conn.rng.as_mut())?;
-            if self.conn.observe().secrets {
+            // The per-component shares and secrets are copied only for an observer of secrets
+            // (the KeyShare event); otherwise the key exchange yields just the secret.
+            let observed = self.conn.observe().secrets;
+            let respond = if observed {
+                kx::server_respond
+            } else {
+                kx::server_respond_secret_only
+            };
+            let (server_share, mut kx) =
+                respond(entry.group, &entry.key_exchange, self.conn.rng.as_mut())?;
+            if observed {
                 self.conn.ev.push(Event::KeyShare(KeyShareEvent {
                     group: entry.group,
-                    components: kx.components.clone(),
+                    components: core::mem::take(&mut kx.components),
                     shared_secret: kx.shared_secret.to_vec(),
                 }));
             }

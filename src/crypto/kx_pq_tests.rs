@@ -644,7 +644,9 @@ fn wrong_lengths_are_illegal_parameter() {
         .unwrap();
     for len in [0, 1087, 1089, 1568] {
         assert_eq!(
-            private.complete_into(&vec![0; len], &mut Vec::new()).unwrap_err(),
+            private
+                .complete_into(&vec![0; len], &mut Vec::new())
+                .unwrap_err(),
             KxError::InvalidPeerShare("ML-KEM ciphertext has the wrong length")
         );
     }
@@ -791,7 +793,11 @@ fn secret_only_variants_give_the_same_secret_without_detail() {
         assert_eq!(c1.shared_secret, c2.shared_secret, "{g}");
         assert_eq!(c1.shared_secret, r1.shared_secret, "{g}");
         assert!(c2.components.is_empty(), "{g}");
-        let concat: Vec<u8> = c1.components.iter().flat_map(|c| c.secret.clone()).collect();
+        let concat: Vec<u8> = c1
+            .components
+            .iter()
+            .flat_map(|c| c.secret.clone())
+            .collect();
         assert_eq!(concat, c1.shared_secret, "{g}");
     }
 }
