@@ -47,6 +47,13 @@ if groups:
             over = "–" if o is None or fo is None else f"{(o - fo) / fo * 100:+.0f}%"
             print(f"| {case} | {group} | {who} | {us(o)} | {us(r)} | {us(fo)} | {us(fa)} "
                   f"| {ratio(r, o)} | {over} |")
+            n = t(g, f"tls13lab-nomemo/{who}")
+            if n is not None:
+                # The client verifies the certificate's signature again (no SignatureMemo); the
+                # floor counts both verifications, so this row is the one to compare with it.
+                over = "–" if fo is None else f"{(n - fo) / fo * 100:+.0f}%"
+                print(f"| {case}, no memo | {group} | {who} | {us(n)} | {us(r)} | {us(fo)} | {us(fa)} "
+                      f"| {ratio(r, n)} | {over} |")
     print()
 
 bulk = sorted({g for g, _ in res if g.startswith("bulk/")})
