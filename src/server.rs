@@ -670,8 +670,12 @@ impl Server {
         let expires = state.issued_ms + u64::from(state.lifetime) * 1000;
         match self.config.anti_replay {
             AntiReplay::Off => true,
+            // A stateful ticket was removed from the cache when it was looked up, so it cannot
+            // be used twice; only stateless tickets need remembering (§8.1).
             AntiReplay::SingleUse => {
-                skew <= DEFAULT_AGE_WINDOW_MS && sessions.first_use(&p.ticket, now, expires)
+                skew <= DEFAULT_AGE_WINDOW_MS
+                    && (self.config.ticket_mode == TicketMode::Stateful
+                        || sessions.first_use(&p.ticket, now, expires))
             }
             AntiReplay::Window { window_ms } => {
                 skew <= window_ms && sessions.first_hello(&p.binder, now, window_ms)

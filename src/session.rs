@@ -248,8 +248,12 @@ impl ResumptionState {
 
     /// Whether the ticket is within its lifetime at `now_ms`.
     pub fn is_fresh(&self, now_ms: u64) -> bool {
-        now_ms >= self.issued_ms
-            && now_ms - self.issued_ms < u64::from(self.lifetime.min(604_800)) * 1000
+        now_ms >= self.issued_ms && now_ms < self.expires_ms()
+    }
+
+    /// When the ticket stops being accepted (lifetime capped at 7 days, §4.6.1).
+    fn expires_ms(&self) -> u64 {
+        self.issued_ms + u64::from(self.lifetime.min(604_800)) * 1000
     }
 }
 
@@ -270,10 +274,21 @@ struct Inner {
     /// Current key first, then the previous one (tickets sealed before a rotation still open).
     keys: Vec<TicketKey>,
     cache: HashMap<Vec<u8>, ResumptionState>,
-    /// Tickets already used for 0-RTT (single-use policy), with when they expire.
-    used: HashMap<Vec<u8>, u64>,
+    /// When a full `cache` can next free a slot (its earliest expiry): until then a full cache is
+    /// not scanned again, so a server full of live sessions costs O(1) per handshake, not O(n).
+    cache_frees_at: u64,
+    /// Stateless tickets already used for 0-RTT (single-use policy), with when they expire.
+    used: ExpiringSet,
     /// ClientHello binders seen inside the anti-replay window, with when they leave it.
-    seen: HashMap<Vec<u8>, u64>,
+    seen: ExpiringSet,
+}
+
+/// A bounded set of keys that expire (replay memory, §8).
+#[derive(Default)]
+struct ExpiringSet {
+    map: HashMap<Vec<u8>, u64>,
+    /// Earliest expiry among the entries when the set was last found full (see `cache_frees_at`).
+    frees_at: u64,
 }
 
 /// Resumption state shared by all connections of one server: ticket keys, the stateful cache and
@@ -388,9 +403,13 @@ impl ServerSessions {
     pub(crate) fn store(&self, id: Vec<u8>, state: ResumptionState, now_ms: u64) {
         let mut g = self.lock();
         if g.cache.len() >= MAX_ENTRIES {
+            if now_ms < g.cache_frees_at {
+                return; // still full of live sessions: this one is simply not resumable
+            }
             g.cache.retain(|_, s| s.is_fresh(now_ms));
             if g.cache.len() >= MAX_ENTRIES {
-                return; // full of live sessions: this one is simply not resumable
+                g.cache_frees_at = g.cache.values().map(|s| s.expires_ms()).min().unwrap_or(0);
+                return;
             }
         }
         g.cache.insert(id, state);
@@ -419,20 +438,45 @@ impl ServerSessions {
     }
 }
 
-/// Insert `key` into a bounded expiring set; false if it was already there and unexpired.
-fn remember(map: &mut HashMap<Vec<u8>, u64>, key: &[u8], now_ms: u64, until: u64) -> bool {
-    if let Some(exp) = map.get(key) {
+/// Insert `key` into a bounded expiring set; false if it was already there and unexpired, or
+/// if the set is full of unexpired entries (refusing 0-RTT is the safe answer for anti-replay).
+fn remember(set: &mut ExpiringSet, key: &[u8], now_ms: u64, until: u64) -> bool {
+    if let Some(exp) = set.map.get(key) {
         if *exp > now_ms {
             return false;
         }
     }
-    if map.len() >= MAX_ENTRIES {
-        map.retain(|_, exp| *exp > now_ms);
-        if map.len() >= MAX_ENTRIES {
-            // Full of live entries: refusing is the safe answer for anti-replay.
+    if set.map.len() >= MAX_ENTRIES {
+        if now_ms < set.frees_at {
+            return false; // nothing has expired since the last scan
+        }
+        set.map.retain(|_, exp| *exp > now_ms);
+        if set.map.len() >= MAX_ENTRIES {
+            set.frees_at = set.map.values().copied().min().unwrap_or(0);
             return false;
         }
     }
-    map.insert(key.to_vec(), until);
+    set.map.insert(key.to_vec(), until);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replay memory stays bounded, and once full it refuses without rescanning until its
+    /// earliest entry expires (a full server costs O(1) per 0-RTT attempt, not O(n)).
+    #[test]
+    fn full_replay_memory_refuses_until_an_entry_expires() {
+        let mut set = ExpiringSet::default();
+        for i in 0..MAX_ENTRIES as u64 {
+            assert!(remember(&mut set, &i.to_be_bytes(), 0, 1000 + i));
+        }
+        assert!(!remember(&mut set, b"new", 10, 5000), "full of live entries");
+        assert_eq!(set.frees_at, 1000);
+        assert!(!remember(&mut set, b"new", 999, 5000), "nothing expired yet");
+        assert!(remember(&mut set, b"new", 1000, 5000), "the first entry expired");
+        assert_eq!(set.map.len(), MAX_ENTRIES);
+        assert!(!remember(&mut set, b"new", 1001, 5000), "already remembered");
+    }
 }
