@@ -472,11 +472,23 @@ mod tests {
         for i in 0..MAX_ENTRIES as u64 {
             assert!(remember(&mut set, &i.to_be_bytes(), 0, 1000 + i));
         }
-        assert!(!remember(&mut set, b"new", 10, 5000), "full of live entries");
+        assert!(
+            !remember(&mut set, b"new", 10, 5000),
+            "full of live entries"
+        );
         assert_eq!(set.frees_at, 1000);
-        assert!(!remember(&mut set, b"new", 999, 5000), "nothing expired yet");
-        assert!(remember(&mut set, b"new", 1000, 5000), "the first entry expired");
+        assert!(
+            !remember(&mut set, b"new", 999, 5000),
+            "nothing expired yet"
+        );
+        assert!(
+            remember(&mut set, b"new", 1000, 5000),
+            "the first entry expired"
+        );
         assert_eq!(set.map.len(), MAX_ENTRIES);
-        assert!(!remember(&mut set, b"new", 1001, 5000), "already remembered");
+        assert!(
+            !remember(&mut set, b"new", 1001, 5000),
+            "already remembered"
+        );
     }
 }
