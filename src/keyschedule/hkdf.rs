@@ -92,10 +92,19 @@ impl Label {
 }
 
 /// Secret key material of at most 48 bytes, erased on drop; `Debug` never shows the bytes.
+///
+/// With `ring-hash`, a secret that is expanded (a PRK) keeps its HMAC key state — the two
+/// compressions of the key with ipad and opad — after the first expansion, so the next labels
+/// derived from it (handshake and master secrets: 3–4 each; traffic secrets: key, iv, finished)
+/// cost two compressions instead of four. ring does not erase that state on drop; the default
+/// build keeps nothing beyond the bytes (docs/performance.md).
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct Secret {
     bytes: [u8; MAX_HASH_LEN],
     len: u8,
+    #[cfg(feature = "ring-hash")]
+    #[zeroize(skip)]
+    hmac: std::sync::OnceLock<ring::hmac::Key>,
 }
 
 impl Secret {
@@ -114,7 +123,32 @@ impl Secret {
         Secret {
             bytes: [0; MAX_HASH_LEN],
             len: len.min(MAX_HASH_LEN) as u8,
+            #[cfg(feature = "ring-hash")]
+            hmac: std::sync::OnceLock::new(),
         }
+    }
+
+    /// HMAC keyed with this secret (HKDF-Expand's PRF).
+    fn hmac_parts(&self, hash: HashAlg, parts: &[&[u8]]) -> Output {
+        #[cfg(feature = "ring-hash")]
+        {
+            let alg = match hash {
+                HashAlg::Sha256 => ring::hmac::HMAC_SHA256,
+                HashAlg::Sha384 => ring::hmac::HMAC_SHA384,
+            };
+            let key = self
+                .hmac
+                .get_or_init(|| ring::hmac::Key::new(alg, self.as_bytes()));
+            // A secret is used with one hash in a schedule; any other is computed afresh.
+            if key.algorithm() == alg {
+                let mut ctx = ring::hmac::Context::with_key(key);
+                for p in parts {
+                    ctx.update(p);
+                }
+                return Output::new(ctx.sign().as_ref()).unwrap_or_else(Output::empty);
+            }
+        }
+        hash.hmac_parts(self.as_bytes(), parts)
     }
 
     /// The secret bytes (for the key log and the teaching CLI; keep them out of logs otherwise).
@@ -197,6 +231,17 @@ pub fn expand_label_into(
     context: &[u8],
     out: &mut [u8],
 ) -> Result<(), HkdfError> {
+    expand_label_prk(hash, Prk::Bytes(secret), label, context, out)
+}
+
+/// [`expand_label_into`] from a [`Prk`].
+pub(crate) fn expand_label_prk(
+    hash: HashAlg,
+    secret: Prk<'_>,
+    label: &[u8],
+    context: &[u8],
+    out: &mut [u8],
+) -> Result<(), HkdfError> {
     if LABEL_PREFIX.len() + label.len() > 255 {
         return Err(HkdfError::LabelTooLong);
     }
@@ -229,7 +274,13 @@ pub fn expand_label_into(
 pub fn expand_label_secret(hash: HashAlg, secret: &Secret, label: Label, context: &[u8]) -> Secret {
     let mut out = Secret::zeroed(hash.output_len());
     let n = out.len();
-    expand_fixed(hash, secret.as_bytes(), label, context, &mut out.bytes[..n]);
+    expand_fixed(
+        hash,
+        Prk::Secret(secret),
+        label,
+        context,
+        &mut out.bytes[..n],
+    );
     out
 }
 
@@ -239,7 +290,7 @@ pub fn expand_label_secret(hash: HashAlg, secret: &Secret, label: Label, context
 pub(crate) fn expand_label_len(hash: HashAlg, secret: &Secret, label: Label, len: usize) -> Secret {
     let mut out = Secret::zeroed(len);
     let n = out.len();
-    expand_fixed(hash, secret.as_bytes(), label, &[], &mut out.bytes[..n]);
+    expand_fixed(hash, Prk::Secret(secret), label, &[], &mut out.bytes[..n]);
     out
 }
 
@@ -253,7 +304,13 @@ pub fn expand_label_to_secret(
 ) -> Result<Secret, HkdfError> {
     let mut out = Secret::zeroed(hash.output_len());
     let n = out.len();
-    expand_label_into(hash, secret.as_bytes(), label, context, &mut out.bytes[..n])?;
+    expand_label_prk(
+        hash,
+        Prk::Secret(secret),
+        label,
+        context,
+        &mut out.bytes[..n],
+    )?;
     Ok(out)
 }
 
@@ -261,7 +318,7 @@ pub fn expand_label_to_secret(
 /// key, IV and finished-key lengths all are).
 pub(crate) fn expand_fixed(
     hash: HashAlg,
-    secret: &[u8],
+    secret: Prk<'_>,
     label: Label,
     context: &[u8],
     out: &mut [u8],
@@ -304,9 +361,28 @@ pub fn hkdf_label(label: &[u8], context: &[u8], len: usize) -> Vec<u8> {
     v
 }
 
+/// The PRK of an HKDF-Expand: caller bytes, or a schedule [`Secret`] (which may keep its HMAC
+/// key state between expansions).
+#[derive(Clone, Copy)]
+pub(crate) enum Prk<'a> {
+    /// Raw bytes.
+    Bytes(&'a [u8]),
+    /// A schedule secret.
+    Secret(&'a Secret),
+}
+
+impl Prk<'_> {
+    fn hmac_parts(self, hash: HashAlg, parts: &[&[u8]]) -> Output {
+        match self {
+            Prk::Bytes(b) => hash.hmac_parts(b, parts),
+            Prk::Secret(s) => s.hmac_parts(hash, parts),
+        }
+    }
+}
+
 /// HKDF-Expand (RFC 5869 §2.3): T(i) = HMAC(PRK, T(i-1) | info | i). `out` must be at most
 /// 255 × Hash.length bytes (callers check).
-fn expand(hash: HashAlg, prk: &[u8], info: &[&[u8]], out: &mut [u8]) {
+fn expand(hash: HashAlg, prk: Prk<'_>, info: &[&[u8]], out: &mut [u8]) {
     let hl = hash.output_len();
     let mut prev = Output::empty();
     for (i, chunk) in out.chunks_mut(hl).enumerate() {
@@ -320,7 +396,7 @@ fn expand(hash: HashAlg, prk: &[u8], info: &[&[u8]], out: &mut [u8]) {
             n += 1;
         }
         parts[n] = &counter;
-        let t = hash.hmac_parts(prk, &parts[..n + 1]);
+        let t = prk.hmac_parts(hash, &parts[..n + 1]);
         chunk.copy_from_slice(&t[..chunk.len()]);
         // The previous T(i) is erased as it is dropped here.
         prev = t;
@@ -359,17 +435,20 @@ mod tests {
             hex::encode(prk.as_bytes()),
             "077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5"
         );
-        let mut okm = [0u8; 42];
-        expand(
-            HashAlg::Sha256,
-            prk.as_bytes(),
-            &[&h("f0f1f2f3f4f5f6f7f8f9")],
-            &mut okm,
-        );
-        assert_eq!(
-            hex::encode(okm),
-            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
-        );
+        // Raw bytes, then the Secret twice (with `ring-hash` the second run, and the second
+        // block of the first, use the HMAC key state the Secret kept).
+        for p in [
+            Prk::Bytes(prk.as_bytes()),
+            Prk::Secret(&prk),
+            Prk::Secret(&prk),
+        ] {
+            let mut okm = [0u8; 42];
+            expand(HashAlg::Sha256, p, &[&h("f0f1f2f3f4f5f6f7f8f9")], &mut okm);
+            assert_eq!(
+                hex::encode(okm),
+                "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+            );
+        }
     }
 
     #[test]

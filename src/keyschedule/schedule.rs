@@ -884,7 +884,13 @@ impl TrafficSecret {
             &key,
         );
         let mut iv = [0u8; NONCE_LEN];
-        hkdf::expand_fixed(self.hash, self.secret.as_bytes(), Label::Iv, &[], &mut iv);
+        hkdf::expand_fixed(
+            self.hash,
+            hkdf::Prk::Secret(&self.secret),
+            Label::Iv,
+            &[],
+            &mut iv,
+        );
         report_expand(
             sink,
             DerivationOp::ExpandLabel,
