@@ -16,7 +16,7 @@ use rustls_pki_types::{
 };
 use webpki::{EndEntityCert, KeyUsage};
 
-use crate::crypto::sign::{self, SigError, SigningKey, VerifyAlg, CERTIFICATE_VERIFY_ALGS};
+use crate::crypto::sign::{self, SigError, SigningKey, VerifyAlg, CERTIFICATE_ALGORITHMS};
 use crate::messages::enums::{AlertDescription, SignatureScheme};
 
 /// Whose certificate is being checked: decides the required extended key usage (RFC 5280
@@ -341,8 +341,8 @@ pub fn verify_chain(
         Usage::Server => KeyUsage::server_auth(),
         Usage::Client => KeyUsage::client_auth(),
     };
-    let memoized = CERTIFICATE_VERIFY_ALGS.map(|alg| Memoized { alg, memo });
-    let algs: [&dyn SignatureVerificationAlgorithm; CERTIFICATE_VERIFY_ALGS.len()] =
+    let memoized = CERTIFICATE_ALGORITHMS.map(|alg| Memoized { alg, memo });
+    let algs: [&dyn SignatureVerificationAlgorithm; CERTIFICATE_ALGORITHMS.len()] =
         core::array::from_fn(|i| &memoized[i] as &dyn SignatureVerificationAlgorithm);
     ee.verify_for_usage(
         &algs,

@@ -548,24 +548,9 @@ pub static RSA_PSS_RSAE_SHA512: VerifyAlg = VerifyAlg {
     signature_alg_id: alg_id::RSA_PSS_SHA512,
 };
 
-/// Everything webpki may use to check certificate signatures.
-pub static CERTIFICATE_ALGORITHMS: &[&dyn SignatureVerificationAlgorithm] = &[
-    &ECDSA_P256_SHA256,
-    &ECDSA_P256_SHA384,
-    &ECDSA_P384_SHA384,
-    &ECDSA_P384_SHA256,
-    &ED25519,
-    &RSA_PSS_RSAE_SHA256,
-    &RSA_PSS_RSAE_SHA384,
-    &RSA_PSS_RSAE_SHA512,
-    &RSA_PKCS1_SHA256,
-    &RSA_PKCS1_SHA384,
-    &RSA_PKCS1_SHA512,
-];
-
-/// [`CERTIFICATE_ALGORITHMS`] as our type, for wrappers such as
-/// [`SignatureMemo`](crate::crypto::cert::SignatureMemo).
-pub static CERTIFICATE_VERIFY_ALGS: [&VerifyAlg; 11] = [
+/// Everything webpki may use to check certificate signatures (through
+/// [`SignatureMemo`](crate::crypto::cert::SignatureMemo)'s wrapper, crypto::cert::verify_chain).
+pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 11] = [
     &ECDSA_P256_SHA256,
     &ECDSA_P256_SHA384,
     &ECDSA_P384_SHA384,
@@ -1082,10 +1067,10 @@ mod tests {
                 sig256.to_der().as_bytes(),
             )
             .unwrap();
-        assert!(CERTIFICATE_ALGORITHMS
-            .iter()
-            .any(|a| a.signature_alg_id() == alg_id::ECDSA_SHA384
-                && a.public_key_alg_id() == alg_id::ECDSA_P384));
+        assert!(CERTIFICATE_ALGORITHMS.iter().any(|a| {
+            SignatureVerificationAlgorithm::signature_alg_id(*a) == alg_id::ECDSA_SHA384
+                && SignatureVerificationAlgorithm::public_key_alg_id(*a) == alg_id::ECDSA_P384
+        }));
     }
 
     #[test]
