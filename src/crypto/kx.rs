@@ -223,21 +223,27 @@ impl KeyShareSecret {
     fn generate_inner(
         group: NamedGroup,
         rng: &mut dyn RandomSource,
-        x25519: &mut Option<X25519Private>,
+        x25519: &mut Option<(X25519Private, [u8; 32])>,
     ) -> Result<Self, KxError> {
         let comps = components(group).ok_or(KxError::Unsupported(group))?;
         let mut public = Vec::with_capacity(comps.iter().map(|c| c.client_share_len()).sum());
         let mut private = Vec::with_capacity(comps.len());
         for c in comps {
+            let start = public.len();
             let priv_key = match (c, x25519.as_ref()) {
-                (Component::X25519, Some(secret)) => {
-                    public.extend_from_slice(&secret.public());
+                // Reused: the key pair computed for the first X25519 component, no new scalar
+                // multiplication.
+                (Component::X25519, Some((secret, key))) => {
+                    public.extend_from_slice(key);
                     ComponentPrivate::X25519(secret.clone())
                 }
                 _ => c.generate(rng, &mut public)?,
             };
             if let (Component::X25519, ComponentPrivate::X25519(secret)) = (c, &priv_key) {
-                x25519.get_or_insert_with(|| secret.clone());
+                // X25519 generation appends exactly 32 bytes.
+                if let (None, Ok(key)) = (x25519.as_ref(), <[u8; 32]>::try_from(&public[start..])) {
+                    *x25519 = Some((secret.clone(), key));
+                }
             }
             private.push(priv_key);
         }
