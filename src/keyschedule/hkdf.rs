@@ -272,7 +272,24 @@ pub(crate) fn expand_label_prk(
 /// `context` is a transcript hash, an empty string or a ticket nonce (`opaque<0..255>` on the
 /// wire); were it longer than 255 bytes only its first 255 would be used.
 pub fn expand_label_secret(hash: HashAlg, secret: &Secret, label: Label, context: &[u8]) -> Secret {
-    let mut out = Secret::zeroed(hash.output_len());
+    expand_to_secret(hash, secret, label, context, hash.output_len())
+}
+
+/// HKDF-Expand-Label(secret, label, "", `len`) for a schedule label into a [`Secret`]: a record
+/// key (16 or 32 bytes, RFC 8446 §7.3) held inline and erased on drop, so a key change
+/// allocates nothing. `len` is clamped to 48.
+pub(crate) fn expand_label_len(hash: HashAlg, secret: &Secret, label: Label, len: usize) -> Secret {
+    expand_to_secret(hash, secret, label, &[], len)
+}
+
+fn expand_to_secret(
+    hash: HashAlg,
+    secret: &Secret,
+    label: Label,
+    context: &[u8],
+    len: usize,
+) -> Secret {
+    let mut out = Secret::zeroed(len);
     let n = out.len();
     expand_fixed(
         hash,
@@ -281,16 +298,6 @@ pub fn expand_label_secret(hash: HashAlg, secret: &Secret, label: Label, context
         context,
         &mut out.bytes[..n],
     );
-    out
-}
-
-/// HKDF-Expand-Label(secret, label, "", `len`) for a schedule label into a [`Secret`]: a record
-/// key (16 or 32 bytes, RFC 8446 §7.3) held inline and erased on drop, so a key change
-/// allocates nothing. `len` is clamped to 48.
-pub(crate) fn expand_label_len(hash: HashAlg, secret: &Secret, label: Label, len: usize) -> Secret {
-    let mut out = Secret::zeroed(len);
-    let n = out.len();
-    expand_fixed(hash, Prk::Secret(secret), label, &[], &mut out.bytes[..n]);
     out
 }
 
