@@ -184,6 +184,44 @@ pub fn client_config(root: Vec<u8>) -> ClientConfig {
     }
 }
 
+/// The benchmark setup (`benches/`, `tls13lab bench`, docs/performance.md): one group, one suite,
+/// ECDSA P-256 only, nothing observed, no compatibility CCS, stateful single-use tickets, 0-RTT
+/// allowed when `zero_rtt`. The server issues no tickets; a copy sharing its session cache can
+/// mint them.
+pub fn bench_configs(
+    cert_der: Vec<u8>,
+    key: Arc<dyn crate::config::Signer>,
+    group: crate::messages::enums::NamedGroup,
+    suite: crate::messages::enums::CipherSuite,
+    zero_rtt: bool,
+) -> (ClientConfig, ServerConfig) {
+    use crate::messages::enums::SignatureScheme;
+    let client = ClientConfig {
+        cipher_suites: vec![suite],
+        groups: vec![group],
+        key_shares: vec![group],
+        signature_schemes: vec![SignatureScheme::ecdsa_secp256r1_sha256],
+        server_name: Some("localhost".into()),
+        verification: ServerVerification::Roots(vec![cert_der.clone()]),
+        observe: crate::events::Observe::NONE,
+        enable_early_data: zero_rtt,
+        ..ClientConfig::default()
+    };
+    let mut server = ServerConfig::new(CertifiedKey {
+        chain: vec![cert_der],
+        key,
+    });
+    server.cipher_suites = vec![suite];
+    server.groups = vec![group];
+    server.signature_schemes = vec![SignatureScheme::ecdsa_secp256r1_sha256];
+    server.observe = crate::events::Observe::NONE;
+    server.compat_mode = false;
+    server.ticket_mode = crate::config::TicketMode::Stateful;
+    server.max_early_data = if zero_rtt { 16384 } else { 0 };
+    server.tickets = 0;
+    (client, server)
+}
+
 /// Run one request/response connection in memory and return the pair after close.
 ///
 /// Each side acts as early as the protocol allows, as a real application would: the client sends

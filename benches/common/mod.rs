@@ -16,7 +16,6 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tls13lab::config::{CertifiedKey, TicketMode};
 use tls13lab::crypto::aead::{AeadAlg, AeadKey};
 use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::hash::HashAlg;
@@ -29,7 +28,7 @@ use tls13lab::messages::enums::{
     CipherSuite, HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, Server, ServerConfig, ServerVerification};
+use tls13lab::{Client, ClientConfig, Server, ServerConfig};
 
 /// Early data sent in the 0-RTT cases.
 pub const EARLY_DATA: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
@@ -258,34 +257,18 @@ pub const MINTED: u32 = 8;
 
 impl Ours {
     pub fn new(id: &Identity, group: NamedGroup, suite: CipherSuite, case: Case) -> Ours {
-        let mut client = ClientConfig {
-            cipher_suites: vec![suite],
-            groups: vec![group],
-            key_shares: vec![group],
-            signature_schemes: vec![SignatureScheme::ecdsa_secp256r1_sha256],
-            server_name: Some("localhost".into()),
-            verification: ServerVerification::Roots(vec![id.cert_der.clone()]),
-            observe: Observe::NONE,
-            enable_early_data: case == Case::ZeroRtt,
-            ..ClientConfig::default()
-        };
+        let (mut client, server) = tls13lab::demo::bench_configs(
+            id.cert_der.clone(),
+            id.signer(),
+            group,
+            suite,
+            case == Case::ZeroRtt,
+        );
         if case == Case::ResumedPskKe {
             // A psk_ke-only client has no use for a key share (RFC 8446 §4.2.9).
             client.psk_modes = vec![PskKeyExchangeMode::PskKe];
             client.key_shares = Vec::new();
         }
-        let mut server = ServerConfig::new(CertifiedKey {
-            chain: vec![id.cert_der.clone()],
-            key: id.signer(),
-        });
-        server.cipher_suites = vec![suite];
-        server.groups = vec![group];
-        server.signature_schemes = vec![SignatureScheme::ecdsa_secp256r1_sha256];
-        server.observe = Observe::NONE;
-        server.compat_mode = false;
-        server.ticket_mode = TicketMode::Stateful;
-        server.max_early_data = if case == Case::ZeroRtt { 16384 } else { 0 };
-        server.tickets = 0;
         let mut mint = server.clone(); // shares the session cache
         mint.tickets = if case.resumes() { MINTED } else { 0 };
         Ours {

@@ -11,14 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tls13lab::config::{CertifiedKey, TicketMode};
 use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::kx;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::messages::enums::{CipherSuite, NamedGroup, SignatureScheme};
+use tls13lab::messages::enums::{CipherSuite, NamedGroup};
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, Observe, Server, ServerConfig, ServerVerification};
+use tls13lab::{Client, ClientConfig, Server, ServerConfig};
 
 /// Options of `tls13lab bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -249,29 +248,13 @@ const MINTED: u32 = 8;
 
 impl Setup {
     fn new(id: &Identity, group: NamedGroup, suite: CipherSuite, kind: Kind, now: u64) -> Setup {
-        let client = ClientConfig {
-            cipher_suites: vec![suite],
-            groups: vec![group],
-            key_shares: vec![group],
-            signature_schemes: vec![SignatureScheme::ecdsa_secp256r1_sha256],
-            server_name: Some("localhost".into()),
-            verification: ServerVerification::Roots(vec![id.cert.clone()]),
-            observe: Observe::NONE,
-            enable_early_data: kind == Kind::ZeroRtt,
-            ..ClientConfig::default()
-        };
-        let mut server = ServerConfig::new(CertifiedKey {
-            chain: vec![id.cert.clone()],
-            key: id.signer.clone(),
-        });
-        server.cipher_suites = vec![suite];
-        server.groups = vec![group];
-        server.signature_schemes = vec![SignatureScheme::ecdsa_secp256r1_sha256];
-        server.observe = Observe::NONE;
-        server.compat_mode = false;
-        server.ticket_mode = TicketMode::Stateful;
-        server.max_early_data = if kind == Kind::ZeroRtt { 16384 } else { 0 };
-        server.tickets = 0;
+        let (client, server) = tls13lab::demo::bench_configs(
+            id.cert.clone(),
+            id.signer.clone(),
+            group,
+            suite,
+            kind == Kind::ZeroRtt,
+        );
         let mut mint = server.clone(); // shares the session cache
         mint.tickets = MINTED;
         Setup {
