@@ -1150,10 +1150,15 @@ impl Endpoint for Client {
     }
 
     fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
+        self.app_data_in_place()?;
+        self.conn.ev.push(Event::AppData { data });
+        Ok(())
+    }
+
+    fn app_data_in_place(&mut self) -> Result<(), Error> {
         match &mut self.state {
             State::Connected(t) => {
                 t.key_updates_in_a_row = 0;
-                self.conn.ev.push(Event::AppData { data });
                 Ok(())
             }
             _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),

@@ -18,9 +18,10 @@ use crate::events::{
 use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
 use crate::messages::handshake::{HandshakeMessage, OutgoingMessage};
+use crate::record::deframer::check_header;
 use crate::record::{
-    plaintext_header, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy, RecordError,
-    RecordProtector, HEADER_LEN, MAX_PLAINTEXT,
+    plaintext_header, sealed_len, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy,
+    RecordError, RecordProtector, HEADER_LEN, MAX_PLAINTEXT,
 };
 
 /// What sealing appends to a record's content: the inner content type byte and the AEAD tag
@@ -301,6 +302,7 @@ impl Conn {
             .observe
             .records
             .then(|| self.out[start + HEADER_LEN..].to_vec());
+        let padding = self.padding_for(plaintext_len);
         let (padding, tag, seq) = match self.write.as_mut() {
             None => {
                 let header = plaintext_header(typ, self.plaintext_version, plaintext_len);
@@ -308,12 +310,6 @@ impl Conn {
                 (0, 0, None)
             }
             Some(p) => {
-                // The padding policy never pushes the inner plaintext past 2^14 + 1 (§5.4), nor
-                // past the peer's record_size_limit, which counts padding (RFC 8449 §4).
-                let padding = self
-                    .padding
-                    .padding_for(plaintext_len)
-                    .min(self.max_fragment.saturating_sub(plaintext_len));
                 let seq = p.seq();
                 p.seal_in_place(typ, &mut self.out, start, padding)?;
                 (padding, p.tag_len(), Some(seq))
@@ -324,6 +320,66 @@ impl Conn {
             self.record_event_sent(&rec, typ, plaintext_len, padding, tag, seq, content);
         }
         Ok(())
+    }
+
+    /// Padding for a record of `len` bytes of content. The policy never pushes the inner
+    /// plaintext past 2^14 + 1 (§5.4), nor past the peer's record_size_limit, which counts
+    /// padding (RFC 8449 §4).
+    fn padding_for(&self, len: usize) -> usize {
+        self.padding
+            .padding_for(len)
+            .min(self.max_fragment.saturating_sub(len))
+    }
+
+    /// Bytes a protected record carrying `len` bytes of application data takes on the wire.
+    pub(crate) fn sealed_len(&self, len: usize) -> usize {
+        sealed_len(len, self.padding_for(len))
+    }
+
+    /// Seals one application data record in the caller's buffer: `buf[HEADER_LEN..][..len]`
+    /// holds the plaintext; on success `buf[..n]` is the record. No copy, no allocation.
+    pub(crate) fn seal_app_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, Error> {
+        if self.failed || self.write_closed {
+            return Err(Error::Closed);
+        }
+        if !matches!(self.write_epoch, Epoch::Application(_)) {
+            return Err(Error::InvalidState(
+                "sealing in place needs the application traffic keys (handshake not complete)",
+            ));
+        }
+        // Records already queued must reach the wire first.
+        if self.has_output() {
+            return Err(Error::InvalidState(
+                "output is queued: take_output before sealing in place",
+            ));
+        }
+        if len > self.max_fragment {
+            return Err(Error::InvalidState(
+                "more plaintext than one record carries",
+            ));
+        }
+        let padding = self.padding_for(len);
+        if buf.len() < sealed_len(len, padding) {
+            return Err(Error::InvalidState(
+                "buffer too small for the sealed record",
+            ));
+        }
+        let content = self
+            .ev
+            .observe
+            .records
+            .then(|| buf[HEADER_LEN..HEADER_LEN + len].to_vec());
+        let Some(p) = self.write.as_mut() else {
+            return Err(Error::InvalidState("no write keys"));
+        };
+        let (seq, tag) = (p.seq(), p.tag_len());
+        let n = p.seal_slice(ContentType::ApplicationData, buf, len, padding)?;
+        if let Some(content) = content {
+            let typ = ContentType::ApplicationData;
+            self.record_event_sent(&buf[..n], typ, len, padding, tag, Some(seq), content);
+            self.release_sent_events();
+        }
+        Ok(n)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -368,6 +424,12 @@ impl Conn {
         if let Err(e) = self.flush() {
             self.fail(&e);
         }
+        self.release_sent_events();
+        core::mem::take(&mut self.out)
+    }
+
+    /// Reports the records whose bytes the caller now has, stamped with the current time.
+    fn release_sent_events(&mut self) {
         let now = self.now_ms;
         for mut e in self.sent_records.drain(..) {
             if let Event::Record(r) = &mut e {
@@ -375,7 +437,6 @@ impl Conn {
             }
             self.ev.queue.push_back(e);
         }
-        core::mem::take(&mut self.out)
     }
 
     pub(crate) fn has_output(&self) -> bool {
@@ -413,7 +474,6 @@ impl Conn {
         rec: OpaqueRecord,
         early_skip: &mut Option<usize>,
     ) -> Result<Option<Incoming>, Error> {
-        let direction = self.side.receiving();
         // §5: an unprotected CCS of one byte 0x01 is dropped during the handshake.
         if rec.typ == ContentType::ChangeCipherSpec {
             self.record_event_received(
@@ -447,17 +507,8 @@ impl Conn {
                 };
                 match opened {
                     Ok(inner) => {
-                        // RFC 8449 §4: "A TLS endpoint that receives a record larger than its
-                        // advertised limit MUST generate a fatal "record_overflow" alert". The
-                        // limit counts the whole TLSInnerPlaintext; 0-RTT records were sent
-                        // before the limit was negotiated.
-                        if let Some(limit) = self.recv_limit {
-                            let inner_len = inner.content.len() + 1 + inner.padding;
-                            if inner_len > limit && self.read_epoch != Epoch::Early {
-                                return Err(RecordError::RecordOverflow.into());
-                            }
-                        }
                         let tag = p.tag_len();
+                        self.check_recv_limit(inner.content.len() + 1 + inner.padding)?;
                         if let Some(rec) = &kept {
                             self.record_event_received(
                                 rec,
@@ -516,47 +567,113 @@ impl Conn {
                 (rec.typ, rec.payload)
             }
         };
-        let _ = direction;
-        match inner {
+        if !self.check_inner(inner, content.len())? {
+            return Ok(None);
+        }
+        self.deliver_inner(inner, content)
+    }
+
+    /// The rules for a record's inner content that do not depend on where it lies (§5.1,
+    /// §5.4). `Ok(false)`: nothing to deliver (an empty application data record).
+    fn check_inner(&mut self, typ: ContentType, len: usize) -> Result<bool, Error> {
+        match typ {
             ContentType::Handshake => {
-                if content.is_empty() {
+                if len == 0 {
                     return Err(PeerMisbehaved::EmptyRecord.into());
                 }
                 self.empty_records = 0;
+            }
+            ContentType::Alert | ContentType::ApplicationData if !self.joiner.is_empty() => {
+                // §5.1: handshake messages must not be interleaved with other record types.
+                return Err(PeerMisbehaved::UnexpectedContentType(typ).into());
+            }
+            ContentType::Alert if len == 0 => return Err(PeerMisbehaved::EmptyRecord.into()),
+            ContentType::Alert => {}
+            ContentType::ApplicationData if len == 0 => {
+                // Premature even when empty: handshake keys never protect application data.
+                if self.read_epoch == Epoch::Handshake {
+                    return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
+                }
+                self.count_empty()?;
+                return Ok(false);
+            }
+            ContentType::ApplicationData => self.empty_records = 0,
+            other => return Err(PeerMisbehaved::UnexpectedContentType(other).into()),
+        }
+        Ok(true)
+    }
+
+    /// Hands checked inner content on: handshake bytes to the joiner, alerts and application
+    /// data to the caller.
+    fn deliver_inner(
+        &mut self,
+        typ: ContentType,
+        content: Vec<u8>,
+    ) -> Result<Option<Incoming>, Error> {
+        match typ {
+            ContentType::Handshake => {
                 self.joiner.push_owned(content)?;
                 Ok(None)
             }
             ContentType::Alert => {
-                if !self.joiner.is_empty() {
-                    // §5.1: handshake messages must not be interleaved with other record types.
-                    return Err(PeerMisbehaved::UnexpectedContentType(ContentType::Alert).into());
-                }
-                if content.is_empty() {
-                    return Err(PeerMisbehaved::EmptyRecord.into());
-                }
                 let alert = crate::messages::Alert::decode(&content)?;
                 Ok(Some(Incoming::Alert(alert.level, alert.description)))
             }
-            ContentType::ApplicationData => {
-                if !self.joiner.is_empty() {
-                    return Err(PeerMisbehaved::UnexpectedContentType(
-                        ContentType::ApplicationData,
-                    )
-                    .into());
-                }
-                if content.is_empty() {
-                    // Premature even when empty: handshake keys never protect application data.
-                    if self.read_epoch == Epoch::Handshake {
-                        return Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into());
-                    }
-                    self.count_empty()?;
-                    return Ok(None);
-                }
-                self.empty_records = 0;
-                Ok(Some(Incoming::AppData(content)))
-            }
+            ContentType::ApplicationData => Ok(Some(Incoming::AppData(content))),
             other => Err(PeerMisbehaved::UnexpectedContentType(other).into()),
         }
+    }
+
+    /// RFC 8449 §4: "A TLS endpoint that receives a record larger than its advertised limit
+    /// MUST generate a fatal "record_overflow" alert". The limit counts the whole
+    /// TLSInnerPlaintext; 0-RTT records were sent before the limit was negotiated.
+    fn check_recv_limit(&self, inner_len: usize) -> Result<(), Error> {
+        match self.recv_limit {
+            Some(limit) if inner_len > limit && self.read_epoch != Epoch::Early => {
+                Err(RecordError::RecordOverflow.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the complete record at the start of `rec` can be opened where it lies: a
+    /// protected record under application traffic keys (the bulk of a connection).
+    fn opens_in_place(&self, rec: &[u8]) -> bool {
+        rec[0] == ContentType::ApplicationData.to_repr()
+            && self.read.is_some()
+            && matches!(self.read_epoch, Epoch::Application(_))
+    }
+
+    /// Opens the complete protected record `rec` (header included) in place: application data
+    /// comes back as the range of `rec` that now holds it, anything else as `receive` would
+    /// produce it (its content copied out).
+    fn open_record_in_place(&mut self, rec: &mut [u8]) -> Result<InPlace, Error> {
+        let h = header_of(rec);
+        let payload = &mut rec[HEADER_LEN..];
+        // An observer wants the ciphertext as well: only then is it copied.
+        let kept = self.ev.observe.records.then(|| OpaqueRecord {
+            header: h,
+            typ: ContentType::ApplicationData,
+            version: u16::from_be_bytes([h[1], h[2]]),
+            payload: payload.to_vec(),
+        });
+        let Some(p) = self.read.as_mut() else {
+            return Err(Error::InvalidState("no read keys"));
+        };
+        let (seq, tag) = (p.seq(), p.tag_len());
+        let (typ, len, padding) = p.open_slice(&h, payload)?;
+        self.check_recv_limit(len + 1 + padding)?;
+        if let Some(rec) = &kept {
+            self.record_event_received(rec, typ, &payload[..len], padding, tag, Some(seq));
+        }
+        if !self.check_inner(typ, len)? {
+            return Ok(InPlace::Other(None));
+        }
+        if typ == ContentType::ApplicationData {
+            return Ok(InPlace::AppData(HEADER_LEN..HEADER_LEN + len));
+        }
+        self.deliver_inner(typ, payload[..len].to_vec())
+            .map(InPlace::Other)
     }
 
     fn count_empty(&mut self) -> Result<(), Error> {
@@ -646,6 +763,36 @@ pub(crate) trait Endpoint {
     fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error>;
     /// Early-data bytes a rejecting server may still skip (§4.2.10).
     fn early_skip(&mut self) -> &mut Option<usize>;
+    /// Application data was opened in the caller's buffer (`open_in_place`): the same checks
+    /// and bookkeeping as `on_app_data`, without the bytes.
+    fn app_data_in_place(&mut self) -> Result<(), Error>;
+}
+
+/// The first `HEADER_LEN` bytes of `rec` (which has at least that many).
+fn header_of(rec: &[u8]) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h.copy_from_slice(&rec[..HEADER_LEN]);
+    h
+}
+
+/// What `open_record_in_place` found in one record.
+enum InPlace {
+    /// Application data, now plaintext at this range of the record.
+    AppData(core::ops::Range<usize>),
+    /// Anything else, as the buffered path delivers it.
+    Other(Option<Incoming>),
+}
+
+/// What [`open_in_place`] did with the caller's buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// Bytes of the buffer used up, from its start: the caller drops them before the next call.
+    /// Bytes after them (at most a partial record, or records after an application data one)
+    /// are untouched.
+    pub consumed: usize,
+    /// Where the buffer now holds the plaintext of one application data record, within
+    /// `..consumed`; `None` when the bytes held no (non-empty) application data record.
+    pub data: Option<core::ops::Range<usize>>,
 }
 
 /// The receive loop both sides share: feed bytes, hand each item to the state machine, and on the first
@@ -670,39 +817,135 @@ pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Res
         *ep.early_skip() = skip;
         let result = match item {
             Ok(None) => return Ok(()),
-            Ok(Some(Incoming::Handshake(m))) => ep.on_handshake(m),
-            Ok(Some(Incoming::AppData(d))) => ep.on_app_data(d),
-            Ok(Some(Incoming::Alert(level, desc))) => {
-                let c = ep.conn();
-                c.ev.push(Event::Alert {
-                    direction: c.side.receiving(),
-                    level,
-                    description: desc,
-                });
-                match desc {
-                    AlertDescription::CloseNotify => {
-                        // §6.1: no more data will come, and anything that does is ignored.
-                        c.read_closed = true;
-                        c.ev.push(Event::Closed);
-                        c.deframer = Deframer::new();
-                        return Ok(());
-                    }
-                    AlertDescription::UserCanceled => Ok(()),
-                    // §6.2: every other alert is fatal whatever its level says.
-                    other => {
-                        c.failed = true;
-                        c.read_closed = true;
-                        c.write_closed = true;
-                        c.ev.push(Event::Closed);
-                        return Err(Error::AlertReceived(other));
-                    }
-                }
-            }
+            Ok(Some(item)) => dispatch(ep, item),
             Err(e) => Err(e),
         };
-        if let Err(e) = result {
-            ep.conn().fail(&e);
-            return Err(e);
+        match result {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                ep.conn().fail(&e);
+                return Err(e);
+            }
         }
+    }
+}
+
+/// Hands one received item to the state machine. `Ok(false)`: stop reading (close_notify).
+fn dispatch<E: Endpoint>(ep: &mut E, item: Incoming) -> Result<bool, Error> {
+    match item {
+        Incoming::Handshake(m) => ep.on_handshake(m).map(|_| true),
+        Incoming::AppData(d) => ep.on_app_data(d).map(|_| true),
+        Incoming::Alert(level, desc) => {
+            let c = ep.conn();
+            c.ev.push(Event::Alert {
+                direction: c.side.receiving(),
+                level,
+                description: desc,
+            });
+            match desc {
+                AlertDescription::CloseNotify => {
+                    // §6.1: no more data will come, and anything that does is ignored.
+                    c.read_closed = true;
+                    c.ev.push(Event::Closed);
+                    c.deframer = Deframer::new();
+                    Ok(false)
+                }
+                AlertDescription::UserCanceled => Ok(true),
+                // §6.2: every other alert is fatal whatever its level says.
+                other => {
+                    c.failed = true;
+                    c.read_closed = true;
+                    c.write_closed = true;
+                    c.ev.push(Event::Closed);
+                    Err(Error::AlertReceived(other))
+                }
+            }
+        }
+    }
+}
+
+/// Reads records from the start of `buf`, which the caller owns, and decrypts application data
+/// where it lies: no copy and no buffering. Stops after the first application data record
+/// (its plaintext range is returned) or when `buf` holds no complete record more. Every other
+/// record — handshake messages, alerts, 0-RTT data, records before the application keys, and
+/// one that earlier `receive` calls left half-read — is handled as [`receive`] handles it,
+/// with events.
+pub(crate) fn open_in_place<E: Endpoint>(
+    ep: &mut E,
+    buf: &mut [u8],
+    now_ms: u64,
+) -> Result<Opened, Error> {
+    let mut pos = 0;
+    loop {
+        let c = ep.conn();
+        if c.failed {
+            return Err(Error::Closed);
+        }
+        c.now_ms = now_ms;
+        if c.read_closed {
+            // §6.1: what follows close_notify is ignored.
+            return Ok(Opened {
+                consumed: buf.len(),
+                data: None,
+            });
+        }
+        let rest = &buf[pos..];
+        let buffered = match c.deframer.partial_needs() {
+            // Finish the record a `receive` call began, the buffered way.
+            Some(need) => need.min(rest.len()),
+            None if rest.len() < HEADER_LEN => 0,
+            None => match check_header(&header_of(rest)) {
+                Err(e) => {
+                    let e = Error::from(e);
+                    c.fail(&e);
+                    return Err(e);
+                }
+                Ok(len) if rest.len() < HEADER_LEN + len => 0,
+                Ok(len) if !c.opens_in_place(rest) => HEADER_LEN + len,
+                Ok(len) => {
+                    let end = pos + HEADER_LEN + len;
+                    let step = c.open_record_in_place(&mut buf[pos..end]).and_then(|r| {
+                        Ok(match r {
+                            InPlace::AppData(range) => {
+                                ep.app_data_in_place()?;
+                                Some(pos + range.start..pos + range.end)
+                            }
+                            InPlace::Other(item) => {
+                                if let Some(item) = item {
+                                    dispatch(ep, item)?;
+                                }
+                                None
+                            }
+                        })
+                    });
+                    match step {
+                        Ok(Some(data)) => {
+                            return Ok(Opened {
+                                consumed: end,
+                                data: Some(data),
+                            })
+                        }
+                        // Handshake messages the record completed (NewSessionTicket,
+                        // KeyUpdate) go to the state machine.
+                        Ok(None) => receive(ep, &[], now_ms)?,
+                        Err(e) => {
+                            ep.conn().fail(&e);
+                            return Err(e);
+                        }
+                    }
+                    pos = end;
+                    continue;
+                }
+            },
+        };
+        if buffered == 0 {
+            return Ok(Opened {
+                consumed: pos,
+                data: None,
+            });
+        }
+        receive(ep, &buf[pos..pos + buffered], now_ms)?;
+        pos += buffered;
     }
 }

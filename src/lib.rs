@@ -61,6 +61,7 @@ pub(crate) mod traffic;
 
 pub use client::Client;
 pub use config::{ClientAuth, ClientConfig, ServerConfig, ServerVerification};
+pub use conn::Opened;
 pub use error::{Error, PeerMisbehaved};
 pub use events::{Event, Observe};
 pub use ledger::Ledger;

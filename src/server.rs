@@ -1067,19 +1067,26 @@ impl Endpoint for Server {
     }
 
     fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
-        match &mut self.state {
-            State::Connected(t) => {
-                t.key_updates_in_a_row = 0;
-                self.conn.ev.push(Event::AppData { data });
-                Ok(())
-            }
-            // 0-RTT data, within the ticket's max_early_data_size (§4.2.10).
-            State::ExpectEndOfEarlyData(h) if self.conn.read_epoch == Epoch::Early => {
+        // 0-RTT data, within the ticket's max_early_data_size (§4.2.10).
+        if let State::ExpectEndOfEarlyData(h) = &mut self.state {
+            if self.conn.read_epoch == Epoch::Early {
                 if data.len() > h.early_remaining {
                     return Err(PeerMisbehaved::TooMuchEarlyData.into());
                 }
                 h.early_remaining -= data.len();
                 self.conn.ev.push(Event::EarlyData { data });
+                return Ok(());
+            }
+        }
+        self.app_data_in_place()?;
+        self.conn.ev.push(Event::AppData { data });
+        Ok(())
+    }
+
+    fn app_data_in_place(&mut self) -> Result<(), Error> {
+        match &mut self.state {
+            State::Connected(t) => {
+                t.key_updates_in_a_row = 0;
                 Ok(())
             }
             _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),

@@ -117,6 +117,48 @@ macro_rules! connection_api {
             crate::conn::receive(self, bytes, now_ms)
         }
 
+        /// Opens records in `buf`, a buffer the caller owns, decrypting application data where
+        /// it lies: nothing is copied or buffered. Returns how many bytes from the start of
+        /// `buf` were used and, after an application data record, where in `buf` its plaintext
+        /// now is; the call stops there, so call again with `buf[consumed..]`. `consumed` stops
+        /// short of a record not yet complete: keep those bytes and append to them (a buffer of
+        /// [`MAX_RECORD_LEN`](crate::record::MAX_RECORD_LEN) holds any record).
+        ///
+        /// Records that cannot be opened in place — the handshake, 0-RTT data, a record that
+        /// earlier `receive` calls left half-read — go the way `receive` takes them, and what
+        /// they carry arrives as events; so do handshake messages and alerts after the handshake
+        /// (NewSessionTicket, KeyUpdate, close_notify). Errors are those of `receive`.
+        pub fn open_in_place(
+            &mut self,
+            buf: &mut [u8],
+            now_ms: u64,
+        ) -> Result<crate::Opened, Error> {
+            crate::conn::open_in_place(self, buf, now_ms)
+        }
+
+        /// Seals one application data record in `buf`, a buffer the caller owns: it holds
+        /// `len` bytes of plaintext at `buf[HEADER_LEN..]` behind room for the header
+        /// ([`HEADER_LEN`](crate::record::HEADER_LEN) bytes), and must have room for the whole
+        /// record ([`sealed_len`](Self::sealed_len)). Encrypts in place and returns the
+        /// record's length: send `buf[..n]`. No copy, no allocation. Needs the application
+        /// traffic keys and no output waiting (take it first: records go out in order); `len`
+        /// at most [`max_record_plaintext`](Self::max_record_plaintext).
+        pub fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, Error> {
+            self.conn.seal_app_in_place(buf, len)
+        }
+
+        /// The length of the record [`seal_in_place`](Self::seal_in_place) makes of `len` bytes
+        /// (header, type byte, the padding policy's padding, tag).
+        pub fn sealed_len(&self, len: usize) -> usize {
+            self.conn.sealed_len(len)
+        }
+
+        /// Most plaintext one record may carry: 2^14, or less if the peer's record_size_limit
+        /// says so (RFC 8449).
+        pub fn max_record_plaintext(&self) -> usize {
+            self.conn.max_fragment
+        }
+
         #[doc = concat!("Bytes to send to the ", $peer, ".")]
         pub fn take_output(&mut self) -> Vec<u8> {
             self.conn.take_output()

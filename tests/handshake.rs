@@ -1279,3 +1279,333 @@ fn client_alert_after_server_hello_is_encrypted() {
     let e = p.server.receive(&out, now).unwrap_err();
     assert_eq!(e, tls13lab::Error::AlertReceived(alert));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Records in the caller's buffers: seal_in_place / open_in_place
+// ---------------------------------------------------------------------------------------------
+
+/// Feeds `wire` to `open` the way a socket would deliver it, in chunks of `chunk` bytes, into
+/// one caller-owned buffer that keeps a partial record between reads. Returns the plaintext
+/// opened in place, in order.
+fn open_stream(
+    wire: &[u8],
+    chunk: usize,
+    mut open: impl FnMut(&mut [u8]) -> Result<tls13lab::Opened, Error>,
+) -> Result<Vec<u8>, Error> {
+    let mut buf = vec![0u8; tls13lab::record::MAX_RECORD_LEN + chunk];
+    let (mut filled, mut got) = (0, Vec::new());
+    for piece in wire.chunks(chunk) {
+        buf[filled..filled + piece.len()].copy_from_slice(piece);
+        filled += piece.len();
+        let mut start = 0;
+        loop {
+            let o = open(&mut buf[start..filled])?;
+            if let Some(r) = &o.data {
+                assert!(
+                    r.end <= o.consumed,
+                    "plaintext lies within what was consumed"
+                );
+                got.extend_from_slice(&buf[start + r.start..start + r.end]);
+            }
+            start += o.consumed;
+            if o.consumed == 0 || o.data.is_none() {
+                break;
+            }
+        }
+        // The partial record (if any) moves to the front; nothing else is kept.
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        assert!(
+            filled < tls13lab::record::MAX_RECORD_LEN,
+            "at most one record kept"
+        );
+    }
+    Ok(got)
+}
+
+/// Seals `data` record by record (at most `max` bytes each) in one caller-owned buffer, which
+/// holds nothing but the plaintext before `seal` runs; returns the wire bytes.
+fn seal_stream(
+    data: &[u8],
+    max: usize,
+    mut seal: impl FnMut(&mut [u8], usize) -> Result<usize, Error>,
+) -> Vec<u8> {
+    let h = tls13lab::record::HEADER_LEN;
+    let mut wire = Vec::new();
+    let mut buf = vec![0u8; tls13lab::record::MAX_RECORD_LEN];
+    for piece in data.chunks(max) {
+        buf.fill(0xee);
+        buf[h..h + piece.len()].copy_from_slice(piece);
+        let n = seal(&mut buf, piece.len()).expect("seal");
+        wire.extend_from_slice(&buf[..n]);
+    }
+    wire
+}
+
+/// Sealing in place makes exactly the records `send` makes (same keys, same sequence numbers,
+/// same padding), and opening them in place gives back every byte, for every suite, however
+/// the bytes are cut on the way.
+#[test]
+fn sealing_in_place_matches_send_and_opens_in_place() {
+    let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 + i / 300) as u8).collect();
+    for (i, policy) in [PaddingPolicy::None, PaddingPolicy::ToMultiple(64)]
+        .into_iter()
+        .enumerate()
+    {
+        for suite in SUITES {
+            // Same seed, same keys: three copies of one connection.
+            let mk = || {
+                let (mut server, root) = util::server_config(KeyKind::P256);
+                let mut client = client_config(root);
+                client.padding = policy;
+                server.padding = policy;
+                server.cipher_suites = vec![suite];
+                connect(client, server, 40 + i as u64)
+            };
+            let mut a = mk();
+            a.client.send(&data).unwrap();
+            let sent = a.client.take_output();
+            let mut b = mk();
+            let max = b.client.max_record_plaintext();
+            assert_eq!(max, 1 << 14);
+            let wire = seal_stream(&data, max, |buf, n| {
+                let need = b.client.sealed_len(n);
+                let got = b.client.seal_in_place(&mut buf[..need], n)?;
+                assert_eq!(got, need);
+                Ok(got)
+            });
+            assert_eq!(wire, sent, "{suite:?} {policy:?}: the bytes send() makes");
+            for chunk in [1, 5, 6, 700, 16_411, wire.len()] {
+                let mut c = mk();
+                let got =
+                    open_stream(&wire, chunk, |buf| c.server.open_in_place(buf, NOW)).unwrap();
+                assert_eq!(got, data, "{suite:?} {policy:?}, chunks of {chunk}");
+                // Handed over in place, not as events.
+                assert!(!c
+                    .server
+                    .events()
+                    .any(|e| matches!(e, Event::AppData { .. })));
+            }
+        }
+    }
+}
+
+/// A whole connection on the in-place calls alone: the handshake records take the buffered
+/// path inside `open_in_place`, application data both ways is sealed and opened in place, and
+/// the record events (Observe::ALL) still mirror each other and add up in the ledgers.
+#[test]
+fn a_whole_connection_on_the_in_place_calls() {
+    let (server, root) = util::server_config(KeyKind::P256);
+    let mut p = Pair::new(Arc::new(client_config(root)), Arc::new(server), 61, NOW).unwrap();
+    let (mut cev, mut sev) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; tls13lab::record::MAX_RECORD_LEN];
+    p.client.start(NOW).unwrap();
+    for _ in 0..8 {
+        let c = p.client.take_output();
+        assert!(open_stream(&c, 1000, |b| p.server.open_in_place(b, NOW))
+            .unwrap()
+            .is_empty());
+        let s = p.server.take_output();
+        assert!(open_stream(&s, 1000, |b| p.client.open_in_place(b, NOW))
+            .unwrap()
+            .is_empty());
+        cev.extend(p.client.events());
+        sev.extend(p.server.events());
+    }
+    assert!(p.client.is_connected() && p.server.is_connected());
+    let h = tls13lab::record::HEADER_LEN;
+    for (i, msg) in [&b"ping"[..], &[0x5a; 20_000][..], b""].iter().enumerate() {
+        // Client to server, then the answer back, each record sealed and opened in place.
+        let n = msg.len().min(p.client.max_record_plaintext());
+        buf[h..h + n].copy_from_slice(&msg[..n]);
+        let len = p.client.seal_in_place(&mut buf, n).unwrap();
+        let o = p.server.open_in_place(&mut buf[..len], NOW).unwrap();
+        assert_eq!(o.consumed, len, "record {i}");
+        let got = o.data.map(|r| buf[r].to_vec()).unwrap_or_default();
+        assert_eq!(got, &msg[..n], "record {i}");
+        let reply = format!("reply {i}");
+        buf[h..h + reply.len()].copy_from_slice(reply.as_bytes());
+        let len = p.server.seal_in_place(&mut buf, reply.len()).unwrap();
+        let o = p.client.open_in_place(&mut buf[..len], NOW).unwrap();
+        assert_eq!(&buf[o.data.unwrap()], reply.as_bytes());
+        cev.extend(p.client.events());
+        sev.extend(p.server.events());
+    }
+    p.client.close();
+    let c = p.client.take_output();
+    open_stream(&c, 7, |b| p.server.open_in_place(b, NOW)).unwrap();
+    cev.extend(p.client.events());
+    sev.extend(p.server.events());
+    assert!(p.server.is_closed());
+    check_mirror(&cev, &sev);
+    check_ledger(&Ledger::from_events(&cev));
+    check_ledger(&Ledger::from_events(&sev));
+    let sent = Ledger::from_events(&cev).totals.client_to_server.records;
+    assert!(sent >= 5, "ledger counts the in-place records ({sent})");
+}
+
+/// After the handshake `open_in_place` still takes everything a peer may send: tickets, a
+/// KeyUpdate (answered, and the new keys used for what follows), data sent with `send`, and
+/// close_notify, after which the rest of the buffer is ignored (§6.1).
+#[test]
+fn open_in_place_takes_tickets_key_updates_and_close_notify() {
+    for chunk in [1, 3, 64, 5_000, 100_000] {
+        let mut p = default_pair(62);
+        let tickets_before = p.client.tickets().len();
+        let mut wire = Vec::new();
+        let mut expect = Vec::new();
+        p.server.send_ticket().unwrap();
+        p.server.send(b"buffered ").unwrap();
+        expect.extend_from_slice(b"buffered ");
+        p.server.key_update(true).unwrap();
+        wire.extend(p.server.take_output());
+        let body = vec![0x33u8; 30_000];
+        wire.extend(seal_stream(&body, 1 << 14, |buf, n| {
+            p.server.seal_in_place(buf, n)
+        }));
+        expect.extend_from_slice(&body);
+        p.server.close();
+        wire.extend(p.server.take_output());
+        wire.extend_from_slice(b"ignored after close_notify");
+        let got = open_stream(&wire, chunk, |b| p.client.open_in_place(b, NOW)).unwrap();
+        // Data sent with `send` opens in place too: only handshake messages and alerts
+        // become events.
+        assert_eq!(got, expect, "chunks of {chunk}");
+        let evs: Vec<Event> = p.client.events().collect();
+        assert!(!evs.iter().any(|e| matches!(e, Event::AppData { .. })));
+        assert_eq!(p.client.tickets().len(), tickets_before + 1);
+        assert_eq!(
+            key_updates(&evs),
+            [
+                (Direction::ServerToClient, true),
+                (Direction::ClientToServer, false)
+            ]
+        );
+        assert!(p.client.is_closed());
+        // The client's answering KeyUpdate reaches the server.
+        let c = p.client.take_output();
+        p.server.receive(&c, NOW).unwrap();
+    }
+}
+
+/// Half a record fed to `receive`, the rest to `open_in_place`: that record completes the
+/// buffered way (its data is an event), and the records after it open in place.
+#[test]
+fn open_in_place_after_a_half_record_from_receive() {
+    let mut p = default_pair(63);
+    p.server.send(b"first record").unwrap();
+    p.server.send(b"second record").unwrap();
+    let mut wire = p.server.take_output();
+    p.client.receive(&wire[..10], NOW).unwrap();
+    let got = open_stream(&wire[10..], 4, |b| p.client.open_in_place(b, NOW)).unwrap();
+    assert_eq!(got, b"second record");
+    assert_eq!(demo_app_data(&mut p.client), b"first record");
+    // Truncated input is no error: the caller keeps the bytes.
+    p.server.send(b"third").unwrap();
+    wire = p.server.take_output();
+    let n = wire.len();
+    let o = p.client.open_in_place(&mut wire[..n - 1], NOW).unwrap();
+    assert_eq!(
+        o,
+        tls13lab::Opened {
+            consumed: 0,
+            data: None
+        }
+    );
+    let o = p.client.open_in_place(&mut wire, NOW).unwrap();
+    assert_eq!((o.consumed, &wire[o.data.unwrap()]), (n, &b"third"[..]));
+}
+
+fn demo_app_data(c: &mut Client) -> Vec<u8> {
+    tls13lab::demo::app_data(&c.events().collect::<Vec<_>>())
+}
+
+/// Bad records given to `open_in_place` fail as they do through `receive`, with the alert
+/// RFC 8446 prescribes, and the connection stays dead.
+#[test]
+fn open_in_place_rejects_bad_records_with_their_alerts() {
+    type Spoil = fn(&mut Vec<u8>);
+    let cases: [(&str, Spoil, AlertDescription); 4] = [
+        (
+            "flipped tag bit",
+            |w| *w.last_mut().unwrap() ^= 1,
+            AlertDescription::BadRecordMac,
+        ),
+        (
+            "flipped header bit",
+            |w| w[2] ^= 1,
+            AlertDescription::BadRecordMac,
+        ),
+        (
+            "length over 2^14 + 256",
+            |w| w[3..5].copy_from_slice(&(16_385u16 + 256).to_be_bytes()),
+            AlertDescription::RecordOverflow,
+        ),
+        (
+            "unknown record type",
+            |w| w[0] = 0x42,
+            AlertDescription::UnexpectedMessage,
+        ),
+    ];
+    for (what, spoil, alert) in cases {
+        let mut p = default_pair(64);
+        p.server.send(b"some data").unwrap();
+        let mut wire = p.server.take_output();
+        spoil(&mut wire);
+        let e = p.client.open_in_place(&mut wire, NOW).unwrap_err();
+        assert_eq!(e.alert(), Some(alert), "{what}: {e}");
+        let out = p.client.take_output();
+        let err = p.server.receive(&out, NOW).unwrap_err();
+        assert_eq!(
+            err,
+            Error::AlertReceived(alert),
+            "{what}: the alert reaches the peer"
+        );
+        assert!(p.client.is_closed());
+        assert_eq!(p.client.open_in_place(&mut wire, NOW), Err(Error::Closed));
+    }
+}
+
+/// `seal_in_place` refuses what it cannot do — before the handshake, with output queued, too
+/// much plaintext, too small a buffer, after close — and a refusal changes nothing: the
+/// next record is sealed under the sequence number the refused one would have had.
+#[test]
+fn seal_in_place_refusals_change_nothing() {
+    let (_, root) = util::server_config(KeyKind::P256);
+    let mut c = Client::new(
+        Arc::new(client_config(root)),
+        Box::new(SeededRandom::from_seed(1)),
+    )
+    .unwrap();
+    c.start(NOW).unwrap();
+    let mut buf = vec![0u8; tls13lab::record::MAX_RECORD_LEN];
+    assert!(matches!(
+        c.seal_in_place(&mut buf, 3),
+        Err(Error::InvalidState(_))
+    ));
+
+    let mut p = default_pair(65);
+    p.server.send_ticket().unwrap();
+    assert!(matches!(
+        p.server.seal_in_place(&mut buf, 3),
+        Err(Error::InvalidState(_))
+    ));
+    p.server_to_client().unwrap();
+    let max = p.server.max_record_plaintext();
+    assert!(matches!(
+        p.server.seal_in_place(&mut buf, max + 1),
+        Err(Error::InvalidState(_))
+    ));
+    let need = p.server.sealed_len(3);
+    assert_eq!(need, 5 + 3 + 1 + 16);
+    assert!(matches!(
+        p.server.seal_in_place(&mut buf[..need - 1], 3),
+        Err(Error::InvalidState(_))
+    ));
+    buf[5..8].copy_from_slice(b"abc");
+    let n = p.server.seal_in_place(&mut buf, 3).unwrap();
+    let o = p.client.open_in_place(&mut buf[..n], NOW).unwrap();
+    assert_eq!(&buf[o.data.unwrap()], b"abc");
+    p.server.close();
+    assert_eq!(p.server.seal_in_place(&mut buf, 3), Err(Error::Closed));
+}

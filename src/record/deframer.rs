@@ -92,6 +92,18 @@ impl Deframer {
         self.take_record(input)
     }
 
+    /// How many more bytes complete the record begun by earlier input (as far as is known: the
+    /// rest of its header, or of its body); `None` when no record is begun.
+    pub fn partial_needs(&self) -> Option<usize> {
+        if self.header_len == 0 || self.error.is_some() {
+            None
+        } else if self.header_len < HEADER_LEN {
+            Some(HEADER_LEN - self.header_len)
+        } else {
+            Some(self.body_len - self.body.len())
+        }
+    }
+
     /// Consumes `data` up to the end of the first record it completes.
     fn take_record(&mut self, data: &mut &[u8]) -> Result<Option<OpaqueRecord>, RecordError> {
         if let Some(e) = self.error {
@@ -107,6 +119,9 @@ impl Deframer {
                     return Ok(None);
                 }
                 match check_header(&self.header) {
+                    // A record with an empty body is complete with its header, even at the end
+                    // of `data`.
+                    Ok(0) => return Ok(Some(self.complete())),
                     Ok(len) => {
                         self.body_len = len;
                         self.body = Vec::with_capacity(len);
@@ -156,7 +171,7 @@ impl Deframer {
 /// Only TLS 1.3's four record types are accepted (§5: others get unexpected_message).
 /// application_data may carry a TLSCiphertext of up to 2^14 + 256 bytes (§5.2); the others are
 /// TLSPlaintext, up to 2^14 (§5.1). legacy_record_version is ignored, as §5.1 requires.
-fn check_header(h: &[u8; HEADER_LEN]) -> Result<usize, RecordError> {
+pub(crate) fn check_header(h: &[u8; HEADER_LEN]) -> Result<usize, RecordError> {
     let typ = ContentType::from(h[0]);
     let len = usize::from(u16::from_be_bytes([h[3], h[4]]));
     let max = match typ {

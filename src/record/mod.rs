@@ -16,7 +16,7 @@ pub mod protect;
 
 pub use deframer::{Deframer, OpaqueRecord};
 pub use joiner::HandshakeJoiner;
-pub use protect::{InnerPlaintext, RecordProtector};
+pub use protect::{sealed_len, InnerPlaintext, RecordProtector};
 
 use crate::messages::enums::{AlertDescription, ContentType, HandshakeType};
 
@@ -26,6 +26,8 @@ pub const MAX_PLAINTEXT: usize = 1 << 14;
 pub const MAX_CIPHERTEXT: usize = (1 << 14) + 256;
 /// Record header: type, legacy_record_version, length (RFC 8446 §5.1).
 pub const HEADER_LEN: usize = 5;
+/// The longest record a peer may send: header and the largest TLSCiphertext (§5.2).
+pub const MAX_RECORD_LEN: usize = HEADER_LEN + MAX_CIPHERTEXT;
 /// How many bytes of protected records a server that rejected 0-RTT may skip while it looks
 /// for the first record that opens under the handshake key (RFC 8446 §4.2.10): 16 records of
 /// the largest size. Must cover the max_early_data_size our tickets advertise plus per-record

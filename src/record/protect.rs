@@ -121,20 +121,45 @@ impl RecordProtector {
         start: usize,
         padding: usize,
     ) -> Result<(), RecordError> {
-        let checked = match out.len().checked_sub(start + HEADER_LEN) {
-            Some(content_len) => self.check_seal(content_len, padding).map(|_| content_len),
-            None => Err(RecordError::PlaintextTooLong),
+        let Some(content_len) = out.len().checked_sub(start + HEADER_LEN) else {
+            out.truncate(start);
+            return Err(RecordError::PlaintextTooLong);
         };
-        let content_len = match checked {
-            Ok(n) => n,
+        if let Err(e) = self.check_seal(content_len, padding) {
+            out.truncate(start);
+            return Err(e);
+        }
+        out.resize(start + sealed_len(content_len, padding), 0);
+        match self.seal_slice(inner_type, &mut out[start..], content_len, padding) {
+            Ok(_) => Ok(()),
             Err(e) => {
                 out.truncate(start);
-                return Err(e);
+                Err(e)
             }
-        };
-        let inner_len = content_len + 1 + padding;
-        let len = (inner_len + TAG_LEN) as u16;
-        let l = len.to_be_bytes();
+        }
+    }
+
+    /// Seals one record inside `buf`, which the caller owns: `buf[..HEADER_LEN]` is room for
+    /// the header and `buf[HEADER_LEN..HEADER_LEN + content_len]` holds the content. Writes
+    /// the type byte, `padding` zeros, encrypts in place, then the tag and the header (§5.2),
+    /// and returns the record's length, [`sealed_len`]`(content_len, padding)`. A `buf` shorter
+    /// than that is refused with `PlaintextTooLong`, leaving it and the sequence number alone.
+    pub fn seal_slice(
+        &mut self,
+        inner_type: ContentType,
+        buf: &mut [u8],
+        content_len: usize,
+        padding: usize,
+    ) -> Result<usize, RecordError> {
+        self.check_seal(content_len, padding)?;
+        let total = sealed_len(content_len, padding);
+        if buf.len() < total {
+            return Err(RecordError::PlaintextTooLong);
+        }
+        let inner_end = HEADER_LEN + content_len + 1 + padding;
+        buf[HEADER_LEN + content_len] = inner_type.to_repr();
+        buf[HEADER_LEN + content_len + 1..inner_end].fill(0);
+        let l = ((total - HEADER_LEN) as u16).to_be_bytes();
         let v = LEGACY_RECORD_VERSION.to_be_bytes();
         let header = [
             ContentType::ApplicationData.to_repr(),
@@ -143,25 +168,15 @@ impl RecordProtector {
             l[0],
             l[1],
         ];
-        out.reserve(1 + padding + TAG_LEN);
-        out.push(inner_type.to_repr());
-        out.resize(out.len() + padding, 0);
-        out[start..start + HEADER_LEN].copy_from_slice(&header);
+        buf[..HEADER_LEN].copy_from_slice(&header);
         let nonce = self.nonce();
-        match self
+        let tag = self
             .key
-            .seal_detached(&nonce, &header, &mut out[start + HEADER_LEN..])
-        {
-            Ok(tag) => {
-                out.extend_from_slice(&tag);
-                self.advance();
-                Ok(())
-            }
-            Err(_) => {
-                out.truncate(start);
-                Err(RecordError::PlaintextTooLong)
-            }
-        }
+            .seal_detached(&nonce, &header, &mut buf[HEADER_LEN..inner_end])
+            .map_err(|_| RecordError::PlaintextTooLong)?;
+        buf[inner_end..total].copy_from_slice(&tag);
+        self.advance();
+        Ok(total)
     }
 
     /// Whether a record of `content_len` bytes plus `padding` may be sealed now.
@@ -178,69 +193,79 @@ impl RecordProtector {
 
     /// Opens a protected record, keeping `rec` (observers may want the ciphertext): one copy.
     pub fn open(&mut self, rec: &OpaqueRecord) -> Result<InnerPlaintext, RecordError> {
-        self.check_outer(rec)?;
-        self.open_payload(&rec.header, rec.payload.clone())
+        self.open_payload(rec.typ, &rec.header, rec.payload.clone())
     }
 
     /// Opens a protected record in place, reusing its payload buffer: no copy.
     pub fn open_owned(&mut self, rec: OpaqueRecord) -> Result<InnerPlaintext, RecordError> {
-        self.check_outer(&rec)?;
-        self.open_payload(&rec.header, rec.payload)
+        self.open_payload(rec.typ, &rec.header, rec.payload)
     }
 
-    fn check_outer(&self, rec: &OpaqueRecord) -> Result<(), RecordError> {
-        // Protected records always say application_data outside (§5.2).
-        if rec.typ != ContentType::ApplicationData {
-            return Err(RecordError::UnexpectedContentType(rec.typ));
-        }
-        if rec.payload.len() > MAX_CIPHERTEXT {
-            return Err(RecordError::RecordOverflow);
-        }
-        if self.exhausted {
-            return Err(RecordError::SeqExhausted);
-        }
-        Ok(())
-    }
-
-    /// Decrypts, then strips padding from the end: the content type is the last non-zero byte
-    /// (§5.4). The sequence number advances only on success, so a server skipping rejected
-    /// 0-RTT records (§4.2.10) keeps its handshake-key count right.
     fn open_payload(
         &mut self,
+        outer: ContentType,
         header: &[u8; HEADER_LEN],
         mut buf: Vec<u8>,
     ) -> Result<InnerPlaintext, RecordError> {
-        let Some(ct_len) = buf.len().checked_sub(TAG_LEN) else {
-            return Err(RecordError::BadRecordMac);
-        };
-        let mut tag = [0u8; TAG_LEN];
-        tag.copy_from_slice(&buf[ct_len..]);
-        let nonce = self.nonce();
-        self.key
-            .open_detached(&nonce, header, &mut buf[..ct_len], &tag)
-            .map_err(|_| RecordError::BadRecordMac)?;
-        self.advance();
-        buf.truncate(ct_len);
-
-        if buf.len() > MAX_PLAINTEXT + 1 {
-            return Err(RecordError::RecordOverflow);
+        // Protected records always say application_data outside (§5.2).
+        if outer != ContentType::ApplicationData {
+            return Err(RecordError::UnexpectedContentType(outer));
         }
-        let Some(type_at) = buf.iter().rposition(|&b| b != 0) else {
-            return Err(RecordError::NoContentType);
-        };
-        let typ = ContentType::from(buf[type_at]);
-        let padding = buf.len() - type_at - 1;
-        buf.truncate(type_at);
-        // Zero-length Handshake and Alert content is forbidden even with padding (§5.4).
-        if buf.is_empty() && matches!(typ, ContentType::Handshake | ContentType::Alert) {
-            return Err(RecordError::EmptyFragment(typ));
-        }
+        let (typ, content_len, padding) = self.open_slice(header, &mut buf)?;
+        buf.truncate(content_len);
         Ok(InnerPlaintext {
             typ,
             content: buf,
             padding,
         })
     }
+
+    /// Opens a protected record where it lies: `payload` is its encrypted_record, received
+    /// after `header`, whose outer type the caller found to be application_data. Decrypts in place, then strips padding from the end: the content type is
+    /// the last non-zero byte (§5.4). Returns that type, the content's length (the content is
+    /// `payload[..len]`) and the padding's. The sequence number advances only on success, so a
+    /// server skipping rejected 0-RTT records (§4.2.10) keeps its handshake-key count right.
+    pub fn open_slice(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        payload: &mut [u8],
+    ) -> Result<(ContentType, usize, usize), RecordError> {
+        if payload.len() > MAX_CIPHERTEXT {
+            return Err(RecordError::RecordOverflow);
+        }
+        if self.exhausted {
+            return Err(RecordError::SeqExhausted);
+        }
+        let Some(ct_len) = payload.len().checked_sub(TAG_LEN) else {
+            return Err(RecordError::BadRecordMac);
+        };
+        let (ct, tag) = payload.split_at_mut(ct_len);
+        let tag: &[u8; TAG_LEN] = (&*tag).try_into().map_err(|_| RecordError::BadRecordMac)?;
+        let nonce = self.nonce();
+        self.key
+            .open_detached(&nonce, header, ct, tag)
+            .map_err(|_| RecordError::BadRecordMac)?;
+        self.advance();
+
+        if ct_len > MAX_PLAINTEXT + 1 {
+            return Err(RecordError::RecordOverflow);
+        }
+        let Some(type_at) = ct.iter().rposition(|&b| b != 0) else {
+            return Err(RecordError::NoContentType);
+        };
+        let typ = ContentType::from(ct[type_at]);
+        // Zero-length Handshake and Alert content is forbidden even with padding (§5.4).
+        if type_at == 0 && matches!(typ, ContentType::Handshake | ContentType::Alert) {
+            return Err(RecordError::EmptyFragment(typ));
+        }
+        Ok((typ, type_at, ct_len - type_at - 1))
+    }
+}
+
+/// Length of a protected record carrying `content_len` bytes and `padding` zeros: header,
+/// content, type byte, padding, tag (§5.2).
+pub fn sealed_len(content_len: usize, padding: usize) -> usize {
+    HEADER_LEN + content_len + 1 + padding + TAG_LEN
 }
 
 impl core::fmt::Debug for RecordProtector {
