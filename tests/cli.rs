@@ -771,3 +771,46 @@ fn help_exits_0() {
         assert!(stdout(&o).contains("Usage:"));
     }
 }
+
+/// `tls13lab bench --json`: the figures it promises are there and positive — handshakes/s for
+/// each case and group asked for (each run checked inside to be the case it claims), and bulk
+/// MB/s each way, through the buffered and the in-place calls.
+#[test]
+fn bench_reports_every_figure_as_json() {
+    let o = run(&[
+        "bench",
+        "--groups",
+        "x25519,X25519MLKEM768",
+        "--suites",
+        "aes128gcm,chacha20",
+        "--only",
+        "full,resumed,0rtt,bulk",
+        "--seconds",
+        "0.02",
+        "--json",
+    ]);
+    assert_ok(&o);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let hs = v["handshakes"].as_array().expect("handshakes");
+    for group in ["x25519", "X25519MLKEM768"] {
+        for kind in ["full", "resumed", "0-rtt"] {
+            let row = hs
+                .iter()
+                .find(|h| h["group"] == group && h["kind"] == kind)
+                .unwrap_or_else(|| panic!("{group} {kind} in {hs:?}"));
+            assert!(row["per_second"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+    let bulk = v["bulk"].as_array().expect("bulk");
+    assert_eq!(bulk.len(), 2 * 4, "{bulk:?}");
+    for suite in ["TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"] {
+        for dir in ["encrypt", "decrypt", "encrypt-in-place", "decrypt-in-place"] {
+            let row = bulk
+                .iter()
+                .find(|b| b["suite"] == suite && b["direction"] == dir)
+                .unwrap_or_else(|| panic!("{suite} {dir} in {bulk:?}"));
+            assert!(row["mb_per_second"].as_f64().unwrap() > 0.0, "{row}");
+            assert_eq!(row["record_bytes"], 16384);
+        }
+    }
+}

@@ -16,6 +16,7 @@ use tls13lab::crypto::kx;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::messages::enums::{CipherSuite, NamedGroup};
+use tls13lab::record::MAX_RECORD_LEN;
 use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, Server, ServerConfig};
 
@@ -361,47 +362,102 @@ fn check(c: &Client, kind: Kind) -> Result<(), String> {
 /// Bytes moved and the time it took.
 type Throughput = (u64, Duration);
 
-/// 16 KiB records one way through a connected pair: encrypt, then decrypt.
+/// 16 KiB records one way through connected pairs: encrypt, then decrypt, each through the
+/// buffered calls (`send` + `take_output`, `receive`) and in a buffer the caller owns
+/// (`seal_in_place`, `open_in_place`).
 fn bulk(
     id: &Identity,
     suite: CipherSuite,
     now: u64,
     budget: Duration,
-) -> Result<[(&'static str, Throughput); 2], String> {
+) -> Result<[(&'static str, Throughput); 4], String> {
     let mut setup = Setup::new(id, NamedGroup::X25519, suite, Kind::Full, now);
     let server = setup.server.clone();
     let e = |e: tls13lab::Error| e.to_string();
     let data = vec![0x61u8; RECORD];
     // Encrypt: each record is handed to the caller and dropped, as a writer to a socket would.
     let (mut c, _) = setup.handshake(&server, TicketStore::default())?;
-    let (mut enc, mut enc_bytes) = (Duration::ZERO, 0u64);
-    while enc < budget {
-        let t = Instant::now();
-        for _ in 0..64 {
-            c.send(&data).map_err(e)?;
-            std::hint::black_box(c.take_output());
-        }
-        enc += t.elapsed();
-        enc_bytes += 64 * RECORD as u64;
-    }
+    let enc = timed(budget, || {
+        c.send(&data).map_err(e)?;
+        std::hint::black_box(c.take_output());
+        Ok(())
+    })?;
+    let mut buf = vec![0x61u8; MAX_RECORD_LEN];
+    let enc_in_place = timed(budget, || {
+        std::hint::black_box(c.seal_in_place(&mut buf, RECORD).map_err(e)?);
+        Ok(())
+    })?;
     // Decrypt: records made by a fresh pair's client outside the timing, 64 at a time.
     let (mut c, mut s) = setup.handshake(&server, TicketStore::default())?;
-    let (mut dec, mut dec_bytes) = (Duration::ZERO, 0u64);
-    let mut batch = Vec::with_capacity(64);
-    while dec < budget {
-        for _ in 0..64 {
+    let dec = timed_batches(
+        budget,
+        || {
             c.send(&data).map_err(e)?;
-            batch.push(c.take_output());
-        }
-        let t = Instant::now();
-        for rec in batch.drain(..) {
-            s.receive(&rec, now).map_err(e)?;
+            Ok(c.take_output())
+        },
+        |rec| {
+            s.receive(rec, now).map_err(e)?;
             s.events().for_each(drop);
+            Ok(())
+        },
+    )?;
+    let dec_in_place = timed_batches(
+        budget,
+        || {
+            let mut rec = vec![0x61u8; MAX_RECORD_LEN];
+            let n = c.seal_in_place(&mut rec, RECORD).map_err(e)?;
+            rec.truncate(n);
+            Ok(rec)
+        },
+        |rec| {
+            let opened = s.open_in_place(rec, now).map_err(e)?;
+            std::hint::black_box(opened.data);
+            Ok(())
+        },
+    )?;
+    Ok([
+        ("encrypt", enc),
+        ("decrypt", dec),
+        ("encrypt-in-place", enc_in_place),
+        ("decrypt-in-place", dec_in_place),
+    ])
+}
+
+/// Runs `record` (one 16 KiB record) 64 times per round until `budget` is spent.
+fn timed(
+    budget: Duration,
+    mut record: impl FnMut() -> Result<(), String>,
+) -> Result<Throughput, String> {
+    let (mut spent, mut bytes) = (Duration::ZERO, 0u64);
+    while spent < budget {
+        let t = Instant::now();
+        for _ in 0..64 {
+            record()?;
         }
-        dec += t.elapsed();
-        dec_bytes += 64 * RECORD as u64;
+        spent += t.elapsed();
+        bytes += 64 * RECORD as u64;
     }
-    Ok([("encrypt", (enc_bytes, enc)), ("decrypt", (dec_bytes, dec))])
+    Ok((bytes, spent))
+}
+
+/// Like [`timed`] for opening: 64 records are made by `make` outside the timing, then each is
+/// opened by `open`.
+fn timed_batches(
+    budget: Duration,
+    mut make: impl FnMut() -> Result<Vec<u8>, String>,
+    mut open: impl FnMut(&mut [u8]) -> Result<(), String>,
+) -> Result<Throughput, String> {
+    let (mut spent, mut bytes) = (Duration::ZERO, 0u64);
+    while spent < budget {
+        let mut batch = (0..64).map(|_| make()).collect::<Result<Vec<_>, _>>()?;
+        let t = Instant::now();
+        for rec in &mut batch {
+            open(rec)?;
+        }
+        spent += t.elapsed();
+        bytes += 64 * RECORD as u64;
+    }
+    Ok((bytes, spent))
 }
 
 fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
@@ -438,7 +494,12 @@ fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
     }
     if !r.bulk.is_empty() {
         let _ = writeln!(s, "\nbulk MB/s, {} byte records", RECORD);
-        let _ = writeln!(s, "{:<32} {:>10} {:>10}", "suite", "encrypt", "decrypt");
+        // "in place": seal_in_place / open_in_place, in a buffer the caller owns.
+        let _ = writeln!(
+            s,
+            "{:<32} {:>10} {:>10} {:>18} {:>18}",
+            "suite", "encrypt", "decrypt", "encrypt in place", "decrypt in place"
+        );
         let suites: Vec<&String> = r
             .bulk
             .iter()
@@ -458,10 +519,12 @@ fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
             };
             let _ = writeln!(
                 s,
-                "{:<32} {:>10} {:>10}",
+                "{:<32} {:>10} {:>10} {:>18} {:>18}",
                 su,
                 cell("encrypt"),
-                cell("decrypt")
+                cell("decrypt"),
+                cell("encrypt-in-place"),
+                cell("decrypt-in-place")
             );
         }
     }
