@@ -783,7 +783,29 @@ enum InPlace {
     Other(Option<Incoming>),
 }
 
-/// What [`open_in_place`] did with the caller's buffer.
+/// What `open_in_place` did with the caller's buffer.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tls13lab::demo::{client_config, server_config, Pair};
+/// use tls13lab::record::{HEADER_LEN, MAX_RECORD_LEN};
+///
+/// let now = 1_767_225_600_000;
+/// let (server, root) = server_config(1, now).unwrap();
+/// let mut p = Pair::new(Arc::new(client_config(root)), Arc::new(server), 7, now).unwrap();
+/// p.handshake().unwrap();
+/// p.settle().unwrap();
+///
+/// // The client seals a record where its plaintext lies...
+/// let mut buf = vec![0u8; MAX_RECORD_LEN];
+/// buf[HEADER_LEN..HEADER_LEN + 5].copy_from_slice(b"hello");
+/// let n = p.client.seal_in_place(&mut buf, 5).unwrap();
+///
+/// // ...and the server opens it there: the plaintext is a range of the same buffer.
+/// let opened = p.server.open_in_place(&mut buf[..n], now).unwrap();
+/// assert_eq!(opened.consumed, n);
+/// assert_eq!(&buf[opened.data.unwrap()], b"hello");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Opened {
     /// Bytes of the buffer used up, from its start: the caller drops them before the next call.
