@@ -26,7 +26,7 @@ use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage};
 use tls13lab::messages::{Alert, Reader, Writer};
 use tls13lab::record::{
     Deframer, HandshakeJoiner, OpaqueRecord, RecordError, RecordProtector, MAX_CIPHERTEXT,
-    MAX_PLAINTEXT,
+    MAX_PLAINTEXT, MAX_RECORD_LEN,
 };
 use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, Error, Ledger, Server, ServerConfig};
@@ -479,6 +479,7 @@ fn keys_of(events: &[Event], side: Side) -> Vec<(Epoch, AeadKey, [u8; 12])> {
 /// What the fuzzed endpoint looks like to the harness.
 trait Endpoint {
     fn receive(&mut self, bytes: &[u8]) -> Result<(), Error>;
+    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error>;
     fn take_output(&mut self) -> Vec<u8>;
     fn drain(&mut self) -> Vec<Event>;
     fn poke(&mut self);
@@ -487,6 +488,9 @@ trait Endpoint {
 impl Endpoint for Client {
     fn receive(&mut self, bytes: &[u8]) -> Result<(), Error> {
         Client::receive(self, bytes, NOW)
+    }
+    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error> {
+        Client::open_in_place(self, buf, NOW)
     }
     fn take_output(&mut self) -> Vec<u8> {
         Client::take_output(self)
@@ -505,6 +509,9 @@ impl Endpoint for Client {
 impl Endpoint for Server {
     fn receive(&mut self, bytes: &[u8]) -> Result<(), Error> {
         Server::receive(self, bytes, NOW)
+    }
+    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error> {
+        Server::open_in_place(self, buf, NOW)
     }
     fn take_output(&mut self) -> Vec<u8> {
         Server::take_output(self)
@@ -632,7 +639,7 @@ pub fn client_outcome(data: &[u8]) -> Option<Error> {
     if scenario % SCENARIOS == 3 {
         c.send(b"GET /early HTTP/1.0\r\n\r\n").expect("0-RTT");
     }
-    drive(&mut c, s, Side::Server, prefix, &ops)
+    drive(&mut c, s, Side::Server, scenario, prefix, &ops)
 }
 
 /// A fresh server of scenario `data[0]` gets the first `data[1]` records the client sent, then
@@ -650,19 +657,32 @@ pub fn server_outcome(data: &[u8]) -> Option<Error> {
         Box::new(SeededRandom::from_seed(SERVER_SEED)),
     )
     .expect("server");
-    drive(&mut srv, s, Side::Client, prefix, &ops)
+    drive(&mut srv, s, Side::Client, scenario, prefix, &ops)
 }
 
 /// Delivers the recorded prefix of `peer`'s records, then the ops, checking after each input
 /// that an error carries the alert its type names and that a failed endpoint stays failed.
 /// Returns the first error.
+///
+/// Scenario numbers from `SCENARIOS` to `2 * SCENARIOS - 1` (and so on, alternately) feed every
+/// input through `open_in_place` instead of `receive`, as a caller owning its buffer would.
 fn drive<E: Endpoint>(
     ep: &mut E,
     s: &Session,
     peer: Side,
+    scenario: u8,
     prefix: u8,
     ops: &[Op],
 ) -> Option<Error> {
+    let in_place = scenario / SCENARIOS % 2 == 1;
+    let mut pending = Vec::new();
+    let mut feed = |ep: &mut E, bytes: &[u8]| {
+        if in_place {
+            open_all(ep, &mut pending, bytes)
+        } else {
+            ep.receive(bytes)
+        }
+    };
     let me = match peer {
         Side::Client => Side::Server,
         Side::Server => Side::Client,
@@ -679,7 +699,7 @@ fn drive<E: Endpoint>(
         if let Some(seq) = r.seq {
             note(&mut next_seq, r.epoch, seq);
         }
-        if ep.receive(&wire).is_err() {
+        if feed(ep, &wire).is_err() {
             panic!("the recorded prefix must replay: record {r:?}");
         }
         ep.take_output();
@@ -727,7 +747,7 @@ fn drive<E: Endpoint>(
                 }
             }
         };
-        let r = ep.receive(&bytes);
+        let r = feed(ep, &bytes);
         ep.take_output();
         events.extend(ep.drain());
         match r {
@@ -745,6 +765,35 @@ fn drive<E: Endpoint>(
     events.extend(ep.drain());
     let _ = Ledger::from_events(&events).table();
     first_error
+}
+
+/// Appends `bytes` to the caller's buffer `pending` and opens every complete record in it in
+/// place, keeping the partial one: what a reader owning its buffer does with each read. The
+/// buffer never holds more than one record.
+fn open_all<E: Endpoint>(ep: &mut E, pending: &mut Vec<u8>, bytes: &[u8]) -> Result<(), Error> {
+    pending.extend_from_slice(bytes);
+    let mut start = 0;
+    let result = loop {
+        match ep.open_in_place(&mut pending[start..]) {
+            Ok(o) => {
+                if let Some(d) = &o.data {
+                    assert!(d.start < d.end && d.end <= o.consumed, "{o:?}");
+                }
+                start += o.consumed;
+                if o.consumed == 0 {
+                    break Ok(());
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    pending.drain(..start);
+    if result.is_ok() {
+        assert!(pending.len() < MAX_RECORD_LEN, "a complete record was left");
+    } else {
+        pending.clear();
+    }
+    result
 }
 
 fn closed(events: &[Event]) -> bool {
@@ -880,6 +929,11 @@ pub fn seeds(rfc8448_json: &str) -> Vec<(&'static str, String, Vec<u8>)> {
                     format!("s{n}-{k}-sealed"),
                     script(n, k as u8, &sealed),
                 ));
+                out.push((
+                    target,
+                    format!("s{n}-{k}-inplace-sealed"),
+                    script(n + SCENARIOS, k as u8, &sealed),
+                ));
                 let replay: Vec<Op> = (k..recorded.len())
                     .map(|index| Op::Replay { index })
                     .collect();
@@ -893,6 +947,11 @@ pub fn seeds(rfc8448_json: &str) -> Vec<(&'static str, String, Vec<u8>)> {
                 .iter()
                 .flat_map(|r| [&r.header[..], &ciphertext_of(s, peer, r)].concat())
                 .collect();
+            out.push((
+                target,
+                format!("s{n}-inplace-raw"),
+                script(n + SCENARIOS, 0, &[Op::Raw(wire.clone())]),
+            ));
             out.push((target, format!("s{n}-raw"), script(n, 0, &[Op::Raw(wire)])));
             for r in recorded {
                 if r.inner_type == ContentType::Handshake {
