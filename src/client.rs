@@ -1149,19 +1149,10 @@ impl Endpoint for Client {
         self.handle(bytes)
     }
 
-    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
-        self.app_data_in_place()?;
-        self.conn.ev.push(Event::AppData { data });
-        Ok(())
-    }
-
-    fn app_data_in_place(&mut self) -> Result<(), Error> {
+    fn traffic(&mut self) -> Option<&mut Traffic> {
         match &mut self.state {
-            State::Connected(t) => {
-                t.key_updates_in_a_row = 0;
-                Ok(())
-            }
-            _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
+            State::Connected(t) => Some(t),
+            _ => None,
         }
     }
 

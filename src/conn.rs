@@ -759,13 +759,29 @@ pub(crate) trait Endpoint {
     fn conn(&mut self) -> &mut Conn;
     /// One whole handshake message arrived.
     fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error>;
-    /// Application data arrived (or 0-RTT data when the read epoch is `Early`).
-    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error>;
+    /// The traffic state, once connected.
+    fn traffic(&mut self) -> Option<&mut crate::traffic::Traffic>;
+    /// Application data arrived (the server overrides this for 0-RTT data, which arrives when
+    /// the read epoch is `Early`).
+    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
+        self.app_data_in_place()?;
+        self.conn().ev.push(Event::AppData { data });
+        Ok(())
+    }
     /// Early-data bytes a rejecting server may still skip (§4.2.10).
     fn early_skip(&mut self) -> &mut Option<usize>;
     /// Application data was opened in the caller's buffer (`open_in_place`): the same checks
-    /// and bookkeeping as `on_app_data`, without the bytes.
-    fn app_data_in_place(&mut self) -> Result<(), Error>;
+    /// and bookkeeping as `on_app_data`, without the bytes. Only a connected endpoint takes
+    /// it, and it ends a run of KeyUpdates (`MAX_KEY_UPDATES`).
+    fn app_data_in_place(&mut self) -> Result<(), Error> {
+        match self.traffic() {
+            Some(t) => {
+                t.key_updates_in_a_row = 0;
+                Ok(())
+            }
+            None => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
+        }
+    }
 }
 
 /// The first `HEADER_LEN` bytes of `rec` (which has at least that many).

@@ -1083,13 +1083,10 @@ impl Endpoint for Server {
         Ok(())
     }
 
-    fn app_data_in_place(&mut self) -> Result<(), Error> {
+    fn traffic(&mut self) -> Option<&mut Traffic> {
         match &mut self.state {
-            State::Connected(t) => {
-                t.key_updates_in_a_row = 0;
-                Ok(())
-            }
-            _ => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
+            State::Connected(t) => Some(t),
+            _ => None,
         }
     }
 

@@ -1571,18 +1571,16 @@ fn open_in_place_rejects_bad_records_with_their_alerts() {
 /// next record is sealed under the sequence number the refused one would have had.
 #[test]
 fn seal_in_place_refusals_change_nothing() {
-    let (_, root) = util::server_config(KeyKind::P256);
-    let mut c = Client::new(
-        Arc::new(client_config(root)),
-        Box::new(SeededRandom::from_seed(1)),
-    )
-    .unwrap();
-    c.start(NOW).unwrap();
+    let (server, root) = util::server_config(KeyKind::P256);
+    let mut fresh = Pair::new(Arc::new(client_config(root)), Arc::new(server), 1, NOW).unwrap();
+    fresh.client.start(NOW).unwrap();
     let mut buf = vec![0u8; tls13lab::record::MAX_RECORD_LEN];
-    assert!(matches!(
-        c.seal_in_place(&mut buf, 3),
-        Err(Error::InvalidState(_))
-    ));
+    for sealed in [
+        fresh.client.seal_in_place(&mut buf, 3),
+        fresh.server.seal_in_place(&mut buf, 3),
+    ] {
+        assert!(matches!(sealed, Err(Error::InvalidState(_))), "{sealed:?}");
+    }
 
     let mut p = default_pair(65);
     p.server.send_ticket().unwrap();
