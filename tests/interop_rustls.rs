@@ -336,6 +336,39 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
         );
     }
 
+    /// `data` each way with our side sealing and opening records in its own buffers
+    /// (`seal_in_place`, `open_in_place`); rustls' bytes reach us in 1000-byte reads, as from a
+    /// socket. Returns what each side received.
+    fn bulk_in_place(&mut self, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        use tls13lab::record::{HEADER_LEN, MAX_RECORD_LEN};
+        let mut buf = vec![0u8; MAX_RECORD_LEN];
+        let mut theirs = Vec::new();
+        for piece in data.chunks(16 * 1024) {
+            buf[HEADER_LEN..HEADER_LEN + piece.len()].copy_from_slice(piece);
+            let n = self.ours.seal_in_place(&mut buf, piece.len()).unwrap();
+            theirs.extend(rustls_in(self.theirs.common(), &buf[..n]));
+        }
+        let (mut pending, mut ours) = (Vec::new(), Vec::new());
+        // rustls buffers at most 64 KiB of unsent plaintext: write in pieces.
+        for piece in data.chunks(16 * 1024) {
+            self.theirs.common().writer().write_all(piece).unwrap();
+            for read in rustls_out(self.theirs.common()).chunks(1000) {
+                let got = open_all_in_place(&mut self.ours, &mut pending, read, now_ms());
+                ours.extend(got.expect("our side opens rustls' records in place"));
+            }
+        }
+        assert!(pending.is_empty(), "a record was left unread");
+        self.events.extend(self.ours.drain());
+        assert!(
+            !self
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::AppData { data } if data.len() > 100)),
+            "bulk data was handed over in place, not as events"
+        );
+        (ours, theirs)
+    }
+
     fn handshake(&mut self, send: impl Fn(&mut O, &[u8]), export: impl Fn(&mut O) -> Vec<u8>) {
         self.settle();
         assert!(self.connected(), "our side did not complete the handshake");
@@ -742,6 +775,24 @@ fn bulk_rustls_client() -> CellResult {
     Ok(String::new())
 }
 
+fn bulk_in_place_our_client() -> CellResult {
+    let server = Arc::new(rustls_server_config(X, SUITES, false));
+    let config = our_client_config(X, X, SUITES);
+    let mut p = client_pair(&config, 23, TicketStore::default(), &server, None);
+    let data = bulk();
+    assert_eq!(p.bulk_in_place(&data), (data.clone(), data));
+    Ok(String::new())
+}
+
+fn bulk_in_place_rustls_client() -> CellResult {
+    let config = Arc::new(our_server_config(X, SUITES));
+    let client = Arc::new(rustls_client_config(X, SUITES, false));
+    let mut p = server_pair(&config, 24, &client, None);
+    let data = bulk();
+    assert_eq!(p.bulk_in_place(&data), (data.clone(), data));
+    Ok(String::new())
+}
+
 fn early_rejected_rustls_client() -> CellResult {
     let issuing = Arc::new(our_server_config(X, SUITES));
     // Same resumption state, but this one refuses 0-RTT.
@@ -1042,6 +1093,18 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "rustls client ↔ ours, 100 KB each way",
         "both received exactly the other's 100 KB",
         bulk_rustls_client,
+    ),
+    (
+        "bulk data in place",
+        "ours (`seal_in_place` / `open_in_place`, 1000-byte reads) ↔ rustls server, 100 KB each way",
+        "both received exactly the other's 100 KB; ours as ranges of its own buffer, not events",
+        bulk_in_place_our_client,
+    ),
+    (
+        "bulk data in place",
+        "rustls client ↔ ours (`seal_in_place` / `open_in_place`, 1000-byte reads), 100 KB each way",
+        "both received exactly the other's 100 KB; ours as ranges of its own buffer, not events",
+        bulk_in_place_rustls_client,
     ),
     (
         "0-RTT rejected",

@@ -221,6 +221,38 @@ pub trait Endpoint {
     fn drain(&mut self) -> Vec<Event>;
     /// Send close_notify.
     fn close(&mut self);
+    /// Seal one application data record in the caller's buffer.
+    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error>;
+    /// Open records in the caller's buffer.
+    fn open_in_place(
+        &mut self,
+        buf: &mut [u8],
+        now: u64,
+    ) -> Result<tls13lab::Opened, tls13lab::Error>;
+}
+
+/// Appends `bytes` to `pending`, a caller-owned receive buffer, opens every complete record in
+/// it with `open_in_place`, keeps the partial one, and returns the plaintext opened in place.
+pub fn open_all_in_place<E: Endpoint>(
+    ep: &mut E,
+    pending: &mut Vec<u8>,
+    bytes: &[u8],
+    now: u64,
+) -> Result<Vec<u8>, tls13lab::Error> {
+    pending.extend_from_slice(bytes);
+    let (mut start, mut plain) = (0, Vec::new());
+    loop {
+        let o = ep.open_in_place(&mut pending[start..], now)?;
+        if let Some(d) = o.data {
+            plain.extend_from_slice(&pending[start + d.start..start + d.end]);
+        }
+        start += o.consumed;
+        if o.consumed == 0 {
+            break;
+        }
+    }
+    pending.drain(..start);
+    Ok(plain)
 }
 
 impl Endpoint for Client {
@@ -236,6 +268,16 @@ impl Endpoint for Client {
     fn close(&mut self) {
         Client::close(self)
     }
+    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error> {
+        Client::seal_in_place(self, buf, len)
+    }
+    fn open_in_place(
+        &mut self,
+        buf: &mut [u8],
+        now: u64,
+    ) -> Result<tls13lab::Opened, tls13lab::Error> {
+        Client::open_in_place(self, buf, now)
+    }
 }
 
 impl Endpoint for Server {
@@ -250,6 +292,16 @@ impl Endpoint for Server {
     }
     fn close(&mut self) {
         Server::close(self)
+    }
+    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error> {
+        Server::seal_in_place(self, buf, len)
+    }
+    fn open_in_place(
+        &mut self,
+        buf: &mut [u8],
+        now: u64,
+    ) -> Result<tls13lab::Opened, tls13lab::Error> {
+        Server::open_in_place(self, buf, now)
     }
 }
 
