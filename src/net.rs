@@ -1,8 +1,10 @@
 //! The blocking TCP driver: moves bytes between a socket and a sans-IO endpoint.
 //!
 //! This is the only place the `tls13lab` binary touches sockets and the clock. It lives in the
-//! binary crate, so the compiler holds it to the library's public API: `receive(bytes, now_ms)`,
-//! `take_output()`, `events()`, `send()` and `close()`. The clock is `SystemTime` as Unix
+//! binary crate, so the compiler holds it to the library's public API: `open_in_place(buf,
+//! now_ms)`, `take_output()`, `events()`, `send()` and `close()`. Received bytes stay in the
+//! driver's own buffer and records are opened where they lie (the caller-owned-buffer API); the
+//! driver turns the plaintext ranges back into `AppData` events, in order, for the CLI. The clock is `SystemTime` as Unix
 //! milliseconds — the same clock the core uses for ticket ages and certificate validity.
 
 use std::io::{self, Read, Write};
@@ -10,7 +12,8 @@ use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tls13lab::events::Event;
-use tls13lab::{Client, Error, Server};
+use tls13lab::record::MAX_RECORD_LEN;
+use tls13lab::{Client, Error, Opened, Server};
 
 /// The wall clock as Unix milliseconds.
 pub fn now_ms() -> u64 {
@@ -22,8 +25,8 @@ pub fn now_ms() -> u64 {
 /// The part of [`Client`] and [`Server`] the driver needs (both expose it as inherent methods;
 /// `send` stays inherent because what it means before the handshake differs: 0-RTT vs 0.5-RTT).
 pub trait Endpoint {
-    /// Feed received bytes.
-    fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error>;
+    /// Open the records at the start of `buf` where they lie.
+    fn open_in_place(&mut self, buf: &mut [u8], now_ms: u64) -> Result<Opened, Error>;
     /// Bytes to send.
     fn take_output(&mut self) -> Vec<u8>;
     /// Drain the events recorded so far.
@@ -35,8 +38,8 @@ pub trait Endpoint {
 macro_rules! endpoint {
     ($t:ty) => {
         impl Endpoint for $t {
-            fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
-                <$t>::receive(self, bytes, now_ms)
+            fn open_in_place(&mut self, buf: &mut [u8], now_ms: u64) -> Result<Opened, Error> {
+                <$t>::open_in_place(self, buf, now_ms)
             }
             fn take_output(&mut self) -> Vec<u8> {
                 <$t>::take_output(self)
@@ -79,7 +82,11 @@ pub struct Driver<E: Endpoint> {
     /// The sans-IO endpoint.
     pub ep: E,
     stream: TcpStream,
+    /// Received bytes; `buf[..filled]` is at most one partial record between reads.
     buf: Vec<u8>,
+    filled: usize,
+    /// The endpoint's events, with the application data opened in place added in order.
+    events: Vec<Event>,
 }
 
 impl<E: Endpoint> Driver<E> {
@@ -89,8 +96,18 @@ impl<E: Endpoint> Driver<E> {
         Driver {
             ep,
             stream,
-            buf: vec![0; 32 * 1024],
+            // Room for a partial record and a whole one after it (RFC 8446 §5.2).
+            buf: vec![0; 2 * MAX_RECORD_LEN],
+            filled: 0,
+            events: Vec::new(),
         }
+    }
+
+    /// The events recorded so far, in order, application data included.
+    pub fn drain_events(&mut self) -> Vec<Event> {
+        let mut v = std::mem::take(&mut self.events);
+        v.extend(self.ep.drain_events());
+        v
     }
 
     /// Write everything the endpoint has queued.
@@ -118,7 +135,7 @@ impl<E: Endpoint> Driver<E> {
         self.stream
             .set_read_timeout(Some(wait))
             .map_err(NetError::Io)?;
-        let n = match self.stream.read(&mut self.buf) {
+        let n = match self.stream.read(&mut self.buf[self.filled..]) {
             Ok(0) => return Ok(Step::Eof),
             Ok(n) => n,
             Err(e)
@@ -133,7 +150,31 @@ impl<E: Endpoint> Driver<E> {
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(Step::Eof),
             Err(e) => return Err(NetError::Io(e)),
         };
-        if let Err(e) = self.ep.receive(&self.buf[..n], now_ms()) {
+        self.filled += n;
+        let now = now_ms();
+        let mut start = 0;
+        let opened = loop {
+            match self.ep.open_in_place(&mut self.buf[start..self.filled], now) {
+                Ok(o) => {
+                    // What the records before this one produced comes first.
+                    self.events.extend(self.ep.drain_events());
+                    if let Some(d) = o.data {
+                        let data = self.buf[start + d.start..start + d.end].to_vec();
+                        self.events.push(Event::AppData { data });
+                    }
+                    start += o.consumed;
+                    if o.consumed == 0 {
+                        break Ok(());
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        // Keep the partial record, if any, at the front for the next read.
+        self.buf.copy_within(start..self.filled, 0);
+        self.filled -= start;
+        if let Err(e) = opened {
+            self.events.extend(self.ep.drain_events());
             // The alert the endpoint queued goes out before the error is returned.
             let _ = self.flush();
             return Err(NetError::Tls(e));

@@ -14,7 +14,7 @@ use super::common::{
     bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
     write_file, Bytes, Failure, KeyLog, Offer, Output, Report,
 };
-use crate::net::{self, Driver, Endpoint, NetError, Step};
+use crate::net::{self, Driver, NetError, Step};
 
 /// The request sent when neither --request nor --early-data is given.
 const DEFAULT_REQUEST: &[u8] = b"GET / HTTP/1.0\r\n\r\n";
@@ -231,7 +231,7 @@ fn converse(
         }
     }
     let flushed = d.flush();
-    let new = d.ep.drain_events();
+    let new = d.drain_events();
     keylog.write_events(&new);
     events.extend(new);
     flushed.map_err(io_failure)?;
@@ -253,7 +253,7 @@ fn converse(
             }));
         }
         let step = d.step(wait);
-        let new = d.ep.drain_events();
+        let new = d.drain_events();
         keylog.write_events(&new);
         for e in &new {
             match e {
@@ -316,7 +316,7 @@ fn converse(
         }
     }
     d.close();
-    let new = d.ep.drain_events();
+    let new = d.drain_events();
     keylog.write_events(&new);
     events.extend(new);
     Ok(())

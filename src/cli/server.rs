@@ -19,7 +19,7 @@ use super::common::{
     alpn, app_bytes, groups, ledger, load_certified_key, load_certs, padding, sigalgs, suites,
     write_file, Failure, HelloView, KeyLog, List, Policy, Report,
 };
-use crate::net::{self, Driver, Endpoint, NetError, Step};
+use crate::net::{self, Driver, NetError, Step};
 
 /// Options of `tls13lab server`.
 #[derive(clap::Args, Debug)]
@@ -396,7 +396,7 @@ fn drive(
         };
         // Read, answer, then flush: a response to 0-RTT data joins our first flight.
         let step = d.read_step(wait);
-        let new = d.ep.drain_events();
+        let new = d.drain_events();
         if let Ok(mut k) = sh.keylog.lock() {
             k.write_events(&new);
         }
@@ -483,7 +483,7 @@ fn drive(
     if responded && !closed {
         d.close(); // the client never finished its handshake
     }
-    events.extend(d.ep.drain_events());
+    events.extend(d.drain_events());
     (events, result)
 }
 
