@@ -154,7 +154,10 @@ impl<E: Endpoint> Driver<E> {
         let now = now_ms();
         let mut start = 0;
         let opened = loop {
-            match self.ep.open_in_place(&mut self.buf[start..self.filled], now) {
+            match self
+                .ep
+                .open_in_place(&mut self.buf[start..self.filled], now)
+            {
                 Ok(o) => {
                     // What the records before this one produced comes first.
                     self.events.extend(self.ep.drain_events());

@@ -16,6 +16,7 @@ pub mod aead;
 mod awslc;
 pub mod cert;
 pub mod hash;
+pub(crate) mod hmac_key;
 pub mod kx;
 pub mod random;
 #[cfg(feature = "ring-sign")]

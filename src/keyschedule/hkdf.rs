@@ -16,6 +16,7 @@
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::crypto::hash::{HashAlg, Output, MAX_HASH_LEN};
+use crate::crypto::hmac_key::HmacKey;
 
 /// Prefix of every TLS 1.3 HKDF label (RFC 8446 §7.1).
 pub const LABEL_PREFIX: &str = "tls13 ";
@@ -93,18 +94,27 @@ impl Label {
 
 /// Secret key material of at most 48 bytes, erased on drop; `Debug` never shows the bytes.
 ///
-/// With `ring-hash`, a secret that is expanded (a PRK) keeps its HMAC key state — the two
-/// compressions of the key with ipad and opad — after the first expansion, so the next labels
-/// derived from it (handshake and master secrets: 3–4 each; traffic secrets: key, iv, finished)
-/// cost two compressions instead of four. ring does not erase that state on drop; the default
-/// build keeps nothing beyond the bytes (docs/performance.md).
+/// A secret that is expanded (a PRK) keeps its HMAC key state — the hash states after the key
+/// XOR ipad and XOR opad blocks — after the first expansion, so the next labels derived from it
+/// (handshake and master secrets: 3–4 each; traffic secrets: key, iv, finished) cost two
+/// compressions instead of four. That state is erased with the secret.
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct Secret {
     bytes: [u8; MAX_HASH_LEN],
     len: u8,
-    #[cfg(feature = "ring-hash")]
-    #[zeroize(skip)]
-    hmac: std::sync::OnceLock<ring::hmac::Key>,
+    hmac: KeyState,
+}
+
+/// The cached HMAC key state of a [`Secret`]: erased when the secret is (and on drop).
+#[derive(Clone, Default)]
+struct KeyState(std::sync::OnceLock<HmacKey>);
+
+impl Zeroize for KeyState {
+    fn zeroize(&mut self) {
+        if let Some(k) = self.0.take().as_mut() {
+            k.zeroize();
+        }
+    }
 }
 
 impl Secret {
@@ -123,30 +133,19 @@ impl Secret {
         Secret {
             bytes: [0; MAX_HASH_LEN],
             len: len.min(MAX_HASH_LEN) as u8,
-            #[cfg(feature = "ring-hash")]
-            hmac: std::sync::OnceLock::new(),
+            hmac: KeyState::default(),
         }
     }
 
     /// HMAC keyed with this secret (HKDF-Expand's PRF).
     fn hmac_parts(&self, hash: HashAlg, parts: &[&[u8]]) -> Output {
-        #[cfg(feature = "ring-hash")]
-        {
-            let alg = match hash {
-                HashAlg::Sha256 => ring::hmac::HMAC_SHA256,
-                HashAlg::Sha384 => ring::hmac::HMAC_SHA384,
-            };
-            let key = self
-                .hmac
-                .get_or_init(|| ring::hmac::Key::new(alg, self.as_bytes()));
-            // A secret is used with one hash in a schedule; any other is computed afresh.
-            if key.algorithm() == alg {
-                let mut ctx = ring::hmac::Context::with_key(key);
-                for p in parts {
-                    ctx.update(p);
-                }
-                return Output::new(ctx.sign().as_ref()).unwrap_or_else(Output::empty);
-            }
+        let key = self
+            .hmac
+            .0
+            .get_or_init(|| HmacKey::new(hash, self.as_bytes()));
+        // A secret is used with one hash in a schedule; any other is computed afresh.
+        if key.alg() == hash {
+            return key.sign(parts);
         }
         hash.hmac_parts(self.as_bytes(), parts)
     }
@@ -507,5 +506,25 @@ mod tests {
         let s = Secret::new(&[0xab; 32]).unwrap();
         assert_eq!(format!("{s:?}"), "Secret(..)");
         assert_eq!(format!("{s:#?}"), "Secret(..)");
+    }
+
+    /// A secret that kept its HMAC key state gives the same expansions as its bare bytes, for
+    /// either hash, and erasing it erases the state too.
+    #[test]
+    fn kept_hmac_key_state_changes_no_output_and_is_erased() {
+        for hash in [HashAlg::Sha256, HashAlg::Sha384] {
+            let mut s = Secret::new(&[0x5a; 48][..hash.output_len()]).unwrap();
+            for label in [Label::Key, Label::Iv, Label::Finished, Label::Key] {
+                let (mut a, mut b) = ([0u8; 40], [0u8; 40]);
+                let l = label.as_str().as_bytes();
+                expand_label_prk(hash, Prk::Secret(&s), l, b"ctx", &mut a).unwrap();
+                expand_label_into(hash, s.as_bytes(), l, b"ctx", &mut b).unwrap();
+                assert_eq!(a, b, "{hash} {label:?}");
+            }
+            assert!(s.hmac.0.get().is_some(), "the state was kept");
+            s.zeroize();
+            assert!(s.as_bytes().iter().all(|&b| b == 0));
+            assert!(s.hmac.0.get().is_none(), "the state was erased");
+        }
     }
 }
