@@ -255,55 +255,42 @@ pub fn open_all_in_place<E: Endpoint>(
     Ok(plain)
 }
 
-impl Endpoint for Client {
-    fn receive(&mut self, b: &[u8], now: u64) -> Result<(), tls13lab::Error> {
-        Client::receive(self, b, now)
-    }
-    fn take_output(&mut self) -> Vec<u8> {
-        Client::take_output(self)
-    }
-    fn drain(&mut self) -> Vec<Event> {
-        self.events().collect()
-    }
-    fn close(&mut self) {
-        Client::close(self)
-    }
-    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error> {
-        Client::seal_in_place(self, buf, len)
-    }
-    fn open_in_place(
-        &mut self,
-        buf: &mut [u8],
-        now: u64,
-    ) -> Result<tls13lab::Opened, tls13lab::Error> {
-        Client::open_in_place(self, buf, now)
-    }
+/// `Client` and `Server` expose the same inherent methods: one impl for both.
+macro_rules! endpoint {
+    ($t:ty) => {
+        impl Endpoint for $t {
+            fn receive(&mut self, b: &[u8], now: u64) -> Result<(), tls13lab::Error> {
+                <$t>::receive(self, b, now)
+            }
+            fn take_output(&mut self) -> Vec<u8> {
+                <$t>::take_output(self)
+            }
+            fn drain(&mut self) -> Vec<Event> {
+                self.events().collect()
+            }
+            fn close(&mut self) {
+                <$t>::close(self)
+            }
+            fn seal_in_place(
+                &mut self,
+                buf: &mut [u8],
+                len: usize,
+            ) -> Result<usize, tls13lab::Error> {
+                <$t>::seal_in_place(self, buf, len)
+            }
+            fn open_in_place(
+                &mut self,
+                buf: &mut [u8],
+                now: u64,
+            ) -> Result<tls13lab::Opened, tls13lab::Error> {
+                <$t>::open_in_place(self, buf, now)
+            }
+        }
+    };
 }
 
-impl Endpoint for Server {
-    fn receive(&mut self, b: &[u8], now: u64) -> Result<(), tls13lab::Error> {
-        Server::receive(self, b, now)
-    }
-    fn take_output(&mut self) -> Vec<u8> {
-        Server::take_output(self)
-    }
-    fn drain(&mut self) -> Vec<Event> {
-        self.events().collect()
-    }
-    fn close(&mut self) {
-        Server::close(self)
-    }
-    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error> {
-        Server::seal_in_place(self, buf, len)
-    }
-    fn open_in_place(
-        &mut self,
-        buf: &mut [u8],
-        now: u64,
-    ) -> Result<tls13lab::Opened, tls13lab::Error> {
-        Server::open_in_place(self, buf, now)
-    }
-}
+endpoint!(Client);
+endpoint!(Server);
 
 // --------------------------------------------------------------------------- the matrix
 
