@@ -174,11 +174,14 @@ fn ossl_group_line(peer: &Peer, g: NamedGroup) -> String {
 // ------------------------------------------------------------------------ openssl processes
 
 /// A running `openssl` command: stdin kept open (s_server drops its client on EOF), stdout and
-/// stderr collected into one buffer, killed by PID on drop.
+/// stderr collected into two buffers, killed by PID on drop. Two, not one: OpenSSL writes the two
+/// streams unsynchronised, and a shared buffer once had s_client's stderr `depth=0 …` land inside
+/// its stdout `Keying material: …` line.
 struct Proc {
     child: Child,
     stdin: Option<ChildStdin>,
-    out: Arc<Mutex<String>>,
+    /// stdout, stderr.
+    out: [Arc<Mutex<String>>; 2],
     cmdline: String,
     /// How many "Keying material" lines were consumed (one per connection of an s_server).
     exporters_seen: usize,
@@ -203,9 +206,12 @@ impl Proc {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
-        let out = Arc::new(Mutex::new(String::new()));
+        let out = [
+            Arc::new(Mutex::new(String::new())),
+            Arc::new(Mutex::new(String::new())),
+        ];
         let mut readers = Vec::new();
-        for pipe in [
+        for (pipe, out) in [
             child
                 .stdout
                 .take()
@@ -216,9 +222,9 @@ impl Proc {
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ]
         .into_iter()
-        .flatten()
+        .zip(out.iter().cloned())
+        .filter_map(|(pipe, out)| Some((pipe?, out)))
         {
-            let out = out.clone();
             readers.push(std::thread::spawn(move || {
                 let mut pipe = pipe;
                 let mut buf = [0u8; 8192];
@@ -243,12 +249,18 @@ impl Proc {
         }
     }
 
+    /// All of stdout, then all of stderr: each stream's lines stay whole.
     fn output(&self) -> String {
-        self.out.lock().unwrap().clone()
+        let mut all = self.out[0].lock().unwrap().clone();
+        if !all.is_empty() && !all.ends_with('\n') {
+            all.push('\n');
+        }
+        all.push_str(&self.out[1].lock().unwrap());
+        all
     }
 
     fn has(&self, needle: &str) -> bool {
-        self.out.lock().unwrap().contains(needle)
+        self.out.iter().any(|o| o.lock().unwrap().contains(needle))
     }
 
     fn context(&self) -> String {
