@@ -703,22 +703,62 @@ fn count_extensions(mut block: Reader<'_>) -> usize {
     n
 }
 
-/// The extension types seen in one block: one bit for each of the 2^16 possible values (8 KiB
-/// on the stack), so checking for a repeat (§4.2) allocates nothing and costs the same for any
-/// number of extensions.
-struct TypeSet([u64; 1 << 10]);
+/// The extension types seen in one block, to refuse a repeat (§4.2) at a bounded cost per
+/// extension. Blocks that real peers send hold a few dozen at most: those are checked by a scan
+/// of an inline list, which allocates and clears nothing. Past [`TypeSet::FEW`] extensions the
+/// set moves to one bit per possible type (8 KiB, allocated once), so a block stuffed with
+/// thousands of tiny extensions costs constant time for each. (It used to be that bitmap on the
+/// stack for every block: clearing 8 KiB per decoded message was a measurable share of a
+/// psk_ke handshake.)
+enum TypeSet {
+    Few {
+        types: [u16; TypeSet::FEW],
+        len: usize,
+    },
+    Many(Vec<u64>),
+}
 
 impl TypeSet {
+    const FEW: usize = 32;
+
     fn new() -> Self {
-        TypeSet([0; 1 << 10])
+        TypeSet::Few {
+            types: [0; TypeSet::FEW],
+            len: 0,
+        }
     }
 
     /// Adds `t`; false if it was already there.
     fn insert(&mut self, t: ExtensionType) -> bool {
-        let v = usize::from(t.to_repr());
+        let v = t.to_repr();
+        match self {
+            TypeSet::Few { types, len } => {
+                if types[..*len].contains(&v) {
+                    return false;
+                }
+                if *len < TypeSet::FEW {
+                    types[*len] = v;
+                    *len += 1;
+                    return true;
+                }
+                let mut bits = vec![0u64; 1 << 10];
+                for &seen in types.iter() {
+                    Self::set(&mut bits, seen);
+                }
+                let fresh = Self::set(&mut bits, v);
+                *self = TypeSet::Many(bits);
+                fresh
+            }
+            TypeSet::Many(bits) => Self::set(bits, v),
+        }
+    }
+
+    /// Sets the bit of `v`; false if it was set already.
+    fn set(bits: &mut [u64], v: u16) -> bool {
+        let v = usize::from(v);
         let (word, bit) = (v / 64, 1u64 << (v % 64));
-        let fresh = self.0[word] & bit == 0;
-        self.0[word] |= bit;
+        let fresh = bits[word] & bit == 0;
+        bits[word] |= bit;
         fresh
     }
 }
@@ -862,6 +902,40 @@ mod tests {
         let ctx = ExtensionContext::EncryptedExtensions;
         let exts = decode_extensions(&mut Reader::new(&block), ctx).unwrap();
         assert_eq!(exts.len(), 4);
+    }
+
+    /// Repeats are found whether the block is short (the inline list) or long (the bitmap it
+    /// moves to past 32 extensions), and wherever the first occurrence was.
+    #[test]
+    fn duplicates_found_in_short_and_long_blocks() {
+        let block = |types: &[u16]| {
+            let mut b = vec![0, 0];
+            for t in types {
+                b.extend_from_slice(&t.to_be_bytes());
+                b.extend_from_slice(&[0, 0]);
+            }
+            let len = (b.len() - 2) as u16;
+            b[..2].copy_from_slice(&len.to_be_bytes());
+            b
+        };
+        let ctx = ExtensionContext::EncryptedExtensions;
+        for n in [1usize, 31, 32, 33, 64, 5000] {
+            // Types this crate does not know, spread over 0x1000..0x98b1.
+            let types: Vec<u16> = (0..n).map(|i| 0x1000 + (i as u16) * 7).collect();
+            let exts = decode_extensions(&mut Reader::new(&block(&types)), ctx).unwrap();
+            assert_eq!(exts.len(), n);
+            for k in [0, n / 2, n - 1] {
+                let mut dup = types.clone();
+                dup.push(types[k]);
+                assert_eq!(
+                    decode_extensions(&mut Reader::new(&block(&dup)), ctx),
+                    Err(DecodeError::DuplicateExtension(ExtensionType::Unknown(
+                        types[k]
+                    ))),
+                    "{n} extensions, repeat of #{k}"
+                );
+            }
+        }
     }
 
     #[test]
