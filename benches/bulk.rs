@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tls13lab::crypto::aead::{AeadAlg, AeadKey};
+use tls13lab::keyschedule::hkdf::{expand_label_secret, Label, Secret};
 use tls13lab::messages::enums::{CipherSuite, NamedGroup};
 use tls13lab::session::TicketStore;
 
@@ -367,6 +368,18 @@ fn primitives(c: &mut Criterion) {
     let mut g = c.benchmark_group("primitives");
     g.bench_function("hmac-sha256-32B/tls13lab", |b| {
         b.iter(|| HashAlg::Sha256.hmac(&[1; 32], &[2; 32]))
+    });
+    // HKDF-Expand-Label as the schedule runs it: on a secret whose HMAC key state is kept
+    // (the 2nd+ expansion of a secret), and on a fresh secret (its first, key state included).
+    let secret = Secret::new(&[3; 32]).expect("32 bytes");
+    g.bench_function("hkdf-expand-label-kept-key/tls13lab", |b| {
+        b.iter(|| expand_label_secret(HashAlg::Sha256, &secret, Label::Finished, &[]))
+    });
+    g.bench_function("hkdf-expand-label-fresh-key/tls13lab", |b| {
+        b.iter(|| {
+            let s = Secret::new(&[3; 32]).expect("32 bytes");
+            expand_label_secret(HashAlg::Sha256, &s, Label::Finished, &[])
+        })
     });
     g.bench_function("hmac-sha256-32B/aws-lc", |b| {
         b.iter(|| {

@@ -135,6 +135,14 @@ impl Output {
         Some(out)
     }
 
+    /// The first `len` bytes of `bytes` (`len` ≤ 48, clamped), without a copy through a slice.
+    pub(crate) fn from_array(bytes: [u8; MAX_HASH_LEN], len: usize) -> Output {
+        Output {
+            bytes,
+            len: len.min(MAX_HASH_LEN) as u8,
+        }
+    }
+
     /// The zero-length output: what a transcript reports before its hash is chosen.
     pub const fn empty() -> Output {
         Output {

@@ -17,7 +17,7 @@
 use sha2::digest::generic_array::GenericArray;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use super::hash::{HashAlg, Output};
+use super::hash::{HashAlg, Output, MAX_HASH_LEN};
 
 /// SHA-256 initial hash value (FIPS 180-4 §5.3.3).
 const IV_256: [u32; 8] = [
@@ -65,28 +65,45 @@ macro_rules! sha2_midstate {
             }
 
             /// Finishes the hash whose state after its first block is `s` (a copy: the kept
-            /// midstate is not advanced), over `msg`, into `out` (the digest or its prefix).
-            pub(super) fn finish(mut s: State, mut msg: &[u8], out: &mut [u8]) {
-                let total = (BLOCK + msg.len()) as u128;
-                while msg.len() >= BLOCK {
-                    let (b, rest) = msg.split_at(BLOCK);
-                    compress(&mut s, b);
-                    msg = rest;
-                }
-                // The rest, 0x80, zeros, then the message length in bits, big-endian.
+            /// midstate is not advanced) over the concatenation of `parts`, into `out` (the
+            /// digest or its prefix). The parts are streamed into one block buffer: no
+            /// concatenated copy of the message, which is what an HMAC of HKDF's few short
+            /// pieces mostly spent its time on.
+            pub(super) fn finish(mut s: State, parts: &[&[u8]], out: &mut [u8]) {
                 let mut block = [0u8; BLOCK];
-                block[..msg.len()].copy_from_slice(msg);
-                block[msg.len()] = 0x80;
-                if msg.len() >= BLOCK - $len_bytes {
+                let mut fill = 0;
+                let mut total = BLOCK as u128;
+                for part in parts {
+                    total += part.len() as u128;
+                    let mut p: &[u8] = part;
+                    while !p.is_empty() {
+                        let n = (BLOCK - fill).min(p.len());
+                        block[fill..fill + n].copy_from_slice(&p[..n]);
+                        fill += n;
+                        p = &p[n..];
+                        if fill == BLOCK {
+                            compress(&mut s, &block);
+                            fill = 0;
+                        }
+                    }
+                }
+                // 0x80, zeros, then the message length in bits, big-endian (FIPS 180-4 §5.1).
+                block[fill] = 0x80;
+                block[fill + 1..].fill(0);
+                if fill >= BLOCK - $len_bytes {
                     compress(&mut s, &block);
                     block = [0u8; BLOCK];
                 }
                 let bits = (total * 8).to_be_bytes();
                 block[BLOCK - $len_bytes..].copy_from_slice(&bits[16 - $len_bytes..]);
                 compress(&mut s, &block);
-                for (o, w) in out.chunks_mut(core::mem::size_of::<$word>()).zip(s) {
-                    o.copy_from_slice(&w.to_be_bytes()[..o.len()]);
+                // Whole words into a fixed-size digest, then one copy of the prefix wanted.
+                const W: usize = core::mem::size_of::<$word>();
+                let mut digest = [0u8; 8 * W];
+                for (d, w) in digest.chunks_exact_mut(W).zip(s) {
+                    d.copy_from_slice(&w.to_be_bytes());
                 }
+                out.copy_from_slice(&digest[..out.len()]);
             }
         }
     };
@@ -150,38 +167,24 @@ impl HmacKey {
     }
 
     /// HMAC over the concatenation of `parts`. Like the `hmac` crate, the per-call temporaries
-    /// on the stack (the message, the inner digest) are not erased: only the kept state is.
+    /// on the stack (the message block, the inner digest) are not erased: only the kept state
+    /// is.
     pub(crate) fn sign(&self, parts: &[&[u8]]) -> Output {
-        // HKDF's messages (T(i-1) | HkdfLabel | i) fit the stack buffer; anything longer is
-        // hashed from a heap copy.
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let mut small = [0u8; 320];
-        let mut big = Vec::new();
-        let msg: &mut [u8] = if len <= small.len() {
-            &mut small[..len]
-        } else {
-            big.resize(len, 0);
-            &mut big
-        };
-        let mut at = 0;
-        for p in parts {
-            msg[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
-        let (mut inner, mut out) = ([0u8; 48], [0u8; 48]);
+        let mut inner = [0u8; MAX_HASH_LEN];
+        let mut out = [0u8; MAX_HASH_LEN];
         let n = match self {
             HmacKey::Sha256 { inner: i, outer: o } => {
-                s256::finish(*i, msg, &mut inner[..32]);
-                s256::finish(*o, &inner[..32], &mut out[..32]);
+                s256::finish(*i, parts, &mut inner[..32]);
+                s256::finish(*o, &[&inner[..32]], &mut out[..32]);
                 32
             }
             HmacKey::Sha384 { inner: i, outer: o } => {
-                s384::finish(*i, msg, &mut inner);
-                s384::finish(*o, &inner, &mut out);
+                s384::finish(*i, parts, &mut inner);
+                s384::finish(*o, &[&inner], &mut out);
                 48
             }
         };
-        Output::new(&out[..n]).unwrap_or_else(Output::empty)
+        Output::from_array(out, n)
     }
 }
 
@@ -246,14 +249,18 @@ mod tests {
             key in proptest::collection::vec(any::<u8>(), 0..200),
             msg in proptest::collection::vec(any::<u8>(), 0..300),
             cut in 0usize..300,
+            cut2 in 0usize..300,
         ) {
-            let cut = cut.min(msg.len());
+            // Three parts (one empty) cut anywhere: the streaming into blocks must not care
+            // where a part ends.
+            let (a, b) = (cut.min(msg.len()), cut2.min(msg.len()));
+            let (a, b) = (a.min(b), a.max(b));
             for alg in [HashAlg::Sha256, HashAlg::Sha384] {
                 let k = HmacKey::new(alg, &key);
                 prop_assert_eq!(k.alg(), alg);
                 for _ in 0..2 {
                     prop_assert_eq!(
-                        k.sign(&[&msg[..cut], &[], &msg[cut..]]),
+                        k.sign(&[&msg[..a], &[], &msg[a..b], &msg[b..]]),
                         alg.hmac(&key, &msg)
                     );
                 }

@@ -331,16 +331,19 @@ pub(crate) fn expand_fixed(
 ) {
     let context = &context[..context.len().min(255)];
     let out_len = out.len().min(255 * hash.output_len());
-    let length = (out_len as u16).to_be_bytes();
+    // The HkdfLabel encoded once, in one piece: the HMAC then copies one part, not five
+    // (a schedule label is at most 24 bytes with its prefix; the context at most 255).
     let full = label.full().as_bytes();
-    let info: [&[u8]; 5] = [
-        &length,
-        &[full.len() as u8],
-        full,
-        &[context.len() as u8],
-        context,
-    ];
-    expand(hash, secret, &info, &mut out[..out_len]);
+    let mut info = [0u8; 2 + 1 + 32 + 1 + 255];
+    info[..2].copy_from_slice(&(out_len as u16).to_be_bytes());
+    info[2] = full.len() as u8;
+    let mut at = 3 + full.len();
+    info[3..at].copy_from_slice(full);
+    info[at] = context.len() as u8;
+    at += 1;
+    info[at..at + context.len()].copy_from_slice(context);
+    at += context.len();
+    expand(hash, secret, &[&info[..at]], &mut out[..out_len]);
 }
 
 /// Derive-Secret(Secret, Label, Messages) given Transcript-Hash(Messages) (RFC 8446 §7.1).
