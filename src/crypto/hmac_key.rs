@@ -60,7 +60,7 @@ macro_rules! sha2_midstate {
                 }
                 let mut s = $iv;
                 compress(&mut s, &b);
-                b.zeroize();
+                b[..].zeroize();
                 s
             }
 
@@ -113,7 +113,7 @@ sha2_midstate!(s256, u32, 64, 8, sha2::compress256, IV_256);
 sha2_midstate!(s384, u64, 128, 16, sha2::compress512, IV_384);
 
 /// An HMAC key with its inner and outer midstates computed; erased on drop.
-#[derive(Clone, Zeroize, ZeroizeOnDrop)]
+#[derive(Clone)]
 pub(crate) enum HmacKey {
     /// HMAC-SHA256.
     Sha256 {
@@ -130,6 +130,30 @@ pub(crate) enum HmacKey {
         outer: s384::State,
     },
 }
+
+/// The midstates erased as slices (one fill and a barrier), not word by word.
+impl Zeroize for HmacKey {
+    fn zeroize(&mut self) {
+        match self {
+            HmacKey::Sha256 { inner, outer } => {
+                inner[..].zeroize();
+                outer[..].zeroize();
+            }
+            HmacKey::Sha384 { inner, outer } => {
+                inner[..].zeroize();
+                outer[..].zeroize();
+            }
+        }
+    }
+}
+
+impl Drop for HmacKey {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
+}
+
+impl ZeroizeOnDrop for HmacKey {}
 
 impl HmacKey {
     /// Runs the key schedule for `key` (a key longer than one block is hashed first, RFC 2104
@@ -266,6 +290,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn zeroize_clears_both_midstates() {
+        let mut k = HmacKey::new(HashAlg::Sha256, b"key");
+        k.zeroize();
+        assert!(
+            matches!(k, HmacKey::Sha256 { inner, outer } if inner == [0; 8] && outer == [0; 8])
+        );
+        let mut k = HmacKey::new(HashAlg::Sha384, b"key");
+        k.zeroize();
+        assert!(
+            matches!(k, HmacKey::Sha384 { inner, outer } if inner == [0; 8] && outer == [0; 8])
+        );
     }
 
     #[test]

@@ -98,12 +98,29 @@ impl Label {
 /// XOR ipad and XOR opad blocks — after the first expansion, so the next labels derived from it
 /// (handshake and master secrets: 3–4 each; traffic secrets: key, iv, finished) cost two
 /// compressions instead of four. That state is erased with the secret.
-#[derive(Clone, Zeroize, ZeroizeOnDrop)]
+#[derive(Clone)]
 pub struct Secret {
     bytes: [u8; MAX_HASH_LEN],
     len: u8,
     hmac: KeyState,
 }
+
+/// Erased as a slice (one fill and a barrier; see `Output`), with its HMAC key state.
+impl Zeroize for Secret {
+    fn zeroize(&mut self) {
+        self.bytes[..].zeroize();
+        self.len.zeroize();
+        self.hmac.zeroize();
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
+}
+
+impl ZeroizeOnDrop for Secret {}
 
 /// The cached HMAC key state of a [`Secret`]: erased when the secret is (and on drop).
 #[derive(Clone, Default)]
@@ -111,9 +128,8 @@ struct KeyState(std::sync::OnceLock<HmacKey>);
 
 impl Zeroize for KeyState {
     fn zeroize(&mut self) {
-        if let Some(k) = self.0.take().as_mut() {
-            k.zeroize();
-        }
+        // Taken out and dropped: an `HmacKey` erases itself on drop.
+        drop(self.0.take());
     }
 }
 
@@ -393,13 +409,17 @@ impl Prk<'_> {
 /// 255 × Hash.length bytes (callers check).
 fn expand(hash: HashAlg, prk: Prk<'_>, info: &[&[u8]], out: &mut [u8]) {
     let hl = hash.output_len();
-    let mut prev = Output::empty();
+    // T(0) is empty: no part at all (and no empty `Output` to erase) for the first block.
+    let mut prev: Option<Output> = None;
     for (i, chunk) in out.chunks_mut(hl).enumerate() {
         let counter = [(i + 1) as u8];
         // At most 1 (T(i-1)) + 6 (info pieces) + 1 (counter) parts.
         let mut parts: [&[u8]; 8] = [&[]; 8];
-        parts[0] = prev.as_slice();
-        let mut n = 1;
+        let mut n = 0;
+        if let Some(p) = &prev {
+            parts[0] = p.as_slice();
+            n = 1;
+        }
         for p in info.iter().take(6) {
             parts[n] = p;
             n += 1;
@@ -408,7 +428,7 @@ fn expand(hash: HashAlg, prk: Prk<'_>, info: &[&[u8]], out: &mut [u8]) {
         let t = prk.hmac_parts(hash, &parts[..n + 1]);
         chunk.copy_from_slice(&t[..chunk.len()]);
         // The previous T(i) is erased as it is dropped here.
-        prev = t;
+        prev = Some(t);
     }
 }
 
@@ -526,7 +546,11 @@ mod tests {
             }
             assert!(s.hmac.0.get().is_some(), "the state was kept");
             s.zeroize();
-            assert!(s.as_bytes().iter().all(|&b| b == 0));
+            assert_eq!(
+                (s.bytes, s.len),
+                ([0; MAX_HASH_LEN], 0),
+                "the bytes were erased"
+            );
             assert!(s.hmac.0.get().is_none(), "the state was erased");
         }
     }
