@@ -9,10 +9,13 @@
 //! "midstates") depend on the key alone. An [`HmacKey`] holds the two; each HMAC then costs the
 //! blocks of `m` plus one final block inside and one outside, instead of two more for the key.
 //! A secret in the TLS 1.3 schedule is expanded 2–4 times (RFC 8446 §7.1, §7.3), so this halves
-//! most of its HMAC work. Measured here (SHA-NI): about 110 ns per HKDF-Expand-Label against
-//! 185 ns for the `hmac` crate and 200 ns for ring with a prepared key; neither crate can keep
-//! such a state and erase it. One-shot HMACs (HKDF-Extract, Finished) stay on those crates, and
-//! tests check both agree (docs/performance.md).
+//! most of its HMAC work. The message is streamed into the block buffer part by part, and the
+//! outer hash has fixed lengths throughout. Measured here (SHA-NI, `benches/bulk.rs`
+//! `primitives/`): one HKDF-Expand-Label on a secret whose state is kept, 143–145 ns in either
+//! build, 251–259 ns with the key state set up first; a one-shot HMAC-SHA256 of 32 bytes takes
+//! 187 ns with the `hmac` crate and 294 ns with ring, neither of which can keep such a state and
+//! erase it. One-shot HMACs (HKDF-Extract, Finished) stay on those crates, and tests check both
+//! agree (docs/performance.md).
 
 use sha2::digest::generic_array::GenericArray;
 use zeroize::{Zeroize, ZeroizeOnDrop};
@@ -38,12 +41,14 @@ const IV_384: [u64; 8] = [
 /// Merkle–Damgård over one SHA-2 compression function: the state after one key block, and the
 /// finish of a hash that has absorbed exactly one block (FIPS 180-4 §5.1 padding).
 macro_rules! sha2_midstate {
-    ($m:ident, $word:ty, $block:literal, $len_bytes:literal, $compress:path, $iv:expr) => {
+    ($m:ident, $word:ty, $block:literal, $digest:literal, $len_bytes:literal, $compress:path, $iv:expr) => {
         mod $m {
             use super::*;
 
             pub(super) type State = [$word; 8];
             const BLOCK: usize = $block;
+            /// Digest length: SHA-384 keeps 6 of its 8 words (FIPS 180-4 §6.5).
+            pub(super) const DIGEST: usize = $digest;
 
             fn compress(state: &mut State, block: &[u8]) {
                 $compress(
@@ -64,12 +69,23 @@ macro_rules! sha2_midstate {
                 s
             }
 
+            /// The digest of state `s`: its first `DIGEST` bytes, big-endian (FIPS 180-4 §6).
+            fn digest(s: &State) -> [u8; DIGEST] {
+                const W: usize = core::mem::size_of::<$word>();
+                let mut words = [0u8; 8 * W];
+                for (d, w) in words.chunks_exact_mut(W).zip(s) {
+                    d.copy_from_slice(&w.to_be_bytes());
+                }
+                let mut out = [0u8; DIGEST];
+                out.copy_from_slice(&words[..DIGEST]);
+                out
+            }
+
             /// Finishes the hash whose state after its first block is `s` (a copy: the kept
-            /// midstate is not advanced) over the concatenation of `parts`, into `out` (the
-            /// digest or its prefix). The parts are streamed into one block buffer: no
-            /// concatenated copy of the message, which is what an HMAC of HKDF's few short
-            /// pieces mostly spent its time on.
-            pub(super) fn finish(mut s: State, parts: &[&[u8]], out: &mut [u8]) {
+            /// midstate is not advanced) over the concatenation of `parts`. The parts are
+            /// streamed into one block buffer: no concatenated copy of the message, which is
+            /// what an HMAC of HKDF's few short pieces mostly spent its time on.
+            pub(super) fn finish(mut s: State, parts: &[&[u8]]) -> [u8; DIGEST] {
                 let mut block = [0u8; BLOCK];
                 let mut fill = 0;
                 let mut total = BLOCK as u128;
@@ -97,20 +113,27 @@ macro_rules! sha2_midstate {
                 let bits = (total * 8).to_be_bytes();
                 block[BLOCK - $len_bytes..].copy_from_slice(&bits[16 - $len_bytes..]);
                 compress(&mut s, &block);
-                // Whole words into a fixed-size digest, then one copy of the prefix wanted.
-                const W: usize = core::mem::size_of::<$word>();
-                let mut digest = [0u8; 8 * W];
-                for (d, w) in digest.chunks_exact_mut(W).zip(s) {
-                    d.copy_from_slice(&w.to_be_bytes());
-                }
-                out.copy_from_slice(&digest[..out.len()]);
+                digest(&s)
+            }
+
+            /// HMAC's outer hash: the state after `K ^ opad`, finished over the inner digest.
+            /// Every length is fixed (one block: digest, 0x80, zeros, length), so this is
+            /// straight-line code with no copy of a variable length.
+            pub(super) fn finish_outer(mut s: State, inner: &[u8; DIGEST]) -> [u8; DIGEST] {
+                let mut block = [0u8; BLOCK];
+                block[..DIGEST].copy_from_slice(inner);
+                block[DIGEST] = 0x80;
+                let bits = (((BLOCK + DIGEST) * 8) as u128).to_be_bytes();
+                block[BLOCK - $len_bytes..].copy_from_slice(&bits[16 - $len_bytes..]);
+                compress(&mut s, &block);
+                digest(&s)
             }
         }
     };
 }
 
-sha2_midstate!(s256, u32, 64, 8, sha2::compress256, IV_256);
-sha2_midstate!(s384, u64, 128, 16, sha2::compress512, IV_384);
+sha2_midstate!(s256, u32, 64, 32, 8, sha2::compress256, IV_256);
+sha2_midstate!(s384, u64, 128, 48, 16, sha2::compress512, IV_384);
 
 /// An HMAC key with its inner and outer midstates computed; erased on drop.
 #[derive(Clone)]
@@ -194,21 +217,19 @@ impl HmacKey {
     /// on the stack (the message block, the inner digest) are not erased: only the kept state
     /// is.
     pub(crate) fn sign(&self, parts: &[&[u8]]) -> Output {
-        let mut inner = [0u8; MAX_HASH_LEN];
         let mut out = [0u8; MAX_HASH_LEN];
-        let n = match self {
-            HmacKey::Sha256 { inner: i, outer: o } => {
-                s256::finish(*i, parts, &mut inner[..32]);
-                s256::finish(*o, &[&inner[..32]], &mut out[..32]);
-                32
+        match self {
+            HmacKey::Sha256 { inner, outer } => {
+                let t = s256::finish_outer(*outer, &s256::finish(*inner, parts));
+                out[..s256::DIGEST].copy_from_slice(&t);
+                Output::from_array(out, s256::DIGEST)
             }
-            HmacKey::Sha384 { inner: i, outer: o } => {
-                s384::finish(*i, parts, &mut inner);
-                s384::finish(*o, &[&inner], &mut out);
-                48
+            HmacKey::Sha384 { inner, outer } => {
+                let t = s384::finish_outer(*outer, &s384::finish(*inner, parts));
+                out[..s384::DIGEST].copy_from_slice(&t);
+                Output::from_array(out, s384::DIGEST)
             }
-        };
-        Output::from_array(out, n)
+        }
     }
 }
 
