@@ -46,7 +46,7 @@ macro_rules! sha2_midstate {
             use super::*;
 
             pub(super) type State = [$word; 8];
-            const BLOCK: usize = $block;
+            pub(super) const BLOCK: usize = $block;
             /// Digest length: SHA-384 keeps 6 of its 8 words (FIPS 180-4 §6.5).
             pub(super) const DIGEST: usize = $digest;
 
@@ -183,8 +183,8 @@ impl HmacKey {
     /// §2).
     pub(crate) fn new(alg: HashAlg, key: &[u8]) -> HmacKey {
         let block = match alg {
-            HashAlg::Sha256 => 64,
-            HashAlg::Sha384 => 128,
+            HashAlg::Sha256 => s256::BLOCK,
+            HashAlg::Sha384 => s384::BLOCK,
         };
         let hashed;
         let key = if key.len() > block {

@@ -221,9 +221,10 @@ impl RecordProtector {
     }
 
     /// Opens a protected record where it lies: `payload` is its encrypted_record, received
-    /// after `header`, whose outer type the caller found to be application_data. Decrypts in place, then strips padding from the end: the content type is
-    /// the last non-zero byte (§5.4). Returns that type, the content's length (the content is
-    /// `payload[..len]`) and the padding's. The sequence number advances only on success, so a
+    /// after `header`, whose outer type the caller found to be application_data. Decrypts in
+    /// place, then strips padding from the end: the content type is the last non-zero byte
+    /// (§5.4). Returns that type, the content's length (the content is `payload[..len]`) and
+    /// the padding's. The sequence number advances only on success, so a
     /// server skipping rejected 0-RTT records (§4.2.10) keeps its handshake-key count right.
     pub fn open_slice(
         &mut self,
