@@ -21,7 +21,7 @@ use crate::messages::handshake::{HandshakeMessage, OutgoingMessage};
 use crate::record::deframer::check_header;
 use crate::record::{
     plaintext_header, sealed_len, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy,
-    RecordError, RecordProtector, HEADER_LEN, MAX_PLAINTEXT,
+    RecordError, RecordProtector, HEADER_LEN, MAX_CLIENT_HELLO, MAX_PLAINTEXT,
 };
 
 /// What sealing appends to a record's content: the inner content type byte and the AEAD tag
@@ -78,6 +78,8 @@ pub(crate) struct Conn {
     pub(crate) plaintext_version: u16,
     /// ChangeCipherSpec is tolerated from the first ClientHello until the peer's Finished (§5).
     pub(crate) ccs_allowed: bool,
+    /// Whether the peer's one dummy ChangeCipherSpec has arrived (§D.4).
+    ccs_received: bool,
     empty_records: u32,
     /// ClientHello.random, for key-log lines.
     pub(crate) client_random: [u8; 32],
@@ -95,13 +97,18 @@ impl Conn {
         padding: PaddingPolicy,
         max_handshake_message: usize,
     ) -> Self {
+        let mut joiner = HandshakeJoiner::new(max_handshake_message);
+        if side == Side::Server {
+            // Any valid ClientHello is accepted, however long (§4.1.2 allows ~128 KiB).
+            joiner.set_client_hello_limit(Some(MAX_CLIENT_HELLO.max(max_handshake_message)));
+        }
         Conn {
             side,
             ev: EventQueue::new(observe),
             rng,
             now_ms: 0,
             deframer: Deframer::new(),
-            joiner: HandshakeJoiner::new(max_handshake_message),
+            joiner,
             read: None,
             read_epoch: Epoch::Plaintext,
             write: None,
@@ -114,6 +121,7 @@ impl Conn {
             recv_limit: None,
             plaintext_version: 0x0303,
             ccs_allowed: false,
+            ccs_received: false,
             empty_records: 0,
             client_random: [0; 32],
             read_closed: false,
@@ -220,6 +228,8 @@ impl Conn {
         if !self.joiner.is_empty() {
             return Err(PeerMisbehaved::KeyChangeNotOnRecordBoundary.into());
         }
+        // Under keys no ClientHello is expected: back to the limit for every message.
+        self.joiner.set_client_hello_limit(None);
         self.log_secret(secret.name(), secret.as_bytes());
         let (key, iv) = secret.keys(suite.aead, &mut self.ev);
         self.read = Some(RecordProtector::new(suite.aead, &key, iv)?);
@@ -491,6 +501,13 @@ impl Conn {
                 // §5.1: not even the dummy CCS may interleave with a handshake message.
                 return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into());
             }
+            // §D.4: compatibility mode sends exactly one, "either immediately after its first
+            // ClientHello or immediately before its second flight" (a server: after its first
+            // handshake message); §5's "drop it" covers that one, not a stream of them.
+            if self.ccs_received {
+                return Err(PeerMisbehaved::SecondChangeCipherSpec.into());
+            }
+            self.ccs_received = true;
             self.count_empty()?;
             return Ok(None);
         }
@@ -507,6 +524,9 @@ impl Conn {
                 };
                 match opened {
                     Ok(inner) => {
+                        // §4.2.10: skipping ends at the first record that opens under the
+                        // handshake keys; from then on a record that fails is bad_record_mac.
+                        *early_skip = None;
                         let tag = p.tag_len();
                         self.check_recv_limit(inner.content.len() + 1 + inner.padding)?;
                         if let Some(rec) = &kept {

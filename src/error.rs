@@ -38,6 +38,14 @@ pub enum PeerMisbehaved {
     BadLegacyField(&'static str),
     /// The peer does not offer or select TLS 1.3 (§4.2.1: protocol_version).
     UnsupportedVersion,
+    /// A ClientHello offering TLS 1.3 whose legacy_version is below 0x0303 (§D.5:
+    /// protocol_version).
+    LegacyVersionTooLow(u16),
+    /// A TLS 1.3-only ClientHello offering an obsolete group (§4.2.7, §B.3.1.4).
+    ObsoleteGroup(crate::messages::enums::NamedGroup),
+    /// A second ChangeCipherSpec: compatibility mode sends exactly one (§D.4), and §5's
+    /// "drop it" covers that one.
+    SecondChangeCipherSpec,
     /// ServerHello.random ends with a downgrade sentinel (§4.1.3).
     DowngradeSentinel,
     /// legacy_session_id_echo does not echo ours (§4.1.3).
@@ -101,6 +109,7 @@ impl PeerMisbehaved {
             | P::ApplicationDataBeforeHandshake
             | P::KeyChangeNotOnRecordBoundary
             | P::BadChangeCipherSpec
+            | P::SecondChangeCipherSpec
             | P::EmptyRecord
             | P::TooManyEmptyRecords
             | P::TooManyKeyUpdates => A::UnexpectedMessage,
@@ -115,9 +124,10 @@ impl PeerMisbehaved {
             | P::SecondClientHelloMismatch(_)
             | P::UnofferedSignatureScheme
             | P::TicketLifetimeTooLong
-            | P::BadRecordSizeLimit => A::IllegalParameter,
+            | P::BadRecordSizeLimit
+            | P::ObsoleteGroup(_) => A::IllegalParameter,
             P::SecondHelloRetry => A::UnexpectedMessage,
-            P::UnsupportedVersion => A::ProtocolVersion,
+            P::UnsupportedVersion | P::LegacyVersionTooLow(_) => A::ProtocolVersion,
             P::NoCommonCipherSuite | P::NoCommonGroup | P::NoCommonSignatureScheme => {
                 A::HandshakeFailure
             }

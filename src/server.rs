@@ -27,6 +27,7 @@ use crate::keyschedule::schedule::{
     EarlySecret, ExporterSecret, HandshakeSecret, MasterSecret, TrafficSecret,
 };
 use crate::keyschedule::transcript::Transcript;
+use crate::messages::codec::DecodeError;
 use crate::messages::enums::{
     CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
     SignatureScheme,
@@ -67,8 +68,8 @@ struct Retry {
     group: NamedGroup,
     cookie: Option<Vec<u8>>,
     transcript: Transcript,
-    random: [u8; 32],
-    session_id: Vec<u8>,
+    /// The first ClientHello, which the second must repeat (§4.1.2).
+    first: ClientHello,
     ccs_sent: bool,
 }
 
@@ -194,7 +195,12 @@ impl Server {
         };
         // Once the first ClientHello is in, a dummy CCS may follow (§5).
         self.conn.ccs_allowed = true;
-        check_client_hello(ch)?;
+        // §4.2.10: after a HelloRetryRequest only the 0-RTT records sent before the second
+        // ClientHello may be skipped; nothing after it is early data.
+        if retry.is_some() {
+            self.early_skip = None;
+        }
+        check_client_hello(ch, &msg.encoded)?;
         if retry.is_none() {
             self.conn.client_random = ch.random;
         }
@@ -747,8 +753,7 @@ impl Server {
             group,
             cookie,
             transcript,
-            random: ch.random,
-            session_id: ch.legacy_session_id.clone(),
+            first: ch.clone(),
             ccs_sent,
         }))))
     }
@@ -864,7 +869,7 @@ impl Server {
             .client_hs
             .verify_data(h.transcript.current_hash().as_ref(), ev);
         if verify_data.len() != expected.len() {
-            return Err(crate::messages::codec::DecodeError::Invalid {
+            return Err(DecodeError::Invalid {
                 what: "Finished length",
             }
             .into());
@@ -999,42 +1004,122 @@ impl Server {
     }
 }
 
-/// §4.1.2: the second ClientHello repeats the first except for what the HelloRetryRequest
-/// asked for (key_share, cookie) and what must go (early_data).
+/// §4.1.2: the second ClientHello repeats the first "without modification, except": the
+/// key_share replaced by one share of the group asked for (checked by `choose_share`),
+/// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
+/// another hash dropped), and the padding extension added, removed or resized. Everything else
+/// — every other field, every other extension byte for byte, and their order — must match.
 fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
-    if r.random != ch.random {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("random").into());
+    let first = &r.first;
+    let mismatch = |what| Err(PeerMisbehaved::SecondClientHelloMismatch(what).into());
+    if first.random != ch.random {
+        return mismatch("random");
     }
-    if r.session_id != ch.legacy_session_id {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("legacy_session_id").into());
+    if first.legacy_session_id != ch.legacy_session_id {
+        return mismatch("legacy_session_id");
+    }
+    if first.legacy_version != ch.legacy_version {
+        return mismatch("legacy_version");
+    }
+    if first.cipher_suites != ch.cipher_suites {
+        return mismatch("cipher_suites");
+    }
+    if first.legacy_compression_methods != ch.legacy_compression_methods {
+        return mismatch("legacy_compression_methods");
     }
     let cookie = ch.extensions.iter().find_map(|e| match e {
         Extension::Cookie(c) => Some(c),
         _ => None,
     });
     if r.cookie.as_ref() != cookie {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("cookie").into());
+        return mismatch("cookie");
     }
     if ch.find(ExtensionType::EarlyData).is_some() {
-        return Err(PeerMisbehaved::SecondClientHelloMismatch("early_data").into());
+        return mismatch("early_data");
     }
-    Ok(())
+    // The rest of the block, with what may come and go set aside on both sides.
+    let comparable = |e: &&Extension| {
+        !matches!(
+            e.typ(),
+            ExtensionType::Padding | ExtensionType::EarlyData | ExtensionType::Cookie
+        )
+    };
+    let psk_dropped = first.find(ExtensionType::PreSharedKey).is_some()
+        && ch.find(ExtensionType::PreSharedKey).is_none();
+    let mut before = first
+        .extensions
+        .iter()
+        .filter(comparable)
+        .filter(|e| !(psk_dropped && e.typ() == ExtensionType::PreSharedKey));
+    let mut after = ch.extensions.iter().filter(comparable);
+    loop {
+        match (before.next(), after.next()) {
+            (None, None) => return Ok(()),
+            (Some(a), Some(b)) if a.typ() == b.typ() => {
+                let may_change = matches!(
+                    a.typ(),
+                    ExtensionType::KeyShare | ExtensionType::PreSharedKey
+                );
+                if !may_change && a != b {
+                    return mismatch(a.typ().name());
+                }
+            }
+            // One added, removed or moved.
+            _ => return mismatch("extensions"),
+        }
+    }
 }
 
-/// §4.1.2 checks every ClientHello must pass before we look at its offers.
-fn check_client_hello(ch: &ClientHello) -> Result<(), Error> {
-    match ch.find(ExtensionType::SupportedVersions) {
-        Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3) => {}
+/// §4.1.2 checks every ClientHello must pass before we look at its offers. `encoded` is the
+/// message as received.
+fn check_client_hello(ch: &ClientHello, encoded: &[u8]) -> Result<(), Error> {
+    let versions = match ch.find(ExtensionType::SupportedVersions) {
+        Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3) => v,
         Some(Extension::SupportedVersionsClient(_)) | None => {
             return Err(PeerMisbehaved::UnsupportedVersion.into())
         }
         Some(_) => return Err(PeerMisbehaved::IllegalExtension("supported_versions").into()),
+    };
+    // §D.5: "Any endpoint receiving a Hello message with ClientHello.legacy_version ... set to
+    // 0x0300 MUST abort the handshake with a "protocol_version" alert"; a TLS 1.3 client sets
+    // 0x0303 (§4.1.2), and a value below it is an older version's hello: protocol_version too.
+    if ch.legacy_version < 0x0303 {
+        return Err(PeerMisbehaved::LegacyVersionTooLow(ch.legacy_version).into());
     }
     if ch.legacy_version != 0x0303 {
         return Err(PeerMisbehaved::BadLegacyField("legacy_version").into());
     }
+    // A TLS 1.3 ClientHello's extensions are `<8..2^16-1>` (§4.1.2); the decoder accepted less
+    // because a TLS 1.2 ClientHello may carry less.
+    match ch.extensions_len(encoded) {
+        0 => return Err(DecodeError::Empty { what: "extensions" }.into()),
+        n if n < ClientHello::TLS13_MIN_EXTENSIONS => {
+            return Err(DecodeError::Invalid { what: "extensions" }.into())
+        }
+        _ => {}
+    }
     if ch.legacy_compression_methods != [0] {
         return Err(PeerMisbehaved::BadLegacyField("legacy_compression_methods").into());
+    }
+    // §4.2.7: obsolete groups "MUST NOT be offered ... by TLS 1.3 implementations". A client
+    // that also offers TLS 1.2 may list them for TLS 1.2; one offering only TLS 1.3 (GREASE
+    // and draft versions aside) must not.
+    let offers_older = versions
+        .iter()
+        .any(|v| (0x0300..0x0304).contains(&v.to_repr()));
+    if !offers_older {
+        let groups = match ch.find(ExtensionType::SupportedGroups) {
+            Some(Extension::SupportedGroups(g)) => g.as_slice(),
+            _ => &[],
+        };
+        let shares = match ch.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s.as_slice(),
+            _ => &[],
+        };
+        let offered = groups.iter().copied().chain(shares.iter().map(|s| s.group));
+        if let Some(g) = offered.into_iter().find(|g| g.is_obsolete()) {
+            return Err(PeerMisbehaved::ObsoleteGroup(g).into());
+        }
     }
     // §4.2.11: pre_shared_key must be the last extension.
     if let Some(pos) = ch

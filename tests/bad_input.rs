@@ -717,10 +717,19 @@ fn client_hello_truncated_at_every_length_with_lengths_fixed() {
     // §4: the message no longer parses. §6.2 decode_error: "a message could not be decoded
     // because some field was out of the specified range or the length of the message was
     // incorrect".
-    let full = encode(HandshakePayload::ClientHello(client_hello()));
+    let ch = client_hello();
+    let full = encode(HandshakePayload::ClientHello(ch.clone()));
     let body = &full[4..];
+    // Cut just before the extension block, it is a TLS 1.2 ClientHello without extensions:
+    // well formed, and refused for its version (RFC 5246 §7.4.1.2; §4.2.1 protocol_version).
+    let no_extensions = body.len() - encode_exts_len(&ch.extensions) - 2;
     for len in 0..body.len() {
         let w = record(22, 0x0301, &message(1, &body[..len]));
+        if len == no_extensions {
+            let e = fresh_server().rejects(&w, A::ProtocolVersion);
+            assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion));
+            continue;
+        }
         let e = fresh_server().rejects(&w, A::DecodeError);
         assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
     }
@@ -972,6 +981,26 @@ fn empty_key_shares_get_a_hello_retry_request() {
 }
 
 #[test]
+fn empty_key_exchange_in_a_key_share_entry_is_decode_error() {
+    // §4.2.8: `opaque key_exchange<1..2^16-1>`: an empty one is out of the vector's range, so
+    // the ClientHello does not decode (§6.2 decode_error: "some field was out of the specified
+    // range"), as OpenSSL answers it — for a group we implement and for one we do not.
+    for group in [NamedGroup::X25519, NamedGroup::Unknown(0x0a0a)] {
+        let mut ch = client_hello();
+        let mut shares = vec![KeyShareEntry {
+            group,
+            key_exchange: vec![],
+        }];
+        if group != NamedGroup::X25519 {
+            shares.push(x25519_share());
+        }
+        set_shares(&mut ch, shares);
+        let e = server_rejects(&ch, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{group}: {e:?}");
+    }
+}
+
+#[test]
 fn invalid_x25519_shares_are_illegal_parameter() {
     // §4.2.8.2 (peers MUST validate each other's public key) and §7.4.2 (an all-zero X25519
     // shared secret MUST be rejected): the share is an illegal parameter.
@@ -1042,14 +1071,27 @@ fn invalid_p256_shares_are_illegal_parameter() {
 }
 
 #[test]
-fn legacy_version_other_than_tls12_is_illegal_parameter() {
-    // §4.1.2: "legacy_version ... MUST be set to 0x0303". A ClientHello breaking it is
-    // inconsistent with its supported_versions: illegal_parameter (§6.2).
-    for v in [0x0301, 0x0302, 0x0304, 0x0300, 0x7f1c] {
+fn legacy_version_above_tls12_is_illegal_parameter() {
+    // §4.1.2: "legacy_version ... MUST be set to 0x0303". A higher value with TLS 1.3 in
+    // supported_versions is inconsistent: illegal_parameter (§6.2).
+    for v in [0x0304, 0x0305, 0x7f1c, 0xffff] {
         let mut ch = client_hello();
         ch.legacy_version = v;
         let e = server_rejects(&ch, A::IllegalParameter);
         assert_eq!(e, peer(PeerMisbehaved::BadLegacyField("legacy_version")));
+    }
+}
+
+#[test]
+fn legacy_version_below_tls12_is_protocol_version() {
+    // §D.5: "Any endpoint receiving a Hello message with ClientHello.legacy_version ... set to
+    // 0x0300 MUST abort the handshake with a "protocol_version" alert." Every value below
+    // 0x0303 is an older version's hello, even with TLS 1.3 in supported_versions.
+    for v in [0x0302, 0x0301, 0x0300, 0x0200, 0x0002, 0x0000] {
+        let mut ch = client_hello();
+        ch.legacy_version = v;
+        let e = server_rejects(&ch, A::ProtocolVersion);
+        assert_eq!(e, peer(PeerMisbehaved::LegacyVersionTooLow(v)), "{v:#06x}");
     }
 }
 
@@ -1096,6 +1138,146 @@ fn no_tls13_in_supported_versions_is_protocol_version() {
         let e = server_rejects(&ch, A::ProtocolVersion);
         assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion));
     }
+}
+
+#[test]
+fn tls12_client_hello_with_a_short_or_no_extension_block_is_protocol_version() {
+    // A TLS 1.2 ClientHello may end after its compression methods or carry a block under
+    // TLS 1.3's minimum of 8 bytes (RFC 5246 §7.4.1.2): it is well formed, and like every
+    // TLS 1.2-only offer it gets protocol_version (§4.2.1, §D.2), not decode_error.
+    let ch = client_hello();
+    let full = encode(HandshakePayload::ClientHello(ch.clone()));
+    let fixed = &full[4..full.len() - encode_exts_len(&ch.extensions) - 2];
+    let renegotiation_info = [0xff, 0x01, 0x00, 0x01, 0x00];
+    let ec_point_formats = [0x00, 0x0b, 0x00, 0x02, 0x01, 0x00];
+    for block in [
+        None,
+        Some(&[][..]),
+        Some(&renegotiation_info[..]),
+        Some(&ec_point_formats[..]),
+    ] {
+        let mut body = fixed.to_vec();
+        if let Some(b) = block {
+            body.extend_from_slice(&(b.len() as u16).to_be_bytes());
+            body.extend_from_slice(b);
+        }
+        let w = record(22, 0x0301, &message(1, &body));
+        let e = fresh_server().rejects(&w, A::ProtocolVersion);
+        assert_eq!(e, peer(PeerMisbehaved::UnsupportedVersion), "{block:?}");
+    }
+    // Offering TLS 1.3, the block is `<8..2^16-1>` (§4.1.2): supported_versions alone (7
+    // bytes) is out of range, decode_error.
+    let only_versions = [0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04];
+    let mut body = fixed.to_vec();
+    body.extend_from_slice(&(only_versions.len() as u16).to_be_bytes());
+    body.extend_from_slice(&only_versions);
+    let e = fresh_server().rejects(&record(22, 0x0301, &message(1, &body)), A::DecodeError);
+    assert!(matches!(e, Error::Decode(_)), "{e:?}");
+}
+
+/// The code points of RFC 8446 §B.3.1.4's obsolete_RESERVED ranges, at their edges and inside.
+const OBSOLETE_GROUPS: [u16; 9] = [
+    0x0001, 0x0009, 0x0013, 0x0016, 0x001a, 0x001b, 0x001c, 0xff01, 0xff02,
+];
+
+#[test]
+fn obsolete_groups_in_a_tls13_only_client_hello_are_illegal_parameter() {
+    // §4.2.7: "Values within "obsolete_RESERVED" ranges are used in previous versions of TLS
+    // and MUST NOT be offered or negotiated by TLS 1.3 implementations." A ClientHello that
+    // offers only TLS 1.3 and lists one — alone, next to usable groups, or as a key share —
+    // breaks that: illegal_parameter (§6.2: "a field in the handshake was incorrect or
+    // inconsistent with other fields").
+    for v in OBSOLETE_GROUPS {
+        let g = NamedGroup::from(v);
+        let share = KeyShareEntry {
+            group: g,
+            key_exchange: vec![4; 65],
+        };
+        type Offer = (Vec<NamedGroup>, Vec<KeyShareEntry>);
+        let offers: [Offer; 4] = [
+            (vec![g], vec![]),
+            (vec![g, NamedGroup::secp256r1], vec![]),
+            (vec![NamedGroup::X25519, g], vec![x25519_share()]),
+            (vec![g, NamedGroup::X25519], vec![share, x25519_share()]),
+        ];
+        for (groups, shares) in offers {
+            let mut ch = client_hello();
+            set_ext(&mut ch.extensions, Extension::SupportedGroups(groups));
+            set_shares(&mut ch, shares);
+            let e = server_rejects(&ch, A::IllegalParameter);
+            assert_eq!(e, peer(PeerMisbehaved::ObsoleteGroup(g)), "{v:#06x}");
+        }
+    }
+    // A ClientHello that also offers TLS 1.2 may list them for TLS 1.2: it is answered with a
+    // TLS 1.3 ServerHello. So is one that lists the groups next to the obsolete ranges.
+    let versions = vec![ProtocolVersion::TLSv1_3, ProtocolVersion::TLSv1_2];
+    for v in OBSOLETE_GROUPS {
+        let mut ch = client_hello();
+        set_ext(
+            &mut ch.extensions,
+            Extension::SupportedVersionsClient(versions.clone()),
+        );
+        set_ext(
+            &mut ch.extensions,
+            Extension::SupportedGroups(vec![NamedGroup::from(v), NamedGroup::X25519]),
+        );
+        let mut s = fresh_server();
+        s.feed(&ch_wire(&ch)).unwrap();
+        assert!(matches!(
+            decode(&s.output()[0].content),
+            HandshakePayload::ServerHello(_)
+        ));
+    }
+    for v in [0x0017u16, 0x001d, 0x001e, 0x0100, 0xfe00, 0xff00, 0xff03] {
+        let mut ch = client_hello();
+        set_ext(
+            &mut ch.extensions,
+            Extension::SupportedGroups(vec![NamedGroup::from(v), NamedGroup::X25519]),
+        );
+        let mut s = fresh_server();
+        s.feed(&ch_wire(&ch)).unwrap();
+        assert!(
+            matches!(
+                decode(&s.output()[0].content),
+                HandshakePayload::ServerHello(_)
+            ),
+            "{v:#06x}"
+        );
+    }
+}
+
+#[test]
+fn client_hello_over_64_kib_with_a_maximal_signature_algorithms_list_is_answered() {
+    // §4.2.3: `SignatureScheme supported_signature_algorithms<2..2^16-2>`: 32,767 schemes fit.
+    // A ClientHello whose list fills the extension block (<8..2^16-1>, §4.1.2) is valid although
+    // it is longer than 64 KiB; it spans records of 2^14 bytes (§5.1), and is answered.
+    let mut ch = client_hello();
+    let others: usize = ch
+        .extensions
+        .iter()
+        .filter(|e| e.typ() != ExtensionType::SignatureAlgorithms)
+        .map(|e| encode_exts_len(std::slice::from_ref(e)))
+        .sum();
+    // What is left of the block's 65,535 bytes: 4 (header) + 2 (list length) + 2 per scheme.
+    let n = (0xffff - others - 4 - 2) / 2;
+    let mut schemes: Vec<SignatureScheme> = (0..n - 1)
+        .map(|i| SignatureScheme::from(0xfe00 - i as u16))
+        .collect();
+    schemes.push(SignatureScheme::ecdsa_secp256r1_sha256);
+    set_ext(&mut ch.extensions, Extension::SignatureAlgorithms(schemes));
+    let msg = encode(HandshakePayload::ClientHello(ch));
+    assert!(msg.len() > 65_536 + 4, "{}", msg.len());
+    assert!(n > 32_000, "{n}");
+    let w: Vec<u8> = msg
+        .chunks(1 << 14)
+        .flat_map(|c| record(22, 0x0301, c))
+        .collect();
+    let mut s = fresh_server();
+    s.feed(&w).unwrap();
+    assert!(matches!(
+        decode(&s.output()[0].content),
+        HandshakePayload::ServerHello(_)
+    ));
 }
 
 #[test]
@@ -1276,7 +1458,11 @@ fn oversized_handshake_messages_are_refused_on_their_header() {
     // A message longer than we accept (64 KiB; the wire allows 2^24 - 1) is refused as soon as
     // its 4-byte header arrives, before any of it is buffered (STYLE "Unbounded buffering");
     // its length is one we cannot process: decode_error (§6.2).
-    for header in [[1u8, 0xff, 0xff, 0xff], [1, 0x01, 0x00, 0x01]] {
+    // A ClientHello may be as long as its fields allow (MAX_CLIENT_HELLO, ~128 KiB); every
+    // other message, 64 KiB.
+    let over = tls13lab::record::MAX_CLIENT_HELLO + 1;
+    let ch_over = [1u8, (over >> 16) as u8, (over >> 8) as u8, over as u8];
+    for header in [[1u8, 0xff, 0xff, 0xff], ch_over, [11, 0x01, 0x00, 0x01]] {
         let e = fresh_server().rejects(&record(22, 0x0301, &header), A::DecodeError);
         assert!(
             matches!(e, Error::Record(RecordError::HandshakeTooLarge { .. })),
@@ -1353,6 +1539,36 @@ fn change_cipher_spec_is_only_one_byte_of_1_after_the_client_hello() {
     s.output();
     s.feed(&record(20, 0x0303, &[1])).unwrap();
     assert!(s.output().is_empty());
+}
+
+#[test]
+fn second_change_cipher_spec_is_unexpected_message() {
+    // §D.4: in compatibility mode an endpoint sends exactly one dummy ChangeCipherSpec; §5's
+    // "MUST simply drop it" covers that one. A second, in its own record or in the same read,
+    // before the peer's Finished, is unexpected_message (as OpenSSL answers it).
+    let ch = ch_wire(&client_hello());
+    let ccs = record(20, 0x0303, &[1]);
+    for together in [false, true] {
+        let mut s = fresh_server();
+        s.feed(&ch).unwrap();
+        s.output();
+        let e = if together {
+            s.rejects(&[ccs.clone(), ccs.clone()].concat(), A::UnexpectedMessage)
+        } else {
+            s.feed(&ccs).unwrap();
+            s.rejects(&ccs, A::UnexpectedMessage)
+        };
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::SecondChangeCipherSpec),
+            "{together}"
+        );
+    }
+    // The client: a second CCS from the server after its first one.
+    let t = ToClient::default();
+    let sh = hs_record(&t.flight[0].content);
+    let e = t.rejects(&[sh, ccs.clone(), ccs].concat(), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::SecondChangeCipherSpec));
 }
 
 #[test]
@@ -1544,6 +1760,105 @@ fn second_client_hello_must_answer_the_retry() {
             A::IllegalParameter,
         );
         assert_eq!(e, peer(want), "{what}");
+    }
+}
+
+#[test]
+fn second_client_hello_repeats_the_first_field_by_field() {
+    // §4.1.2: "the client MUST send the same ClientHello without modification, except as
+    // follows" — the key_share, early_data, cookie, pre_shared_key and padding changes. The same
+    // extensions in another order, another extension added, removed or changed, or another
+    // fixed field: illegal_parameter (§6.2), with and without a cookie.
+    type Mutation = fn(&mut ClientHello);
+    let cases: [(&str, Mutation, &str); 8] = [
+        (
+            "first two swapped",
+            |ch| ch.extensions.swap(0, 1),
+            "extensions",
+        ),
+        (
+            "reversed",
+            |ch| {
+                // The cookie, if any, may stay anywhere: reverse the others around it.
+                ch.extensions.reverse();
+            },
+            "extensions",
+        ),
+        (
+            "supported_groups changed",
+            |ch| {
+                set_ext(
+                    &mut ch.extensions,
+                    Extension::SupportedGroups(vec![NamedGroup::secp256r1]),
+                )
+            },
+            "supported_groups",
+        ),
+        (
+            "signature_algorithms changed",
+            |ch| {
+                set_ext(
+                    &mut ch.extensions,
+                    Extension::SignatureAlgorithms(vec![SignatureScheme::ed25519]),
+                )
+            },
+            "signature_algorithms",
+        ),
+        (
+            "an extension added",
+            |ch| ch.extensions.insert(1, Extension::PostHandshakeAuth),
+            "extensions",
+        ),
+        (
+            "an extension removed",
+            |ch| remove_ext(&mut ch.extensions, ExtensionType::SignatureAlgorithms),
+            "extensions",
+        ),
+        (
+            "legacy_session_id changed",
+            |ch| ch.legacy_session_id = vec![9; 32],
+            "legacy_session_id",
+        ),
+        (
+            "cipher_suites reordered",
+            |ch| ch.cipher_suites.rotate_left(1),
+            "cipher_suites",
+        ),
+    ];
+    for cookie in [None, Some(20)] {
+        for (what, f, field) in cases {
+            let (c, mut s) = retry_configs();
+            s.hrr_cookie = cookie;
+            let mut r = retry_with(c, s);
+            let mut ch2 = second_client_hello(&mut r);
+            f(&mut ch2);
+            let e = r.server.rejects(
+                &hs_record(&encode(HandshakePayload::ClientHello(ch2))),
+                A::IllegalParameter,
+            );
+            assert_eq!(
+                e,
+                peer(PeerMisbehaved::SecondClientHelloMismatch(field)),
+                "{what}, cookie {cookie:?}"
+            );
+        }
+    }
+    // What §4.1.2 allows: padding added, and the unchanged second ClientHello, are answered.
+    for pad in [false, true] {
+        let (c, mut s) = retry_configs();
+        s.hrr_cookie = Some(20);
+        let mut r = retry_with(c, s);
+        let mut ch2 = second_client_hello(&mut r);
+        if pad {
+            ch2.extensions.insert(2, Extension::Padding(vec![0; 100]));
+        }
+        r.server
+            .feed(&hs_record(&encode(HandshakePayload::ClientHello(ch2))))
+            .unwrap();
+        assert!(matches!(
+            decode(&r.server.output()[0].content),
+            HandshakePayload::ServerHello(sh) if sh.random != HRR_RANDOM
+        ));
     }
 }
 
@@ -2651,14 +2966,14 @@ fn empty_record_floods_are_unexpected_message() {
         .forge(Epoch::Application(0), ContentType::ApplicationData, &[], 0);
     let e = c.client.rejects(&last, A::UnexpectedMessage);
     assert_eq!(e, peer(PeerMisbehaved::TooManyEmptyRecords));
-    // The same for dummy ChangeCipherSpec records during the handshake.
+    // A flood of dummy ChangeCipherSpec records during the handshake ends at the second one
+    // (§D.4: exactly one is sent).
     let mut s = fresh_server();
     s.feed(&ch_wire(&client_hello())).unwrap();
     s.output();
     let ccs = record(20, 0x0303, &[1]);
-    s.feed(&ccs.repeat(32)).unwrap();
-    let e = s.rejects(&ccs, A::UnexpectedMessage);
-    assert_eq!(e, peer(PeerMisbehaved::TooManyEmptyRecords));
+    let e = s.rejects(&ccs.repeat(33), A::UnexpectedMessage);
+    assert_eq!(e, peer(PeerMisbehaved::SecondChangeCipherSpec));
 }
 
 #[test]
@@ -2745,6 +3060,59 @@ fn rejected_early_data_skips_only_records_that_do_not_open() {
         e,
         Error::Record(RecordError::EmptyFragment(ContentType::Handshake))
     );
+}
+
+#[test]
+fn rejected_early_data_skipping_stops_at_the_first_record_that_opens() {
+    // §4.2.10: the server skips early data "by attempting to deprotect received records using
+    // the handshake traffic key, discarding records which fail deprotection"; once a record
+    // opens, the client's handshake flight has begun, and a later record that fails is a
+    // forgery: bad_record_mac (§5.2).
+    let mut ch = client_hello();
+    ch.extensions.push(Extension::EarlyDataEmpty);
+    let garbage = record(23, 0x0303, &[0x55; 100]);
+    let mut s = fresh_server();
+    s.feed(&ch_wire(&ch)).unwrap();
+    s.output();
+    s.feed(&garbage.repeat(3)).unwrap();
+    assert!(s.output().is_empty());
+    // The first two bytes of a Finished, under the client's handshake key: it opens.
+    let keys = s.keys(Side::Client, Epoch::Handshake);
+    s.feed(&keys.seal(0, ContentType::Handshake, &[20, 0], 0))
+        .unwrap();
+    let e = s.rejects(&garbage, A::BadRecordMac);
+    assert_eq!(e, Error::Record(RecordError::BadRecordMac));
+}
+
+#[test]
+fn early_data_after_a_hello_retry_is_skipped_only_before_the_second_client_hello() {
+    // §4.2.10: a server that sends a HelloRetryRequest ignores early data "by skipping all
+    // records with an external content type of "application_data" ... up to the configured
+    // max_early_data_size"; those come before the second ClientHello. After it, the client's
+    // records are under the handshake keys, and one that fails is bad_record_mac (§5.2).
+    let (c, srv) = retry_configs();
+    let mut client = Ep::client(c, CLIENT_SEED);
+    let first = client.output();
+    let mut ch1 = match decode(&first[0].content) {
+        HandshakePayload::ClientHello(ch) => ch,
+        other => panic!("{other:?}"),
+    };
+    ch1.extensions.insert(0, Extension::EarlyDataEmpty);
+    let mut s = Ep::server(srv, SERVER_SEED);
+    s.feed(&ch_wire(&ch1)).unwrap();
+    let hrr = s.output();
+    let garbage = record(23, 0x0303, &[0x55; 100]);
+    s.feed(&garbage.repeat(3)).unwrap();
+    assert!(s.output().is_empty());
+    // The real second ClientHello (early_data dropped, as §4.1.2 allows).
+    client.feed(&wire(&hrr)).unwrap();
+    s.feed(&wire(&client.output())).unwrap();
+    assert!(matches!(
+        decode(&s.output()[0].content),
+        HandshakePayload::ServerHello(sh) if sh.random != HRR_RANDOM
+    ));
+    let e = s.rejects(&garbage, A::BadRecordMac);
+    assert_eq!(e, Error::Record(RecordError::BadRecordMac));
 }
 
 #[test]

@@ -168,6 +168,17 @@ open_enum! {
     }
 }
 
+impl NamedGroup {
+    /// The code points RFC 8446 §B.3.1.4 marks `obsolete_RESERVED`: the binary (sect*), Koblitz
+    /// (secp*k1) and small (secp160–224) curves of RFC 4492, the TLS 1.2 brainpool curves of
+    /// RFC 7027, and the explicit-curve markers 0xFF01/0xFF02. "Values within 'obsolete_RESERVED'
+    /// ranges are used in previous versions of TLS and MUST NOT be offered or negotiated by
+    /// TLS 1.3 implementations" (§4.2.7).
+    pub fn is_obsolete(self) -> bool {
+        matches!(self.to_repr(), 0x0001..=0x0016 | 0x001a..=0x001c | 0xff01..=0xff02)
+    }
+}
+
 open_enum! {
     /// SignatureScheme (RFC 8446 §4.2.3).
     SignatureScheme: u16 {

@@ -88,11 +88,12 @@ impl ExtensionContext {
     }
 
     /// The RFC's minimum byte length of the whole extensions vector in this message:
-    /// ClientHello `<8..>`, ServerHello `<6..>` (§4.1.2, §4.1.3), CertificateRequest `<2..>`
-    /// (§4.3.2).
+    /// ServerHello `<6..>` (§4.1.2, §4.1.3), CertificateRequest `<2..>` (§4.3.2). A
+    /// ClientHello's `<8..>` holds only for TLS 1.3 offers (a TLS 1.2 one may carry less), so
+    /// the server checks it once it knows the versions offered.
     fn min_block_len(self) -> usize {
         match self {
-            ExtensionContext::ClientHello => 8,
+            ExtensionContext::ClientHello => 0,
             ExtensionContext::ServerHello | ExtensionContext::HelloRetryRequest => 6,
             ExtensionContext::CertificateRequest => 2,
             _ => 0,

@@ -325,8 +325,35 @@ impl ClientHello {
                 .at_least(1, "legacy_compression_methods")?
                 .rest()
                 .to_vec(),
-            extensions: decode_extensions(r, ExtensionContext::ClientHello)?,
+            // A TLS 1.2 ClientHello may end here, or carry a block shorter than TLS 1.3's
+            // `<8..2^16-1>` (RFC 5246 §7.4.1.2): it is well formed, and the server answers it
+            // with protocol_version; the server enforces the TLS 1.3 bound once it sees that
+            // TLS 1.3 is offered ([`ClientHello::TLS13_MIN_EXTENSIONS`]).
+            extensions: if r.is_empty() {
+                Vec::new()
+            } else {
+                decode_extensions(r, ExtensionContext::ClientHello)?
+            },
         })
+    }
+
+    /// The shortest extension block a TLS 1.3 ClientHello may carry (§4.1.2).
+    pub const TLS13_MIN_EXTENSIONS: usize = 8;
+
+    /// The length of the extension block (without its 2-byte prefix) in `encoded`, this
+    /// ClientHello's message as received (header included); 0 when there is none. Computed from
+    /// the fixed fields, so nothing is re-encoded.
+    pub fn extensions_len(&self, encoded: &[u8]) -> usize {
+        let fixed = 4
+            + 2
+            + 32
+            + 1
+            + self.legacy_session_id.len()
+            + 2
+            + 2 * self.cipher_suites.len()
+            + 1
+            + self.legacy_compression_methods.len();
+        encoded.len().saturating_sub(fixed + 2)
     }
 }
 

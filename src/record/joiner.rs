@@ -18,10 +18,19 @@ const MSG_HEADER_LEN: usize = 4;
 /// chain, while the wire format allows 16 MiB.
 pub const DEFAULT_MAX_HANDSHAKE: usize = 1 << 16;
 
+/// The largest ClientHello body the wire format allows (§4.1.2): version, random,
+/// `legacy_session_id<0..32>`, `cipher_suites<2..2^16-2>`, `legacy_compression_methods<1..2^8-1>`
+/// and `extensions<8..2^16-1>`, each at its maximum: 131,396 bytes. A valid ClientHello can
+/// exceed 64 KiB (a signature_algorithms list of 32,715 schemes is 65,609 bytes in all), so a
+/// server bounds ClientHellos by this rather than by its limit for other messages.
+pub const MAX_CLIENT_HELLO: usize = 2 + 32 + (1 + 32) + (2 + 0xfffe) + (1 + 0xff) + (2 + 0xffff);
+
 /// Joins handshake fragments into whole messages, bounding what it buffers.
 #[derive(Debug)]
 pub struct HandshakeJoiner {
     max_message: usize,
+    /// The bound for ClientHello bodies: `max_message` unless the owner allows more.
+    max_client_hello: usize,
     /// Pending bytes are `buf[start..]`, beginning at a message boundary.
     buf: Vec<u8>,
     start: usize,
@@ -33,10 +42,17 @@ impl HandshakeJoiner {
     pub fn new(max_message: usize) -> HandshakeJoiner {
         HandshakeJoiner {
             max_message,
+            max_client_hello: max_message,
             buf: Vec::new(),
             start: 0,
             error: None,
         }
+    }
+
+    /// Bounds ClientHello bodies by `max` instead of the limit for other messages (a server
+    /// before its keys change: [`MAX_CLIENT_HELLO`]); `None` goes back to that limit.
+    pub fn set_client_hello_limit(&mut self, max: Option<usize>) {
+        self.max_client_hello = max.unwrap_or(self.max_message);
     }
 
     /// Adds the content of one Handshake record. Every message header that becomes complete is
@@ -104,12 +120,14 @@ impl HandshakeJoiner {
             let len = usize::from(at(pos + 1)) << 16
                 | usize::from(at(pos + 2)) << 8
                 | usize::from(at(pos + 3));
-            if len > self.max_message {
-                return Err(RecordError::HandshakeTooLarge {
-                    typ: HandshakeType::from(at(pos)),
-                    len,
-                    max: self.max_message,
-                });
+            let typ = HandshakeType::from(at(pos));
+            let max = if typ == HandshakeType::ClientHello {
+                self.max_client_hello
+            } else {
+                self.max_message
+            };
+            if len > max {
+                return Err(RecordError::HandshakeTooLarge { typ, len, max });
             }
             pos += MSG_HEADER_LEN + len;
         }

@@ -15,7 +15,7 @@ pub mod joiner;
 pub mod protect;
 
 pub use deframer::{Deframer, OpaqueRecord};
-pub use joiner::HandshakeJoiner;
+pub use joiner::{HandshakeJoiner, MAX_CLIENT_HELLO};
 pub use protect::{sealed_len, InnerPlaintext, RecordProtector};
 
 use crate::messages::enums::{AlertDescription, ContentType, HandshakeType};
