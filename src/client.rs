@@ -117,6 +117,9 @@ struct Handshaking {
     server_scheme: Option<SignatureScheme>,
     early_accepted: bool,
     early_offered: bool,
+    /// supported_groups from EncryptedExtensions (§4.2.7): held, unused, until the handshake
+    /// completes, then reported.
+    server_groups: Option<Vec<NamedGroup>>,
 }
 
 impl Client {
@@ -633,6 +636,7 @@ impl Client {
             server_scheme: None,
             early_accepted: false,
             early_offered,
+            server_groups: None,
         })))
     }
 
@@ -728,7 +732,9 @@ impl Client {
         for e in exts {
             match e {
                 Extension::ServerNameAck if offered(ExtensionType::ServerName) => {}
-                Extension::SupportedGroups(_) => {} // §4.2.7: informational
+                // §4.2.7: informational. Nothing here may act on it before the handshake
+                // completes; it is only kept, and reported after our Finished.
+                Extension::SupportedGroups(groups) => h.server_groups = Some(groups.clone()),
                 Extension::Alpn(protos)
                     if offered(ExtensionType::ApplicationLayerProtocolNegotiation) =>
                 {
@@ -969,6 +975,9 @@ impl Client {
         };
         self.negotiated = Some(negotiated.clone());
         self.conn.ev.push(Event::Connected(negotiated));
+        if let Some(groups) = h.server_groups.take() {
+            self.conn.ev.push(Event::ServerGroups { groups });
+        }
         Ok(State::Connected(Box::new(Traffic {
             suite: h.suite,
             client_app,

@@ -12,7 +12,7 @@ use crate::crypto::kx::KxComponent;
 use crate::keyschedule::schedule::{Derivation, DerivationSink, SecretName};
 use crate::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ContentType, HandshakeType, NamedGroup,
-    SignatureScheme,
+    PskKeyExchangeMode, SignatureScheme,
 };
 use crate::messages::layout::Span;
 
@@ -206,6 +206,17 @@ pub struct Negotiated {
     pub hello_retry: bool,
 }
 
+impl Negotiated {
+    /// The PSK key exchange mode (RFC 8446 §4.2.9) when a PSK was used: psk_dhe_ke when a group
+    /// was negotiated beside it, psk_ke when the ServerHello carried no key_share.
+    pub fn psk_mode(&self) -> Option<PskKeyExchangeMode> {
+        self.resumed.then_some(match self.group {
+            Some(_) => PskKeyExchangeMode::PskDheKe,
+            None => PskKeyExchangeMode::PskKe,
+        })
+    }
+}
+
 /// What happened to 0-RTT data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -234,6 +245,14 @@ pub enum Event {
     KeyShare(KeyShareEvent),
     /// The handshake completed.
     Connected(Negotiated),
+    /// The server's supported_groups from its EncryptedExtensions, in its order (client only).
+    /// RFC 8446 §4.2.7 forbids acting on them before the handshake completes, so they are
+    /// reported only then, right after [`Event::Connected`]: something to choose the key shares
+    /// of a later connection by, never this one's.
+    ServerGroups {
+        /// The groups as the server listed them (unknown code points kept).
+        groups: Vec<NamedGroup>,
+    },
     /// Application data arrived.
     AppData {
         /// The bytes.
