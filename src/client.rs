@@ -19,7 +19,8 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
-use crate::conn::{Conn, Endpoint};
+use crate::conn::Conn;
+use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx::KeyShareSecret;
@@ -27,7 +28,7 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
-use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
+use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
     CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, SignatureScheme,
@@ -41,17 +42,18 @@ use crate::session::{StoredTicket, TicketStore};
 use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 client connection, sans-IO: feed it bytes with [`Client::receive`], send what
-/// [`Client::take_output`] returns, and read what happened from [`Client::events`].
-pub struct Client {
-    conn: Conn,
+/// [`Client::take_output`] returns, and read what happened from [`Client::events`]. The calls
+/// both sides share are those of [`Connection`]; the client adds [`Client::new`],
+/// [`Client::start`], [`Client::with_tickets`] and [`Client::tickets`].
+pub type Client = Connection<ClientSide>;
+
+/// The client's side of a [`Connection`]: its configuration, handshake state and tickets.
+pub struct ClientSide {
     config: Arc<ClientConfig>,
     state: State,
-    negotiated: Option<Negotiated>,
-    early_skip: Option<usize>,
     tickets: TicketStore,
     offered_ticket: Option<StoredTicket>,
     early_data: EarlyDataState,
-    early_exporter: Option<ExporterSecret>,
 }
 
 /// 0-RTT bookkeeping on the client (§4.2.10).
@@ -74,7 +76,8 @@ enum State {
     ExpectCertificate(Box<Handshaking>),
     ExpectCertificateVerify(Box<Handshaking>),
     ExpectFinished(Box<Handshaking>),
-    Connected(Box<Traffic>),
+    /// The traffic secrets are the connection's (`Connection::traffic`).
+    Connected,
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
@@ -123,8 +126,6 @@ struct Handshaking {
 }
 
 impl Client {
-    crate::traffic::connection_api!("server");
-
     /// A client for `config`, drawing every random value (randoms, key shares, signatures) from `rng`.
     pub fn new(config: Arc<ClientConfig>, rng: Box<dyn RandomSource>) -> Result<Client, Error> {
         if config
@@ -148,34 +149,33 @@ impl Client {
             config.padding,
             config.max_handshake_message,
         );
-        Ok(Client {
+        Ok(Connection::with_side(
             conn,
-            config,
-            state: State::Start,
-            negotiated: None,
-            early_skip: None,
-            tickets: TicketStore::default(),
-            offered_ticket: None,
-            early_data: EarlyDataState::default(),
-            early_exporter: None,
-        })
+            ClientSide {
+                config,
+                state: State::Start,
+                tickets: TicketStore::default(),
+                offered_ticket: None,
+                early_data: EarlyDataState::default(),
+            },
+        ))
     }
 
     /// Use these tickets for resumption (the first usable one is offered).
     pub fn with_tickets(mut self, tickets: TicketStore) -> Self {
-        self.tickets = tickets;
+        self.side.tickets = tickets;
         self
     }
 
     /// Queue the ClientHello. `now_ms` is the caller's clock (Unix ms): it dates the ticket age.
     pub fn start(&mut self, now_ms: u64) -> Result<(), Error> {
-        if !matches!(self.state, State::Start) {
+        if !matches!(self.side.state, State::Start) {
             return Err(Error::InvalidState("start() called twice"));
         }
         self.conn.now_ms = now_ms;
         match self.send_first_hello() {
             Ok(s) => {
-                self.state = State::ExpectServerHello(Box::new(s));
+                self.side.state = State::ExpectServerHello(Box::new(s));
                 Ok(())
             }
             Err(e) => {
@@ -185,35 +185,33 @@ impl Client {
         }
     }
 
-    /// Send application data. Before the handshake completes this is 0-RTT data when a ticket
-    /// allowing it was offered; otherwise it is an error.
-    pub fn send(&mut self, data: &[u8]) -> Result<(), Error> {
+    /// [`Connection::send`] for a client: before the handshake completes this is 0-RTT data
+    /// when a ticket allowing it was offered; otherwise it is an error.
+    fn send_data(&mut self, data: &[u8]) -> Result<(), Error> {
         if self.conn.failed || self.conn.write_closed {
             return Err(Error::Closed);
         }
-        match &self.state {
-            State::Connected(_) => {
-                self.conn.send_app_data(data)?;
-                Ok(())
-            }
-            _ if self.early_data.open => {
-                if data.len() > self.early_data.budget {
-                    return Err(Error::InvalidState(
-                        "early data exceeds the ticket's max_early_data_size",
-                    ));
-                }
-                self.early_data.budget -= data.len();
-                self.early_data.sent.extend_from_slice(data);
-                self.conn.send_app_data(data)?;
-                Ok(())
-            }
-            _ => Err(Error::InvalidState("handshake not complete")),
+        if self.traffic.is_some() {
+            self.conn.send_app_data(data)?;
+            return Ok(());
         }
+        if !self.side.early_data.open {
+            return Err(Error::InvalidState("handshake not complete"));
+        }
+        if data.len() > self.side.early_data.budget {
+            return Err(Error::InvalidState(
+                "early data exceeds the ticket's max_early_data_size",
+            ));
+        }
+        self.side.early_data.budget -= data.len();
+        self.side.early_data.sent.extend_from_slice(data);
+        self.conn.send_app_data(data)?;
+        Ok(())
     }
 
     /// Tickets received so far (and those given at construction that were not used).
     pub fn tickets(&self) -> &TicketStore {
-        &self.tickets
+        &self.side.tickets
     }
 
     // ------------------------------------------------------------ ClientHello
@@ -222,28 +220,28 @@ impl Client {
         let random: [u8; 32] = self.conn.random();
         self.conn.client_random = random;
         // §D.4: a non-empty legacy_session_id puts the server in compatibility mode.
-        let session_id = if self.config.compat_mode {
+        let session_id = if self.side.config.compat_mode {
             self.conn.random::<32>().to_vec()
         } else {
             Vec::new()
         };
         let shares = KeyShareSecret::generate_many(
-            &self.config.key_shares,
+            &self.side.config.key_shares,
             self.conn.rng.as_mut(),
-            self.config.reuse_x25519,
+            self.side.config.reuse_x25519,
         )?;
         let now = self.conn.now_ms;
         // A resumption ticket if we have one, else the first configured external PSK (§4.2.11).
-        self.offered_ticket = self
-            .tickets
+        self.side.offered_ticket = self
+            .side.tickets
             .take_usable(
-                self.config.server_name.as_deref(),
-                &self.config.cipher_suites,
+                self.side.config.server_name.as_deref(),
+                &self.side.config.cipher_suites,
                 now,
             )
             .or_else(|| {
-                self.config.external_psks.first().map(|p| StoredTicket {
-                    server_name: self.config.server_name.clone(),
+                self.side.config.external_psks.first().map(|p| StoredTicket {
+                    server_name: self.side.config.server_name.clone(),
                     suite: p.suite,
                     ticket: p.identity.clone(),
                     psk: p.key.clone(),
@@ -255,7 +253,7 @@ impl Client {
                     external: true,
                 })
             });
-        let cfg = Arc::clone(&self.config);
+        let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
         let hello = self.build_hello(&cfg, &random, &session_id, &share_list, None, false);
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
@@ -268,7 +266,7 @@ impl Client {
         let mut ccs_sent = false;
         if let (Some(early), true) = (&early_secret, early_data_offered) {
             // §4.2.10: 0-RTT data goes right after the ClientHello under the early traffic key.
-            if self.config.compat_mode {
+            if self.side.config.compat_mode {
                 self.conn.send_ccs()?;
                 ccs_sent = true;
             }
@@ -278,7 +276,7 @@ impl Client {
             self.conn.log_secret(exporter.name(), exporter.as_bytes());
             self.early_exporter = Some(exporter);
             self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
-            self.early_data.open = true;
+            self.side.early_data.open = true;
         }
         Ok(ExpectServerHello {
             random,
@@ -299,12 +297,12 @@ impl Client {
     fn first_transcript(&self) -> Result<Transcript, Error> {
         let mut transcript = Transcript::new();
         let mut hashes = self
-            .config
+            .side.config
             .cipher_suites
             .iter()
             .filter_map(|s| suite_params(*s))
             .map(|s| s.hash)
-            .chain(self.offered_ticket.as_ref().and_then(|t| t.suite_hash()));
+            .chain(self.side.offered_ticket.as_ref().and_then(|t| t.suite_hash()));
         if let Some(first) = hashes.next() {
             if hashes.all(|h| h == first) {
                 transcript
@@ -316,7 +314,7 @@ impl Client {
     }
 
     fn ticket_suite(&self) -> Result<SuiteParams, Error> {
-        self.offered_ticket
+        self.side.offered_ticket
             .as_ref()
             .and_then(|t| suite_params(t.suite))
             .ok_or(Error::InvalidState("no ticket"))
@@ -346,8 +344,8 @@ impl Client {
         );
         exts.push(OutgoingExtension::SupportedGroups(&cfg.groups));
         exts.push(OutgoingExtension::KeyShareClient(shares));
-        if self.offered_ticket.is_some() && cfg.enable_early_data && !retry {
-            if let Some(t) = &self.offered_ticket {
+        if self.side.offered_ticket.is_some() && cfg.enable_early_data && !retry {
+            if let Some(t) = &self.side.offered_ticket {
                 if t.max_early_data > 0 {
                     exts.push(Extension::EarlyDataEmpty.into());
                 }
@@ -372,7 +370,7 @@ impl Client {
             exts.push(Extension::RecordSizeLimit(limit).into());
         }
         apply_extension_order(&mut exts, &cfg.extension_order, OutgoingExtension::typ);
-        if let Some(t) = &self.offered_ticket {
+        if let Some(t) = &self.side.offered_ticket {
             // Placeholder binder of the right length; filled in by `finish_hello`.
             let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
             // §4.2.11.1: ticket age in ms plus age_add; 0 for external PSKs.
@@ -433,7 +431,7 @@ impl Client {
     ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
         let early_data_offered = hello.offers(ExtensionType::EarlyData);
         let mut early = None;
-        if let Some(t) = &self.offered_ticket {
+        if let Some(t) = &self.side.offered_ticket {
             let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
             let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
@@ -459,9 +457,9 @@ impl Client {
             self.conn
                 .send_handshake(OutgoingMessage::ClientHello(&hello)),
         );
-        if let (Some(t), true) = (&self.offered_ticket, early_data_offered) {
-            self.early_data.budget = t.max_early_data as usize;
-            self.early_data.status = Some(EarlyDataStatus::Rejected);
+        if let (Some(t), true) = (&self.side.offered_ticket, early_data_offered) {
+            self.side.early_data.budget = t.max_early_data as usize;
+            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
         }
         Ok((transcript, early, early_data_offered))
     }
@@ -469,26 +467,26 @@ impl Client {
     // ---------------------------------------------------------------- dispatch
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
-        let hash_len = match &self.state {
+        let hash_len = match &self.side.state {
             State::ExpectServerHello(_) | State::Start | State::Poisoned => 32,
             State::ExpectEncryptedExtensions(h)
             | State::ExpectCertificateOrRequest(h)
             | State::ExpectCertificate(h)
             | State::ExpectCertificateVerify(h)
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
-            State::Connected(t) => t.suite.hash.output_len(),
+            State::Connected => self.traffic.as_ref().map_or(32, |t| t.suite.hash.output_len()),
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
-        let state = core::mem::replace(&mut self.state, State::Poisoned);
-        self.state = match state {
+        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
+        self.side.state = match state {
             State::ExpectServerHello(s) => self.on_server_hello(*s, msg)?,
             State::ExpectEncryptedExtensions(h) => self.on_encrypted_extensions(h, msg)?,
             State::ExpectCertificateOrRequest(h) => self.on_certificate_or_request(h, msg)?,
             State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
             State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
             State::ExpectFinished(h) => self.on_finished(h, msg)?,
-            State::Connected(t) => self.on_post_handshake(t, msg)?,
+            State::Connected => self.on_post_handshake(msg)?,
             State::Start | State::Poisoned => {
                 return Err(unexpected("nothing (handshake not started)", &msg))
             }
@@ -505,7 +503,7 @@ impl Client {
             return Err(unexpected("ServerHello", &msg));
         };
         check_server_hello_common(sh, &s)?;
-        let suite = if self.config.cipher_suites.contains(&sh.cipher_suite) {
+        let suite = if self.side.config.cipher_suites.contains(&sh.cipher_suite) {
             suite_params(sh.cipher_suite)
         } else {
             None
@@ -532,7 +530,7 @@ impl Client {
         let mut psk_identity = None;
         let mut early = s.early_secret.take();
         if let Some(Extension::PreSharedKeyServer(idx)) = sh.find(ExtensionType::PreSharedKey) {
-            let Some(t) = &self.offered_ticket else {
+            let Some(t) = &self.side.offered_ticket else {
                 return Err(
                     PeerMisbehaved::UnsolicitedExtension(ExtensionType::PreSharedKey).into(),
                 );
@@ -583,7 +581,7 @@ impl Client {
             None if psk_identity.is_some() => {
                 // psk_ke: allowed only if we offered it (§4.2.9).
                 if !self
-                    .config
+                    .side.config
                     .psk_modes
                     .contains(&crate::messages::enums::PskKeyExchangeMode::PskKe)
                 {
@@ -617,7 +615,7 @@ impl Client {
                 .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
         }
         if !resumed {
-            self.offered_ticket = None;
+            self.side.offered_ticket = None;
         }
         Ok(State::ExpectEncryptedExtensions(Box::new(Handshaking {
             suite,
@@ -668,16 +666,16 @@ impl Client {
         }
         if let Some(g) = new_group {
             // The group must be offered and must not be one we already sent a share for.
-            if !self.config.groups.contains(&g) || s.shares.iter().any(|k| k.group() == g) {
+            if !self.side.config.groups.contains(&g) || s.shares.iter().any(|k| k.group() == g) {
                 return Err(PeerMisbehaved::IllegalExtension("HelloRetryRequest key_share").into());
             }
         } else if cookie.is_none() {
             return Err(PeerMisbehaved::HelloRetryChangesNothing.into());
         }
         // A ticket whose hash does not match the suite cannot be offered again.
-        if let Some(t) = &self.offered_ticket {
+        if let Some(t) = &self.side.offered_ticket {
             if t.suite_hash() != Some(suite.hash) {
-                self.offered_ticket = None;
+                self.side.offered_ticket = None;
             }
         }
         // 0-RTT is abandoned after HRR (§4.2.10); report the data as rejected now.
@@ -689,7 +687,7 @@ impl Client {
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
         s.transcript.add(HandshakeType::ServerHello, &msg.encoded);
-        if self.config.compat_mode && !s.ccs_sent {
+        if self.side.config.compat_mode && !s.ccs_sent {
             self.conn.send_ccs()?;
             s.ccs_sent = true;
         }
@@ -699,7 +697,7 @@ impl Client {
             Some(g) => vec![KeyShareSecret::generate(g, self.conn.rng.as_mut())?],
             None => core::mem::take(&mut s.shares),
         };
-        let cfg = Arc::clone(&self.config);
+        let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
         let hello = self.build_hello(&cfg, &s.random, &s.session_id, &share_list, cookie, true);
         let (transcript, early_secret, _) = self.finish_hello(hello, s.transcript)?;
@@ -727,7 +725,7 @@ impl Client {
         };
         // Each arm asks about the extension it matched, so "offered" is a question about our
         // configuration alone.
-        let config = &*self.config;
+        let config = &*self.side.config;
         let offered = |t: ExtensionType| offered_extension(config, t);
         for e in exts {
             match e {
@@ -740,7 +738,7 @@ impl Client {
                 {
                     // RFC 7301 §3.1: exactly one protocol, one we offered.
                     match protos.as_slice() {
-                        [p] if self.config.alpn.contains(p) => h.alpn = Some(p.clone()),
+                        [p] if self.side.config.alpn.contains(p) => h.alpn = Some(p.clone()),
                         _ => return Err(PeerMisbehaved::UnofferedAlpn.into()),
                     }
                 }
@@ -752,7 +750,7 @@ impl Client {
                     self.conn.max_fragment =
                         (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
                     // The server acknowledged the extension: ours is now in force.
-                    self.conn.recv_limit = self.config.record_size_limit.map(usize::from);
+                    self.conn.recv_limit = self.side.config.record_size_limit.map(usize::from);
                 }
                 Extension::EarlyDataEmpty if h.early_offered && h.resumed => {
                     h.early_accepted = true;
@@ -778,7 +776,7 @@ impl Client {
             .add(HandshakeType::EncryptedExtensions, &msg.encoded);
         if h.early_offered {
             if h.early_accepted {
-                self.early_data.status = Some(EarlyDataStatus::Accepted);
+                self.side.early_data.status = Some(EarlyDataStatus::Accepted);
             } else {
                 self.reject_early_data();
                 self.conn
@@ -845,17 +843,17 @@ impl Client {
         // The certificates move out of the decoded message: kept for CertificateVerify.
         let chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let now = self
-            .config
+            .side.config
             .fixed_validation_time_ms
             .unwrap_or(self.conn.now_ms);
-        match &self.config.verification {
+        match &self.side.config.verification {
             ServerVerification::Roots(roots) => cert::verify_chain(
                 &chain,
                 roots,
-                self.config.server_name.as_deref(),
+                self.side.config.server_name.as_deref(),
                 now / 1000,
                 Usage::Server,
-                self.config.signature_memo.as_deref(),
+                self.side.config.signature_memo.as_deref(),
             )?,
             ServerVerification::RootsNoName(roots) => cert::verify_chain(
                 &chain,
@@ -863,7 +861,7 @@ impl Client {
                 None,
                 now / 1000,
                 Usage::Server,
-                self.config.signature_memo.as_deref(),
+                self.side.config.signature_memo.as_deref(),
             )?,
             ServerVerification::AcceptAny => {}
         }
@@ -880,7 +878,7 @@ impl Client {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
             return Err(unexpected("CertificateVerify", &msg));
         };
-        if !self.config.signature_schemes.contains(&cv.scheme) {
+        if !self.side.config.signature_schemes.contains(&cv.scheme) {
             return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
         }
         let hash = h.transcript.current_hash();
@@ -928,7 +926,7 @@ impl Client {
         self.conn.ccs_allowed = false;
 
         // Our second flight (§4.4): [CCS] [EndOfEarlyData] [Certificate CertificateVerify] Finished.
-        if self.config.compat_mode && !h.ccs_sent {
+        if self.side.config.compat_mode && !h.ccs_sent {
             self.conn.send_ccs()?;
         }
         if h.early_accepted {
@@ -938,7 +936,7 @@ impl Client {
                 self.conn.send_handshake(&eoed),
             );
         }
-        self.early_data.open = false;
+        self.side.early_data.open = false;
         if self.conn.write_epoch != Epoch::Handshake {
             self.conn
                 .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
@@ -966,7 +964,7 @@ impl Client {
             client_signature_scheme: client_scheme,
             resumed: h.resumed,
             psk_identity: h.psk_identity,
-            early_data: self.early_data.status.unwrap_or(EarlyDataStatus::NotSent),
+            early_data: self.side.early_data.status.unwrap_or(EarlyDataStatus::NotSent),
             alpn: h
                 .alpn
                 .as_ref()
@@ -978,14 +976,15 @@ impl Client {
         if let Some(groups) = h.server_groups.take() {
             self.conn.ev.push(Event::ServerGroups { groups });
         }
-        Ok(State::Connected(Box::new(Traffic {
+        self.traffic = Some(Box::new(Traffic {
             suite: h.suite,
             client_app,
             server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
-        })))
+        }));
+        Ok(State::Connected)
     }
 
     /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify.
@@ -996,7 +995,7 @@ impl Client {
         schemes: &[SignatureScheme],
     ) -> Result<Option<SignatureScheme>, Error> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
-        let config = Arc::clone(&self.config);
+        let config = Arc::clone(&self.side.config);
         let Some(ck) = &config.client_cert else {
             let m = OutgoingMessage::Certificate {
                 context: &context,
@@ -1026,11 +1025,10 @@ impl Client {
         Ok(Some(scheme))
     }
 
-    fn on_post_handshake(
-        &mut self,
-        mut t: Box<Traffic>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
+    fn on_post_handshake(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+        let Some(t) = self.traffic.as_deref_mut() else {
+            return Err(Error::InvalidState("no traffic secrets"));
+        };
         match &msg.payload {
             HandshakePayload::NewSessionTicket(nst) => {
                 // §4.6.1: lifetime at most 7 days.
@@ -1042,8 +1040,8 @@ impl Client {
                     _ => None,
                 });
                 let psk = t.resumption.psk(&nst.nonce, &mut self.conn.ev);
-                self.tickets.insert(StoredTicket {
-                    server_name: self.config.server_name.clone(),
+                self.side.tickets.insert(StoredTicket {
+                    server_name: self.side.config.server_name.clone(),
                     suite: t.suite.suite,
                     ticket: nst.ticket.clone(),
                     psk: psk.as_ref().to_vec(),
@@ -1059,21 +1057,21 @@ impl Client {
                     lifetime: nst.lifetime,
                     max_early_data: max_early,
                 });
-                Ok(State::Connected(t))
+                Ok(State::Connected)
             }
             HandshakePayload::KeyUpdate(req) => {
-                receive_key_update(&mut self.conn, &mut t, *req)?;
-                Ok(State::Connected(t))
+                receive_key_update(&mut self.conn, t, *req)?;
+                Ok(State::Connected)
             }
             _ => Err(unexpected("NewSessionTicket or KeyUpdate", &msg)),
         }
     }
 
     fn reject_early_data(&mut self) {
-        if self.early_data.status.is_some() {
-            self.early_data.status = Some(EarlyDataStatus::Rejected);
-            self.early_data.open = false;
-            let data = core::mem::take(&mut self.early_data.sent);
+        if self.side.early_data.status.is_some() {
+            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
+            self.side.early_data.open = false;
+            let data = core::mem::take(&mut self.side.early_data.sent);
             // Never lose application bytes silently: hand them back.
             self.conn.ev.push(Event::EarlyDataRejected { data });
         }
@@ -1149,24 +1147,15 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
     .into()
 }
 
-impl Endpoint for Client {
-    fn conn(&mut self) -> &mut Conn {
-        &mut self.conn
+impl Role for ClientSide {
+    const SIDE: Side = Side::Client;
+
+    fn on_handshake(c: &mut Client, bytes: Vec<u8>) -> Result<(), Error> {
+        c.handle(bytes)
     }
 
-    fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
-        self.handle(bytes)
-    }
-
-    fn traffic(&mut self) -> Option<&mut Traffic> {
-        match &mut self.state {
-            State::Connected(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    fn early_skip(&mut self) -> &mut Option<usize> {
-        &mut self.early_skip
+    fn send(c: &mut Client, data: &[u8]) -> Result<(), Error> {
+        c.send_data(data)
     }
 }
 
@@ -1177,7 +1166,7 @@ impl core::fmt::Debug for Client {
             .field("connected", &self.is_connected())
             .field("closed", &self.is_closed())
             .field("negotiated", &self.negotiated)
-            .field("tickets", &self.tickets.len())
+            .field("tickets", &self.side.tickets.len())
             .finish_non_exhaustive()
     }
 }

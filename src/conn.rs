@@ -18,7 +18,6 @@ use crate::events::{
 use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
 use crate::messages::handshake::{HandshakeMessage, OutgoingMessage};
-use crate::record::deframer::check_header;
 use crate::record::{
     plaintext_header, sealed_len, Deframer, HandshakeJoiner, OpaqueRecord, PaddingPolicy,
     RecordError, RecordProtector, HEADER_LEN, MAX_CLIENT_HELLO, MAX_PLAINTEXT,
@@ -658,7 +657,7 @@ impl Conn {
 
     /// Whether the complete record at the start of `rec` can be opened where it lies: a
     /// protected record under application traffic keys (the bulk of a connection).
-    fn opens_in_place(&self, rec: &[u8]) -> bool {
+    pub(crate) fn opens_in_place(&self, rec: &[u8]) -> bool {
         rec[0] == ContentType::ApplicationData.to_repr()
             && self.read.is_some()
             && matches!(self.read_epoch, Epoch::Application(_))
@@ -667,7 +666,7 @@ impl Conn {
     /// Opens the complete protected record `rec` (header included) in place: application data
     /// comes back as the range of `rec` that now holds it, anything else as `receive` would
     /// produce it (its content copied out).
-    fn open_record_in_place(&mut self, rec: &mut [u8]) -> Result<InPlace, Error> {
+    pub(crate) fn open_record_in_place(&mut self, rec: &mut [u8]) -> Result<InPlace, Error> {
         let h = header_of(rec);
         let payload = &mut rec[HEADER_LEN..];
         // An observer wants the ciphertext as well: only then is it copied.
@@ -766,6 +765,42 @@ impl Conn {
         self.ev.push(Event::Closed);
     }
 
+    /// A received alert (§6): close_notify ends reading (`Ok(false)`), user_canceled is noted,
+    /// every other alert is fatal whatever its level says (§6.2).
+    pub(crate) fn alert_received(
+        &mut self,
+        level: AlertLevel,
+        desc: AlertDescription,
+    ) -> Result<bool, Error> {
+        self.ev.push(Event::Alert {
+            direction: self.side.receiving(),
+            level,
+            description: desc,
+        });
+        match desc {
+            AlertDescription::CloseNotify => {
+                // §6.1: no more data will come, and anything that does is ignored.
+                self.read_closed = true;
+                self.ev.push(Event::Closed);
+                self.deframer = Deframer::new();
+                Ok(false)
+            }
+            AlertDescription::UserCanceled => Ok(true),
+            other => {
+                self.failed = true;
+                self.read_closed = true;
+                self.write_closed = true;
+                self.ev.push(Event::Closed);
+                Err(Error::AlertReceived(other))
+            }
+        }
+    }
+
+    /// How many more bytes the record a `receive` call left half-read needs, if any.
+    pub(crate) fn partial_record_needs(&self) -> Option<usize> {
+        self.deframer.partial_needs()
+    }
+
     /// Draw `N` random bytes from the injected source.
     pub(crate) fn random<const N: usize>(&mut self) -> [u8; N] {
         let mut b = [0u8; N];
@@ -774,236 +809,18 @@ impl Conn {
     }
 }
 
-/// What the client and server state machines provide to the shared receive loop.
-pub(crate) trait Endpoint {
-    fn conn(&mut self) -> &mut Conn;
-    /// One whole handshake message arrived.
-    fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error>;
-    /// The traffic state, once connected.
-    fn traffic(&mut self) -> Option<&mut crate::traffic::Traffic>;
-    /// Application data arrived (the server overrides this for 0-RTT data, which arrives when
-    /// the read epoch is `Early`).
-    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
-        self.app_data_in_place()?;
-        self.conn().ev.push(Event::AppData { data });
-        Ok(())
-    }
-    /// Early-data bytes a rejecting server may still skip (§4.2.10).
-    fn early_skip(&mut self) -> &mut Option<usize>;
-    /// Application data was opened in the caller's buffer (`open_in_place`): the same checks
-    /// and bookkeeping as `on_app_data`, without the bytes. Only a connected endpoint takes
-    /// it, and it ends a run of KeyUpdates (`MAX_KEY_UPDATES`).
-    fn app_data_in_place(&mut self) -> Result<(), Error> {
-        match self.traffic() {
-            Some(t) => {
-                t.key_updates_in_a_row = 0;
-                Ok(())
-            }
-            None => Err(PeerMisbehaved::ApplicationDataBeforeHandshake.into()),
-        }
-    }
-}
-
 /// The first `HEADER_LEN` bytes of `rec` (which has at least that many).
-fn header_of(rec: &[u8]) -> [u8; HEADER_LEN] {
+pub(crate) fn header_of(rec: &[u8]) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h.copy_from_slice(&rec[..HEADER_LEN]);
     h
 }
 
 /// What `open_record_in_place` found in one record.
-enum InPlace {
+pub(crate) enum InPlace {
     /// Application data, now plaintext at this range of the record.
     AppData(core::ops::Range<usize>),
     /// Anything else, as the buffered path delivers it.
     Other(Option<Incoming>),
 }
 
-/// What `open_in_place` did with the caller's buffer.
-///
-/// ```
-/// use std::sync::Arc;
-/// use tls13lab::demo::{client_config, server_config, Pair};
-/// use tls13lab::record::{HEADER_LEN, MAX_RECORD_LEN};
-///
-/// let now = 1_767_225_600_000;
-/// let (server, root) = server_config(1, now).unwrap();
-/// let mut p = Pair::new(Arc::new(client_config(root)), Arc::new(server), 7, now).unwrap();
-/// p.handshake().unwrap();
-/// p.settle().unwrap();
-///
-/// // The client seals a record where its plaintext lies...
-/// let mut buf = vec![0u8; MAX_RECORD_LEN];
-/// buf[HEADER_LEN..HEADER_LEN + 5].copy_from_slice(b"hello");
-/// let n = p.client.seal_in_place(&mut buf, 5).unwrap();
-///
-/// // ...and the server opens it there: the plaintext is a range of the same buffer.
-/// let opened = p.server.open_in_place(&mut buf[..n], now).unwrap();
-/// assert_eq!(opened.consumed, n);
-/// assert_eq!(&buf[opened.data.unwrap()], b"hello");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opened {
-    /// Bytes of the buffer used up, from its start: the caller drops them before the next call.
-    /// Bytes after them (at most a partial record, or records after an application data one)
-    /// are untouched.
-    pub consumed: usize,
-    /// Where the buffer now holds the plaintext of one application data record, within
-    /// `..consumed`; `None` when the bytes held no (non-empty) application data record.
-    pub data: Option<core::ops::Range<usize>>,
-}
-
-/// The receive loop both sides share: feed bytes, hand each item to the state machine, and on the first
-/// error send its alert and stop (RFC 8446 §6.2).
-pub(crate) fn receive<E: Endpoint>(ep: &mut E, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
-    {
-        let c = ep.conn();
-        if c.failed {
-            return Err(Error::Closed);
-        }
-        c.now_ms = now_ms;
-        if c.read_closed {
-            // §6.1: "Any data received after a closure alert has been received MUST be
-            // ignored."
-            return Ok(());
-        }
-    }
-    let mut input = bytes;
-    loop {
-        let mut skip = *ep.early_skip();
-        let item = ep.conn().next_incoming(&mut input, &mut skip);
-        *ep.early_skip() = skip;
-        let result = match item {
-            Ok(None) => return Ok(()),
-            Ok(Some(item)) => dispatch(ep, item),
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(true) => {}
-            Ok(false) => return Ok(()),
-            Err(e) => {
-                ep.conn().fail(&e);
-                return Err(e);
-            }
-        }
-    }
-}
-
-/// Hands one received item to the state machine. `Ok(false)`: stop reading (close_notify).
-fn dispatch<E: Endpoint>(ep: &mut E, item: Incoming) -> Result<bool, Error> {
-    match item {
-        Incoming::Handshake(m) => ep.on_handshake(m).map(|_| true),
-        Incoming::AppData(d) => ep.on_app_data(d).map(|_| true),
-        Incoming::Alert(level, desc) => {
-            let c = ep.conn();
-            c.ev.push(Event::Alert {
-                direction: c.side.receiving(),
-                level,
-                description: desc,
-            });
-            match desc {
-                AlertDescription::CloseNotify => {
-                    // §6.1: no more data will come, and anything that does is ignored.
-                    c.read_closed = true;
-                    c.ev.push(Event::Closed);
-                    c.deframer = Deframer::new();
-                    Ok(false)
-                }
-                AlertDescription::UserCanceled => Ok(true),
-                // §6.2: every other alert is fatal whatever its level says.
-                other => {
-                    c.failed = true;
-                    c.read_closed = true;
-                    c.write_closed = true;
-                    c.ev.push(Event::Closed);
-                    Err(Error::AlertReceived(other))
-                }
-            }
-        }
-    }
-}
-
-/// Reads records from the start of `buf`, which the caller owns, and decrypts application data
-/// where it lies: no copy and no buffering. Stops after the first application data record
-/// (its plaintext range is returned) or when `buf` holds no complete record more. Every other
-/// record — handshake messages, alerts, 0-RTT data, records before the application keys, and
-/// one that earlier `receive` calls left half-read — is handled as [`receive`] handles it,
-/// with events.
-pub(crate) fn open_in_place<E: Endpoint>(
-    ep: &mut E,
-    buf: &mut [u8],
-    now_ms: u64,
-) -> Result<Opened, Error> {
-    let mut pos = 0;
-    loop {
-        let c = ep.conn();
-        if c.failed {
-            return Err(Error::Closed);
-        }
-        c.now_ms = now_ms;
-        if c.read_closed {
-            // §6.1: what follows close_notify is ignored.
-            return Ok(Opened {
-                consumed: buf.len(),
-                data: None,
-            });
-        }
-        let rest = &buf[pos..];
-        let buffered = match c.deframer.partial_needs() {
-            // Finish the record a `receive` call began, the buffered way.
-            Some(need) => need.min(rest.len()),
-            None if rest.len() < HEADER_LEN => 0,
-            None => match check_header(&header_of(rest)) {
-                Err(e) => {
-                    let e = Error::from(e);
-                    c.fail(&e);
-                    return Err(e);
-                }
-                Ok(len) if rest.len() < HEADER_LEN + len => 0,
-                Ok(len) if !c.opens_in_place(rest) => HEADER_LEN + len,
-                Ok(len) => {
-                    let end = pos + HEADER_LEN + len;
-                    let step = c.open_record_in_place(&mut buf[pos..end]).and_then(|r| {
-                        Ok(match r {
-                            InPlace::AppData(range) => {
-                                ep.app_data_in_place()?;
-                                Some(pos + range.start..pos + range.end)
-                            }
-                            InPlace::Other(item) => {
-                                if let Some(item) = item {
-                                    dispatch(ep, item)?;
-                                }
-                                None
-                            }
-                        })
-                    });
-                    match step {
-                        Ok(Some(data)) => {
-                            return Ok(Opened {
-                                consumed: end,
-                                data: Some(data),
-                            })
-                        }
-                        // Handshake messages the record completed (NewSessionTicket,
-                        // KeyUpdate) go to the state machine.
-                        Ok(None) => receive(ep, &[], now_ms)?,
-                        Err(e) => {
-                            ep.conn().fail(&e);
-                            return Err(e);
-                        }
-                    }
-                    pos = end;
-                    continue;
-                }
-            },
-        };
-        if buffered == 0 {
-            return Ok(Opened {
-                consumed: pos,
-                data: None,
-            });
-        }
-        receive(ep, &buf[pos..pos + buffered], now_ms)?;
-        pos += buffered;
-    }
-}

@@ -43,6 +43,7 @@
 pub mod client;
 pub mod config;
 pub(crate) mod conn;
+pub mod connection;
 pub mod crypto;
 pub mod demo;
 pub mod error;
@@ -59,10 +60,10 @@ pub mod server;
 pub mod session;
 pub(crate) mod traffic;
 
-pub use client::Client;
+pub use client::{Client, ClientSide};
 pub use config::{ClientAuth, ClientConfig, ServerConfig, ServerVerification};
-pub use conn::Opened;
+pub use connection::{Connection, Opened, Role};
 pub use error::{Error, PeerMisbehaved};
 pub use events::{Event, Observe};
 pub use ledger::Ledger;
-pub use server::Server;
+pub use server::{Server, ServerSide};

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, AntiReplay, ClientAuth, ServerConfig, TicketMode};
-use crate::conn::{Conn, Endpoint};
+use crate::conn::Conn;
+use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
 use crate::crypto::kx;
@@ -41,15 +42,16 @@ use crate::session::ResumptionState;
 use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 server connection, sans-IO: feed it bytes with [`Server::receive`], send what
-/// [`Server::take_output`] returns, and read what happened from [`Server::events`].
-pub struct Server {
-    conn: Conn,
+/// [`Server::take_output`] returns, and read what happened from [`Server::events`]. The calls
+/// both sides share are those of [`Connection`]; the server adds [`Server::new`] and
+/// [`Server::send_ticket`].
+pub type Server = Connection<ServerSide>;
+
+/// The server's side of a [`Connection`]: its configuration and handshake state.
+pub struct ServerSide {
     config: Arc<ServerConfig>,
     state: State,
-    negotiated: Option<Negotiated>,
-    early_skip: Option<usize>,
     tickets_sent: u16,
-    early_exporter: Option<ExporterSecret>,
 }
 
 enum State {
@@ -58,7 +60,8 @@ enum State {
     ExpectCertificate(Box<Handshaking>),
     ExpectCertificateVerify(Box<Handshaking>),
     ExpectFinished(Box<Handshaking>),
-    Connected(Box<Traffic>),
+    /// The traffic secrets are the connection's (`Connection::traffic`).
+    Connected,
     Poisoned,
 }
 
@@ -123,8 +126,6 @@ impl Drop for PskCandidate {
 const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
 impl Server {
-    crate::traffic::connection_api!("client");
-
     /// A server for `config`, drawing every random value from `rng`.
     pub fn new(config: Arc<ServerConfig>, rng: Box<dyn RandomSource>) -> Result<Server, Error> {
         if config.cert.chain.is_empty() {
@@ -138,19 +139,18 @@ impl Server {
             config.max_handshake_message,
         );
         conn.ccs_allowed = false;
-        Ok(Server {
+        Ok(Connection::with_side(
             conn,
-            config,
-            state: State::ExpectClientHello(None),
-            negotiated: None,
-            early_skip: None,
-            tickets_sent: 0,
-            early_exporter: None,
-        })
+            ServerSide {
+                config,
+                state: State::ExpectClientHello(None),
+                tickets_sent: 0,
+            },
+        ))
     }
 
-    /// Send application data: allowed once our Finished is out (0.5-RTT data, §2).
-    pub fn send(&mut self, data: &[u8]) -> Result<(), Error> {
+    /// [`Connection::send`] for a server: allowed once our Finished is out (0.5-RTT data, §2).
+    fn send_data(&mut self, data: &[u8]) -> Result<(), Error> {
         if self.conn.failed || self.conn.write_closed {
             return Err(Error::Closed);
         }
@@ -162,24 +162,24 @@ impl Server {
     }
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
-        let hash_len = match &self.state {
+        let hash_len = match &self.side.state {
             State::ExpectCertificate(h)
             | State::ExpectCertificateVerify(h)
             | State::ExpectEndOfEarlyData(h)
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
-            State::Connected(t) => t.suite.hash.output_len(),
+            State::Connected => self.traffic.as_ref().map_or(32, |t| t.suite.hash.output_len()),
             _ => 32,
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
-        let state = core::mem::replace(&mut self.state, State::Poisoned);
-        self.state = match state {
+        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
+        self.side.state = match state {
             State::ExpectClientHello(retry) => self.on_client_hello(retry, msg)?,
             State::ExpectEndOfEarlyData(h) => self.on_end_of_early_data(h, msg)?,
             State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
             State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
             State::ExpectFinished(h) => self.on_finished(h, msg)?,
-            State::Connected(t) => self.on_post_handshake(t, msg)?,
+            State::Connected => self.on_post_handshake(msg)?,
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())
@@ -346,7 +346,7 @@ impl Server {
         }
         transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&sh));
         // §D.4: in compatibility mode the CCS follows our first handshake message.
-        if self.config.compat_mode && !ch.legacy_session_id.is_empty() && !ccs_sent {
+        if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() && !ccs_sent {
             self.conn.send_ccs()?;
         }
 
@@ -372,7 +372,7 @@ impl Server {
         let mut ee = self.encrypted_extensions(ch, alpn.as_deref())?;
         if early_accepted {
             ee.push(Extension::EarlyDataEmpty);
-            apply_extension_order(&mut ee, &self.config.extension_order, Extension::typ);
+            apply_extension_order(&mut ee, &self.side.config.extension_order, Extension::typ);
         }
         let ee = HandshakePayload::EncryptedExtensions(ee);
         transcript.add(
@@ -381,13 +381,13 @@ impl Server {
         );
 
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
-        let asked_client = scheme.is_some() && !matches!(self.config.client_auth, ClientAuth::None);
+        let asked_client = scheme.is_some() && !matches!(self.side.config.client_auth, ClientAuth::None);
         if let Some(scheme) = scheme {
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
                     context: Vec::new(),
                     extensions: vec![Extension::SignatureAlgorithms(
-                        self.config.signature_schemes.clone(),
+                        self.side.config.signature_schemes.clone(),
                     )],
                 });
                 transcript.add(
@@ -462,12 +462,12 @@ impl Server {
         // Sent from the configured chain as it is, without copying it into a message value.
         let cert = OutgoingMessage::Certificate {
             context: &[],
-            chain: &self.config.cert.chain,
+            chain: &self.side.config.cert.chain,
         };
         transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert));
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
         let signature = self
-            .config
+            .side.config
             .cert
             .key
             .sign(scheme, &content, self.conn.rng.as_mut())?;
@@ -480,13 +480,13 @@ impl Server {
     }
 
     fn early_skip_budget(&self) -> usize {
-        (self.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
+        (self.side.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
     }
 
     /// Suite in server preference order (§4.1.1); after a HelloRetryRequest it must not change.
     fn choose_suite(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<SuiteParams, Error> {
         let suite = self
-            .config
+            .side.config
             .cipher_suites
             .iter()
             .filter(|s| ch.cipher_suites.contains(s))
@@ -510,12 +510,12 @@ impl Server {
                 )
             }
         };
-        self.config
+        self.side.config
             .cert
             .key
             .schemes()
             .into_iter()
-            .filter(|s| self.config.signature_schemes.contains(s))
+            .filter(|s| self.side.config.signature_schemes.contains(s))
             .find(|s| client_schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
     }
@@ -556,7 +556,7 @@ impl Server {
             };
         }
         let mutual = self
-            .config
+            .side.config
             .groups
             .iter()
             .copied()
@@ -564,7 +564,7 @@ impl Server {
         let mut first = None;
         for g in mutual {
             if let Some(s) = shares.iter().find(|s| s.group == g) {
-                if first.is_none() || !self.config.strict_group_preference {
+                if first.is_none() || !self.side.config.strict_group_preference {
                     return Ok(ShareChoice::Use(s));
                 }
             }
@@ -596,7 +596,7 @@ impl Server {
         for (i, (id, binder)) in offer.identities.iter().zip(&offer.binders).enumerate() {
             let Ok(index) = u16::try_from(i) else { break };
             if let Some(ext) = self
-                .config
+                .side.config
                 .external_psks
                 .iter()
                 .find(|p| p.identity == id.identity)
@@ -615,8 +615,8 @@ impl Server {
                 }
                 continue;
             }
-            let sessions = &self.config.sessions;
-            let state = match self.config.ticket_mode {
+            let sessions = &self.side.config.sessions;
+            let state = match self.side.config.ticket_mode {
                 TicketMode::Stateless => sessions.open(&id.identity),
                 // Stateful tickets are single-use: taking one removes it (§8.1).
                 TicketMode::Stateful => sessions.take(&id.identity),
@@ -647,7 +647,7 @@ impl Server {
             Some(Extension::PskKeyExchangeModes(m)) => m.clone(),
             _ => return None,
         };
-        self.config.psk_modes.iter().copied().find(|m| {
+        self.side.config.psk_modes.iter().copied().find(|m| {
             offered.contains(m)
                 && match m {
                     PskKeyExchangeMode::PskDheKe => {
@@ -662,7 +662,7 @@ impl Server {
     fn accept_early(&self, p: &PskCandidate, suite: &SuiteParams, alpn: Option<&[u8]>) -> bool {
         let Some(state) = &p.state else { return false };
         if p.index != 0
-            || self.config.max_early_data == 0
+            || self.side.config.max_early_data == 0
             || state.max_early_data == 0
             || state.suite != suite.suite
             || state.alpn.as_deref() != alpn
@@ -672,15 +672,15 @@ impl Server {
         let now = self.conn.now_ms;
         let server_age = now.saturating_sub(state.issued_ms);
         let skew = server_age.abs_diff(p.client_age_ms);
-        let sessions = &self.config.sessions;
+        let sessions = &self.side.config.sessions;
         let expires = state.issued_ms + u64::from(state.lifetime) * 1000;
-        match self.config.anti_replay {
+        match self.side.config.anti_replay {
             AntiReplay::Off => true,
             // A stateful ticket was removed from the cache when it was looked up, so it cannot
             // be used twice; only stateless tickets need remembering (§8.1).
             AntiReplay::SingleUse => {
                 skew <= DEFAULT_AGE_WINDOW_MS
-                    && (self.config.ticket_mode == TicketMode::Stateful
+                    && (self.side.config.ticket_mode == TicketMode::Stateful
                         || sessions.first_use(&p.ticket, now, expires))
             }
             AntiReplay::Window { window_ms } => {
@@ -694,9 +694,9 @@ impl Server {
         if let Some(Extension::Alpn(offered)) =
             ch.find(ExtensionType::ApplicationLayerProtocolNegotiation)
         {
-            if !self.config.alpn.is_empty() {
+            if !self.side.config.alpn.is_empty() {
                 return self
-                    .config
+                    .side.config
                     .alpn
                     .iter()
                     .find(|p| offered.contains(p))
@@ -717,7 +717,7 @@ impl Server {
         group: NamedGroup,
     ) -> Result<State, Error> {
         let mut exts = vec![Extension::KeyShareHrr(group)];
-        let cookie = self.config.hrr_cookie.map(|len| {
+        let cookie = self.side.config.hrr_cookie.map(|len| {
             let mut c = vec![0u8; len];
             self.conn.rng.fill(&mut c);
             c
@@ -744,7 +744,7 @@ impl Server {
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
         transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&hrr));
         let mut ccs_sent = false;
-        if self.config.compat_mode && !ch.legacy_session_id.is_empty() {
+        if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() {
             self.conn.send_ccs()?;
             ccs_sent = true;
         }
@@ -764,7 +764,7 @@ impl Server {
         ch: &ClientHello,
         alpn: Option<&[u8]>,
     ) -> Result<Vec<Extension>, Error> {
-        let cfg = &self.config;
+        let cfg = &self.side.config;
         let mut exts = Vec::new();
         if cfg.ack_server_name && ch.find(ExtensionType::ServerName).is_some() {
             exts.push(Extension::ServerNameAck);
@@ -804,19 +804,19 @@ impl Server {
         h.transcript.add(HandshakeType::Certificate, &msg.encoded);
         if c.entries.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
-            if let ClientAuth::Required(_) = self.config.client_auth {
+            if let ClientAuth::Required(_) = self.side.config.client_auth {
                 return Err(PeerMisbehaved::NoClientCertificate.into());
             }
             return Ok(State::ExpectFinished(h));
         }
         let chain: Vec<Vec<u8>> = c.entries.iter().map(|e| e.cert_data.clone()).collect();
-        let roots = match &self.config.client_auth {
+        let roots = match &self.side.config.client_auth {
             ClientAuth::Required(r) | ClientAuth::Optional(r) => r,
             ClientAuth::None => return Err(unexpected("Finished", &msg)),
         };
         if !roots.is_empty() {
             let now = self
-                .config
+                .side.config
                 .fixed_validation_time_ms
                 .unwrap_or(self.conn.now_ms);
             cert::verify_chain(
@@ -825,7 +825,7 @@ impl Server {
                 None,
                 now / 1000,
                 Usage::Client,
-                self.config.signature_memo.as_deref(),
+                self.side.config.signature_memo.as_deref(),
             )?;
         }
         h.client_chain = chain;
@@ -840,7 +840,7 @@ impl Server {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
             return Err(unexpected("CertificateVerify", &msg));
         };
-        if !self.config.signature_schemes.contains(&cv.scheme) {
+        if !self.side.config.signature_schemes.contains(&cv.scheme) {
             return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
         }
         let content = certificate_verify_message(false, h.transcript.current_hash().as_ref());
@@ -888,26 +888,26 @@ impl Server {
         self.conn.log_secret(exporter.name(), exporter.as_bytes());
         self.negotiated = Some(h.negotiated.clone());
         self.conn.ev.push(Event::Connected(h.negotiated));
-        let mut t = Box::new(Traffic {
+        self.traffic = Some(Box::new(Traffic {
             suite: h.suite,
             client_app: h.client_app,
             server_app: h.server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
-        });
+        }));
         // §4.6.1: tickets go out once the client's Finished is verified — unless the
         // application already sent close_notify (possible when it answered 0-RTT data before
         // the Finished): nothing may follow that alert (§6.1).
         let tickets = if self.conn.write_closed {
             0
         } else {
-            self.config.tickets
+            self.side.config.tickets
         };
         for _ in 0..tickets {
-            self.issue_ticket(&mut t)?;
+            self.issue_ticket()?;
         }
-        Ok(State::Connected(t))
+        Ok(State::Connected)
     }
 
     /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
@@ -929,12 +929,15 @@ impl Server {
 
     /// Send one NewSessionTicket (§4.6.1). Draws age_add, then the ticket (stateful: random
     /// identifier; stateless: sealing nonce) from the injected source.
-    fn issue_ticket(&mut self, t: &mut Traffic) -> Result<(), Error> {
-        let cfg = self.config.clone();
+    fn issue_ticket(&mut self) -> Result<(), Error> {
+        let Some(t) = self.traffic.as_deref() else {
+            return Err(Error::InvalidState("handshake not complete"));
+        };
+        let cfg = self.side.config.clone();
         let age_add = u32::from_be_bytes(self.conn.random::<4>());
         // A per-connection counter keeps nonces unique (§4.6.1); RFC 8448 uses two bytes.
-        let nonce = self.tickets_sent.to_be_bytes().to_vec();
-        self.tickets_sent = self.tickets_sent.wrapping_add(1);
+        let nonce = self.side.tickets_sent.to_be_bytes().to_vec();
+        self.side.tickets_sent = self.side.tickets_sent.wrapping_add(1);
         let psk = t.resumption.psk(&nonce, &mut self.conn.ev);
         let now = self.conn.now_ms;
         let state = ResumptionState {
@@ -980,24 +983,17 @@ impl Server {
 
     /// Send another NewSessionTicket now (§4.6.1: "at any time after" the client's Finished).
     pub fn send_ticket(&mut self) -> Result<(), Error> {
-        let mut state = core::mem::replace(&mut self.state, State::Poisoned);
-        let r = match &mut state {
-            State::Connected(t) => self.issue_ticket(t),
-            _ => Err(Error::InvalidState("handshake not complete")),
-        };
-        self.state = state;
-        r
+        self.issue_ticket()
     }
 
-    fn on_post_handshake(
-        &mut self,
-        mut t: Box<Traffic>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
+    fn on_post_handshake(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+        let Some(t) = self.traffic.as_deref_mut() else {
+            return Err(Error::InvalidState("no traffic secrets"));
+        };
         match &msg.payload {
             HandshakePayload::KeyUpdate(req) => {
-                receive_key_update(&mut self.conn, &mut t, *req)?;
-                Ok(State::Connected(t))
+                receive_key_update(&mut self.conn, t, *req)?;
+                Ok(State::Connected)
             }
             _ => Err(unexpected("KeyUpdate", &msg)),
         }
@@ -1142,41 +1138,32 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
     .into()
 }
 
-impl Endpoint for Server {
-    fn conn(&mut self) -> &mut Conn {
-        &mut self.conn
+impl Role for ServerSide {
+    const SIDE: Side = Side::Server;
+
+    fn on_handshake(c: &mut Server, bytes: Vec<u8>) -> Result<(), Error> {
+        c.handle(bytes)
     }
 
-    fn on_handshake(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
-        self.handle(bytes)
-    }
-
-    fn on_app_data(&mut self, data: Vec<u8>) -> Result<(), Error> {
+    fn on_app_data(c: &mut Server, data: Vec<u8>) -> Result<(), Error> {
         // 0-RTT data, within the ticket's max_early_data_size (§4.2.10).
-        if let State::ExpectEndOfEarlyData(h) = &mut self.state {
-            if self.conn.read_epoch == Epoch::Early {
+        if let State::ExpectEndOfEarlyData(h) = &mut c.side.state {
+            if c.conn.read_epoch == Epoch::Early {
                 if data.len() > h.early_remaining {
                     return Err(PeerMisbehaved::TooMuchEarlyData.into());
                 }
                 h.early_remaining -= data.len();
-                self.conn.ev.push(Event::EarlyData { data });
+                c.conn.ev.push(Event::EarlyData { data });
                 return Ok(());
             }
         }
-        self.app_data_in_place()?;
-        self.conn.ev.push(Event::AppData { data });
+        c.app_data_in_place()?;
+        c.conn.ev.push(Event::AppData { data });
         Ok(())
     }
 
-    fn traffic(&mut self) -> Option<&mut Traffic> {
-        match &mut self.state {
-            State::Connected(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    fn early_skip(&mut self) -> &mut Option<usize> {
-        &mut self.early_skip
+    fn send(c: &mut Server, data: &[u8]) -> Result<(), Error> {
+        c.send_data(data)
     }
 }
 
