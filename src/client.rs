@@ -233,25 +233,30 @@ impl Client {
         let now = self.conn.now_ms;
         // A resumption ticket if we have one, else the first configured external PSK (§4.2.11).
         self.side.offered_ticket = self
-            .side.tickets
+            .side
+            .tickets
             .take_usable(
                 self.side.config.server_name.as_deref(),
                 &self.side.config.cipher_suites,
                 now,
             )
             .or_else(|| {
-                self.side.config.external_psks.first().map(|p| StoredTicket {
-                    server_name: self.side.config.server_name.clone(),
-                    suite: p.suite,
-                    ticket: p.identity.clone(),
-                    psk: p.key.clone(),
-                    age_add: 0,
-                    lifetime: 0,
-                    received_at_ms: now,
-                    max_early_data: 0,
-                    alpn: None,
-                    external: true,
-                })
+                self.side
+                    .config
+                    .external_psks
+                    .first()
+                    .map(|p| StoredTicket {
+                        server_name: self.side.config.server_name.clone(),
+                        suite: p.suite,
+                        ticket: p.identity.clone(),
+                        psk: p.key.clone(),
+                        age_add: 0,
+                        lifetime: 0,
+                        received_at_ms: now,
+                        max_early_data: 0,
+                        alpn: None,
+                        external: true,
+                    })
             });
         let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
@@ -297,12 +302,18 @@ impl Client {
     fn first_transcript(&self) -> Result<Transcript, Error> {
         let mut transcript = Transcript::new();
         let mut hashes = self
-            .side.config
+            .side
+            .config
             .cipher_suites
             .iter()
             .filter_map(|s| suite_params(*s))
             .map(|s| s.hash)
-            .chain(self.side.offered_ticket.as_ref().and_then(|t| t.suite_hash()));
+            .chain(
+                self.side
+                    .offered_ticket
+                    .as_ref()
+                    .and_then(|t| t.suite_hash()),
+            );
         if let Some(first) = hashes.next() {
             if hashes.all(|h| h == first) {
                 transcript
@@ -314,7 +325,8 @@ impl Client {
     }
 
     fn ticket_suite(&self) -> Result<SuiteParams, Error> {
-        self.side.offered_ticket
+        self.side
+            .offered_ticket
             .as_ref()
             .and_then(|t| suite_params(t.suite))
             .ok_or(Error::InvalidState("no ticket"))
@@ -474,7 +486,10 @@ impl Client {
             | State::ExpectCertificate(h)
             | State::ExpectCertificateVerify(h)
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
-            State::Connected => self.traffic.as_ref().map_or(32, |t| t.suite.hash.output_len()),
+            State::Connected => self
+                .traffic
+                .as_ref()
+                .map_or(32, |t| t.suite.hash.output_len()),
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
@@ -581,7 +596,8 @@ impl Client {
             None if psk_identity.is_some() => {
                 // psk_ke: allowed only if we offered it (§4.2.9).
                 if !self
-                    .side.config
+                    .side
+                    .config
                     .psk_modes
                     .contains(&crate::messages::enums::PskKeyExchangeMode::PskKe)
                 {
@@ -843,7 +859,8 @@ impl Client {
         // The certificates move out of the decoded message: kept for CertificateVerify.
         let chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let now = self
-            .side.config
+            .side
+            .config
             .fixed_validation_time_ms
             .unwrap_or(self.conn.now_ms);
         match &self.side.config.verification {
@@ -964,7 +981,11 @@ impl Client {
             client_signature_scheme: client_scheme,
             resumed: h.resumed,
             psk_identity: h.psk_identity,
-            early_data: self.side.early_data.status.unwrap_or(EarlyDataStatus::NotSent),
+            early_data: self
+                .side
+                .early_data
+                .status
+                .unwrap_or(EarlyDataStatus::NotSent),
             alpn: h
                 .alpn
                 .as_ref()

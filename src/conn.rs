@@ -823,4 +823,3 @@ pub(crate) enum InPlace {
     /// Anything else, as the buffered path delivers it.
     Other(Option<Incoming>),
 }
-

@@ -356,4 +356,3 @@ pub struct Opened {
     /// `..consumed`; `None` when the bytes held no (non-empty) application data record.
     pub data: Option<core::ops::Range<usize>>,
 }
-

@@ -1130,12 +1130,7 @@ pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result
 /// it then computes a 32-byte TLS-Exporter value under that label.
 pub fn rfc8448(n: u8, side: Side, export: Option<&[u8]>) -> Result<KeyTree, String> {
     let sec = crate::rfc8448::Section::new(n).map_err(|e| e.to_string())?;
-    let (mut ep, mut events) =
-        crate::rfc8448::replay_section(n, side).map_err(|e| e.to_string())?;
-    if let Some(label) = export {
-        ep.export(label, b"", 32).map_err(|e| e.to_string())?;
-        events.extend(ep.events());
-    }
+    let events = crate::rfc8448::replay_section(n, side, export).map_err(|e| e.to_string())?;
     let title = format!("RFC 8448 §{n} {} ({} view)", sec.title(), side_name(side));
     Ok(KeyTree::from_events(&title, &events))
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tls13lab::events::Event;
 use tls13lab::record::MAX_RECORD_LEN;
-use tls13lab::{Client, Error, Opened, Server};
+use tls13lab::{Connection, Error, Role};
 
 /// The wall clock as Unix milliseconds.
 pub fn now_ms() -> u64 {
@@ -21,41 +21,6 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
-
-/// The part of [`Client`] and [`Server`] the driver needs (both expose it as inherent methods;
-/// `send` stays inherent because what it means before the handshake differs: 0-RTT vs 0.5-RTT).
-pub trait Endpoint {
-    /// Open the records at the start of `buf` where they lie.
-    fn open_in_place(&mut self, buf: &mut [u8], now_ms: u64) -> Result<Opened, Error>;
-    /// Bytes to send.
-    fn take_output(&mut self) -> Vec<u8>;
-    /// Drain the events recorded so far.
-    fn drain_events(&mut self) -> Vec<Event>;
-    /// Queue close_notify.
-    fn close(&mut self);
-}
-
-macro_rules! endpoint {
-    ($t:ty) => {
-        impl Endpoint for $t {
-            fn open_in_place(&mut self, buf: &mut [u8], now_ms: u64) -> Result<Opened, Error> {
-                <$t>::open_in_place(self, buf, now_ms)
-            }
-            fn take_output(&mut self) -> Vec<u8> {
-                <$t>::take_output(self)
-            }
-            fn drain_events(&mut self) -> Vec<Event> {
-                <$t>::events(self).collect()
-            }
-            fn close(&mut self) {
-                <$t>::close(self)
-            }
-        }
-    };
-}
-
-endpoint!(Client);
-endpoint!(Server);
 
 /// Why driving a connection stopped.
 #[derive(Debug)]
@@ -78,9 +43,9 @@ pub enum Step {
 }
 
 /// A TCP stream wired to an endpoint.
-pub struct Driver<E: Endpoint> {
-    /// The sans-IO endpoint.
-    pub ep: E,
+pub struct Driver<R: Role> {
+    /// The sans-IO connection, either side.
+    pub ep: Connection<R>,
     stream: TcpStream,
     /// Received bytes; `buf[..filled]` is at most one partial record between reads.
     buf: Vec<u8>,
@@ -89,9 +54,9 @@ pub struct Driver<E: Endpoint> {
     events: Vec<Event>,
 }
 
-impl<E: Endpoint> Driver<E> {
+impl<R: Role> Driver<R> {
     /// Drive `ep` over `stream`.
-    pub fn new(stream: TcpStream, ep: E) -> Self {
+    pub fn new(stream: TcpStream, ep: Connection<R>) -> Self {
         let _ = stream.set_nodelay(true); // one flight, one segment burst: do not wait for ACKs
         Driver {
             ep,
@@ -106,7 +71,7 @@ impl<E: Endpoint> Driver<E> {
     /// The events recorded so far, in order, application data included.
     pub fn drain_events(&mut self) -> Vec<Event> {
         let mut v = std::mem::take(&mut self.events);
-        v.extend(self.ep.drain_events());
+        v.extend(self.ep.events());
         v
     }
 
@@ -160,7 +125,7 @@ impl<E: Endpoint> Driver<E> {
             {
                 Ok(o) => {
                     // What the records before this one produced comes first.
-                    self.events.extend(self.ep.drain_events());
+                    self.events.extend(self.ep.events());
                     if let Some(d) = o.data {
                         let data = self.buf[start + d.start..start + d.end].to_vec();
                         self.events.push(Event::AppData { data });
@@ -177,7 +142,7 @@ impl<E: Endpoint> Driver<E> {
         self.buf.copy_within(start..self.filled, 0);
         self.filled -= start;
         if let Err(e) = opened {
-            self.events.extend(self.ep.drain_events());
+            self.events.extend(self.ep.events());
             // The alert the endpoint queued goes out before the error is returned.
             let _ = self.flush();
             return Err(NetError::Tls(e));

@@ -35,6 +35,7 @@ use crate::config::{
     CertifiedKey, ClientAuth, ClientConfig, HelloPadding, ServerConfig, ServerVerification, Signer,
     TicketMode,
 };
+use crate::connection::{Connection, Role};
 use crate::crypto::random::{RandomSource, ScriptedRandom};
 use crate::error::Error;
 use crate::events::{Event, Side};
@@ -407,11 +408,11 @@ impl Section {
     /// Walk the section's records: feed `ep` the peer's, and require the ones `ep` sends to come
     /// out byte-exact (sending the scripted application data and close_notify when the trace
     /// shows them). Returns `ep` and every event it reported.
-    pub fn replay(
+    pub fn replay<R: Role>(
         &self,
-        mut ep: Endpoint,
+        mut ep: Connection<R>,
         now: u64,
-    ) -> Result<(Endpoint, Vec<Event>), ReplayError> {
+    ) -> Result<(Connection<R>, Vec<Event>), ReplayError> {
         let side = ep.side();
         let fail = |i: usize, what: String| {
             ReplayError(format!("§{} {side:?} record {i}: {what}", self.n))
@@ -467,72 +468,6 @@ impl Section {
     }
 }
 
-/// A client or a server, so one replay loop drives both roles.
-pub enum Endpoint {
-    /// Our client, talking to the RFC's server records.
-    Client(Box<Client>),
-    /// Our server, talking to the RFC's client records.
-    Server(Box<Server>),
-}
-
-impl Endpoint {
-    /// Which side this is.
-    pub fn side(&self) -> Side {
-        match self {
-            Endpoint::Client(_) => Side::Client,
-            Endpoint::Server(_) => Side::Server,
-        }
-    }
-
-    /// Feed received bytes.
-    pub fn receive(&mut self, b: &[u8], now: u64) -> Result<(), Error> {
-        match self {
-            Endpoint::Client(c) => c.receive(b, now),
-            Endpoint::Server(s) => s.receive(b, now),
-        }
-    }
-
-    /// Take the bytes to send.
-    pub fn take_output(&mut self) -> Vec<u8> {
-        match self {
-            Endpoint::Client(c) => c.take_output(),
-            Endpoint::Server(s) => s.take_output(),
-        }
-    }
-
-    /// Send application data.
-    pub fn send(&mut self, d: &[u8]) -> Result<(), Error> {
-        match self {
-            Endpoint::Client(c) => c.send(d),
-            Endpoint::Server(s) => s.send(d),
-        }
-    }
-
-    /// Send close_notify.
-    pub fn close(&mut self) {
-        match self {
-            Endpoint::Client(c) => c.close(),
-            Endpoint::Server(s) => s.close(),
-        }
-    }
-
-    /// A TLS-Exporter value (RFC 8446 §7.5).
-    pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
-        match self {
-            Endpoint::Client(c) => c.export(label, context, len),
-            Endpoint::Server(s) => s.export(label, context, len),
-        }
-    }
-
-    /// Drain the events reported so far.
-    pub fn events(&mut self) -> Vec<Event> {
-        match self {
-            Endpoint::Client(c) => c.events().collect(),
-            Endpoint::Server(s) => s.events().collect(),
-        }
-    }
-}
-
 struct ReplaySigner {
     scheme: SignatureScheme,
     expected_content: Vec<u8>,
@@ -565,48 +500,50 @@ pub fn run_client(
     n: u8,
     tickets: TicketStore,
     now: u64,
-) -> Result<(Box<Client>, Vec<Event>), ReplayError> {
+) -> Result<(Client, Vec<Event>), ReplayError> {
     let sec = Section::new(n)?;
     let mut c = sec
         .client(tickets)
         .map_err(|e| ReplayError(format!("§{n} client: {e}")))?;
     c.start(now)
         .map_err(|e| ReplayError(format!("§{n} client start: {e}")))?;
-    match sec.replay(Endpoint::Client(Box::new(c)), now)? {
-        (Endpoint::Client(c), events) => Ok((c, events)),
-        (Endpoint::Server(_), _) => unreachable!("replay keeps the endpoint"),
-    }
+    sec.replay(c, now)
 }
 
 /// Replay section `n` with our server (configured by `cfg`) against the RFC's client records.
-pub fn run_server(
-    n: u8,
-    cfg: ServerConfig,
-    now: u64,
-) -> Result<(Box<Server>, Vec<Event>), ReplayError> {
+pub fn run_server(n: u8, cfg: ServerConfig, now: u64) -> Result<(Server, Vec<Event>), ReplayError> {
     let sec = Section::new(n)?;
     let s = sec
         .server(cfg)
         .map_err(|e| ReplayError(format!("§{n} server: {e}")))?;
-    match sec.replay(Endpoint::Server(Box::new(s)), now)? {
-        (Endpoint::Server(s), events) => Ok((s, events)),
-        (Endpoint::Client(_), _) => unreachable!("replay keeps the endpoint"),
-    }
+    sec.replay(s, now)
 }
 
 /// Replay section `n` with our `side` on its own — §4 after §3, whose ticket (client) or
-/// session state (server) it resumes. Returns the endpoint (still usable, e.g. for an exporter)
-/// and the events of section `n`.
-pub fn replay_section(n: u8, side: Side) -> Result<(Endpoint, Vec<Event>), ReplayError> {
+/// session state (server) it resumes — and return the events of section `n`; with `export`,
+/// then compute a 32-byte TLS-Exporter value under that label (its derivation events follow).
+pub fn replay_section(n: u8, side: Side, export: Option<&[u8]>) -> Result<Vec<Event>, ReplayError> {
+    fn finish<R: Role>(
+        mut ep: Connection<R>,
+        mut events: Vec<Event>,
+        export: Option<&[u8]>,
+    ) -> Result<Vec<Event>, ReplayError> {
+        if let Some(label) = export {
+            ep.export(label, b"", 32)
+                .map_err(|e| ReplayError(format!("exporter: {e}")))?;
+            events.extend(ep.events());
+        }
+        Ok(events)
+    }
     match (side, n) {
         (Side::Client, 4) => {
             let (c, _) = run_client(3, TicketStore::default(), NOW_MS)?;
             let (c, events) = run_client(4, c.tickets().clone(), RESUME_MS)?;
-            Ok((Endpoint::Client(c), events))
+            finish(c, events, export)
         }
         (Side::Client, _) => {
             let (c, events) = run_client(n, TicketStore::default(), NOW_MS)?;
-            Ok((Endpoint::Client(c), events))
+            finish(c, events, export)
         }
         (Side::Server, 4) => {
             let cfg = Section::new(3)?.server_config();
@@ -615,11 +552,11 @@ pub fn replay_section(n: u8, side: Side) -> Result<(Endpoint, Vec<Event>), Repla
             let mut cfg4 = Section::new(4)?.server_config();
             cfg4.sessions = sessions;
             let (s, events) = run_server(4, cfg4, RESUME_MS)?;
-            Ok((Endpoint::Server(s), events))
+            finish(s, events, export)
         }
         (Side::Server, _) => {
             let (s, events) = run_server(n, Section::new(n)?.server_config(), NOW_MS)?;
-            Ok((Endpoint::Server(s), events))
+            finish(s, events, export)
         }
     }
 }

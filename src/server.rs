@@ -167,7 +167,10 @@ impl Server {
             | State::ExpectCertificateVerify(h)
             | State::ExpectEndOfEarlyData(h)
             | State::ExpectFinished(h) => h.suite.hash.output_len(),
-            State::Connected => self.traffic.as_ref().map_or(32, |t| t.suite.hash.output_len()),
+            State::Connected => self
+                .traffic
+                .as_ref()
+                .map_or(32, |t| t.suite.hash.output_len()),
             _ => 32,
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
@@ -381,7 +384,8 @@ impl Server {
         );
 
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
-        let asked_client = scheme.is_some() && !matches!(self.side.config.client_auth, ClientAuth::None);
+        let asked_client =
+            scheme.is_some() && !matches!(self.side.config.client_auth, ClientAuth::None);
         if let Some(scheme) = scheme {
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
@@ -467,7 +471,8 @@ impl Server {
         transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert));
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
         let signature = self
-            .side.config
+            .side
+            .config
             .cert
             .key
             .sign(scheme, &content, self.conn.rng.as_mut())?;
@@ -486,7 +491,8 @@ impl Server {
     /// Suite in server preference order (§4.1.1); after a HelloRetryRequest it must not change.
     fn choose_suite(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<SuiteParams, Error> {
         let suite = self
-            .side.config
+            .side
+            .config
             .cipher_suites
             .iter()
             .filter(|s| ch.cipher_suites.contains(s))
@@ -510,7 +516,8 @@ impl Server {
                 )
             }
         };
-        self.side.config
+        self.side
+            .config
             .cert
             .key
             .schemes()
@@ -556,7 +563,8 @@ impl Server {
             };
         }
         let mutual = self
-            .side.config
+            .side
+            .config
             .groups
             .iter()
             .copied()
@@ -596,7 +604,8 @@ impl Server {
         for (i, (id, binder)) in offer.identities.iter().zip(&offer.binders).enumerate() {
             let Ok(index) = u16::try_from(i) else { break };
             if let Some(ext) = self
-                .side.config
+                .side
+                .config
                 .external_psks
                 .iter()
                 .find(|p| p.identity == id.identity)
@@ -696,7 +705,8 @@ impl Server {
         {
             if !self.side.config.alpn.is_empty() {
                 return self
-                    .side.config
+                    .side
+                    .config
                     .alpn
                     .iter()
                     .find(|p| offered.contains(p))
@@ -816,7 +826,8 @@ impl Server {
         };
         if !roots.is_empty() {
             let now = self
-                .side.config
+                .side
+                .config
                 .fixed_validation_time_ms
                 .unwrap_or(self.conn.now_ms);
             cert::verify_chain(

@@ -30,54 +30,16 @@ use tls13lab::messages::handshake::{
     DOWNGRADE_TLS12, HRR_RANDOM,
 };
 use tls13lab::record::RecordError;
-use tls13lab::{Client, ClientAuth, ClientConfig, Error, PeerMisbehaved, Server, ServerConfig};
+use tls13lab::{
+    Client, ClientAuth, ClientConfig, ClientSide, Connection, Error, PeerMisbehaved, Role, Server,
+    ServerConfig, ServerSide,
+};
 
 use util::{KeyKind, NOW};
 
 // =============================================================================================
 // The endpoint under test
 // =============================================================================================
-
-/// What the harness needs from a client or a server.
-trait Tls {
-    fn recv(&mut self, bytes: &[u8]) -> Result<(), Error>;
-    fn take(&mut self) -> Vec<u8>;
-    fn drain(&mut self) -> Vec<Event>;
-    fn connected(&self) -> bool;
-    fn send(&mut self, data: &[u8]) -> Result<(), Error>;
-    fn key_update(&mut self, request: bool) -> Result<(), Error>;
-    fn close(&mut self);
-}
-
-macro_rules! impl_tls {
-    ($t:ty) => {
-        impl Tls for $t {
-            fn recv(&mut self, bytes: &[u8]) -> Result<(), Error> {
-                self.receive(bytes, NOW)
-            }
-            fn take(&mut self) -> Vec<u8> {
-                self.take_output()
-            }
-            fn drain(&mut self) -> Vec<Event> {
-                self.events().collect()
-            }
-            fn connected(&self) -> bool {
-                self.is_connected()
-            }
-            fn send(&mut self, data: &[u8]) -> Result<(), Error> {
-                <$t>::send(self, data)
-            }
-            fn key_update(&mut self, request: bool) -> Result<(), Error> {
-                <$t>::key_update(self, request)
-            }
-            fn close(&mut self) {
-                <$t>::close(self)
-            }
-        }
-    };
-}
-impl_tls!(Client);
-impl_tls!(Server);
 
 /// One record as it left an endpoint, opened with the endpoint's own keys.
 #[derive(Clone, Debug)]
@@ -147,8 +109,8 @@ impl Keys {
 }
 
 /// An endpoint under test, with every event it reported.
-struct Ep {
-    tls: Box<dyn Tls>,
+struct Ep<R: Role> {
+    tls: Connection<R>,
     side: Side,
     events: Vec<Event>,
     /// Sent record events already matched with output bytes.
@@ -157,22 +119,26 @@ struct Ep {
     forged: HashMap<String, u64>,
 }
 
-impl Ep {
-    fn client(cfg: ClientConfig, seed: u64) -> Ep {
+impl Ep<ClientSide> {
+    fn client(cfg: ClientConfig, seed: u64) -> Self {
         let mut c = Client::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
         c.start(NOW).unwrap();
-        Ep::wrap(Box::new(c), Side::Client)
+        Ep::wrap(c)
     }
+}
 
-    fn server(cfg: ServerConfig, seed: u64) -> Ep {
+impl Ep<ServerSide> {
+    fn server(cfg: ServerConfig, seed: u64) -> Self {
         let s = Server::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
-        Ep::wrap(Box::new(s), Side::Server)
+        Ep::wrap(s)
     }
+}
 
-    fn wrap(tls: Box<dyn Tls>, side: Side) -> Ep {
+impl<R: Role> Ep<R> {
+    fn wrap(tls: Connection<R>) -> Self {
         Ep {
+            side: tls.side(),
             tls,
-            side,
             events: Vec::new(),
             sent_seen: 0,
             forged: HashMap::new(),
@@ -180,8 +146,8 @@ impl Ep {
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        let r = self.tls.recv(bytes);
-        self.events.extend(self.tls.drain());
+        let r = self.tls.receive(bytes, NOW);
+        self.events.extend(self.tls.events().collect::<Vec<_>>());
         r
     }
 
@@ -203,8 +169,8 @@ impl Ep {
     /// Everything queued since the last call, split into records and opened: the wire bytes
     /// are parsed here, and protected records are decrypted with the keys the events report.
     fn output(&mut self) -> Vec<Rec> {
-        let bytes = self.tls.take();
-        self.events.extend(self.tls.drain());
+        let bytes = self.tls.take_output();
+        self.events.extend(self.tls.events().collect::<Vec<_>>());
         let sent: Vec<_> = self.sent_records()[self.sent_seen..]
             .iter()
             .map(|r| (*r).clone())
@@ -240,8 +206,8 @@ impl Ep {
     /// Everything queued since the last call, unparsed: for a client whose 0-RTT records cannot
     /// be opened yet (the suite is known from its ServerHello).
     fn raw_output(&mut self) -> Vec<u8> {
-        let bytes = self.tls.take();
-        self.events.extend(self.tls.drain());
+        let bytes = self.tls.take_output();
+        self.events.extend(self.tls.events().collect::<Vec<_>>());
         self.sent_seen = self.sent_records().len();
         bytes
     }
@@ -484,7 +450,7 @@ fn ch_wire(ch: &ClientHello) -> Vec<u8> {
     )
 }
 
-fn fresh_server() -> Ep {
+fn fresh_server() -> Ep<ServerSide> {
     Ep::server(server_config(), SERVER_SEED)
 }
 
@@ -496,8 +462,8 @@ fn server_rejects(ch: &ClientHello, want: A) -> Error {
 
 /// A client that sent its ClientHello, and the real server's first flight in answer.
 struct ToClient {
-    client: Ep,
-    server: Ep,
+    client: Ep<ClientSide>,
+    server: Ep<ServerSide>,
     flight: Vec<Rec>,
 }
 
@@ -597,8 +563,8 @@ fn index_of(msgs: &[Vec<u8>], t: HandshakeType) -> usize {
 /// Client and server after a HelloRetryRequest: the client holds its first ClientHello's
 /// state, `hrr` is the server's record (not yet delivered).
 struct Retry {
-    client: Ep,
-    server: Ep,
+    client: Ep<ClientSide>,
+    server: Ep<ServerSide>,
     hrr: Vec<u8>,
 }
 
@@ -642,8 +608,8 @@ fn sh_record(sh: &ServerHello) -> Vec<u8> {
 
 /// A connected pair with nothing in flight.
 struct Connected {
-    client: Ep,
-    server: Ep,
+    client: Ep<ClientSide>,
+    server: Ep<ServerSide>,
 }
 
 fn connected_with(c: ClientConfig, s: ServerConfig) -> Connected {
@@ -659,7 +625,7 @@ fn connected_with(c: ClientConfig, s: ServerConfig) -> Connected {
             client.feed(&w).unwrap();
         }
     }
-    assert!(client.tls.connected() && server.tls.connected());
+    assert!(client.tls.is_connected() && server.tls.is_connected());
     Connected { client, server }
 }
 
@@ -669,8 +635,8 @@ fn connected() -> Connected {
 
 /// The client's second flight (its Finished) as produced, before the server sees it.
 struct ToServer {
-    client: Ep,
-    server: Ep,
+    client: Ep<ClientSide>,
+    server: Ep<ServerSide>,
     /// The client's records: [CCS] [Certificate CertificateVerify] Finished, opened.
     flight: Vec<Rec>,
 }
@@ -1647,7 +1613,7 @@ fn change_cipher_spec_inside_a_fragmented_handshake_message_is_unexpected_messag
     let mut w = keys.seal(0, ContentType::Handshake, &fin[..10], 0);
     w.extend(keys.seal(1, ContentType::Handshake, &fin[10..], 0));
     t.server.feed(&w).unwrap();
-    assert!(t.server.tls.connected());
+    assert!(t.server.tls.is_connected());
 }
 
 #[test]
@@ -2500,7 +2466,7 @@ fn the_unchanged_flight_resealed_is_accepted() {
     let mut t = ToClient::default();
     let w = t.wire_msgs(&t.encrypted());
     t.client.feed(&w).unwrap();
-    assert!(t.client.tls.connected());
+    assert!(t.client.tls.is_connected());
     let recs = t.client.output();
     assert!(recs.iter().all(|r| r.typ != ContentType::Alert));
 }
@@ -2873,13 +2839,7 @@ fn key_update(req: KeyUpdateRequest) -> Vec<u8> {
 fn key_update_flood_is_unexpected_message() {
     // A resource limit (STYLE "Unbounded buffering"): more than 32 KeyUpdates with no data in
     // between is abuse. §6.2 unexpected_message. 32 are fine, and data still flows after them.
-    for (from_server, n, ok) in [(true, 32, true), (true, 33, false), (false, 33, false)] {
-        let mut c = connected();
-        let (sender, receiver) = if from_server {
-            (&mut c.server, &mut c.client)
-        } else {
-            (&mut c.client, &mut c.server)
-        };
+    fn flood<S: Role, R: Role>(sender: &mut Ep<S>, receiver: &mut Ep<R>, n: usize, ok: bool) {
         for _ in 0..n {
             sender.tls.key_update(false).unwrap();
         }
@@ -2896,6 +2856,14 @@ fn key_update_flood_is_unexpected_message() {
         } else {
             let e = receiver.rejects(&w, A::UnexpectedMessage);
             assert_eq!(e, peer(PeerMisbehaved::TooManyKeyUpdates));
+        }
+    }
+    for (from_server, n, ok) in [(true, 32, true), (true, 33, false), (false, 33, false)] {
+        let mut c = connected();
+        if from_server {
+            flood(&mut c.server, &mut c.client, n, ok);
+        } else {
+            flood(&mut c.client, &mut c.server, n, ok);
         }
     }
 }
@@ -3259,27 +3227,45 @@ fn sweep() -> Sweep {
     }
 }
 
+/// Feeds `input` in pieces of `piece` bytes to `ep` and checks the outcome (no panic; an
+/// error comes with exactly one alert).
+fn feed_checked<R: Role>(mut ep: Ep<R>, input: &[u8], piece: usize) {
+    let r = ep.feed_in_pieces(input, piece);
+    ep.check_outcome(r);
+}
+
 impl Sweep {
-    /// The receiver of `stage`, ready for the stage's first record.
-    fn receiver(&self, stage: Stage) -> Ep {
+    /// [`feed_checked`] into the receiver of `stage`.
+    fn feed_checked(&self, stage: Stage, input: &[u8], piece: usize) {
+        match stage {
+            Stage::ClientHello | Stage::ClientFlight => {
+                feed_checked(self.server_receiver(stage), input, piece)
+            }
+            Stage::ServerFlight | Stage::ServerAfter => {
+                feed_checked(self.client_receiver(stage), input, piece)
+            }
+        }
+    }
+
+    /// The server receiving `stage` (ClientHello or ClientFlight), ready for its first record.
+    fn server_receiver(&self, stage: Stage) -> Ep<ServerSide> {
+        let mut server = fresh_server();
+        if let Stage::ClientFlight = stage {
+            server.feed(&self.stages[0].1.concat()).unwrap();
+        }
+        server
+    }
+
+    /// The client receiving `stage` (ServerFlight or ServerAfter), ready for its first record.
+    fn client_receiver(&self, stage: Stage) -> Ep<ClientSide> {
         let mut c = client_config();
         c.compat_mode = true;
         let mut client = Ep::client(c, CLIENT_SEED);
-        if let Stage::ClientHello = stage {
-            return fresh_server();
-        }
-        let mut server = fresh_server();
-        let all = |i: usize| -> Vec<u8> { self.stages[i].1.concat() };
-        server.feed(&all(0)).unwrap();
-        if let Stage::ClientFlight = stage {
-            return server;
-        }
         client.output();
-        if let Stage::ServerFlight = stage {
-            return client;
+        if let Stage::ServerAfter = stage {
+            client.feed(&self.stages[1].1.concat()).unwrap();
+            client.output();
         }
-        client.feed(&all(1)).unwrap();
-        client.output();
         client
     }
 }
@@ -3287,7 +3273,11 @@ impl Sweep {
 /// Delivers each of `recs` truncated at every length, with its header length left alone
 /// (only incomplete: no error allowed) or fixed to the cut, fed in pieces of 1, 3 and 1000
 /// bytes to a fresh receiver that got the records before it. Returns how many cuts failed.
-fn truncate_every_record(what: &str, recs: &[Vec<u8>], receiver: &dyn Fn() -> Ep) -> usize {
+fn truncate_every_record<R: Role>(
+    what: &str,
+    recs: &[Vec<u8>],
+    receiver: &dyn Fn() -> Ep<R>,
+) -> usize {
     let mut errors = 0;
     for (i, rec) in recs.iter().enumerate() {
         let before: Vec<u8> = recs[..i].concat();
@@ -3326,7 +3316,15 @@ fn every_record_truncated_at_every_length_in_pieces_never_panics() {
     let s = sweep();
     let mut errors = 0;
     for (stage, recs) in &s.stages {
-        errors += truncate_every_record(&format!("{stage:?}"), recs, &|| s.receiver(*stage));
+        let what = format!("{stage:?}");
+        errors += match stage {
+            Stage::ClientHello | Stage::ClientFlight => {
+                truncate_every_record(&what, recs, &|| s.server_receiver(*stage))
+            }
+            Stage::ServerFlight | Stage::ServerAfter => {
+                truncate_every_record(&what, recs, &|| s.client_receiver(*stage))
+            }
+        };
     }
     assert!(errors > 1000, "the sweep must reach errors: {errors}");
 }
@@ -3336,7 +3334,11 @@ fn every_record_truncated_at_every_length_in_pieces_never_panics() {
 /// Records of one flight, each as on the wire.
 type Flight = Vec<Vec<u8>>;
 
-fn retry_path() -> (Flight, Flight, impl Fn() -> (Ep, Ep)) {
+fn retry_path() -> (
+    Flight,
+    Flight,
+    impl Fn() -> (Ep<ClientSide>, Ep<ServerSide>),
+) {
     let make = || {
         let (mut c, mut s) = retry_configs();
         c.compat_mode = true;
@@ -3445,14 +3447,12 @@ fn fuzz_random_bytes_into_both_sides() {
                     Stage::ClientFlight,
                     Stage::ServerAfter,
                 ][stage];
-                let mut ep = s.receiver(stage);
                 // Half the time behind a plausible record header.
                 let mut input = bytes.clone();
                 if piece % 2 == 0 && !bytes.is_empty() {
                     input = record(bytes[0] % 4 + 20, 0x0303, &bytes);
                 }
-                let r = ep.feed_in_pieces(&input, piece);
-                ep.check_outcome(r);
+                s.feed_checked(stage, &input, piece);
                 Ok(())
             },
         )
@@ -3467,10 +3467,7 @@ fn fuzz_mutated_flights_on_the_wire() {
             &(0usize..4, edits(), 1usize..2000),
             |(stage, edits, piece)| {
                 let (st, recs) = &s.stages[stage];
-                let mut ep = s.receiver(*st);
-                let input = apply(recs.concat(), &edits);
-                let r = ep.feed_in_pieces(&input, piece);
-                ep.check_outcome(r);
+                s.feed_checked(*st, &apply(recs.concat(), &edits), piece);
                 Ok(())
             },
         )
@@ -3587,15 +3584,6 @@ fn fuzz_mutated_hello_retry_messages() {
     runner(400)
         .run(&(edits(), any::<bool>()), |(edits, to_client)| {
             let (mut client, mut server) = make();
-            let ep = if to_client {
-                server.output();
-                &mut client
-            } else {
-                client.feed(&hrr.concat()).unwrap();
-                client.output();
-                server.output();
-                &mut server
-            };
             let m = apply(
                 if to_client {
                     hrr_msg.clone()
@@ -3608,8 +3596,15 @@ fn fuzz_mutated_hello_retry_messages() {
             for chunk in m.chunks(1 << 14) {
                 w.extend(hs_record(chunk));
             }
-            let r = ep.feed(&w);
-            ep.check_outcome(r);
+            if to_client {
+                server.output();
+                feed_checked(client, &w, w.len());
+            } else {
+                client.feed(&hrr.concat()).unwrap();
+                client.output();
+                server.output();
+                feed_checked(server, &w, w.len());
+            }
             Ok(())
         })
         .unwrap();
@@ -3636,12 +3631,16 @@ fn tickets_for(c: &ClientConfig, s: &ServerConfig) -> tls13lab::session::TicketS
 }
 
 /// A client offering one of `tickets`, started at `start_ms` (its clock dates the ticket age).
-fn resuming_client(c: ClientConfig, tickets: tls13lab::session::TicketStore, start_ms: u64) -> Ep {
+fn resuming_client(
+    c: ClientConfig,
+    tickets: tls13lab::session::TicketStore,
+    start_ms: u64,
+) -> Ep<ClientSide> {
     let mut client = Client::new(Arc::new(c), Box::new(SeededRandom::from_seed(41)))
         .unwrap()
         .with_tickets(tickets);
     client.start(start_ms).unwrap();
-    Ep::wrap(Box::new(client), Side::Client)
+    Ep::wrap(client)
 }
 
 /// A server config accepting 0-RTT of at most `max_early` bytes, and a client config for it.
@@ -3781,7 +3780,7 @@ fn ticket_age_out_of_window_rejects_0rtt_and_the_handshake_completes() {
                 client.feed(&w).unwrap();
             }
         }
-        assert!(client.tls.connected() && server.tls.connected());
+        assert!(client.tls.is_connected() && server.tls.is_connected());
         let early = server
             .events
             .iter()

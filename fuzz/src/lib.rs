@@ -29,7 +29,7 @@ use tls13lab::record::{
     MAX_PLAINTEXT, MAX_RECORD_LEN,
 };
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, Error, Ledger, Server, ServerConfig};
+use tls13lab::{Client, ClientConfig, Connection, Error, Ledger, Role, Server, ServerConfig};
 
 /// The simulated clock of every fuzzed connection.
 pub const NOW: u64 = 1_700_000_000_000;
@@ -476,56 +476,21 @@ fn keys_of(events: &[Event], side: Side) -> Vec<(Epoch, AeadKey, [u8; 12])> {
     out
 }
 
-/// What the fuzzed endpoint looks like to the harness.
-trait Endpoint {
-    fn receive(&mut self, bytes: &[u8]) -> Result<(), Error>;
-    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error>;
-    fn take_output(&mut self) -> Vec<u8>;
-    fn drain(&mut self) -> Vec<Event>;
-    fn poke(&mut self);
+/// What the harness does with an endpoint once the script is over: every call a caller may
+/// still make, whatever state the script left it in.
+fn poke_client(c: &mut Client) {
+    let _ = c.send(b"after");
+    let _ = c.key_update(true);
+    let _ = c.export(b"EXPERIMENTAL fuzz", b"", 32);
+    c.close();
 }
 
-impl Endpoint for Client {
-    fn receive(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        Client::receive(self, bytes, NOW)
-    }
-    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error> {
-        Client::open_in_place(self, buf, NOW)
-    }
-    fn take_output(&mut self) -> Vec<u8> {
-        Client::take_output(self)
-    }
-    fn drain(&mut self) -> Vec<Event> {
-        self.events().collect()
-    }
-    fn poke(&mut self) {
-        let _ = self.send(b"after");
-        let _ = self.key_update(true);
-        let _ = self.export(b"EXPERIMENTAL fuzz", b"", 32);
-        self.close();
-    }
-}
-
-impl Endpoint for Server {
-    fn receive(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        Server::receive(self, bytes, NOW)
-    }
-    fn open_in_place(&mut self, buf: &mut [u8]) -> Result<tls13lab::Opened, Error> {
-        Server::open_in_place(self, buf, NOW)
-    }
-    fn take_output(&mut self) -> Vec<u8> {
-        Server::take_output(self)
-    }
-    fn drain(&mut self) -> Vec<Event> {
-        self.events().collect()
-    }
-    fn poke(&mut self) {
-        let _ = self.send(b"after");
-        let _ = self.key_update(false);
-        let _ = self.send_ticket();
-        let _ = self.export(b"EXPERIMENTAL fuzz", b"", 32);
-        self.close();
-    }
+fn poke_server(s: &mut Server) {
+    let _ = s.send(b"after");
+    let _ = s.key_update(false);
+    let _ = s.send_ticket();
+    let _ = s.export(b"EXPERIMENTAL fuzz", b"", 32);
+    s.close();
 }
 
 /// Record types an op can name: `TYPES[(op >> 2) & 3]`.
@@ -639,7 +604,7 @@ pub fn client_outcome(data: &[u8]) -> Option<Error> {
     if scenario % SCENARIOS == 3 {
         c.send(b"GET /early HTTP/1.0\r\n\r\n").expect("0-RTT");
     }
-    drive(&mut c, s, Side::Server, scenario, prefix, &ops)
+    drive(&mut c, poke_client, s, Side::Server, scenario, prefix, &ops)
 }
 
 /// A fresh server of scenario `data[0]` gets the first `data[1]` records the client sent, then
@@ -657,7 +622,15 @@ pub fn server_outcome(data: &[u8]) -> Option<Error> {
         Box::new(SeededRandom::from_seed(SERVER_SEED)),
     )
     .expect("server");
-    drive(&mut srv, s, Side::Client, scenario, prefix, &ops)
+    drive(
+        &mut srv,
+        poke_server,
+        s,
+        Side::Client,
+        scenario,
+        prefix,
+        &ops,
+    )
 }
 
 /// Delivers the recorded prefix of `peer`'s records, then the ops, checking after each input
@@ -666,8 +639,9 @@ pub fn server_outcome(data: &[u8]) -> Option<Error> {
 ///
 /// Scenario numbers from `SCENARIOS` to `2 * SCENARIOS - 1` (and so on, alternately) feed every
 /// input through `open_in_place` instead of `receive`, as a caller owning its buffer would.
-fn drive<E: Endpoint>(
-    ep: &mut E,
+fn drive<R: Role>(
+    ep: &mut Connection<R>,
+    poke: fn(&mut Connection<R>),
     s: &Session,
     peer: Side,
     scenario: u8,
@@ -676,11 +650,11 @@ fn drive<E: Endpoint>(
 ) -> Option<Error> {
     let in_place = scenario / SCENARIOS % 2 == 1;
     let mut pending = Vec::new();
-    let mut feed = |ep: &mut E, bytes: &[u8]| {
+    let mut feed = |ep: &mut Connection<R>, bytes: &[u8]| {
         if in_place {
             open_all(ep, &mut pending, bytes)
         } else {
-            ep.receive(bytes)
+            ep.receive(bytes, NOW)
         }
     };
     let me = match peer {
@@ -703,7 +677,7 @@ fn drive<E: Endpoint>(
             panic!("the recorded prefix must replay: record {r:?}");
         }
         ep.take_output();
-        events.extend(ep.drain());
+        events.extend(ep.events());
     }
     for (cursor, op) in (prefix..).zip(ops) {
         let bytes = match op {
@@ -749,7 +723,7 @@ fn drive<E: Endpoint>(
         };
         let r = feed(ep, &bytes);
         ep.take_output();
-        events.extend(ep.drain());
+        events.extend(ep.events());
         match r {
             Ok(()) => assert!(!failed, "an endpoint accepted input after failing"),
             Err(Error::Closed) => assert!(failed || closed(&events), "Closed without a failure"),
@@ -760,9 +734,9 @@ fn drive<E: Endpoint>(
             }
         }
     }
-    ep.poke();
+    poke(ep);
     ep.take_output();
-    events.extend(ep.drain());
+    events.extend(ep.events());
     let _ = Ledger::from_events(&events).table();
     first_error
 }
@@ -770,11 +744,15 @@ fn drive<E: Endpoint>(
 /// Appends `bytes` to the caller's buffer `pending` and opens every complete record in it in
 /// place, keeping the partial one: what a reader owning its buffer does with each read. The
 /// buffer never holds more than one record.
-fn open_all<E: Endpoint>(ep: &mut E, pending: &mut Vec<u8>, bytes: &[u8]) -> Result<(), Error> {
+fn open_all<R: Role>(
+    ep: &mut Connection<R>,
+    pending: &mut Vec<u8>,
+    bytes: &[u8],
+) -> Result<(), Error> {
     pending.extend_from_slice(bytes);
     let mut start = 0;
     let result = loop {
-        match ep.open_in_place(&mut pending[start..]) {
+        match ep.open_in_place(&mut pending[start..], NOW) {
             Ok(o) => {
                 if let Some(d) = &o.data {
                     assert!(d.start < d.end && d.end <= o.consumed, "{o:?}");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{Event, Side};
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, ServerVerification};
+use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
     bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
@@ -212,7 +212,7 @@ const MAX_EVENTS: usize = 100_000;
 const MAX_RESPONSE_DATA: usize = 16 * 1024 * 1024;
 
 fn converse(
-    d: &mut Driver<Client>,
+    d: &mut Driver<ClientSide>,
     events: &mut Vec<Event>,
     keylog: &mut KeyLog,
     early: Option<&[u8]>,
