@@ -205,7 +205,7 @@ pub struct PskArgs {
     /// The external PSK's identity, as text (as `openssl -psk_identity`).
     #[arg(long, value_name = "ID", value_parser = psk_identity, requires = "psk")]
     pub psk_identity: Option<String>,
-    /// The hash the PSK is bound to, sha256 or sha384: only suites with that hash can use it (RFC 8446 §4.2.11), so the server prefers them [default: sha256].
+    /// The hash the PSK is bound to, sha256 or sha384: only suites with that hash can use it (RFC 8446 §4.2.11), and `tls13lab server` prefers them [default: sha256].
     #[arg(long, value_name = "HASH", value_parser = psk_hash, requires = "psk")]
     pub psk_hash: Option<HashAlg>,
 }
@@ -1220,6 +1220,39 @@ mod tests {
                 PskKeyExchangeMode::PskKe
             ])
         );
+    }
+
+    #[test]
+    fn psk_options_parse() {
+        let args = |hex: &str, hash: Option<HashAlg>| PskArgs {
+            psk: Some(psk_hex(hex).unwrap()),
+            psk_identity: Some("id".into()),
+            psk_hash: hash,
+        };
+        let p = args("00aAfF", None).external().unwrap().unwrap();
+        assert_eq!(p.key, [0x00, 0xaa, 0xff]);
+        assert_eq!(p.identity, b"id");
+        assert_eq!(
+            p.suite,
+            CipherSuite::TLS_AES_128_GCM_SHA256,
+            "SHA-256 by default"
+        );
+        let p = args("01", Some(HashAlg::Sha384))
+            .external()
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.suite, CipherSuite::TLS_AES_256_GCM_SHA384);
+        for bad in ["0", "0g", "0x01", " 01", ""] {
+            let e = args(bad, None).external().unwrap_err().to_string();
+            assert!(e.starts_with("bad option: --psk: "), "{bad:?}: {e}");
+        }
+        assert!(format!("{:?}", psk_hex("secret").unwrap()).contains("6 characters"));
+        assert!(PskArgs::default().external().unwrap().is_none());
+        assert!(psk_identity("").is_err());
+        assert!(psk_identity(&"x".repeat(65_535)).is_ok());
+        assert!(psk_identity(&"x".repeat(65_536)).is_err());
+        assert_eq!(psk_hash("SHA-384"), Ok(HashAlg::Sha384));
+        assert!(psk_hash("sha512").is_err());
     }
 
     #[test]

@@ -17,8 +17,8 @@ use tls13lab::{Server, ServerConfig};
 
 use super::common::{
     alpn, app_bytes, groups, ledger, load_certified_key, load_certs, on_off, padding, psk_modes,
-    sigalgs, suite_has_hash, suites, write_file, Failure, HelloView, KeyLog, List, Policy,
-    PskArgs, PskUse, Report,
+    sigalgs, suite_has_hash, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
+    PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -50,7 +50,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "LIST", value_parser = alpn)]
     pub alpn: Option<List<Vec<u8>>>,
     /// List our groups in EncryptedExtensions (RFC 8446 §4.2.7), for the client to choose its key shares by next time.
-    #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on")]
+    #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     pub ee_groups: bool,
     #[command(flatten)]
     pub psk: PskArgs,
