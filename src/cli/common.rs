@@ -114,7 +114,7 @@ pub struct Offer {
     /// ALPN protocols to offer, comma-separated (e.g. h2,http/1.1).
     #[arg(long, value_name = "LIST", value_parser = alpn)]
     pub alpn: Option<List<Vec<u8>>>,
-    /// psk_key_exchange_modes to offer when resuming or with --psk: dhe (psk_dhe_ke), ke (psk_ke) or both [default: dhe].
+    /// psk_key_exchange_modes to offer with a PSK (a ticket, or an external one): dhe (psk_dhe_ke), ke (psk_ke) or both [default: dhe].
     #[arg(long, value_name = "LIST", value_parser = psk_modes)]
     pub psk_modes: Option<List<PskKeyExchangeMode>>,
     /// Middlebox compatibility mode (RFC 8446 §D.4): 32-byte legacy_session_id and a dummy CCS.
