@@ -15,8 +15,8 @@ use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, EarlyDataStatus, Event, SecretEvent, Side};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CipherSuite, DecodeContext, Extension, HandshakeMessage, HandshakePayload, HandshakeType,
-    NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CipherSuite, DecodeContext, Extension, ExtensionType, HandshakeMessage, HandshakePayload,
+    HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
 use tls13lab::Error;
@@ -288,9 +288,12 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Whether `suite` uses `hash` (suites this crate does not implement use none).
-pub fn suite_has_hash(suite: CipherSuite, hash: HashAlg) -> bool {
-    suite_params(suite).is_some_and(|p| p.hash == hash)
+/// Whether two suites this crate implements use the same hash (a PSK is bound to one, §4.2.11).
+pub fn same_hash(a: CipherSuite, b: CipherSuite) -> bool {
+    match (suite_params(a), suite_params(b)) {
+        (Some(a), Some(b)) => a.hash == b.hash,
+        _ => false,
+    }
 }
 
 /// `--padding N` as a policy.
@@ -828,9 +831,9 @@ impl HelloView {
 
 /// The PSK a connection used. The library's `Negotiated` says that one was used, its index
 /// among the offered identities and (`psk_mode`) how; the identity itself is read from the last
-/// ClientHello in the events, which both sides have. Whether it was an external PSK or a ticket
-/// is a question for the configuration: one of `external` (the identities of the configured
-/// external PSKs) or not. A server never tries an identity it has as an external PSK as a
+/// ClientHello in the events, which both sides have. Whether it is an external PSK or a ticket
+/// depends on the configuration: external if it is one of `external`, the identities of the
+/// configured external PSKs. A server never tries an identity it has as an external PSK as a
 /// ticket, so for the server this is exact; for the client, a ticket equal to its external
 /// identity would be counted as external.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -858,7 +861,7 @@ impl PskUse {
             let HandshakePayload::ClientHello(ch) = m.payload else {
                 return None;
             };
-            match ch.find(tls13lab::messages::ExtensionType::PreSharedKey) {
+            match ch.find(ExtensionType::PreSharedKey) {
                 Some(Extension::PreSharedKeyClient(offer)) => {
                     offer.identities.get(index).map(|i| i.identity.clone())
                 }
@@ -1253,6 +1256,19 @@ mod tests {
         assert!(psk_identity(&"x".repeat(65_536)).is_err());
         assert_eq!(psk_hash("SHA-384"), Ok(HashAlg::Sha384));
         assert!(psk_hash("sha512").is_err());
+        use CipherSuite as C;
+        assert!(same_hash(
+            C::TLS_AES_128_GCM_SHA256,
+            C::TLS_CHACHA20_POLY1305_SHA256
+        ));
+        assert!(!same_hash(
+            C::TLS_AES_128_GCM_SHA256,
+            C::TLS_AES_256_GCM_SHA384
+        ));
+        assert!(!same_hash(
+            C::TLS_AES_128_CCM_SHA256,
+            C::TLS_AES_128_CCM_SHA256
+        ));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use tls13lab::{Server, ServerConfig};
 
 use super::common::{
     alpn, app_bytes, groups, ledger, load_certified_key, load_certs, on_off, padding, psk_modes,
-    sigalgs, suite_has_hash, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
+    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
     PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
@@ -260,9 +260,7 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
             // suite of its hash (RFC 8446 §4.2.11): with that hash's suites first, a SHA-384 PSK
             // is not passed over for TLS_AES_128_GCM_SHA256. s_server -psk does the same
             // for its SHA-256 PSK.
-            let hash = tls13lab::crypto::aead::suite_params(psk.suite).map(|p| p.hash);
-            s.cipher_suites
-                .sort_by_key(|c| !hash.is_some_and(|h| suite_has_hash(*c, h)));
+            s.cipher_suites.sort_by_key(|c| !same_hash(*c, psk.suite));
         }
         s.external_psks = vec![psk];
     }
