@@ -156,6 +156,20 @@ show "tls13lab client 127.0.0.1:$PORT --insecure --request 'ping\n' --linger 200
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --request 'ping\n' --linger 200 | sed -n '/--- response/,/--- summary/p'"
 stop_server
 
+echo 'An external PSK, `--psk HEX --psk-identity ID` on both sides (as `openssl s_server/s_client -psk HEX'
+echo '-psk_identity ID`; `--psk-hash sha384` binds it to SHA-384 instead of SHA-256), authenticates the'
+echo 'server without a certificate: the client needs neither `--cafile` nor `--insecure`, and should the'
+echo 'server not take the PSK and send a certificate, that is verified as ever (without `--cafile`,'
+echo 'against no trust anchors: the handshake fails). `--psk-modes ke` asks for psk_ke, no key exchange'
+echo '(the server accepts `--psk-modes`, in its order of preference, too). The summary names the PSK and'
+echo 'the mode, and lists the groups the server sent in EncryptedExtensions (RFC 8446 §4.2.7; `tls13lab'
+echo 'server --ee-groups off` does not send them):'
+echo
+start_server --psk 00112233445566778899aabbccddeeff --psk-identity client1 --naccept 1
+show "tls13lab client 127.0.0.1:$PORT --psk 00112233445566778899aabbccddeeff --psk-identity client1 --psk-modes ke   # summary only" \
+    bash -c "'$BIN' client 127.0.0.1:$PORT --psk 00112233445566778899aabbccddeeff --psk-identity client1 --psk-modes ke | sed -n '/--- summary/,\$p'"
+stop_server
+
 echo '## `tls13lab keys`'
 echo
 echo 'The key schedule of one connection as a tree: every secret, its label, its context hash and its'

@@ -564,6 +564,285 @@ fn zero_rtt_request() {
     assert!(labels.contains(&"EARLY_EXPORTER_SECRET".to_string()));
 }
 
+// --------------------------------------------------------------------------- external PSKs
+
+const PSK: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `--psk HEX --psk-identity ID` on both sides, without certificates on the client: psk_dhe_ke
+/// and psk_ke as `--psk-modes` asks, the identity on the server's page, log line and ledger.
+#[test]
+fn external_psk_psk_dhe_ke_and_psk_ke() {
+    let t = TempDir::new("psk");
+    // The server prefers psk_ke when the client offers both.
+    let server = ServerGuard::start(&[
+        "--psk",
+        PSK,
+        "--psk-identity",
+        "client1",
+        "--psk-modes",
+        "ke,dhe",
+        "--json-dir",
+        &t.s("jd"),
+    ]);
+    let addr = server.addr();
+    let psk = ["--psk", PSK, "--psk-identity", "client1"];
+    for (n, modes, mode, group) in [
+        (1, "dhe", "psk_dhe_ke", "x25519"),
+        (2, "ke", "psk_ke", "none (psk_ke)"),
+        (3, "dhe,ke", "psk_ke", "none (psk_ke)"),
+    ] {
+        let out_json = t.s(&format!("c{n}.json"));
+        let mut args = vec!["client", &addr, "--psk-modes", modes];
+        args.extend_from_slice(&psk);
+        args.extend_from_slice(&["--json", &out_json]);
+        let o = run(&args);
+        assert_ok(&o);
+        let out = stdout(&o);
+        let described = format!("external PSK \"client1\", {mode}");
+        assert_eq!(summary_value(&out, "psk"), described, "{out}");
+        assert_eq!(summary_value(&out, "group"), group, "{out}");
+        assert_eq!(summary_value(&out, "signature scheme"), "none (resumed)");
+        assert!(!out.contains("certificate("), "no certificate:\n{out}");
+        // The server's page names the identity it took.
+        assert!(
+            out.contains(&format!("psk            {described}\n")),
+            "{out}"
+        );
+        let line = server.line_with(&format!("conn #{n} "));
+        assert!(
+            line.contains(&described) && line.ends_with("; ok"),
+            "{line}"
+        );
+        for (j, side) in [
+            (json(&t.path(&format!("c{n}.json"))), "client"),
+            (json(&t.path(&format!("jd/conn-{n:06}.json"))), "server"),
+        ] {
+            assert_eq!(j["side"], side);
+            assert_eq!(j["resumed"], true, "{j}");
+            assert_eq!(j["negotiated"]["psk_identity"], 0);
+            assert_eq!(j["psk"]["external"], true, "{side}: {}", j["psk"]);
+            assert_eq!(j["psk"]["identity"], "client1");
+            assert_eq!(j["psk"]["identity_hex"], "636c69656e7431");
+            assert_eq!(j["psk"]["mode"], mode);
+            assert_eq!(j["negotiated"]["group"].is_null(), mode == "psk_ke");
+        }
+    }
+}
+
+/// A resumption ticket is reported as such, also by a client that has an external PSK: the
+/// ticket is offered first, and the report tells the two apart.
+#[test]
+fn ticket_resumption_is_not_reported_as_external() {
+    let t = TempDir::new("psk-ticket");
+    let server = ServerGuard::start(&["--psk", PSK, "--psk-identity", "client1"]);
+    let addr = server.addr();
+    let psk = ["--psk", PSK, "--psk-identity", "client1"];
+    let (sess, report) = (t.s("s.json"), t.s("c.json"));
+    let mut args = vec!["client", &addr, "--sess-out", &sess];
+    args.extend_from_slice(&psk);
+    let o = run(&args);
+    assert_ok(&o);
+    let mut args = vec!["client", &addr, "--sess-in", &sess, "--json", &report];
+    args.extend_from_slice(&psk);
+    let o = run(&args);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "psk"), "resumption ticket, psk_dhe_ke");
+    assert!(
+        out.contains("psk            resumption ticket, psk_dhe_ke\n"),
+        "{out}"
+    );
+    let j = json(&t.path("c.json"));
+    assert_eq!(j["psk"]["external"], false, "{}", j["psk"]);
+    assert!(j["psk"]["identity_hex"].as_str().unwrap().len() > 64);
+    let line = server.line_with("conn #2 ");
+    assert!(line.contains(", resumed, "), "{line}");
+}
+
+/// `--psk-hash sha384` binds the PSK to TLS_AES_256_GCM_SHA384 (RFC 8446 §4.2.11); the server
+/// prefers its suite. With the same identity bound to SHA-256 the binder cannot verify. An
+/// identity the server does not know makes it fall back to its certificate, which a client
+/// without --cafile refuses rather than accepts.
+#[test]
+fn external_psk_sha384_and_no_silent_certificate_fallback() {
+    let t = TempDir::new("psk384");
+    let server = ServerGuard::start(&[
+        "--psk",
+        PSK,
+        "--psk-identity",
+        "client1",
+        "--psk-hash",
+        "sha384",
+        "--cert-out",
+        &t.s("cert.pem"),
+    ]);
+    let addr = server.addr();
+    let client = |extra: &[&str]| {
+        let mut args = vec!["client", &addr, "--psk", PSK, "--psk-identity"];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let o = client(&["client1", "--psk-hash", "sha384"]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(
+        summary_value(&out, "cipher suite"),
+        "TLS_AES_256_GCM_SHA384"
+    );
+    assert_eq!(
+        summary_value(&out, "psk"),
+        "external PSK \"client1\", psk_dhe_ke"
+    );
+    // The same identity bound to SHA-256: a 32-byte binder where the server computes 48.
+    let o = client(&["client1"]);
+    assert_fails(
+        &o,
+        5,
+        "tls13lab: handshake failed: received alert decrypt_error",
+    );
+    // Another identity: no PSK the server can use, so it authenticates with its certificate,
+    // and with no trust anchors that cannot succeed.
+    let o = client(&["client2", "--psk-hash", "sha384"]);
+    let line = assert_fails(&o, 5, "tls13lab: handshake failed: sent alert unknown_ca");
+    assert!(stdout(&o).contains("certificate("), "{line}");
+    // With the certificate trusted, the same fallback is an ordinary full handshake.
+    let o = client(&[
+        "client2",
+        "--cafile",
+        &t.s("cert.pem"),
+        "--sni",
+        "localhost",
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(summary_value(&out, "resumed"), "no");
+    assert!(!out.contains("\npsk "), "{out}");
+    assert!(out.contains("certificate_verify("), "{out}");
+}
+
+/// A wrong key: the binder does not verify, and RFC 8446 §4.2.11.2 makes that a decrypt_error
+/// ("If any binder does not validate, the server MUST abort the handshake").
+#[test]
+fn external_psk_wrong_key_is_decrypt_error() {
+    let server = ServerGuard::start(&["--psk", PSK, "--psk-identity", "client1"]);
+    let wrong = format!("ff{}", &PSK[2..]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--psk",
+        &wrong,
+        "--psk-identity",
+        "client1",
+    ]);
+    assert_fails(
+        &o,
+        5,
+        "tls13lab: handshake failed: received alert decrypt_error",
+    );
+    let line = server.line_with("conn #1 ");
+    assert!(line.contains("sent alert decrypt_error"), "{line}");
+}
+
+#[test]
+fn bad_psk_options_give_one_line_and_exit_2() {
+    for (args, want) in [
+        (
+            &["--psk", "0g", "--psk-identity", "a"][..],
+            "tls13lab: bad option: --psk: not hex",
+        ),
+        (
+            &["--psk", "012", "--psk-identity", "a"],
+            "tls13lab: bad option: --psk: not hex",
+        ),
+        (
+            &["--psk", "", "--psk-identity", "a"],
+            "tls13lab: bad option: --psk: empty key",
+        ),
+        (
+            &["--psk", "00", "--psk-identity", ""],
+            "tls13lab: bad option: invalid value '' for '--psk-identity <ID>': empty",
+        ),
+        (
+            &["--psk", "00"],
+            "tls13lab: bad option: the following required arguments were not provided: --psk-identity",
+        ),
+        (
+            &["--psk-identity", "a"],
+            "tls13lab: bad option: the following required arguments were not provided: --psk <HEX>",
+        ),
+        (
+            &["--psk", "00", "--psk-identity", "a", "--psk-hash", "md5"],
+            "tls13lab: bad option: invalid value 'md5' for '--psk-hash <HASH>'",
+        ),
+    ] {
+        for cmd in [&["client", "127.0.0.1:1"][..], &["server"]] {
+            let mut a = cmd.to_vec();
+            a.extend_from_slice(args);
+            let line = assert_fails(&run(&a), 2, want);
+            // The key is a secret: errors never repeat it.
+            assert!(!line.contains("0g") && !line.contains("012"), "{line}");
+        }
+    }
+}
+
+// --------------------------------------------------------------- supported_groups in EE
+
+/// RFC 8446 §4.2.7: our server lists its groups in EncryptedExtensions (`--ee-groups on`, the
+/// default); our client reports them after the handshake, in the server's order, and does not
+/// act on them (its key share stays its own).
+#[test]
+fn server_groups_from_encrypted_extensions() {
+    let t = TempDir::new("eegroups");
+    let server = ServerGuard::start(&["--groups", "P-256,x25519,X25519MLKEM768"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--json",
+        &t.s("c.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert_eq!(
+        summary_value(&out, "server groups"),
+        "secp256r1, x25519, X25519MLKEM768"
+    );
+    assert_eq!(summary_value(&out, "group"), "x25519");
+    assert_eq!(summary_value(&out, "hello retry"), "no");
+    let j = json(&t.path("c.json"));
+    assert_eq!(
+        j["server_groups"],
+        serde_json::json!(["secp256r1", "x25519", "X25519MLKEM768"])
+    );
+    let events: Vec<&str> = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    let at = |name: &str| events.iter().position(|e| *e == name);
+    assert!(
+        at("server_groups") > at("connected"),
+        "reported after: {events:?}"
+    );
+
+    let server = ServerGuard::start(&["--groups", "P-256,x25519", "--ee-groups", "off"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--json",
+        &t.s("off.json"),
+    ]);
+    assert_ok(&o);
+    assert!(!stdout(&o).contains("server groups"), "{}", stdout(&o));
+    assert!(json(&t.path("off.json"))["server_groups"].is_null());
+}
+
 // ------------------------------------------------------------------------------ the server
 
 #[test]

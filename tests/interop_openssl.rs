@@ -652,16 +652,22 @@ impl Fixture {
 
     /// s_server on a free port, with the common flags and `extra`.
     fn s_server(&self, peer: &Peer, naccept: u32, extra: &[&str]) -> (Proc, u16) {
+        let cert = ["-cert", &self.server_cert, "-key", &self.server_key];
+        self.spawn_s_server(peer, naccept, &[&cert, extra].concat())
+    }
+
+    /// s_server with `-nocert` (it authenticates with `-psk` only), the common flags and `extra`.
+    fn s_server_nocert(&self, peer: &Peer, naccept: u32, extra: &[&str]) -> (Proc, u16) {
+        self.spawn_s_server(peer, naccept, &[&["-nocert"], extra].concat())
+    }
+
+    fn spawn_s_server(&self, peer: &Peer, naccept: u32, extra: &[&str]) -> (Proc, u16) {
         let n = naccept.to_string();
         let mut args = vec![
             "s_server",
             "-accept",
             "127.0.0.1:0",
             "-tls1_3",
-            "-cert",
-            &self.server_cert,
-            "-key",
-            &self.server_key,
             "-naccept",
             &n,
             "-keymatexport",
@@ -2390,6 +2396,32 @@ fn cli_client_to_s_server(peer: &Peer) -> CellResult {
     Ok(rows.join("\n"))
 }
 
+/// The `tls13lab server --listen 127.0.0.1:0` in `srv`: the port of its `listening on` line.
+fn cli_server_port(srv: &Proc) -> u16 {
+    srv.line_starting("listening on 127.0.0.1:")
+        .trim_start_matches("listening on 127.0.0.1:")
+        .parse()
+        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()))
+}
+
+/// An s_client connection `n` to `tls13lab server --json-dir ledgers` (in `dir`) that must
+/// succeed: s_client exits once our server has answered and sent close_notify; the server then
+/// logs the connection and writes its ledger. s_client's output, the log line, the ledger.
+fn cli_server_done(
+    c: &mut Proc,
+    srv: &Proc,
+    dir: &Path,
+    n: usize,
+) -> (String, String, serde_json::Value) {
+    assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
+    let line = srv.line_starting(&format!("conn #{n} from "));
+    assert!(line.ends_with("; ok"), "{line}\n{}", srv.context());
+    let v = read_json(&dir.join(format!("ledgers/conn-{n:06}.json")));
+    assert_eq!(v["side"], "server", "{v}");
+    assert!(v["error"].is_null(), "{}", v["error"]);
+    (c.output(), line, v)
+}
+
 /// `openssl s_client -groups X25519MLKEM768` → `tls13lab server`: a full handshake saving the
 /// session (`-sess_out`), a resumption (`-sess_in`), and a resumption with `-early_data FILE`.
 /// The server answers each request with a page describing the connection and writes a JSON
@@ -2416,23 +2448,12 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
             "3",
         ],
     );
-    let port: u16 = srv
-        .line_starting("listening on 127.0.0.1:")
-        .trim_start_matches("listening on 127.0.0.1:")
-        .parse()
-        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
+    let port = cli_server_port(&srv);
     let group = ossl_group_line(peer, NamedGroup::X25519MLKEM768);
-    // s_client exits once our server has answered and sent close_notify; the server then logs
-    // the connection and writes its ledger.
     let finished = |c: &mut Proc, srv: &Proc, n: usize| -> (String, String, serde_json::Value) {
-        assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
-        let line = srv.line_starting(&format!("conn #{n} from "));
-        assert!(line.ends_with("; ok"), "{line}\n{}", srv.context());
-        let v = read_json(&f.dir.join(format!("ledgers/conn-{n:06}.json")));
-        assert_eq!(v["side"], "server", "{v}");
-        assert!(v["error"].is_null(), "{}", v["error"]);
+        let (out, line, v) = cli_server_done(c, srv, &f.dir, n);
         assert_eq!(v["negotiated"]["group"], "X25519MLKEM768", "{v}");
-        (c.output(), line, v)
+        (out, line, v)
     };
     let mut rows = Vec::new();
 
@@ -2543,6 +2564,235 @@ fn s_client_to_cli_server(peer: &Peer) -> CellResult {
     Ok(rows.join("\n"))
 }
 
+/// The external PSK of the command-line PSK cells (`-psk` / `--psk`) and its identity.
+const CLI_PSK: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+const CLI_PSK_ID: &str = "tls13lab-interop";
+
+/// The same key with another first byte: the binder computed with it cannot verify.
+fn wrong_psk() -> String {
+    format!("ff{}", &CLI_PSK[2..])
+}
+
+/// The ledger's `psk` object in one stable line.
+fn ledger_psk(v: &serde_json::Value) -> String {
+    let p = &v["psk"];
+    format!(
+        "psk external {}, identity {}, mode {}",
+        p["external"], p["identity"], p["mode"]
+    )
+}
+
+/// Whether the ledger's events include a fatal alert `description` going `direction`.
+fn ledger_has_alert(v: &serde_json::Value, direction: &str, description: &str) -> bool {
+    v["events"].as_array().into_iter().flatten().any(|e| {
+        e["event"] == "alert"
+            && e["level"] == "fatal"
+            && e["direction"] == direction
+            && e["description"] == description
+    })
+}
+
+/// `openssl s_client -psk HEX -psk_identity ID` → `tls13lab server --psk HEX --psk-identity ID
+/// --psk-modes ke,dhe` (issue 14): psk_dhe_ke (s_client offers only that), psk_ke (with
+/// `-allow_no_dhe_kex` it offers both, and the server prefers psk_ke), and a wrong key, whose
+/// binder fails: decrypt_error (RFC 8446 §4.2.11.2, §6.2).
+fn s_client_psk_to_cli_server(peer: &Peer) -> CellResult {
+    let f = fixture("3.5-cli-psk-server");
+    let mut srv = tls13lab(
+        &f.dir,
+        &[
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &f.server_cert,
+            "--key",
+            &f.server_key,
+            "--psk",
+            CLI_PSK,
+            "--psk-identity",
+            CLI_PSK_ID,
+            "--psk-modes",
+            "ke,dhe",
+            "--json-dir",
+            "ledgers",
+            "--naccept",
+            "3",
+        ],
+    );
+    let port = cli_server_port(&srv);
+    let psk = ["-psk", CLI_PSK, "-psk_identity", CLI_PSK_ID];
+    let mut rows = Vec::new();
+    for (n, extra, mode) in [
+        (1, &[][..], "psk_dhe_ke"),
+        (2, &["-allow_no_dhe_kex"][..], "psk_ke"),
+    ] {
+        let mut c = f.s_client(peer, port, &[&psk[..], extra].concat());
+        c.send_line(&format!("GET /{mode} HTTP/1.0\n"));
+        let (out, line, v) = cli_server_done(&mut c, &srv, &f.dir, n);
+        let described = format!("external PSK \"{CLI_PSK_ID}\", {mode}");
+        // s_client: a PSK handshake ("Reused"), no certificate; the group, or none for psk_ke.
+        let group = if mode == "psk_ke" {
+            "Negotiated TLS1.3 group: <NULL>".to_string()
+        } else {
+            ossl_group_line(peer, NamedGroup::X25519MLKEM768)
+        };
+        for needle in [
+            "Reused, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256",
+            "no peer certificate available",
+            group.as_str(),
+            "HTTP/1.0 200 OK\r\n",
+            &format!("psk            {described}\n"),
+        ] {
+            assert!(out.contains(needle), "no {needle:?}\n{}", c.context());
+        }
+        assert!(line.contains(&described), "{line}");
+        assert_eq!(v["resumed"], true, "{v}");
+        assert_eq!(v["psk"]["external"], true, "{}", v["psk"]);
+        assert_eq!(v["psk"]["identity"], CLI_PSK_ID);
+        assert_eq!(v["psk"]["mode"], mode);
+        assert!(!ledger_has_message(&v, "certificate"), "{v}");
+        if mode == "psk_ke" {
+            assert!(v["negotiated"]["group"].is_null(), "{v}");
+            assert_eq!(v["key_shares"], serde_json::json!([]), "no key exchange");
+        } else {
+            assert_eq!(v["negotiated"]["group"], "X25519MLKEM768", "{v}");
+        }
+        rows.push(format!(
+            "`Reused, TLSv1.3`, `no peer certificate available`, `{group}`, our page; ledger: {}",
+            ledger_psk(&v)
+        ));
+    }
+
+    // A wrong key: our server checks the binder and refuses with decrypt_error (alert 51).
+    let wrong = wrong_psk();
+    let mut c = f.s_client(peer, port, &["-psk", &wrong, "-psk_identity", CLI_PSK_ID]);
+    assert_ne!(c.exit_code(), Some(0), "{}", c.context());
+    c.assert_has("SSL alert number 51");
+    let line = srv.line_starting("conn #3 from ");
+    assert!(line.contains("sent alert decrypt_error"), "{line}");
+    let v = read_json(&f.dir.join("ledgers/conn-000003.json"));
+    assert!(v["negotiated"].is_null(), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("decrypt_error")),
+        "{v}"
+    );
+    assert!(
+        ledger_has_alert(&v, "server_to_client", "decrypt_error"),
+        "{v}"
+    );
+    assert_eq!(srv.exit_code(), Some(0), "--naccept 3\n{}", srv.context());
+    rows.push(
+        "s_client: `SSL alert number 51`; ours: sent alert decrypt_error (bad binder), no handshake"
+            .into(),
+    );
+    Ok(rows.join("\n"))
+}
+
+/// `tls13lab client --psk HEX --psk-identity ID` (no --cafile, no --insecure) → `openssl s_server
+/// -psk HEX -psk_identity ID -nocert -allow_no_dhe_kex -groups X25519MLKEM768:x25519` (issue 14):
+/// psk_dhe_ke, psk_ke (`--psk-modes ke`), and a wrong key (decrypt_error). With psk_dhe_ke over
+/// x25519, not its first group, s_server lists its groups in EncryptedExtensions (RFC 8446
+/// §4.2.7), and our client reports exactly that list.
+fn cli_client_psk_to_s_server(peer: &Peer) -> CellResult {
+    let f = fixture("3.5-cli-psk-client");
+    let (mut s, port) = f.s_server_nocert(
+        peer,
+        3,
+        &[
+            "-psk",
+            CLI_PSK,
+            "-psk_identity",
+            CLI_PSK_ID,
+            "-allow_no_dhe_kex",
+            "-groups",
+            "X25519MLKEM768:x25519",
+        ],
+    );
+    let target = format!("127.0.0.1:{port}");
+    let client = |key: &str, extra: &[&str]| {
+        let mut args = vec![
+            "client",
+            &target,
+            "--psk",
+            key,
+            "--psk-identity",
+            CLI_PSK_ID,
+            "--linger",
+            "300",
+        ];
+        args.extend_from_slice(extra);
+        tls13lab(&f.dir, &args)
+    };
+    let mut rows = Vec::new();
+    for (n, modes, mode) in [(1, "dhe", "psk_dhe_ke"), (2, "ke", "psk_ke")] {
+        let json = format!("{mode}.json");
+        let request = format!(r"GET /{mode} HTTP/1.0\r\n\r\n");
+        let mut c = client(
+            CLI_PSK,
+            &["--psk-modes", modes, "--json", &json, "--request", &request],
+        );
+        s.wait_for_from(&format!("GET /{mode} HTTP/1.0"), &mut c);
+        s.send_line(&format!("HTTP/1.0 200 OK from-openssl-{mode}"));
+        let (out, v) = client_done(&mut c, &f.dir.join(&json));
+        s.wait_count("Reused session-id", n);
+        let described = format!("external PSK \"{CLI_PSK_ID}\", {mode}");
+        assert!(
+            out.contains(&format!("psk                {described}\n")),
+            "{out}"
+        );
+        assert!(out.contains("from-openssl-"), "{out}");
+        assert_eq!(v["resumed"], true, "{v}");
+        assert_eq!(v["psk"]["external"], true, "{}", v["psk"]);
+        assert_eq!(v["psk"]["identity"], CLI_PSK_ID);
+        assert_eq!(v["psk"]["mode"], mode);
+        assert!(!ledger_has_message(&v, "certificate"), "{v}");
+        if mode == "psk_ke" {
+            assert!(v["negotiated"]["group"].is_null(), "{v}");
+            // No key exchange, so no group was negotiated, and s_server lists none.
+            assert!(v["server_groups"].is_null(), "{v}");
+            rows.push(format!(
+                "`Reused session-id`; ours: {}, group null",
+                ledger_psk(&v)
+            ));
+        } else {
+            assert_eq!(v["negotiated"]["group"], "x25519", "{v}");
+            assert_eq!(
+                v["server_groups"],
+                serde_json::json!(["X25519MLKEM768", "x25519"]),
+                "s_server's -groups, in its order: {v}"
+            );
+            assert!(
+                out.contains("server groups      X25519MLKEM768, x25519\n"),
+                "{out}"
+            );
+            rows.push(format!(
+                "`Reused session-id`; ours: {}, group x25519, server_groups [X25519MLKEM768, x25519] = s_server's -groups",
+                ledger_psk(&v)
+            ));
+        }
+    }
+
+    // A wrong key: s_server's binder check fails and it sends decrypt_error.
+    let mut c = client(&wrong_psk(), &["--json", "wrong.json"]);
+    assert_eq!(c.exit_code(), Some(5), "{}", c.context());
+    c.assert_has("tls13lab: handshake failed: received alert decrypt_error");
+    s.wait_for("binder does not verify");
+    let v = read_json(&f.dir.join("wrong.json"));
+    assert!(v["negotiated"].is_null(), "{v}");
+    assert!(
+        ledger_has_alert(&v, "server_to_client", "decrypt_error"),
+        "{v}"
+    );
+    s.wait_exit(); // -naccept 3
+    rows.push(
+        "s_server: `binder does not verify`; ours: received alert decrypt_error, exit 5".into(),
+    );
+    Ok(rows.join("\n"))
+}
+
 /// Issue 5: the `tls13lab` binary, not the library, against OpenSSL 3.5 with X25519MLKEM768 —
 /// full, resumed and 0-RTT connections in both roles. Its table is a generated section of
 /// docs/interop.md.
@@ -2565,6 +2815,24 @@ fn cli_binary_against_openssl() {
                 "`s_client -groups X25519MLKEM768 -sess_out` → `tls13lab server --json-dir`",
                 "`s_client … -sess_in` → the same server",
                 "`s_client … -sess_in -early_data FILE` → the same server (`--early-data 16384`)",
+            ],
+        ),
+        (
+            "openssl-3.5 cli: s_client -psk → tls13lab server --psk",
+            s_client_psk_to_cli_server,
+            [
+                "`s_client -psk HEX -psk_identity ID` → `tls13lab server --psk HEX --psk-identity ID --psk-modes ke,dhe --json-dir`",
+                "`s_client … -allow_no_dhe_kex` → the same server",
+                "`s_client -psk WRONG …` → the same server",
+            ],
+        ),
+        (
+            "openssl-3.5 cli: tls13lab client --psk → s_server -psk -nocert",
+            cli_client_psk_to_s_server,
+            [
+                "`tls13lab client --psk HEX --psk-identity ID` (no `--cafile`) → `s_server -psk HEX -psk_identity ID -nocert -allow_no_dhe_kex -groups X25519MLKEM768:x25519`",
+                "`tls13lab client … --psk-modes ke` → the same s_server",
+                "`tls13lab client --psk WRONG …` → the same s_server",
             ],
         ),
     ];

@@ -12,7 +12,7 @@ use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
     bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
-    write_file, Bytes, Failure, KeyLog, Offer, Output, Report,
+    write_file, Bytes, Failure, KeyLog, Offer, Output, PskArgs, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -27,6 +27,8 @@ pub struct ClientArgs {
     pub target: String,
     #[command(flatten)]
     pub offer: Offer,
+    #[command(flatten)]
+    pub psk: PskArgs,
     /// server_name to send and to check in the certificate [default: HOST unless it is an IP address].
     #[arg(long, value_name = "NAME", conflicts_with = "no_sni")]
     pub sni: Option<String>,
@@ -106,6 +108,9 @@ fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
     };
     c.verification = match (&a.cafile, a.insecure) {
         (Some(f), _) => ServerVerification::Roots(load_certs(f)?),
+        // An external PSK authenticates the server without a certificate (RFC 8446 §2.2); one
+        // that falls back to a certificate is verified as ever, against no anchors: it fails.
+        (None, false) if a.psk.psk.is_some() => ServerVerification::Roots(Vec::new()),
         (None, true) => ServerVerification::AcceptAny,
         (None, false) => {
             return Err(Failure::BadOption(
@@ -116,6 +121,7 @@ fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
     if let (Some(cert), Some(key)) = (&a.cert, &a.key) {
         c.client_cert = Some(load_certified_key(cert, key)?);
     }
+    c.external_psks = a.psk.external()?.into_iter().collect();
     Ok(c)
 }
 
@@ -123,6 +129,11 @@ fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
 pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let (host, port) = host_port(&a.target)?;
     let config = build_config(&a, &host)?;
+    let external: Vec<Vec<u8>> = config
+        .external_psks
+        .iter()
+        .map(|p| p.identity.clone())
+        .collect();
     let tickets = match &a.sess_in {
         Some(p) => TicketStore::from_json(&read_text(p)?)
             .map_err(|e| Failure::file(p, format!("not a session file: {e}")))?,
@@ -162,7 +173,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
     );
 
     let l = ledger(&events, started);
-    emit(&printout(&l, &events));
+    emit(&printout(&l, &events, &external));
     if let Some(path) = &a.sess_out {
         let store = d.ep.tickets();
         write_file(path, format!("{}\n", store.to_json()).as_bytes())?;
@@ -195,6 +206,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
             events: &events,
             show_secrets: a.out.show_secrets,
             error: result.as_ref().err().map(|f| f.to_string()),
+            external_psks: &external,
         }
         .write(path)?;
     }

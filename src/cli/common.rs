@@ -7,14 +7,16 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tls13lab::config::{AntiReplay, CertifiedKey, TicketMode};
+use tls13lab::config::{AntiReplay, CertifiedKey, ExternalPsk, TicketMode};
+use tls13lab::crypto::aead::suite_params;
 use tls13lab::crypto::cert::certs_from_pem;
+use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, EarlyDataStatus, Event, SecretEvent, Side};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CipherSuite, DecodeContext, Extension, HandshakeMessage, HandshakePayload, HandshakeType,
-    NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CipherSuite, DecodeContext, Extension, ExtensionType, HandshakeMessage, HandshakePayload,
+    HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
 use tls13lab::Error;
@@ -112,7 +114,7 @@ pub struct Offer {
     /// ALPN protocols to offer, comma-separated (e.g. h2,http/1.1).
     #[arg(long, value_name = "LIST", value_parser = alpn)]
     pub alpn: Option<List<Vec<u8>>>,
-    /// psk_key_exchange_modes to offer when resuming: dhe, ke or both.
+    /// psk_key_exchange_modes to offer with a PSK (a ticket, or an external one): dhe (psk_dhe_ke), ke (psk_ke) or both [default: dhe].
     #[arg(long, value_name = "LIST", value_parser = psk_modes)]
     pub psk_modes: Option<List<PskKeyExchangeMode>>,
     /// Middlebox compatibility mode (RFC 8446 §D.4): 32-byte legacy_session_id and a dummy CCS.
@@ -190,6 +192,107 @@ impl Offer {
             s.alpn = x.0.clone();
         }
         s.padding = client.padding;
+    }
+}
+
+/// An external PSK (RFC 8446 §4.2.11), given as `openssl s_client/s_server -psk HEX
+/// -psk_identity ID` take it (shared by `client` and `server`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PskArgs {
+    /// An external PSK, in hex (as `openssl -psk`): the client offers it, the server accepts it; a certificate is used only if the peer does not take it. Needs --psk-identity.
+    #[arg(long, value_name = "HEX", value_parser = psk_hex, requires = "psk_identity")]
+    pub psk: Option<PskHex>,
+    /// The external PSK's identity, as text (as `openssl -psk_identity`).
+    #[arg(long, value_name = "ID", value_parser = psk_identity, requires = "psk")]
+    pub psk_identity: Option<String>,
+    /// The hash the PSK is bound to, sha256 or sha384: only suites with that hash can use it (RFC 8446 §4.2.11), and `tls13lab server` prefers them [default: sha256].
+    #[arg(long, value_name = "HASH", value_parser = psk_hash, requires = "psk")]
+    pub psk_hash: Option<HashAlg>,
+}
+
+/// The key given to `--psk`, still as typed: checked by [`PskArgs::external`], whose error does
+/// not repeat it (clap's would). `Debug` does not show it either.
+#[derive(Clone)]
+pub struct PskHex(String);
+
+impl fmt::Debug for PskHex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PskHex(<{} characters>)", self.0.len())
+    }
+}
+
+/// `--psk` value parser: kept as typed, checked later.
+fn psk_hex(s: &str) -> Result<PskHex, String> {
+    Ok(PskHex(s.to_string()))
+}
+
+/// `--psk-identity` value parser: 1 to 65535 bytes (`opaque identity<1..2^16-1>`, §4.2.11).
+fn psk_identity(s: &str) -> Result<String, String> {
+    match s.len() {
+        0 => Err("empty: a PSK identity is 1 to 65535 bytes".into()),
+        1..=65535 => Ok(s.to_string()),
+        n => Err(format!("{n} bytes: a PSK identity is at most 65535")),
+    }
+}
+
+/// `--psk-hash` value parser.
+fn psk_hash(s: &str) -> Result<HashAlg, String> {
+    match norm(s).as_str() {
+        "sha256" => Ok(HashAlg::Sha256),
+        "sha384" => Ok(HashAlg::Sha384),
+        _ => Err(format!("expected sha256 or sha384, got '{s}'")),
+    }
+}
+
+impl PskArgs {
+    /// The PSK as the library takes it, `None` without `--psk`. It is bound to the first TLS 1.3
+    /// suite of its hash; any suite with that hash can use it (§4.2.11), as with OpenSSL, whose
+    /// `-psk` is bound to SHA-256.
+    pub fn external(&self) -> Result<Option<ExternalPsk>, Failure> {
+        let (Some(PskHex(hex)), Some(identity)) = (&self.psk, &self.psk_identity) else {
+            return Ok(None);
+        };
+        let key = unhex(hex).ok_or_else(|| {
+            Failure::BadOption(
+                "--psk: not hex (an even number of digits 0-9, a-f, as openssl -psk takes it)"
+                    .into(),
+            )
+        })?;
+        if key.is_empty() {
+            return Err(Failure::BadOption("--psk: empty key".into()));
+        }
+        let suite = match self.psk_hash.unwrap_or(HashAlg::Sha256) {
+            HashAlg::Sha384 => CipherSuite::TLS_AES_256_GCM_SHA384,
+            _ => CipherSuite::TLS_AES_128_GCM_SHA256,
+        };
+        Ok(Some(ExternalPsk {
+            identity: identity.as_bytes().to_vec(),
+            key,
+            suite,
+        }))
+    }
+}
+
+/// Hex digits (either case) as bytes; `None` for anything else or an odd count.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let digits = s.as_bytes();
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|p| {
+            let digit = |c: u8| (c as char).to_digit(16);
+            Some((digit(p[0])? * 16 + digit(p[1])?) as u8)
+        })
+        .collect()
+}
+
+/// Whether two suites this crate implements use the same hash (a PSK is bound to one, §4.2.11).
+pub fn same_hash(a: CipherSuite, b: CipherSuite) -> bool {
+    match (suite_params(a), suite_params(b)) {
+        (Some(a), Some(b)) => a.hash == b.hash,
+        _ => false,
     }
 }
 
@@ -685,6 +788,8 @@ pub struct HelloView {
     pub group: Option<NamedGroup>,
     /// Whether the ServerHello selected a PSK.
     pub resumed: bool,
+    /// Which of the offered PSK identities it selected.
+    pub psk_index: Option<u16>,
     /// Whether a HelloRetryRequest was sent.
     pub hello_retry: bool,
 }
@@ -712,13 +817,106 @@ impl HelloView {
             for x in &sh.extensions {
                 match x {
                     Extension::KeyShareServer(k) => v.group = Some(k.group),
-                    Extension::PreSharedKeyServer(_) => v.resumed = true,
+                    Extension::PreSharedKeyServer(i) => {
+                        v.resumed = true;
+                        v.psk_index = Some(*i);
+                    }
                     _ => {}
                 }
             }
         }
         v
     }
+}
+
+/// The PSK a connection used. The library's `Negotiated` says that one was used, its index
+/// among the offered identities and (`psk_mode`) how; the identity itself is read from the last
+/// ClientHello in the events, which both sides have. Whether it is an external PSK or a ticket
+/// depends on the configuration: external if it is one of `external`, the identities of the
+/// configured external PSKs. A server never tries an identity it has as an external PSK as a
+/// ticket, so for the server this is exact; for the client, a ticket equal to its external
+/// identity would be counted as external.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PskUse {
+    /// The identity the server selected, as offered.
+    pub identity: Vec<u8>,
+    /// Whether it is one of the configured external PSKs (else a resumption ticket).
+    pub external: bool,
+    /// psk_ke (no key exchange) or psk_dhe_ke (§4.2.9).
+    pub mode: PskKeyExchangeMode,
+}
+
+impl PskUse {
+    /// Read it out of `events`: `None` if no PSK was selected (or the ServerHello or the
+    /// ClientHello are not among the events).
+    pub fn from_events(events: &[Event], external: &[Vec<u8>]) -> Option<PskUse> {
+        let hello = HelloView::from_events(events);
+        let index = usize::from(hello.psk_index?);
+        let identity = events.iter().rev().find_map(|e| {
+            let Event::Handshake(h) = e else { return None };
+            if h.typ != HandshakeType::ClientHello {
+                return None;
+            }
+            let m = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 0 }).ok()?;
+            let HandshakePayload::ClientHello(ch) = m.payload else {
+                return None;
+            };
+            match ch.find(ExtensionType::PreSharedKey) {
+                Some(Extension::PreSharedKeyClient(offer)) => {
+                    offer.identities.get(index).map(|i| i.identity.clone())
+                }
+                _ => None,
+            }
+        })?;
+        let negotiated = events.iter().find_map(|e| match e {
+            Event::Connected(n) => Some(n),
+            _ => None,
+        });
+        // Before the handshake completes (a server answering 0-RTT data) the ServerHello says
+        // the same: a key_share beside the PSK is psk_dhe_ke.
+        let mode = match negotiated.and_then(|n| n.psk_mode()) {
+            Some(m) => m,
+            None if hello.group.is_some() => PskKeyExchangeMode::PskDheKe,
+            None => PskKeyExchangeMode::PskKe,
+        };
+        Some(PskUse {
+            external: external.contains(&identity),
+            identity,
+            mode,
+        })
+    }
+
+    /// In words: `external PSK "ID", psk_ke` or `resumption ticket, psk_dhe_ke`.
+    pub fn describe(&self) -> String {
+        if self.external {
+            format!(
+                "external PSK \"{}\", {}",
+                self.identity.escape_ascii(),
+                self.mode
+            )
+        } else {
+            format!("resumption ticket, {}", self.mode)
+        }
+    }
+
+    /// As JSON: `{identity, identity_hex, external, mode}`; `identity` is the text when it is
+    /// UTF-8 (external identities are), else null.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "identity": std::str::from_utf8(&self.identity).ok(),
+            "identity_hex": tls13lab::events::hex(&self.identity),
+            "external": self.external,
+            "mode": self.mode,
+        })
+    }
+}
+
+/// The server's supported_groups as the client recorded them after the handshake (§4.2.7).
+pub fn server_groups(events: &[Event]) -> Option<&[NamedGroup]> {
+    events.iter().find_map(|e| match e {
+        Event::ServerGroups { groups } => Some(groups.as_slice()),
+        _ => None,
+    })
 }
 
 /// Application bytes in `events` (early data first, as it arrived).
@@ -753,7 +951,8 @@ pub fn early_text(s: Option<EarlyDataStatus>) -> &'static str {
 }
 
 /// What the client and the demo print: the ledger table, the response, the summary.
-pub fn printout(ledger: &Ledger, events: &[Event]) -> String {
+/// `external` names the configured external PSKs (see [`PskUse`]).
+pub fn printout(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> String {
     let (_, response) = app_bytes(events);
     let text = String::from_utf8_lossy(&response);
     let mut s = ledger.table();
@@ -762,7 +961,7 @@ pub fn printout(ledger: &Ledger, events: &[Event]) -> String {
         s.push('\n');
     }
     s.push_str("--- summary\n");
-    s.push_str(&summary(ledger, events));
+    s.push_str(&summary(ledger, events, external));
     s
 }
 
@@ -773,7 +972,7 @@ pub fn emit(s: &str) {
 }
 
 /// The summary printed after the ledger and the response.
-pub fn summary(ledger: &Ledger, events: &[Event]) -> String {
+pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> String {
     let mut s = String::new();
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<18} {v}\n"));
     match &ledger.negotiated {
@@ -799,9 +998,16 @@ pub fn summary(ledger: &Ledger, events: &[Event]) -> String {
                     _ => yes_no(n.resumed).into(),
                 },
             );
+            if let Some(p) = PskUse::from_events(events, external) {
+                line("psk", p.describe());
+            }
             line("early data", early_text(Some(n.early_data)).into());
             line("hello retry", yes_no(n.hello_retry).into());
             line("alpn", n.alpn.clone().unwrap_or_else(|| "none".into()));
+            if let Some(g) = server_groups(events) {
+                let names: Vec<String> = g.iter().map(|g| g.to_string()).collect();
+                line("server groups", names.join(", "));
+            }
         }
         None => line("handshake", "not completed".into()),
     }
@@ -853,6 +1059,8 @@ pub struct Report<'a> {
     pub show_secrets: bool,
     /// The one-line failure, if the connection failed.
     pub error: Option<String>,
+    /// The identities of the configured external PSKs (see [`PskUse`]).
+    pub external_psks: &'a [Vec<u8>],
 }
 
 /// Version of the JSON layout; bumped on incompatible changes.
@@ -925,6 +1133,8 @@ impl Report<'_> {
             "resumed": n.map(|n| n.resumed),
             "early_data": n.map(|n| n.early_data),
             "hello_retry": n.map(|n| n.hello_retry),
+            "psk": PskUse::from_events(self.events, self.external_psks).map(|p| p.to_json()),
+            "server_groups": server_groups(self.events),
             "round_trips_to_first_response": l.round_trips_to_first_response(),
             "totals": l.totals,
             "records": l.records,
@@ -1013,6 +1223,52 @@ mod tests {
                 PskKeyExchangeMode::PskKe
             ])
         );
+    }
+
+    #[test]
+    fn psk_options_parse() {
+        let args = |hex: &str, hash: Option<HashAlg>| PskArgs {
+            psk: Some(psk_hex(hex).unwrap()),
+            psk_identity: Some("id".into()),
+            psk_hash: hash,
+        };
+        let p = args("00aAfF", None).external().unwrap().unwrap();
+        assert_eq!(p.key, [0x00, 0xaa, 0xff]);
+        assert_eq!(p.identity, b"id");
+        assert_eq!(
+            p.suite,
+            CipherSuite::TLS_AES_128_GCM_SHA256,
+            "SHA-256 by default"
+        );
+        let p = args("01", Some(HashAlg::Sha384))
+            .external()
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.suite, CipherSuite::TLS_AES_256_GCM_SHA384);
+        for bad in ["0", "0g", "0x01", " 01", ""] {
+            let e = args(bad, None).external().unwrap_err().to_string();
+            assert!(e.starts_with("bad option: --psk: "), "{bad:?}: {e}");
+        }
+        assert!(format!("{:?}", psk_hex("secret").unwrap()).contains("6 characters"));
+        assert!(PskArgs::default().external().unwrap().is_none());
+        assert!(psk_identity("").is_err());
+        assert!(psk_identity(&"x".repeat(65_535)).is_ok());
+        assert!(psk_identity(&"x".repeat(65_536)).is_err());
+        assert_eq!(psk_hash("SHA-384"), Ok(HashAlg::Sha384));
+        assert!(psk_hash("sha512").is_err());
+        use CipherSuite as C;
+        assert!(same_hash(
+            C::TLS_AES_128_GCM_SHA256,
+            C::TLS_CHACHA20_POLY1305_SHA256
+        ));
+        assert!(!same_hash(
+            C::TLS_AES_128_GCM_SHA256,
+            C::TLS_AES_256_GCM_SHA384
+        ));
+        assert!(!same_hash(
+            C::TLS_AES_128_CCM_SHA256,
+            C::TLS_AES_128_CCM_SHA256
+        ));
     }
 
     #[test]

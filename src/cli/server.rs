@@ -12,12 +12,13 @@ use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{EarlyDataStatus, Event, Side};
-use tls13lab::messages::{CipherSuite, NamedGroup, SignatureScheme};
+use tls13lab::messages::{CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme};
 use tls13lab::{Server, ServerConfig};
 
 use super::common::{
-    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, padding, sigalgs, suites,
-    write_file, Failure, HelloView, KeyLog, List, Policy, Report,
+    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, on_off, padding, psk_modes,
+    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
+    PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -48,6 +49,14 @@ pub struct ServerArgs {
     /// ALPN protocols the server speaks, in preference order.
     #[arg(long, value_name = "LIST", value_parser = alpn)]
     pub alpn: Option<List<Vec<u8>>>,
+    /// List our groups in EncryptedExtensions (RFC 8446 §4.2.7), for the client to choose its key shares by next time.
+    #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
+    pub ee_groups: bool,
+    #[command(flatten)]
+    pub psk: PskArgs,
+    /// PSK key exchange modes accepted, for tickets and --psk, in preference order: dhe (psk_dhe_ke), ke (psk_ke) or both [default: dhe,ke].
+    #[arg(long, value_name = "LIST", value_parser = psk_modes)]
+    pub psk_modes: Option<List<PskKeyExchangeMode>>,
     /// max_early_data_size advertised in tickets; 0 refuses 0-RTT [default: 16384].
     #[arg(long, value_name = "MAX")]
     pub early_data: Option<u32>,
@@ -97,6 +106,8 @@ pub struct ServerArgs {
 /// What every connection thread shares.
 struct Shared {
     config: Arc<ServerConfig>,
+    /// The identities of the external PSKs, to tell them from tickets in reports.
+    external: Vec<Vec<u8>>,
     keylog: Mutex<KeyLog>,
     echo: bool,
     timeout: Duration,
@@ -165,6 +176,11 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
         max: a.max_connections.max(1),
     });
     let shared = Arc::new(Shared {
+        external: config
+            .external_psks
+            .iter()
+            .map(|p| p.identity.clone())
+            .collect(),
         config: Arc::new(config),
         keylog: Mutex::new(keylog),
         echo: a.echo,
@@ -234,6 +250,20 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
     if let Some(n) = a.padding {
         s.padding = padding(n);
     }
+    s.send_supported_groups = a.ee_groups;
+    if let Some(m) = &a.psk_modes {
+        s.psk_modes = m.0.clone();
+    }
+    if let Some(psk) = a.psk.external()? {
+        if a.suites.is_none() {
+            // The library chooses the suite before it looks at the PSKs, and a PSK needs a
+            // suite of its hash (RFC 8446 §4.2.11): with that hash's suites first, a SHA-384 PSK
+            // is not passed over for TLS_AES_128_GCM_SHA256. s_server -psk does the same
+            // for its SHA-256 PSK.
+            s.cipher_suites.sort_by_key(|c| !same_hash(*c, psk.suite));
+        }
+        s.external_psks = vec![psk];
+    }
     let asks = a.policy.request_client_cert || a.policy.require_client_cert;
     let roots = match &a.client_ca {
         Some(_) if !asks => {
@@ -288,10 +318,10 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             neg.version,
             neg.suite,
             neg.group.map_or("psk_ke".into(), |g| g.to_string()),
-            if neg.resumed {
-                "resumed"
-            } else {
-                "full handshake"
+            match PskUse::from_events(&events, &sh.external) {
+                Some(p) if p.external => p.describe(),
+                _ if neg.resumed => "resumed".into(),
+                _ => "full handshake".into(),
             },
             super::common::early_text(Some(neg.early_data)),
         ),
@@ -331,6 +361,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             events: &events,
             show_secrets: sh.show_secrets,
             error: result.err().map(|f| f.to_string()),
+            external_psks: &sh.external,
         };
         if let Err(f) = report.write(&dir.join(format!("conn-{n:06}.json"))) {
             eprintln!("tls13lab: {f}");
@@ -449,7 +480,8 @@ fn drive(
                     || received.len() >= MAX_REQUEST
                     || ((peer_closed || eof) && !received.is_empty());
                 if complete {
-                    let body = page(&format!("connection #{n} from {peer_s}"), &events);
+                    let title = format!("connection #{n} from {peer_s}");
+                    let body = page(&title, &events, &sh.external);
                     if d.ep.send(&http_ok(&body)).is_ok() {
                         responded = true;
                     }
@@ -503,8 +535,8 @@ pub fn http_ok(body: &str) -> Vec<u8> {
 
 /// The page describing a connection from the server's events so far. The server may answer a
 /// 0-RTT request before the client's Finished, so it reads the ServerHello when the handshake
-/// is not complete yet.
-pub fn page(title: &str, events: &[Event]) -> String {
+/// is not complete yet. `external` names the configured external PSKs.
+pub fn page(title: &str, events: &[Event], external: &[Vec<u8>]) -> String {
     let l = ledger(events, 0);
     let hello = HelloView::from_events(events);
     let (early, app) = app_bytes(events);
@@ -533,6 +565,9 @@ pub fn page(title: &str, events: &[Event]) -> String {
         group.map_or("none (psk_ke)".into(), |g| g.to_string()),
     );
     line("resumed", if resumed { "yes" } else { "no" }.into());
+    if let Some(p) = PskUse::from_events(events, external) {
+        line("psk", p.describe());
+    }
     line("hello retry", if hrr { "yes" } else { "no" }.into());
     let early_text = match early_status {
         Some(EarlyDataStatus::Accepted) => {
