@@ -2455,6 +2455,23 @@ fn doc_block(dir: &Path, name: &str) -> String {
             std::fs::write(dir.join("zero-rtt.pcapng"), &w.bytes).unwrap();
             cmd("dissect zero-rtt.pcapng")
         }
+        "instruments-dissect-json" => {
+            tls13lab_in(dir, &["demo", "--once", "--alpn", "h2", "--pcap", "alpn.pcapng"]);
+            let args = ["dissect", "alpn.pcapng", "--no-embedded-keys", "--json"];
+            let out = Command::new(BIN)
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            format!(
+                "```text\n$ tls13lab demo --once --alpn h2 --pcap alpn.pcapng > /dev/null\n\
+                 $ tls13lab {}   # .connections[0].negotiated\n```\n```json\n{}\n```\n",
+                args.join(" "),
+                serde_json::to_string_pretty(&v["connections"][0]["negotiated"]).unwrap()
+            )
+        }
         "instruments-dissect-help" => cmd("dissect --help"),
         other => panic!("unknown generated block {other}"),
     }

@@ -1,7 +1,7 @@
 //! Dissect a captured TLS 1.3 connection: the two byte streams (from a pcap/pcapng file via
 //! [`crate::lab::pcap::read_capture`], or two raw files) plus an NSS key log become records,
-//! decrypted records, handshake messages, application data, a [`Ledger`] and Finished checks —
-//! the view the endpoints had, rebuilt from the outside.
+//! decrypted records, handshake messages, application data, a [`Ledger`], Finished checks and
+//! what was negotiated ([`Negotiation`]) — the view the endpoints had, rebuilt from the outside.
 //!
 //! Decryption follows each direction's epochs in order (RFC 8446 §7): client → server early
 //! (if 0-RTT was offered), handshake, application 0, 1, …; server → client handshake,
