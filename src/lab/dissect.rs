@@ -814,57 +814,56 @@ pub fn early_data_text(s: EarlyDataStatus) -> &'static str {
 /// The summary lines of what was negotiated: what `tls13lab client` prints after its ledger and
 /// `tls13lab dissect` after its checks, so the two read the same.
 pub fn summary_lines(n: &Negotiation) -> String {
-    let yes_no = |b: bool| if b { "yes" } else { "no" };
-    let seen = |s: &Seen<String>| match s {
-        Seen::Known(v) => v.clone(),
-        Seen::Unknown(why) => format!("unknown ({why})"),
-    };
-    let map = |s: &Seen<Option<SignatureScheme>>, none: &str| -> Option<Seen<String>> {
+    // A known value in words (`None`: no line), or why it is not known.
+    fn text<T>(s: &Seen<T>, words: impl Fn(&T) -> Option<String>) -> Option<String> {
         match s {
-            Seen::Known(Some(x)) => Some(Seen::Known(x.to_string())),
-            Seen::Known(None) if none.is_empty() => None,
-            Seen::Known(None) => Some(Seen::Known(none.to_string())),
-            Seen::Unknown(w) => Some(Seen::Unknown(w.clone())),
+            Seen::Known(v) => words(v),
+            Seen::Unknown(why) => Some(format!("unknown ({why})")),
+        }
+    }
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let mut s = String::new();
+    let mut line = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            s.push_str(&summary_line(k, &v));
         }
     };
-    let mut s = String::new();
-    let mut line = |k: &str, v: String| s.push_str(&summary_line(k, &v));
-    line("version", n.version.to_string());
-    line("cipher suite", n.suite.to_string());
+    line("version", Some(n.version.to_string()));
+    line("cipher suite", Some(n.suite.to_string()));
     line(
         "group",
-        n.group.map_or("none (psk_ke)".into(), |g| g.to_string()),
+        Some(n.group.map_or("none (psk_ke)".into(), |g| g.to_string())),
     );
     let none = if n.resumed { "none (resumed)" } else { "none" };
-    if let Some(v) = map(&n.signature_scheme, none) {
-        line("signature scheme", seen(&v));
-    }
+    line(
+        "signature scheme",
+        text(&n.signature_scheme, |x| {
+            Some(x.map_or(none.into(), |x| x.to_string()))
+        }),
+    );
     // Only a client that authenticated (or might have) gets a line, as in the client's summary.
-    if let Some(v) = map(&n.client_signature_scheme, "") {
-        line("client signature", seen(&v));
-    }
+    line(
+        "client signature",
+        text(&n.client_signature_scheme, |x| x.map(|x| x.to_string())),
+    );
     line(
         "resumed",
-        match (n.psk_identity, n.psk_mode) {
+        Some(match (n.psk_identity, n.psk_mode) {
             (Some(i), Some(m)) if n.resumed => format!("yes (PSK identity {i}, {m})"),
             (Some(i), None) if n.resumed => format!("yes (PSK identity {i})"),
             _ => yes_no(n.resumed).into(),
-        },
+        }),
     );
     line(
         "early data",
-        match &n.early_data {
-            Seen::Known(e) => early_data_text(*e).into(),
-            Seen::Unknown(w) => format!("unknown ({w})"),
-        },
+        text(&n.early_data, |e| Some(early_data_text(*e).into())),
     );
-    line("hello retry", yes_no(n.hello_retry).into());
+    line("hello retry", Some(yes_no(n.hello_retry).into()));
     line(
         "alpn",
-        match &n.alpn {
-            Seen::Known(a) => a.clone().unwrap_or_else(|| "none".into()),
-            Seen::Unknown(w) => format!("unknown ({w})"),
-        },
+        text(&n.alpn, |a| {
+            Some(a.clone().unwrap_or_else(|| "none".into()))
+        }),
     );
     s
 }
