@@ -212,8 +212,9 @@ echo
 echo '`--pcap FILE` on `demo`, `client` and `server` writes the connection as pcapng with its key log'
 echo 'embedded (Wireshark decrypts it as is); `--svg FILE` draws it as a ladder diagram'
 echo '([ladder.md](ladder.md)). `tls13lab dissect` reads such a capture, or anyone'"'"'s with a key log, and'
-echo 'rebuilds the connection: ledger, decrypted messages and data, both Finished values checked'
-echo '([dissect.md](dissect.md)). Here a client connection to a fresh server:'
+echo 'rebuilds the connection: ledger, decrypted messages and data, both Finished values checked, and'
+echo 'what was negotiated in the client'"'"'s summary lines ([dissect.md](dissect.md)). Here a client'
+echo 'connection to a fresh server:'
 echo
 start_server --naccept 1
 show "tls13lab client 127.0.0.1:$PORT --insecure --pcap conn.pcapng --svg conn.svg > /dev/null" \

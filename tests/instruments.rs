@@ -1042,11 +1042,14 @@ fn demo_client_and_server_write_ladders() {
 use std::sync::Arc;
 
 use tls13lab::demo::{self, Pair};
-use tls13lab::events::{Direction, Event};
-use tls13lab::lab::dissect;
+use tls13lab::events::{Direction, Event, Negotiated};
+use tls13lab::lab::dissect::{self, Negotiation, Seen};
 use tls13lab::lab::keylog::KeyLog;
 use tls13lab::lab::pcap::{self, Endpoints};
 use tls13lab::ledger::Ledger;
+use tls13lab::messages::PskKeyExchangeMode;
+use tls13lab::session::TicketStore;
+use tls13lab::ServerConfig;
 
 /// A named connection's client events.
 struct Conn {
@@ -1113,6 +1116,42 @@ fn corpus() -> Vec<Conn> {
     out.push(Conn {
         name: "hrr+auth+padding+keyupdate",
         events: p.client_events.clone(),
+    });
+    // Resumption without a key exchange (psk_ke, RFC 8446 §4.2.9), with ALPN, offering 0-RTT
+    // that the server refuses: the ticket allowed it, the server that sees it no longer does.
+    let (mut server, root) = demo::server_config(3, demo::NOW_MS).unwrap();
+    server.alpn = vec![b"h2".to_vec()];
+    let mut client = demo::client_config(root);
+    client.alpn = vec![b"h2".to_vec()];
+    client.psk_modes = vec![PskKeyExchangeMode::PskKe];
+    let (client, server) = (Arc::new(client), Arc::new(server));
+    let first = demo::request_response(
+        client.clone(),
+        server.clone(),
+        7,
+        demo::NOW_MS,
+        req,
+        resp,
+        TicketStore::default(),
+    )
+    .unwrap();
+    let refusing = Arc::new(ServerConfig {
+        max_early_data: 0,
+        ..(*server).clone()
+    });
+    let p = demo::request_response(
+        client,
+        refusing,
+        8,
+        demo::NOW_MS + 1000,
+        req,
+        resp,
+        first.client.tickets().clone(),
+    )
+    .unwrap();
+    out.push(Conn {
+        name: "psk_ke+alpn+0-RTT rejected",
+        events: p.client_events,
     });
     out
 }
@@ -1305,6 +1344,357 @@ fn dissect_raw_streams_in_handshake_order() {
             assert_eq!(strip(&got), strip(&want), "{} {dir}", c.name);
         }
     }
+}
+
+/// The live connection's own report.
+fn live_negotiated(c: &Conn) -> Negotiated {
+    Ledger::from_events(&c.events)
+        .negotiated
+        .unwrap_or_else(|| panic!("{}: not connected", c.name))
+}
+
+/// The summary lines of a printout: those after the line `header`, up to an empty line or the
+/// client's totals (`client → server …`).
+fn summary_block<'a>(out: &'a str, header: &str) -> Vec<&'a str> {
+    out.lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("client → server"))
+        .collect()
+}
+
+/// The value of the summary line `label` (`label   value`).
+fn summary_value<'a>(lines: &[&'a str], label: &str) -> Option<&'a str> {
+    lines.iter().find_map(|l| {
+        l.strip_prefix(label)
+            .filter(|rest| rest.starts_with(' '))
+            .map(str::trim)
+    })
+}
+
+#[test]
+fn dissect_names_what_was_negotiated() {
+    const SERVER_SECRET: &str = "SERVER_HANDSHAKE_TRAFFIC_SECRET not in the key log";
+    const CLIENT_SECRET: &str = "CLIENT_HANDSHAKE_TRAFFIC_SECRET not in the key log";
+    let sni = demo::client_config(Vec::new()).server_name;
+    let mut seen = std::collections::BTreeSet::new();
+    for c in corpus() {
+        let live = live_negotiated(&c);
+        let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
+        let cap = pcap::read_capture(&w.bytes).unwrap();
+        let conn = &cap.connections[0];
+        // The corpus' psk_ke client offers only psk_ke; the others offer only psk_dhe_ke.
+        let mode = live.resumed.then_some(if c.name.starts_with("psk_ke") {
+            PskKeyExchangeMode::PskKe
+        } else {
+            PskKeyExchangeMode::PskDheKe
+        });
+        let asked_for_cert = c.events.iter().any(|e| {
+            matches!(e, Event::Handshake(h) if h.typ == tls13lab::messages::HandshakeType::CertificateRequest)
+        });
+        seen.extend([
+            live.hello_retry.then_some("hello retry"),
+            (mode == Some(PskKeyExchangeMode::PskKe)).then_some("psk_ke"),
+            (mode == Some(PskKeyExchangeMode::PskDheKe)).then_some("psk_dhe_ke"),
+            (live.early_data == EarlyDataStatus::Accepted).then_some("0-RTT accepted"),
+            (live.early_data == EarlyDataStatus::Rejected).then_some("0-RTT rejected"),
+            live.alpn.is_some().then_some("alpn"),
+            asked_for_cert.then_some("certificate request"),
+        ]);
+
+        // With the key log: everything, as the client reported it.
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+        let n = d
+            .negotiated
+            .clone()
+            .unwrap_or_else(|| panic!("{}: no summary", c.name));
+        assert_eq!(n.to_negotiated().as_ref(), Some(&live), "{}", c.name);
+        assert_eq!(d.ledger.negotiated.as_ref(), Some(&live), "{}", c.name);
+        assert_eq!((&n.server_name, n.psk_mode), (&sni, mode), "{}", c.name);
+        assert!(n.unknown().is_empty(), "{}: {:?}", c.name, n.unknown());
+        // Printed as the client prints its own report, then the name it asked for.
+        let text = dissect::render(&d);
+        let mut want = dissect::summary_lines(&Negotiation::from(&live));
+        want.push_str(&dissect::summary_line("server name", "localhost"));
+        assert_eq!(
+            summary_block(&text, "negotiated"),
+            want.lines().collect::<Vec<_>>(),
+            "{}",
+            c.name
+        );
+        // JSON: the keys of the client's `negotiated`, with its values.
+        let json = serde_json::to_value(&d).unwrap()["negotiated"].clone();
+        let theirs = serde_json::to_value(&live).unwrap();
+        for (k, v) in theirs.as_object().unwrap() {
+            assert_eq!(&json[k], v, "{}: {k}", c.name);
+        }
+        assert_eq!(json["server_name"], serde_json::json!(sni), "{}", c.name);
+        assert_eq!(
+            json["psk_mode"],
+            serde_json::json!(mode.map(|m| m.to_string())),
+            "{}",
+            c.name
+        );
+        assert_eq!(json["unknown"], serde_json::json!({}), "{}", c.name);
+
+        // No key log: the ServerHello's fields and the ClientHello's; the rest is unknown, not
+        // guessed, and the ledger gets no report.
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &KeyLog::default(), true);
+        let n = d.negotiated.clone().unwrap();
+        assert_eq!(
+            (
+                n.version.name(),
+                n.suite,
+                n.group,
+                n.resumed,
+                n.psk_identity,
+                n.psk_mode,
+                n.hello_retry,
+                &n.server_name
+            ),
+            (
+                live.version,
+                live.suite,
+                live.group,
+                live.resumed,
+                live.psk_identity,
+                mode,
+                live.hello_retry,
+                &sni
+            ),
+            "{}",
+            c.name
+        );
+        fn unknown<T>() -> Seen<T> {
+            Seen::Unknown(SERVER_SECRET.to_string())
+        }
+        assert_eq!(n.signature_scheme, unknown(), "{}", c.name);
+        assert_eq!(n.client_signature_scheme, unknown(), "{}", c.name);
+        // Without an offer the server cannot select a protocol (RFC 7301 §3.1): only the
+        // psk_ke client offers one.
+        let alpn = if c.name.starts_with("psk_ke") {
+            unknown()
+        } else {
+            Seen::Known(live.alpn.clone())
+        };
+        assert_eq!(n.alpn, alpn, "{}", c.name);
+        let early = match live.early_data {
+            EarlyDataStatus::NotSent => Seen::Known(EarlyDataStatus::NotSent),
+            // Offered, and a PSK selected: only EncryptedExtensions tells.
+            _ => unknown(),
+        };
+        assert_eq!(n.early_data, early, "{}", c.name);
+        assert!(d.ledger.negotiated.is_none(), "{}", c.name);
+        let text = dissect::render(&d);
+        let lines = summary_block(&text, "negotiated");
+        let said = format!("unknown ({SERVER_SECRET})");
+        assert_eq!(
+            summary_value(&lines, "signature scheme"),
+            Some(said.as_str())
+        );
+        assert_eq!(
+            summary_value(&lines, "cipher suite"),
+            Some(live.suite.to_string().as_str())
+        );
+        let json = serde_json::to_value(&d).unwrap()["negotiated"].clone();
+        for (k, v) in theirs.as_object().unwrap() {
+            match n.unknown().iter().find(|(u, _)| u == k) {
+                Some((_, why)) => {
+                    assert!(json.get(k).is_none(), "{}: {k} is unknown", c.name);
+                    assert_eq!(json["unknown"][k], *why, "{}: {k}", c.name);
+                }
+                None => assert_eq!(&json[k], v, "{}: {k}", c.name),
+            }
+        }
+        assert!(json.get("signature_scheme").is_none(), "{}", c.name);
+
+        // The server's handshake secret alone: its flight opens, the client's does not. Its
+        // signature is known only if it was not asked for one.
+        let mut server_only = cap.keylog.clone();
+        server_only
+            .lines
+            .retain(|l| l.label == "SERVER_HANDSHAKE_TRAFFIC_SECRET");
+        let d = dissect::dissect(&conn.c2s, &conn.s2c, &server_only, true);
+        let n = d.negotiated.clone().unwrap();
+        assert_eq!(
+            (&n.signature_scheme, &n.early_data, &n.alpn),
+            (
+                &Seen::Known(live.signature_scheme),
+                &Seen::Known(live.early_data),
+                &Seen::Known(live.alpn.clone())
+            ),
+            "{}",
+            c.name
+        );
+        let client = if asked_for_cert {
+            Seen::Unknown(CLIENT_SECRET.to_string())
+        } else {
+            Seen::Known(live.client_signature_scheme)
+        };
+        assert_eq!(n.client_signature_scheme, client, "{}", c.name);
+    }
+    assert_eq!(
+        seen.into_iter().flatten().collect::<Vec<_>>(),
+        [
+            "0-RTT accepted",
+            "0-RTT rejected",
+            "alpn",
+            "certificate request",
+            "hello retry",
+            "psk_dhe_ke",
+            "psk_ke"
+        ],
+        "the corpus covers every kind of answer"
+    );
+}
+
+/// `tls13lab dissect CAPTURE` prints the summary lines the client printed for the same
+/// connection (then the name it asked for), and its JSON carries the client's `negotiated`
+/// values; without the key log, what only encrypted messages carry is said to be unknown.
+fn dissect_agrees_with_the_client(capture: &Path, client_out: &str, client_json: &Path, sni: &str) {
+    let theirs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(client_json).unwrap()).unwrap();
+    let theirs = theirs["negotiated"].as_object().unwrap().clone();
+    let client_lines = summary_block(client_out, "--- summary");
+    assert!(client_lines.len() >= 8, "{client_out}");
+    let path = capture.to_str().unwrap();
+    for keys in [true, false] {
+        let args: &[&str] = if keys {
+            &["dissect", path]
+        } else {
+            &["dissect", path, "--no-embedded-keys"]
+        };
+        let out = tls13lab(args);
+        let lines = summary_block(&out, "negotiated");
+        assert_eq!(summary_value(&lines, "server name"), Some(sni), "{out}");
+        let ours: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| !l.starts_with("server name "))
+            .collect();
+        let mut json_args = args.to_vec();
+        json_args.push("--json");
+        let v: serde_json::Value = serde_json::from_str(&tls13lab(&json_args)).unwrap();
+        let n = &v["connections"][0]["negotiated"];
+        if keys {
+            assert_eq!(ours, client_lines, "{out}");
+            for (k, want) in &theirs {
+                assert_eq!(&n[k], want, "negotiated.{k}");
+            }
+            assert_eq!(n["unknown"], serde_json::json!({}));
+            continue;
+        }
+        // Line by line: the client's, or "unknown (why)" for what the ServerHello does not
+        // say; whether the client authenticated is unknown too, even if it did not.
+        let label = |l: &str| l.split("  ").next().unwrap().to_string();
+        let labels = |v: &[&str]| v.iter().map(|l| label(l)).collect::<Vec<_>>();
+        let mut want = labels(&client_lines);
+        if !want.iter().any(|l| l == "client signature") {
+            want.insert(4, "client signature".into());
+        }
+        assert_eq!(labels(&ours), want, "{out}");
+        for o in &ours {
+            let c = client_lines.iter().find(|c| label(c) == label(o));
+            assert!(
+                c == Some(o) || o.contains(" unknown ("),
+                "{o:?} vs the client's {c:?}"
+            );
+        }
+        assert!(ours.iter().any(|l| l.contains("unknown (")), "{out}");
+        for (k, want) in &theirs {
+            match n.get(k) {
+                Some(got) => assert_eq!(got, want, "negotiated.{k}"),
+                None => assert!(n["unknown"][k].is_string(), "{k} neither known nor unknown"),
+            }
+        }
+    }
+}
+
+#[test]
+fn dissect_prints_what_the_client_printed() {
+    let dir = temp_dir("dissect-summary");
+    let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
+    // In memory: a HelloRetryRequest (the server wants P-256, the client's share is X25519),
+    // ALPN and client authentication.
+    let out = tls13lab(&[
+        "demo",
+        "--once",
+        "--groups",
+        "x25519,P-256",
+        "--server-groups",
+        "secp256r1",
+        "--alpn",
+        "h2",
+        "--request-client-cert",
+        "--pcap",
+        &p("hrr.pcapng"),
+        "--json",
+        &p("hrr.json"),
+    ]);
+    let lines = summary_block(&out, "--- summary");
+    assert_eq!(summary_value(&lines, "hello retry"), Some("yes"), "{out}");
+    assert!(summary_value(&lines, "client signature").is_some(), "{out}");
+    // The demo's client names localhost (tls13lab::demo::client_config).
+    dissect_agrees_with_the_client(
+        &dir.join("hrr.pcapng"),
+        &out,
+        &dir.join("hrr.json"),
+        "localhost",
+    );
+
+    // Over TCP: resumed with psk_ke, ALPN and accepted 0-RTT.
+    let (server, port) = start_server(&["--naccept", "2", "--alpn", "h2", "--tickets", "1"]);
+    let mut server = Killed(server);
+    let addr = format!("127.0.0.1:{port}");
+    // Tickets are kept per server name.
+    let client = [
+        "client",
+        &addr,
+        "--insecure",
+        "--alpn",
+        "h2",
+        "--sni",
+        "tls13lab.test",
+    ];
+    tls13lab(&[&client[..], &["--sess-out", &p("sess.json")]].concat());
+    std::fs::write(dir.join("early.txt"), "GET /early HTTP/1.0\r\n\r\n").unwrap();
+    let out = tls13lab(
+        &[
+            &client[..],
+            &[
+                "--psk-modes",
+                "ke",
+                "--sess-in",
+                &p("sess.json"),
+                "--early-data",
+                &p("early.txt"),
+                "--pcap",
+                &p("resumed.pcapng"),
+                "--json",
+                &p("resumed.json"),
+            ],
+        ]
+        .concat(),
+    );
+    wait_exit(&mut server.0);
+    let lines = summary_block(&out, "--- summary");
+    assert_eq!(
+        summary_value(&lines, "early data"),
+        Some("accepted"),
+        "{out}"
+    );
+    assert_eq!(
+        summary_value(&lines, "group"),
+        Some("none (psk_ke)"),
+        "{out}"
+    );
+    dissect_agrees_with_the_client(
+        &dir.join("resumed.pcapng"),
+        &out,
+        &dir.join("resumed.json"),
+        "tls13lab.test",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------- tshark
@@ -1564,15 +1954,100 @@ fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Recei
 }
 
 fn wait_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str, secs: u64) -> bool {
+    wait_lines(rx, needle, secs).is_some()
+}
+
+/// Like [`wait_line`], keeping the lines up to and including the one with `needle`.
+fn wait_lines(
+    rx: &std::sync::mpsc::Receiver<String>,
+    needle: &str,
+    secs: u64,
+) -> Option<Vec<String>> {
     let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut seen = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(l) if l.contains(needle) => return true,
-            Ok(_) => {}
-            Err(_) => return false,
+        let l = rx.recv_timeout(left).ok()?;
+        let done = l.contains(needle);
+        seen.push(l);
+        if done {
+            return Some(seen);
         }
     }
-    false
+    None
+}
+
+/// A self-signed P-256 certificate for localhost, as cert.pem and key.pem in `dir` (the RSA
+/// test certificates are too small for OpenSSL 3.5's default security level).
+fn p256_cert(dir: &Path) -> (PathBuf, PathBuf) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// `openssl s_server -www -tls1_3` on 127.0.0.1:`port` for one connection, with `extra`
+/// options; returned once it is accepting. Its stdin stays open: on EOF it drops its client.
+fn s_server(openssl: &Path, port: u16, dir: &Path, extra: &[&str]) -> Killed {
+    let (cert, key) = p256_cert(dir);
+    let mut s = Command::new(openssl)
+        .args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-naccept",
+            "1",
+            "-www",
+            "-tls1_3",
+        ])
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s_out = lines_of(s.stdout.take().unwrap());
+    let server = Killed(s);
+    assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
+    server
+}
+
+/// `openssl s_client -tls1_3` to 127.0.0.1:`port` with `extra` options and its key log in
+/// `keys`: sends `GET /`, waits for s_server's answer, then closes its stdin (s_client ends the
+/// connection) and gives it a moment to exit. Returns what it printed up to the answer.
+fn s_client_get(openssl: &Path, port: u16, keys: &Path, extra: &[&str]) -> Vec<String> {
+    use std::io::Write as _;
+    let mut c = Command::new(openssl)
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-tls1_3",
+        ])
+        .args(extra)
+        .arg("-keylogfile")
+        .arg(keys)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let c_out = lines_of(c.stdout.take().unwrap());
+    let mut client = Killed(c);
+    stdin.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let printed = wait_lines(&c_out, "HTTP/1.0 200", 20).expect("no answer from s_server");
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && matches!(client.0.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    printed
 }
 
 /// Capture one OpenSSL s_client ↔ s_server connection on lo with tshark; returns the capture,
@@ -1602,64 +2077,10 @@ fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBu
         return None;
     }
     std::thread::sleep(Duration::from_millis(500));
-    // A P-256 certificate (the RSA test certificates are too small for OpenSSL 3.5's default
-    // security level).
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-    let mut s = Command::new(openssl)
-        .args([
-            "s_server",
-            "-accept",
-            &format!("127.0.0.1:{port}"),
-            "-naccept",
-            "1",
-            "-www",
-            "-tls1_3",
-        ])
-        .arg("-cert")
-        .arg(&cert)
-        .arg("-key")
-        .arg(&key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let s_out = lines_of(s.stdout.take().unwrap());
-    let server = Killed(s);
-    assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
+    let server = s_server(openssl, port, dir, &[]);
     let keys = dir.join(format!("client-{port}.keys"));
-    let mut c = Command::new(openssl)
-        .args([
-            "s_client",
-            "-connect",
-            &format!("127.0.0.1:{port}"),
-            "-tls1_3",
-            "-quiet",
-        ])
-        .arg("-keylogfile")
-        .arg(&keys)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write as _;
-        let mut stdin = c.stdin.take().unwrap();
-        stdin.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
-        let c_out = lines_of(c.stdout.take().unwrap());
-        assert!(
-            wait_line(&c_out, "HTTP/1.0 200", 20),
-            "no answer from s_server"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    } // stdin closed: s_client ends the connection
-    let client = Killed(c);
+    s_client_get(openssl, port, &keys, &["-quiet"]);
     std::thread::sleep(Duration::from_millis(500));
-    drop(client);
     drop(server);
     drop(tshark_proc); // stops it cleanly: the file is complete
     let file = pcap::read_capture(&std::fs::read(&cap).unwrap()).unwrap();
@@ -1731,6 +2152,220 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
         keys.to_str().unwrap(),
     ]);
     assert!(out.contains("client Finished: verified"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A relay on 127.0.0.1 for one TCP connection to `upstream`: its port, and a thread that
+/// gives the two byte streams (client → server, server → client) once both sides have closed.
+type Streams = std::thread::JoinHandle<Result<(Vec<u8>, Vec<u8>), String>>;
+
+fn relay(upstream: u16) -> (u16, Streams) {
+    use std::io::Write as _;
+    use std::net::{Shutdown, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let streams = std::thread::spawn(move || {
+        let e = |e: std::io::Error| e.to_string();
+        listener.set_nonblocking(true).map_err(e)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            match listener.accept() {
+                Ok((c, _)) => break c,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(x) => return Err(format!("nobody connected to the relay: {x}")),
+            }
+        };
+        client.set_nonblocking(false).map_err(e)?;
+        let server = TcpStream::connect(("127.0.0.1", upstream)).map_err(e)?;
+        for s in [&client, &server] {
+            s.set_read_timeout(Some(Duration::from_secs(20)))
+                .map_err(e)?;
+        }
+        // Each way: keep what passes, pass it on, and pass the end on too.
+        let pump = |mut from: TcpStream, mut to: TcpStream| {
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                let mut buf = [0u8; 16384];
+                while let Ok(n @ 1..) = from.read(&mut buf) {
+                    kept.extend_from_slice(&buf[..n]);
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = to.shutdown(Shutdown::Write);
+                kept
+            })
+        };
+        let up = pump(
+            client.try_clone().map_err(e)?,
+            server.try_clone().map_err(e)?,
+        );
+        let down = pump(server, client);
+        Ok((up.join().unwrap(), down.join().unwrap()))
+    });
+    (port, streams)
+}
+
+/// The group s_client reports, in our spelling: 3.5 names a KEM group ("Negotiated TLS1.3
+/// group: X25519MLKEM768") and describes a Diffie-Hellman one by its key ("Peer Temp Key: ECDH,
+/// prime256v1, 256 bits").
+fn s_client_group(printed: &[String]) -> Option<String> {
+    printed.iter().find_map(|l| {
+        if let Some(g) = l.strip_prefix("Negotiated TLS1.3 group: ") {
+            return Some(g.trim().to_string());
+        }
+        let key: Vec<&str> = l.strip_prefix("Peer Temp Key: ")?.split(", ").collect();
+        Some(match key[..] {
+            ["X25519", ..] => "x25519".to_string(),
+            ["ECDH", "prime256v1", ..] => "secp256r1".to_string(),
+            ["ECDH", curve, ..] => curve.to_string(),
+            _ => key.join(", "),
+        })
+    })
+}
+
+/// OpenSSL ↔ OpenSSL through a relay that keeps the two streams: the dissector, given
+/// s_client's key log, names the suite, group, signature scheme and ALPN s_client reports, the
+/// name s_client was told to send, and whether the server asked for another ClientHello.
+#[test]
+fn dissect_names_what_openssl_negotiated() {
+    let Some(openssl) = openssl35() else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run the OpenSSL dissection"
+        );
+        eprintln!(
+            "NOTICE: skipping the OpenSSL dissection: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL)"
+        );
+        return;
+    };
+    let dir = temp_dir("openssl-relay");
+    // s_server's options, s_client's, and whether a HelloRetryRequest must happen: the second
+    // client's one key share is X25519 and the server takes P-256 only.
+    let cases: [(&[&str], &[&str], bool); 2] = [
+        (&["-alpn", "h2,http/1.1"], &["-alpn", "h2"], false),
+        (
+            &["-groups", "P-256"],
+            &["-groups", "X25519:P-256", "-msg"],
+            true,
+        ),
+    ];
+    for (i, (server_opts, client_opts, hrr)) in cases.into_iter().enumerate() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = s_server(&openssl, port, &dir, server_opts);
+        let (relay_port, streams) = relay(port);
+        let keys = dir.join(format!("client-{i}.keys"));
+        let client_opts = [client_opts, &["-servername", "localhost"]].concat();
+        let printed = s_client_get(&openssl, relay_port, &keys, &client_opts);
+        let (c2s, s2c) = streams.join().unwrap().unwrap();
+        drop(server);
+        let context = printed.join("\n");
+        let said = |prefix: &str| -> &str {
+            printed
+                .iter()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("s_client printed no {prefix:?}:\n{context}"))
+                .trim()
+        };
+        let (version, suite) = said("New, ").split_once(", Cipher is ").unwrap();
+        let signature = said("Peer signature type: ");
+        let group = s_client_group(&printed).expect("s_client names no group");
+        let alpn = printed
+            .iter()
+            .find_map(|l| l.strip_prefix("ALPN protocol: "))
+            .map(|a| a.trim().to_string());
+        assert!(
+            alpn.is_some() || printed.iter().any(|l| l == "No ALPN negotiated"),
+            "{context}"
+        );
+        let hellos = printed
+            .iter()
+            .filter(|l| l.starts_with(">>> ") && l.ends_with(", ClientHello"))
+            .count();
+
+        let log = KeyLog::parse(&std::fs::read_to_string(&keys).unwrap());
+        let stream = |bytes: Vec<u8>| tls13lab::lab::pcap::Stream {
+            bytes,
+            ..Default::default()
+        };
+        let (c2s, s2c) = (stream(c2s), stream(s2c));
+        let d = dissect::dissect(&c2s, &s2c, &log, false);
+        assert!(
+            d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
+            "{}",
+            dissect::render(&d)
+        );
+        let n = d.negotiated.clone().expect("a ServerHello");
+        assert!(n.unknown().is_empty(), "{:?}", n.unknown());
+        let scheme = n.signature_scheme.known().copied().flatten();
+        assert_eq!(
+            (
+                n.version.to_string(),
+                n.suite.to_string(),
+                n.group.map(|g| g.to_string()),
+                scheme.map(|s| s.to_string()),
+                n.alpn.clone(),
+                n.server_name.as_deref(),
+            ),
+            (
+                version.to_string(),
+                suite.to_string(),
+                Some(group.clone()),
+                Some(signature.to_string()),
+                Seen::Known(alpn.clone()),
+                Some("localhost"),
+            ),
+            "{context}"
+        );
+        assert_eq!(n.hello_retry, hrr);
+        if client_opts.contains(&"-msg") {
+            assert_eq!(hellos, if hrr { 2 } else { 1 }, "{context}");
+        }
+        assert_eq!(
+            (
+                n.resumed,
+                n.early_data.clone(),
+                n.client_signature_scheme.clone()
+            ),
+            (
+                false,
+                Seen::Known(EarlyDataStatus::NotSent),
+                Seen::Known(None)
+            )
+        );
+
+        // The command says the same, from the raw streams.
+        let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
+        std::fs::write(&a, &c2s.bytes).unwrap();
+        std::fs::write(&b, &s2c.bytes).unwrap();
+        let out = tls13lab(&[
+            "dissect",
+            "--c2s",
+            a.to_str().unwrap(),
+            "--s2c",
+            b.to_str().unwrap(),
+            "--keylog",
+            keys.to_str().unwrap(),
+        ]);
+        let lines = summary_block(&out, "negotiated");
+        for (label, want) in [
+            ("cipher suite", suite),
+            ("group", &group),
+            ("signature scheme", signature),
+            ("alpn", alpn.as_deref().unwrap_or("none")),
+            ("hello retry", if hrr { "yes" } else { "no" }),
+            ("server name", "localhost"),
+        ] {
+            assert_eq!(summary_value(&lines, label), Some(want), "{label}\n{out}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1819,6 +2454,23 @@ fn doc_block(dir: &Path, name: &str) -> String {
             let w = pcap::pcapng(&c.events, Endpoints::default(), 1460).unwrap();
             std::fs::write(dir.join("zero-rtt.pcapng"), &w.bytes).unwrap();
             cmd("dissect zero-rtt.pcapng")
+        }
+        "instruments-dissect-json" => {
+            tls13lab_in(dir, &["demo", "--once", "--alpn", "h2", "--pcap", "alpn.pcapng"]);
+            let args = ["dissect", "alpn.pcapng", "--no-embedded-keys", "--json"];
+            let out = Command::new(BIN)
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            format!(
+                "```text\n$ tls13lab demo --once --alpn h2 --pcap alpn.pcapng > /dev/null\n\
+                 $ tls13lab {}   # .connections[0].negotiated\n```\n```json\n{}\n```\n",
+                args.join(" "),
+                serde_json::to_string_pretty(&v["connections"][0]["negotiated"]).unwrap()
+            )
         }
         "instruments-dissect-help" => cmd("dissect --help"),
         other => panic!("unknown generated block {other}"),

@@ -13,6 +13,7 @@ use tls13lab::crypto::cert::certs_from_pem;
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, EarlyDataStatus, Event, SecretEvent, Side};
+use tls13lab::lab::dissect;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
     CipherSuite, DecodeContext, Extension, ExtensionType, HandshakeMessage, HandshakePayload,
@@ -932,22 +933,9 @@ pub fn app_bytes(events: &[Event]) -> (Vec<u8>, Vec<u8>) {
     (early, app)
 }
 
-fn yes_no(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
-    }
-}
-
 /// How the early data went, in words.
 pub fn early_text(s: Option<EarlyDataStatus>) -> &'static str {
-    match s {
-        Some(EarlyDataStatus::Accepted) => "accepted",
-        Some(EarlyDataStatus::Rejected) => "rejected",
-        Some(EarlyDataStatus::NotSent) => "not sent",
-        None => "unknown (no handshake)",
-    }
+    s.map_or("unknown (no handshake)", dissect::early_data_text)
 }
 
 /// What the client and the demo print: the ledger table, the response, the summary.
@@ -973,43 +961,20 @@ pub fn emit(s: &str) {
 
 /// The summary printed after the ledger and the response.
 pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> String {
-    let mut s = String::new();
-    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<18} {v}\n"));
-    match &ledger.negotiated {
-        Some(n) => {
-            line("version", n.version.to_string());
-            line("cipher suite", n.suite.to_string());
-            line(
-                "group",
-                n.group.map_or("none (psk_ke)".into(), |g| g.to_string()),
-            );
-            line(
-                "signature scheme",
-                n.signature_scheme
-                    .map_or("none (resumed)".into(), |x| x.to_string()),
-            );
-            if let Some(c) = n.client_signature_scheme {
-                line("client signature", c.to_string());
-            }
-            line(
-                "resumed",
-                match n.psk_identity {
-                    Some(i) if n.resumed => format!("yes (PSK identity {i})"),
-                    _ => yes_no(n.resumed).into(),
-                },
-            );
-            if let Some(p) = PskUse::from_events(events, external) {
-                line("psk", p.describe());
-            }
-            line("early data", early_text(Some(n.early_data)).into());
-            line("hello retry", yes_no(n.hello_retry).into());
-            line("alpn", n.alpn.clone().unwrap_or_else(|| "none".into()));
-            if let Some(g) = server_groups(events) {
-                let names: Vec<String> = g.iter().map(|g| g.to_string()).collect();
-                line("server groups", names.join(", "));
-            }
+    // The negotiated lines are the ones `tls13lab dissect` prints too.
+    let mut s = ledger.negotiated.as_ref().map_or_else(
+        || dissect::summary_line("handshake", "not completed"),
+        |n| dissect::summary_lines(&n.into()),
+    );
+    let mut line = |k: &str, v: String| s.push_str(&dissect::summary_line(k, &v));
+    if ledger.negotiated.is_some() {
+        if let Some(p) = PskUse::from_events(events, external) {
+            line("psk", p.describe());
         }
-        None => line("handshake", "not completed".into()),
+        if let Some(g) = server_groups(events) {
+            let names: Vec<String> = g.iter().map(|g| g.to_string()).collect();
+            line("server groups", names.join(", "));
+        }
     }
     let t = &ledger.totals;
     line(

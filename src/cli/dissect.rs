@@ -1,6 +1,7 @@
 //! `tls13lab dissect`: decode a captured TLS 1.3 connection — a pcap/pcapng file or two raw byte
 //! streams — with an NSS key log (docs/dissect.md). Prints the ledger, the decrypted handshake
-//! messages and application data, checks both Finished messages and names the missing secrets.
+//! messages and application data, checks both Finished messages, names what was negotiated (in
+//! the client's summary lines) and the missing secrets.
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! Dissect a captured TLS 1.3 connection: the two byte streams (from a pcap/pcapng file via
 //! [`crate::lab::pcap::read_capture`], or two raw files) plus an NSS key log become records,
-//! decrypted records, handshake messages, application data, a [`Ledger`] and Finished checks —
-//! the view the endpoints had, rebuilt from the outside.
+//! decrypted records, handshake messages, application data, a [`Ledger`], Finished checks and
+//! what was negotiated ([`Negotiation`]) — the view the endpoints had, rebuilt from the outside.
 //!
 //! Decryption follows each direction's epochs in order (RFC 8446 §7): client → server early
 //! (if 0-RTT was offered), handshake, application 0, 1, …; server → client handshake,
@@ -19,9 +19,12 @@ use crate::events::{
 use crate::lab::keylog::{self, KeyLog};
 use crate::lab::pcap::Stream;
 use crate::ledger::Ledger;
-use crate::messages::enums::{ContentType, ExtensionType, HandshakeType};
+use crate::messages::enums::{
+    CipherSuite, ContentType, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion,
+    PskKeyExchangeMode, ServerNameType, SignatureScheme,
+};
 use crate::messages::extensions::Extension;
-use crate::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
+use crate::messages::handshake::{ClientHello, DecodeContext, HandshakeMessage, HandshakePayload};
 use crate::record::deframer::OpaqueRecord;
 use crate::record::protect::RecordProtector;
 
@@ -87,6 +90,8 @@ pub struct Dissection {
     pub app_data: Vec<AppData>,
     /// Finished checks.
     pub finished: Vec<FinishedCheck>,
+    /// What was negotiated, as far as the messages tell; `None` without a ServerHello.
+    pub negotiated: Option<Negotiation>,
     /// Records no key opened.
     pub undecrypted: usize,
     /// Things worth knowing: gaps, truncation, retransmissions, how the order was chosen.
@@ -456,9 +461,10 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
     }
 
     let finished = check_finished(&messages, &hs, log);
-    let negotiated = negotiated(&messages, &hs);
+    let negotiated = negotiation(&messages, hash_len, log, hs.random.as_deref());
     let mut all_events = events;
-    if let Some(n) = negotiated {
+    // The ledger gets an endpoint's report only when nothing in it would be a guess.
+    if let Some(n) = negotiated.as_ref().and_then(Negotiation::to_negotiated) {
         all_events.push(Event::Connected(n));
     }
     let mut ledger = Ledger::from_events(&all_events);
@@ -473,6 +479,7 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
         messages,
         app_data,
         finished,
+        negotiated,
         undecrypted,
         notes,
         events: all_events,
@@ -630,69 +637,381 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
     out
 }
 
-/// What the hellos and EncryptedExtensions say was negotiated.
-fn negotiated(messages: &[Message], hs: &Hellos) -> Option<Negotiated> {
-    let suite = hs.suite?;
-    let mut n = Negotiated {
-        version: "TLSv1.3",
-        suite: suite.suite,
-        group: None,
-        signature_scheme: None,
-        client_signature_scheme: None,
-        resumed: false,
-        psk_identity: None,
-        early_data: if hs.early_offered {
-            EarlyDataStatus::Rejected
-        } else {
-            EarlyDataStatus::NotSent
-        },
-        alpn: None,
-        hello_retry: hs.hrr,
+/// One field of a [`Negotiation`]: read from the messages, or not readable because the
+/// messages that carry it stayed encrypted (or never made it into the capture).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seen<T> {
+    /// What the messages say.
+    Known(T),
+    /// Why it cannot be told: e.g. `SERVER_HANDSHAKE_TRAFFIC_SECRET not in the key log`.
+    Unknown(String),
+}
+
+impl<T> Seen<T> {
+    /// The value, if known.
+    pub fn known(&self) -> Option<&T> {
+        match self {
+            Seen::Known(v) => Some(v),
+            Seen::Unknown(_) => None,
+        }
+    }
+
+    /// Why it is not known, if it is not.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            Seen::Known(_) => None,
+            Seen::Unknown(w) => Some(w),
+        }
+    }
+}
+
+/// What was negotiated, as far as the messages of the two streams tell: the fields of
+/// [`Negotiated`] (what an endpoint reports), each one that only encrypted messages carry being
+/// [`Seen::Unknown`] when they were not read, plus what the plaintext adds (the PSK exchange
+/// mode, the name the client asked for).
+///
+/// The ServerHello is plaintext (RFC 8446 §4.1.3): version, suite, group, PSK and the
+/// HelloRetryRequest are always known. The server's signature scheme, ALPN and the early-data
+/// answer are in its encrypted flight (§4.3.1, §4.4.3); the client's signature in its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Negotiation {
+    /// supported_versions of the ServerHello (its legacy_version without one).
+    pub version: ProtocolVersion,
+    /// The ServerHello's cipher suite.
+    pub suite: CipherSuite,
+    /// The ServerHello's key_share group; `None` for psk_ke.
+    pub group: Option<NamedGroup>,
+    /// The server's CertificateVerify scheme; `Known(None)`: its flight had none (resumed).
+    pub signature_scheme: Seen<Option<SignatureScheme>>,
+    /// The client's CertificateVerify scheme; `Known(None)`: it did not authenticate.
+    pub client_signature_scheme: Seen<Option<SignatureScheme>>,
+    /// The ServerHello selected a PSK.
+    pub resumed: bool,
+    /// The PSK identity it selected.
+    pub psk_identity: Option<u16>,
+    /// With a PSK: psk_dhe_ke if the ServerHello has a key_share, else psk_ke (§4.2.9).
+    pub psk_mode: Option<PskKeyExchangeMode>,
+    /// What became of 0-RTT.
+    pub early_data: Seen<EarlyDataStatus>,
+    /// The protocol EncryptedExtensions selected; `Known(None)`: none.
+    pub alpn: Seen<Option<String>>,
+    /// A HelloRetryRequest came first.
+    pub hello_retry: bool,
+    /// The host_name of the first ClientHello's server_name (RFC 6066 §3).
+    pub server_name: Option<String>,
+}
+
+impl From<&Negotiated> for Negotiation {
+    /// An endpoint's own report: everything known. The PSK mode follows from the group, as it
+    /// does on the wire (psk_ke carries no key_share, §4.2.9).
+    fn from(n: &Negotiated) -> Self {
+        Negotiation {
+            version: ProtocolVersion::KNOWN
+                .iter()
+                .copied()
+                .find(|v| v.name() == n.version)
+                .unwrap_or(ProtocolVersion::TLSv1_3),
+            suite: n.suite,
+            group: n.group,
+            signature_scheme: Seen::Known(n.signature_scheme),
+            client_signature_scheme: Seen::Known(n.client_signature_scheme),
+            resumed: n.resumed,
+            psk_identity: n.psk_identity,
+            psk_mode: n.resumed.then_some(if n.group.is_some() {
+                PskKeyExchangeMode::PskDheKe
+            } else {
+                PskKeyExchangeMode::PskKe
+            }),
+            early_data: Seen::Known(n.early_data),
+            alpn: Seen::Known(n.alpn.clone()),
+            hello_retry: n.hello_retry,
+            server_name: None,
+        }
+    }
+}
+
+impl Negotiation {
+    /// The endpoint-shaped report, when every field is known.
+    pub fn to_negotiated(&self) -> Option<Negotiated> {
+        Some(Negotiated {
+            version: self.version.name(),
+            suite: self.suite,
+            group: self.group,
+            signature_scheme: *self.signature_scheme.known()?,
+            client_signature_scheme: *self.client_signature_scheme.known()?,
+            resumed: self.resumed,
+            psk_identity: self.psk_identity,
+            early_data: *self.early_data.known()?,
+            alpn: self.alpn.known()?.clone(),
+            hello_retry: self.hello_retry,
+        })
+    }
+
+    /// The fields that are not known, with why.
+    pub fn unknown(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("signature_scheme", self.signature_scheme.why()),
+            (
+                "client_signature_scheme",
+                self.client_signature_scheme.why(),
+            ),
+            ("early_data", self.early_data.why()),
+            ("alpn", self.alpn.why()),
+        ]
+        .into_iter()
+        .filter_map(|(k, w)| w.map(|w| (k, w)))
+        .collect()
+    }
+}
+
+/// The same keys as the `negotiated` object of an endpoint's `--json` report (a serialized
+/// [`Negotiated`]), plus `psk_mode` and `server_name`. A field that is not known is left out
+/// (`null` means "none" there) and named in `unknown`, with why.
+impl Serialize for Negotiation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("version", &self.version)?;
+        m.serialize_entry("suite", &self.suite)?;
+        m.serialize_entry("group", &self.group)?;
+        if let Seen::Known(v) = &self.signature_scheme {
+            m.serialize_entry("signature_scheme", v)?;
+        }
+        if let Seen::Known(v) = &self.client_signature_scheme {
+            m.serialize_entry("client_signature_scheme", v)?;
+        }
+        m.serialize_entry("resumed", &self.resumed)?;
+        m.serialize_entry("psk_identity", &self.psk_identity)?;
+        m.serialize_entry("psk_mode", &self.psk_mode)?;
+        if let Seen::Known(v) = &self.early_data {
+            m.serialize_entry("early_data", v)?;
+        }
+        if let Seen::Known(v) = &self.alpn {
+            m.serialize_entry("alpn", v)?;
+        }
+        m.serialize_entry("hello_retry", &self.hello_retry)?;
+        m.serialize_entry("server_name", &self.server_name)?;
+        let unknown: std::collections::BTreeMap<&str, &str> = self.unknown().into_iter().collect();
+        m.serialize_entry("unknown", &unknown)?;
+        m.end()
+    }
+}
+
+/// One summary line: the label in the column `tls13lab client` prints.
+pub fn summary_line(label: &str, value: &str) -> String {
+    format!("{label:<18} {value}\n")
+}
+
+/// How the early data went, in words.
+pub fn early_data_text(s: EarlyDataStatus) -> &'static str {
+    match s {
+        EarlyDataStatus::Accepted => "accepted",
+        EarlyDataStatus::Rejected => "rejected",
+        EarlyDataStatus::NotSent => "not sent",
+    }
+}
+
+/// The summary lines of what was negotiated: what `tls13lab client` prints after its ledger and
+/// `tls13lab dissect` after its checks, so the two read the same.
+pub fn summary_lines(n: &Negotiation) -> String {
+    // A known value in words (`None`: no line), or why it is not known.
+    fn text<T>(s: &Seen<T>, words: impl Fn(&T) -> Option<String>) -> Option<String> {
+        match s {
+            Seen::Known(v) => words(v),
+            Seen::Unknown(why) => Some(format!("unknown ({why})")),
+        }
+    }
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let mut s = String::new();
+    let mut line = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            s.push_str(&summary_line(k, &v));
+        }
     };
-    for m in messages {
-        let Ok(d) = HandshakeMessage::decode(
-            &m.bytes,
-            DecodeContext {
-                hash_len: suite.hash.output_len(),
-            },
-        ) else {
-            continue;
-        };
-        match d.payload {
-            HandshakePayload::ServerHello(sh) if !sh.is_hello_retry_request() => {
-                for e in &sh.extensions {
-                    match e {
-                        Extension::KeyShareServer(k) => n.group = Some(k.group),
-                        Extension::PreSharedKeyServer(i) => {
-                            n.resumed = true;
-                            n.psk_identity = Some(*i);
-                        }
-                        _ => {}
-                    }
-                }
+    line("version", Some(n.version.to_string()));
+    line("cipher suite", Some(n.suite.to_string()));
+    line(
+        "group",
+        Some(n.group.map_or("none (psk_ke)".into(), |g| g.to_string())),
+    );
+    let none = if n.resumed { "none (resumed)" } else { "none" };
+    line(
+        "signature scheme",
+        text(&n.signature_scheme, |x| {
+            Some(x.map_or(none.into(), |x| x.to_string()))
+        }),
+    );
+    // Only a client that authenticated (or might have) gets a line, as in the client's summary.
+    line(
+        "client signature",
+        text(&n.client_signature_scheme, |x| x.map(|x| x.to_string())),
+    );
+    line(
+        "resumed",
+        Some(match (n.psk_identity, n.psk_mode) {
+            (Some(i), Some(m)) if n.resumed => format!("yes (PSK identity {i}, {m})"),
+            (Some(i), None) if n.resumed => format!("yes (PSK identity {i})"),
+            _ => yes_no(n.resumed).into(),
+        }),
+    );
+    line(
+        "early data",
+        text(&n.early_data, |e| Some(early_data_text(*e).into())),
+    );
+    line("hello retry", Some(yes_no(n.hello_retry).into()));
+    line(
+        "alpn",
+        text(&n.alpn, |a| {
+            Some(a.clone().unwrap_or_else(|| "none".into()))
+        }),
+    );
+    s
+}
+
+/// What the hellos, EncryptedExtensions, CertificateRequest, CertificateVerify and Finished
+/// messages say was negotiated; `None` without a ServerHello.
+fn negotiation(
+    messages: &[Message],
+    hash_len: usize,
+    log: &KeyLog,
+    random: Option<&[u8]>,
+) -> Option<Negotiation> {
+    let decode = |m: &Message| {
+        HandshakeMessage::decode(&m.bytes, DecodeContext { hash_len })
+            .ok()
+            .map(|d| d.payload)
+    };
+    let from = |dir: Direction| {
+        messages
+            .iter()
+            .filter(move |m| m.direction == dir && m.valid)
+            .filter_map(move |m| decode(m).map(|p| (m.epoch, p)))
+    };
+    let hellos: Vec<ClientHello> = from(Direction::ClientToServer)
+        .filter_map(|(_, p)| match p {
+            HandshakePayload::ClientHello(ch) => Some(ch),
+            _ => None,
+        })
+        .collect();
+    let mut hrr = false;
+    let mut sh = None;
+    for (_, p) in from(Direction::ServerToClient) {
+        if let HandshakePayload::ServerHello(h) = p {
+            if h.is_hello_retry_request() {
+                hrr = true;
+            } else if sh.is_none() {
+                sh = Some(h);
             }
-            HandshakePayload::EncryptedExtensions(exts) => {
-                for e in exts {
-                    match e {
-                        Extension::EarlyDataEmpty => n.early_data = EarlyDataStatus::Accepted,
-                        Extension::Alpn(p) => {
-                            n.alpn = p.first().map(|x| String::from_utf8_lossy(x).into_owned())
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            HandshakePayload::CertificateVerify(cv) => {
-                if m.direction == Direction::ServerToClient {
-                    n.signature_scheme = Some(cv.scheme);
-                } else {
-                    n.client_signature_scheme = Some(cv.scheme);
-                }
-            }
+        }
+    }
+    let sh = sh?;
+    // The server's and the client's encrypted handshake flights (§4.3-§4.4), as far as read.
+    let server: Vec<HandshakePayload> = from(Direction::ServerToClient)
+        .filter(|(e, _)| *e == Epoch::Handshake)
+        .map(|(_, p)| p)
+        .collect();
+    let client: Vec<HandshakePayload> = from(Direction::ClientToServer)
+        .filter(|(e, _)| *e == Epoch::Handshake)
+        .map(|(_, p)| p)
+        .collect();
+    let closed = |label: &str, whose: &str| -> String {
+        match random {
+            Some(r) if log.get(r, label).is_none() => format!("{label} not in the key log"),
+            _ => format!("the {whose}'s encrypted handshake messages were not read"),
+        }
+    };
+    let server_closed = || closed("SERVER_HANDSHAKE_TRAFFIC_SECRET", "server");
+    let client_closed = || closed("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "client");
+    let finished =
+        |f: &[HandshakePayload]| f.iter().any(|p| matches!(p, HandshakePayload::Finished(_)));
+    let verify = |f: &[HandshakePayload]| {
+        f.iter().find_map(|p| match p {
+            HandshakePayload::CertificateVerify(cv) => Some(cv.scheme),
+            _ => None,
+        })
+    };
+    let ee = server.iter().find_map(|p| match p {
+        HandshakePayload::EncryptedExtensions(x) => Some(x),
+        _ => None,
+    });
+    let cert_request = server
+        .iter()
+        .any(|p| matches!(p, HandshakePayload::CertificateRequest(_)));
+
+    let mut version = ProtocolVersion::from(sh.legacy_version);
+    let (mut group, mut psk_identity) = (None, None);
+    for e in &sh.extensions {
+        match e {
+            Extension::SupportedVersionsServer(v) => version = *v,
+            Extension::KeyShareServer(k) => group = Some(k.group),
+            Extension::PreSharedKeyServer(i) => psk_identity = Some(*i),
             _ => {}
         }
     }
-    Some(n)
+    let resumed = psk_identity.is_some();
+    let first = hellos.first();
+    let offered = |t: ExtensionType| hellos.last().is_some_and(|ch| ch.find(t).is_some());
+    let server_name = first.and_then(|ch| match ch.find(ExtensionType::ServerName) {
+        Some(Extension::ServerName(names)) => names
+            .iter()
+            .find(|n| n.typ == ServerNameType::HostName)
+            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
+        _ => None,
+    });
+    let signature_scheme = match verify(&server) {
+        Some(s) => Seen::Known(Some(s)),
+        // Its Finished came without a CertificateVerify: it did not sign (a PSK handshake).
+        None if finished(&server) => Seen::Known(None),
+        None => Seen::Unknown(server_closed()),
+    };
+    let client_signature_scheme = match verify(&client) {
+        Some(s) => Seen::Known(Some(s)),
+        // The client authenticates in the handshake only when asked (§4.3.2); asked, it may
+        // send an empty Certificate and no CertificateVerify (§4.4.2.4).
+        None if finished(&server) && !cert_request => Seen::Known(None),
+        None if cert_request && finished(&client) => Seen::Known(None),
+        None if !finished(&server) => Seen::Unknown(server_closed()),
+        None => Seen::Unknown(client_closed()),
+    };
+    // §4.2.10: only the first ClientHello may offer 0-RTT; a HelloRetryRequest, or a PSK other
+    // than the first one offered (or none), refuses it whatever EncryptedExtensions says.
+    let early_offered = first.is_some_and(|ch| ch.find(ExtensionType::EarlyData).is_some());
+    let early_data = match ee {
+        _ if !early_offered => Seen::Known(EarlyDataStatus::NotSent),
+        _ if hrr || psk_identity != Some(0) => Seen::Known(EarlyDataStatus::Rejected),
+        Some(x) if x.iter().any(|e| matches!(e, Extension::EarlyDataEmpty)) => {
+            Seen::Known(EarlyDataStatus::Accepted)
+        }
+        Some(_) => Seen::Known(EarlyDataStatus::Rejected),
+        None => Seen::Unknown(server_closed()),
+    };
+    let alpn = match ee {
+        Some(x) => Seen::Known(x.iter().find_map(|e| match e {
+            Extension::Alpn(p) => p.first().map(|x| String::from_utf8_lossy(x).into_owned()),
+            _ => None,
+        })),
+        // The server may only answer an offer (RFC 7301 §3.1).
+        None if !offered(ExtensionType::ApplicationLayerProtocolNegotiation) => Seen::Known(None),
+        None => Seen::Unknown(server_closed()),
+    };
+    Some(Negotiation {
+        version,
+        suite: sh.cipher_suite,
+        group,
+        signature_scheme,
+        client_signature_scheme,
+        resumed,
+        psk_identity,
+        psk_mode: resumed.then_some(if group.is_some() {
+            PskKeyExchangeMode::PskDheKe
+        } else {
+            PskKeyExchangeMode::PskKe
+        }),
+        early_data,
+        alpn,
+        hello_retry: hrr,
+        server_name,
+    })
 }
 
 /// Printable text of application data: `\r\n` and non-printables escaped, cut at `max` chars.
@@ -780,6 +1099,17 @@ pub fn render(d: &Dissection) -> String {
             None => "not checked",
         };
         let _ = writeln!(s, "  {who} Finished: {verdict}: {}", f.detail);
+    }
+    s.push_str("\nnegotiated\n");
+    match &d.negotiated {
+        Some(n) => {
+            s.push_str(&summary_lines(n));
+            s.push_str(&summary_line(
+                "server name",
+                n.server_name.as_deref().unwrap_or("none"),
+            ));
+        }
+        None => s.push_str(&summary_line("handshake", "no ServerHello")),
     }
     let _ = writeln!(
         s,
