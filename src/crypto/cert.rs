@@ -177,11 +177,16 @@ impl fmt::Display for Utc {
     }
 }
 
-/// webpki prints subjectAltName entries as `DnsName("x")` / `IpAddress(1.2.3.4)`: keep the name.
+/// webpki prints subjectAltName entries as `DnsName("x")` / `IpAddress(1.2.3.4)`: keep the name
+/// (an IPv6 address in its canonical form: webpki writes `0::1`).
 fn bare_name(s: &str) -> String {
+    if let Some(ip) = s.strip_prefix("IpAddress(").and_then(|r| r.strip_suffix(')')) {
+        return ip
+            .parse::<std::net::IpAddr>()
+            .map_or_else(|_| ip.to_string(), |ip| ip.to_string());
+    }
     s.strip_prefix("DnsName(\"")
         .and_then(|r| r.strip_suffix("\")"))
-        .or_else(|| s.strip_prefix("IpAddress(").and_then(|r| r.strip_suffix(')')))
         .unwrap_or(s)
         .to_string()
 }
@@ -268,10 +273,15 @@ fn map_webpki(e: webpki::Error) -> CertError {
         | E::ExtensionValueInvalid
         | E::InvalidSerialNumber
         | E::InvalidCertValidity => CertError::BadEncoding,
-        E::UnsupportedSignatureAlgorithm
-        | E::UnsupportedSignatureAlgorithmContext(_)
-        | E::UnsupportedSignatureAlgorithmForPublicKey
-        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => CertError::UnsupportedSignature,
+        E::UnsupportedSignatureAlgorithm | E::UnsupportedSignatureAlgorithmContext(_) => {
+            CertError::UnsupportedSignature
+        }
+        // A certificate with the issuer's name was found (a root or an intermediate) but its key
+        // is of another type than the signature: e.g. an RSA root named like an ECDSA leaf's issuer.
+        E::UnsupportedSignatureAlgorithmForPublicKey
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => CertError::Other(
+            "the certificate named as issuer has a key of another type than the signature".into(),
+        ),
         E::RequiredEkuNotFound | E::RequiredEkuNotFoundContext(_) | E::EmptyEkuExtension => {
             CertError::WrongUsage
         }
@@ -817,7 +827,8 @@ mod tests {
         assert_eq!(Utc(1_709_251_199).to_string(), "2024-02-29 23:59:59 UTC");
         assert_eq!(Utc(4_102_444_800).to_string(), "2100-01-01 00:00:00 UTC");
         assert_eq!(bare_name("DnsName(\"a.test\")"), "a.test");
-        assert_eq!(bare_name("IpAddress(::1)"), "::1");
+        assert_eq!(bare_name("IpAddress(0::1)"), "::1");
+        assert_eq!(bare_name("IpAddress(127.0.0.1)"), "127.0.0.1");
         assert_eq!(bare_name("DirectoryName"), "DirectoryName");
         // SET { SEQUENCE { OID 2.5.4.3, UTF8String "ca" } }, SET { O = PrintableString "x" }
         let dn = [
