@@ -775,6 +775,109 @@ fn one_bad_connection_never_stops_the_server() {
     assert!(server.line_with("timed out").contains("no handshake"));
 }
 
+/// The `(direction, requested)` of every KeyUpdate in a JSON ledger, in order.
+fn key_updates(j: &Value) -> Vec<(String, bool)> {
+    j["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["event"] == "key_update")
+        .map(|e| {
+            (
+                e["direction"].as_str().unwrap_or("?").to_string(),
+                e["requested"].as_bool().expect("requested"),
+            )
+        })
+        .collect()
+}
+
+/// `GET /keyupd…` makes the page handler send KeyUpdate(update_requested) before the page, as
+/// `openssl s_server -www` does: our client answers with KeyUpdate(update_not_requested), and
+/// the page arrives whole under the server's next keys. Other paths get no KeyUpdate.
+#[test]
+fn get_keyupd_makes_the_server_update_its_keys() {
+    let t = TempDir::new("keyupd");
+    let mut server = ServerGuard::start(&["--naccept", "2", "--json-dir", &t.s("jd")]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--request",
+        r"GET /keyupd HTTP/1.0\r\n\r\n",
+        "--json",
+        &t.s("c.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("c.json")).unwrap()).unwrap();
+    let want = vec![
+        ("server_to_client".to_string(), true),
+        ("client_to_server".to_string(), false),
+    ];
+    assert_eq!(key_updates(&j), want, "{}", j["events"]);
+    // The KeyUpdate rides in the server's generation-0 records, the page in generation 1.
+    let records = j["records"].as_array().unwrap();
+    let from_server = |inner: &str| -> Vec<&Value> {
+        records
+            .iter()
+            .filter(|r| r["direction"] == "server_to_client" && r["inner_type"] == inner)
+            .collect()
+    };
+    let ku = from_server("handshake")
+        .into_iter()
+        .find(|r| r["messages"].to_string().contains("key_update"))
+        .expect("a record with the server's key_update");
+    assert_eq!(ku["epoch"]["application"], 0, "{ku}");
+    let data = from_server("application_data");
+    assert!(!data.is_empty());
+    for r in &data {
+        assert_eq!(r["epoch"]["application"], 1, "{r}");
+    }
+    // The page is whole: its content-length is what arrived after the header.
+    let response = out
+        .split_once("--- response (")
+        .and_then(|(_, r)| r.split_once(" bytes)\n"))
+        .map(|(_, r)| r.split("--- summary\n").next().unwrap_or(""))
+        .expect("response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP header");
+    assert!(head.starts_with("HTTP/1.0 200 OK"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}", body.len())),
+        "{head}\n{body:?}"
+    );
+    assert!(
+        body.contains(
+            "key update     sent KeyUpdate(update_requested) before this page: it comes under \
+             the next keys\n"
+        ),
+        "{body}"
+    );
+    // The server's ledger saw the same two, the other way round.
+    server.line_with("conn #1");
+    let sj: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("jd/conn-000001.json")).unwrap())
+            .unwrap();
+    assert_eq!(key_updates(&sj), want, "{}", sj["events"]);
+
+    // Another path: no KeyUpdate, and the page does not mention one.
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--request",
+        r"GET /x/keyupd HTTP/1.0\r\n\r\n",
+        "--json",
+        &t.s("c2.json"),
+    ]);
+    assert_ok(&o);
+    assert!(!stdout(&o).contains("key update"), "{}", stdout(&o));
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path("c2.json")).unwrap()).unwrap();
+    assert_eq!(key_updates(&j), vec![]);
+    assert!(server.wait_exit().success());
+}
+
 // ------------------------------------------------------------------------ errors and exit codes
 
 #[test]
