@@ -707,7 +707,11 @@ fn system_trust_store_and_verification_failures() {
         &["client", &target, "--sni", "other.test"],
         &[("SSL_CERT_FILE", &t.s("ca.pem"))],
     );
-    let line = assert_fails(&o, 5, "tls13lab: handshake failed: sent alert bad_certificate");
+    let line = assert_fails(
+        &o,
+        5,
+        "tls13lab: handshake failed: sent alert bad_certificate",
+    );
     assert!(
         line.ends_with(
             "(certificate name mismatch: \"other.test\" is not among the certificate's names \

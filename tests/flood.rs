@@ -562,7 +562,9 @@ fn a_fatal_alert_reaches_a_client_that_is_still_sending() {
         );
         assert_eq!(
             result,
-            Err(tls13lab::Error::AlertReceived(AlertDescription::DecodeError)),
+            Err(tls13lab::Error::AlertReceived(
+                AlertDescription::DecodeError
+            )),
             "{how}"
         );
     }

@@ -2606,7 +2606,7 @@ fn cli_binary_against_openssl() {
 fn s_client_gets_a_key_update_from_the_cli_server() {
     let peer = openssl35();
     let f = fixture("3.5-cli-keyupd");
-    let mut srv = tls13lab(
+    let srv = tls13lab(
         &f.dir,
         &[
             "server",

@@ -188,9 +188,9 @@ fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
     if let Some(f) = std::env::var_os("SSL_CERT_FILE") {
         vars.push(format!("SSL_CERT_FILE={}", f.to_string_lossy()));
     }
-    if let Some(d) = std::env::var_os("SSL_CERT_DIR").filter(|d| {
-        std::env::split_paths(d).any(|p| !p.as_os_str().is_empty())
-    }) {
+    if let Some(d) = std::env::var_os("SSL_CERT_DIR")
+        .filter(|d| std::env::split_paths(d).any(|p| !p.as_os_str().is_empty()))
+    {
         vars.push(format!("SSL_CERT_DIR={}", d.to_string_lossy()));
     }
     let from = if vars.is_empty() {

@@ -509,8 +509,9 @@ fn key_update_first(server: &mut Server) -> String {
         return "not sent: the handshake is not complete (a 0-RTT request)".into();
     }
     match server.key_update(true) {
-        Ok(()) => "sent KeyUpdate(update_requested) before this page: it comes under the next keys"
-            .into(),
+        Ok(()) => {
+            "sent KeyUpdate(update_requested) before this page: it comes under the next keys".into()
+        }
         Err(e) => format!("not sent: {e}"),
     }
 }

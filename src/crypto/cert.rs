@@ -103,8 +103,12 @@ impl CertError {
 impl fmt::Display for CertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CertError::Empty(Usage::Server) => f.write_str("empty certificate chain from the server"),
-            CertError::Empty(Usage::Client) => f.write_str("empty certificate chain from the client"),
+            CertError::Empty(Usage::Server) => {
+                f.write_str("empty certificate chain from the server")
+            }
+            CertError::Empty(Usage::Client) => {
+                f.write_str("empty certificate chain from the client")
+            }
             CertError::Expired { not_after, now } => write!(
                 f,
                 "certificate expired: valid until {}, now {}",
@@ -126,12 +130,18 @@ impl fmt::Display for CertError {
             CertError::BadSignature => {
                 f.write_str("bad certificate signature: it does not verify with the issuer's key")
             }
-            CertError::NameMismatch { expected, presented } if presented.is_empty() => write!(
+            CertError::NameMismatch {
+                expected,
+                presented,
+            } if presented.is_empty() => write!(
                 f,
                 "certificate name mismatch: {expected:?} asked for, and the certificate has no \
                  DNS or IP address name"
             ),
-            CertError::NameMismatch { expected, presented } => write!(
+            CertError::NameMismatch {
+                expected,
+                presented,
+            } => write!(
                 f,
                 "certificate name mismatch: {expected:?} is not among the certificate's names ({})",
                 presented.join(", ")
@@ -180,7 +190,10 @@ impl fmt::Display for Utc {
 /// webpki prints subjectAltName entries as `DnsName("x")` / `IpAddress(1.2.3.4)`: keep the name
 /// (an IPv6 address in its canonical form: webpki writes `0::1`).
 fn bare_name(s: &str) -> String {
-    if let Some(ip) = s.strip_prefix("IpAddress(").and_then(|r| r.strip_suffix(')')) {
+    if let Some(ip) = s
+        .strip_prefix("IpAddress(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
         return ip
             .parse::<std::net::IpAddr>()
             .map_or_else(|_| ip.to_string(), |ip| ip.to_string());
@@ -206,7 +219,9 @@ fn name_text(mut der: &[u8]) -> Option<String> {
             if n == 0 || n > 4 || b.len() < n {
                 return None;
             }
-            let len = b[..n].iter().fold(0usize, |a, &x| (a << 8) | usize::from(x));
+            let len = b[..n]
+                .iter()
+                .fold(0usize, |a, &x| (a << 8) | usize::from(x));
             b = &b[n..];
             len
         };
@@ -1052,7 +1067,10 @@ mod tests {
             Usage::Server,
             Some(&memo),
         );
-        assert!(matches!(err, Err(CertError::NameMismatch { .. })), "{err:?}");
+        assert!(
+            matches!(err, Err(CertError::NameMismatch { .. })),
+            "{err:?}"
+        );
         let mut bad = chain[0].clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
