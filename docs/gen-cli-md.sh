@@ -13,6 +13,8 @@ cleanup() {
 }
 trap cleanup EXIT
 unset SSLKEYLOGFILE
+# The client's system trust store is what the examples set: the platform's differs between machines.
+unset SSL_CERT_FILE SSL_CERT_DIR
 
 # show 'shell text' CMD...: a fenced block with "$ shell text", then the command's stdout+stderr
 # and, if it failed, its exit code.
@@ -109,7 +111,8 @@ echo 'Port 0 picks a free port; the first stdout line is `listening on IP:PORT` 
 echo '`--cert/--key` the server makes a fresh self-signed ECDSA P-256 certificate for `localhost`,'
 echo '`127.0.0.1` and `::1`; `--cert-out` saves it for a client'"'"'s `--cafile`. Each connection runs on its'
 echo 'own thread (at most `--max-connections`), has a `--timeout`, and ends with one summary line;'
-echo 'a misbehaving connection never stops the server.'
+echo 'a misbehaving connection never stops the server. A request for `/keyupd…` gets a'
+echo 'KeyUpdate(update_requested) before the page, as from `openssl s_server -www`.'
 echo
 start_server --cert-out cert.pem --keylog server-keys.log --json-dir ledgers
 echo '```console'
@@ -120,8 +123,10 @@ echo
 
 echo '## `tls13lab client HOST:PORT`'
 echo
-echo 'The client prints the ledger, the response and a summary. It needs `--cafile FILE` or an explicit'
-echo '`--insecure` (there is no system trust store). SNI defaults to HOST unless HOST is an IP address.'
+echo 'The client prints the ledger, the response and a summary. It validates the server'"'"'s certificate'
+echo 'against `--cafile FILE`, or else the system'"'"'s roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` replace them'
+echo 'when set, as for curl and OpenSSL); `--insecure` accepts any certificate. The `roots` line says which.'
+echo 'SNI defaults to HOST unless HOST is an IP address.'
 echo
 show "tls13lab client localhost:$PORT --cafile cert.pem --keylog keys.log --json conn.json --sess-out sess.json" \
     "$BIN" client "localhost:$PORT" --cafile cert.pem --keylog keys.log --json conn.json --sess-out sess.json
@@ -135,6 +140,13 @@ echo 'the response arrives one round trip after the ClientHello. 0-RTT is offere
 echo
 show "tls13lab client localhost:$PORT --cafile cert.pem --sess-in sess.json --early-data request.txt" \
     bash -c "printf 'GET /early HTTP/1.0\r\n\r\n' > request.txt && '$BIN' client localhost:$PORT --cafile cert.pem --sess-in sess.json --early-data request.txt | sed -n '/--- summary/,\$p'"
+show "SSL_CERT_FILE=cert.pem tls13lab client localhost:$PORT   # summary only" \
+    bash -c "SSL_CERT_FILE=cert.pem '$BIN' client localhost:$PORT | sed -n '/--- summary/,\$p'"
+echo '`GET /keyupd` makes the server update its keys first; the client answers with its own KeyUpdate'
+echo '(ledger lines and the page'"'"'s last line):'
+echo
+show "tls13lab client 127.0.0.1:$PORT --insecure --request 'GET /keyupd HTTP/1.0\r\n\r\n' | grep -E 'key.update'" \
+    bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --request 'GET /keyupd HTTP/1.0\r\n\r\n' | grep -E 'key.update'"
 show "tls13lab client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n'   # summary only" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n' | sed -n '/--- summary/,\$p'"
 echo '`openssl s_client` against it (the system `openssl` here; `cli_binary_against_openssl` in'
@@ -224,14 +236,26 @@ show "tls13lab dissect conn.pcapng" "$BIN" dissect conn.pcapng
 
 echo '## Errors'
 echo
-start_server --suites chacha20 --require-client-cert
+start_server --suites chacha20 --require-client-cert --cert-out cert2.pem
 show "tls13lab client 127.0.0.1:$PORT --insecure --suites aes128gcm" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --suites aes128gcm >/dev/null"
 show "tls13lab client 127.0.0.1:$PORT --insecure" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure >/dev/null"
+echo 'A certificate that does not verify: the reason in one line. Trusting an unrelated root (RFC 8448'"'"'s'
+echo 'test certificate), the first server'"'"'s certificate (named like this one'"'"'s issuer, but another key),'
+echo 'the right root for another name:'
+echo
+cp tests/vectors/pem/server_rsa_certificate.pem "$WORK/rsa.pem"
+show "SSL_CERT_FILE=rsa.pem tls13lab client localhost:$PORT" \
+    bash -c "SSL_CERT_FILE=rsa.pem '$BIN' client localhost:$PORT >/dev/null"
+show "SSL_CERT_FILE=cert.pem tls13lab client localhost:$PORT" \
+    bash -c "SSL_CERT_FILE=cert.pem '$BIN' client localhost:$PORT >/dev/null"
+show "tls13lab client localhost:$PORT --cafile cert2.pem --sni other.example" \
+    bash -c "'$BIN' client localhost:$PORT --cafile cert2.pem --sni other.example >/dev/null"
 stop_server
 show "tls13lab client 127.0.0.1:$PORT --insecure" "$BIN" client "127.0.0.1:$PORT" --insecure
-show "tls13lab client localhost:443" "$BIN" client localhost:443
+show "SSL_CERT_FILE=missing.pem tls13lab client localhost:443" \
+    env SSL_CERT_FILE=missing.pem "$BIN" client localhost:443
 show "tls13lab client localhost:443 --insecure --groups x25519,P-257" "$BIN" client localhost:443 --insecure --groups x25519,P-257
 show "tls13lab client localhost:443 --insecure --key-shares ffdhe2048" "$BIN" client localhost:443 --insecure --key-shares ffdhe2048
 show "tls13lab client localhost:443 --cafile missing.pem" "$BIN" client localhost:443 --cafile missing.pem

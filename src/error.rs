@@ -203,7 +203,8 @@ impl fmt::Display for Error {
             Error::Record(e) => write!(f, "record layer: {e:?}"),
             Error::Peer(p) => write!(f, "peer misbehaved: {p}"),
             Error::KeyExchange(e) => write!(f, "key exchange: {e:?}"),
-            Error::Certificate(e) => write!(f, "certificate: {e:?}"),
+            // CertError names the certificate and the reason itself, in one line.
+            Error::Certificate(e) => write!(f, "{e}"),
             Error::Signature(e) => write!(f, "signature: {e:?}"),
             Error::AlertReceived(a) => write!(f, "received fatal alert {a}"),
             Error::Config(s) => write!(f, "configuration: {s}"),

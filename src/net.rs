@@ -6,6 +6,12 @@
 //! driver's own buffer and records are opened where they lie (the caller-owned-buffer API); the
 //! driver turns the plaintext ranges back into `AppData` events, in order, for the CLI. The clock is `SystemTime` as Unix
 //! milliseconds — the same clock the core uses for ticket ages and certificate validity.
+//!
+//! Closing is lingering (as HTTP servers do): a socket closed with unread input makes the kernel
+//! answer with a TCP reset, which can take back what was sent just before — the fatal alert
+//! that says why (RFC 8446 §6.2) — before the peer reads it. So when the driver is dropped after
+//! a fatal alert, or with input still unread, it shuts down writing and reads and discards what
+//! the peer still sends, until EOF, [`LINGER_TIME`] or [`LINGER_BYTES`], before closing.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -14,6 +20,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tls13lab::events::Event;
 use tls13lab::record::MAX_RECORD_LEN;
 use tls13lab::{Connection, Error, Role};
+
+/// Longest a lingering close waits for the peer's EOF.
+pub const LINGER_TIME: Duration = Duration::from_secs(1);
+/// Most a lingering close reads and discards.
+pub const LINGER_BYTES: usize = 1 << 20;
 
 /// The wall clock as Unix milliseconds.
 pub fn now_ms() -> u64 {
@@ -52,6 +63,10 @@ pub struct Driver<R: Role> {
     filled: usize,
     /// The endpoint's events, with the application data opened in place added in order.
     events: Vec<Event>,
+    /// The peer closed its side (EOF or reset): nothing more can arrive.
+    peer_closed: bool,
+    /// The endpoint failed (its fatal alert, if any, was sent): the peer may still be sending.
+    failed: bool,
 }
 
 impl<R: Role> Driver<R> {
@@ -65,6 +80,8 @@ impl<R: Role> Driver<R> {
             buf: vec![0; 2 * MAX_RECORD_LEN],
             filled: 0,
             events: Vec::new(),
+            peer_closed: false,
+            failed: false,
         }
     }
 
@@ -101,7 +118,10 @@ impl<R: Role> Driver<R> {
             .set_read_timeout(Some(wait))
             .map_err(NetError::Io)?;
         let n = match self.stream.read(&mut self.buf[self.filled..]) {
-            Ok(0) => return Ok(Step::Eof),
+            Ok(0) => {
+                self.peer_closed = true;
+                return Ok(Step::Eof);
+            }
             Ok(n) => n,
             Err(e)
                 if matches!(
@@ -112,7 +132,10 @@ impl<R: Role> Driver<R> {
                 return Ok(Step::Idle)
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(Step::Idle),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(Step::Eof),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                self.peer_closed = true;
+                return Ok(Step::Eof);
+            }
             Err(e) => return Err(NetError::Io(e)),
         };
         self.filled += n;
@@ -143,7 +166,9 @@ impl<R: Role> Driver<R> {
         self.filled -= start;
         if let Err(e) = opened {
             self.events.extend(self.ep.events());
-            // The alert the endpoint queued goes out before the error is returned.
+            // The alert the endpoint queued goes out before the error is returned; the peer
+            // may be in the middle of a long flight, so dropping the driver lingers.
+            self.failed = true;
             let _ = self.flush();
             return Err(NetError::Tls(e));
         }
@@ -155,6 +180,48 @@ impl<R: Role> Driver<R> {
         self.ep.close();
         let _ = self.flush();
         let _ = self.stream.shutdown(Shutdown::Write);
+    }
+
+    /// Whether received bytes wait unread in the socket (a pending EOF is none).
+    fn unread_input(&mut self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return true; // cannot tell: linger to be safe
+        }
+        let peeked = self.stream.peek(&mut [0u8; 1]);
+        let _ = self.stream.set_nonblocking(false);
+        matches!(peeked, Ok(n) if n > 0)
+    }
+
+    /// Shut down writing, then read and discard until EOF, [`LINGER_TIME`] or [`LINGER_BYTES`].
+    fn linger(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+        let end = Instant::now() + LINGER_TIME;
+        let mut discarded = 0;
+        while discarded < LINGER_BYTES {
+            let left = remaining(end);
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match self.stream.read(&mut self.buf) {
+                Ok(0) => return,
+                Ok(n) => discarded += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return, // timed out, or reset
+            }
+        }
+    }
+}
+
+impl<R: Role> Drop for Driver<R> {
+    /// The lingering close (see the module doc): may take up to [`LINGER_TIME`]. After a
+    /// failure always, since the peer may still be sending what the error cut short; otherwise
+    /// only if input waits unread. Output the endpoint still holds (an alert) goes first.
+    fn drop(&mut self) {
+        let _ = self.stream.set_write_timeout(Some(LINGER_TIME));
+        let _ = self.flush();
+        if !self.peer_closed && (self.failed || self.unread_input()) {
+            self.linger();
+        }
     }
 }
 

@@ -272,7 +272,6 @@ fn connected_client(addr: SocketAddr) -> (Client, TcpStream, Vec<Event>) {
 
 /// The client's application write key and IV (generation 0), from its derivation events.
 fn client_app_keys(events: &[Event]) -> (tls13lab::crypto::aead::AeadKey, [u8; 12]) {
-    use tls13lab::keyschedule::SecretName;
     let aead = events
         .iter()
         .find_map(|e| match e {
@@ -280,14 +279,25 @@ fn client_app_keys(events: &[Event]) -> (tls13lab::crypto::aead::AeadKey, [u8; 1
             _ => None,
         })
         .expect("connected");
+    client_keys(
+        events,
+        aead,
+        tls13lab::keyschedule::SecretName::ClientApplicationTrafficSecret(0),
+    )
+}
+
+/// The client's write key and IV derived from the traffic secret `parent`.
+fn client_keys(
+    events: &[Event],
+    aead: tls13lab::crypto::aead::AeadAlg,
+    parent: tls13lab::keyschedule::SecretName,
+) -> (tls13lab::crypto::aead::AeadKey, [u8; 12]) {
+    use tls13lab::keyschedule::SecretName;
     let find = |name: SecretName| {
         events
             .iter()
             .find_map(|e| match e {
-                Event::Derivation(d)
-                    if d.name == name
-                        && d.parent == Some(SecretName::ClientApplicationTrafficSecret(0)) =>
-                {
+                Event::Derivation(d) if d.name == name && d.parent == Some(parent) => {
                     Some(d.output.clone())
                 }
                 _ => None,
@@ -414,4 +424,153 @@ fn the_cli_client_stops_reading_an_endless_response() {
     assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("records and messages"), "{stderr}");
+}
+
+/// A TCP connection to `addr` whose receive buffer is as small as the kernel allows, set before
+/// connecting so that the window it advertises is small from the SYN on.
+fn small_window_connect(addr: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(v4) = addr else {
+        panic!("{addr} is not IPv4")
+    };
+    // SAFETY: plain socket calls on a descriptor this function owns until it hands it to the
+    // TcpStream; the pointers point to live locals of the sizes given.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd); // closes fd on every path from here
+        let small: libc::c_int = 1; // the kernel rounds it up to its minimum
+        let rc = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        assert_eq!(rc, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+        let sin = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: v4.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*v4.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let rc = libc::connect(
+            fd,
+            (&sin as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+        stream
+    }
+}
+
+#[test]
+fn a_fatal_alert_reaches_a_client_that_is_still_sending() {
+    // A client whose Finished is 128 KiB, split over many records, sent without reading. The
+    // server refuses it at its header (over the 64 KiB message limit) with decode_error while
+    // the rest is still coming. Had it closed the socket with that unread, the kernel would
+    // answer with a TCP reset and drop what the server had not yet sent — here its padded flight
+    // and the alert behind it, held back by the client's small window. The driver's lingering
+    // close (shut down writing, read and discard until EOF) lets both arrive, then EOF.
+    use tls13lab::keyschedule::SecretName;
+    let server = ServerGuard::start(&["--timeout", "10", "--padding", "16384"]);
+    let start = Instant::now();
+    for round in 0..5 {
+        let cfg = ClientConfig {
+            server_name: Some("localhost".into()),
+            cipher_suites: vec![tls13lab::messages::CipherSuite::TLS_AES_128_GCM_SHA256],
+            ..ClientConfig::default()
+        };
+        let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).expect("client");
+        let mut s = small_window_connect(server.addr);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.start(now_ms()).unwrap();
+        s.write_all(&c.take_output()).unwrap();
+        // Read up to the end of the ServerHello record: enough for the handshake keys.
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        while got.len() < 5 || got.len() < 5 + usize::from(u16::from_be_bytes([got[3], got[4]])) {
+            let n = s.read(&mut buf).expect("ServerHello");
+            assert!(n > 0, "round {round}: EOF before the ServerHello");
+            got.extend_from_slice(&buf[..n]);
+        }
+        c.receive(&got, now_ms()).expect("ServerHello");
+        let fed = got.len();
+        let events: Vec<Event> = c.events().collect();
+        let (key, iv) = client_keys(
+            &events,
+            tls13lab::crypto::aead::AeadAlg::Aes128Gcm,
+            SecretName::ClientHandshakeTrafficSecret,
+        );
+        // Finished (20) of 128 KiB, in 4 KiB handshake records under the handshake keys.
+        let mut finished = vec![20, 0x02, 0x00, 0x00];
+        finished.resize(4 + 128 * 1024, 0);
+        let mut wire = Vec::new();
+        for (seq, chunk) in finished.chunks(4096).enumerate() {
+            let mut inner = chunk.to_vec();
+            inner.push(22);
+            let len = (inner.len() + 16) as u16;
+            let header = [23, 3, 3, (len >> 8) as u8, len as u8];
+            let mut nonce = iv;
+            for (b, x) in nonce[4..].iter_mut().zip((seq as u64).to_be_bytes()) {
+                *b ^= x;
+            }
+            let tag = key.seal_detached(&nonce, &header, &mut inner).unwrap();
+            wire.extend([&header[..], &inner, &tag].concat());
+        }
+        let mut write_error = None;
+        for chunk in wire.chunks(4096) {
+            if let Err(e) = s.write_all(chunk) {
+                write_error = Some(e.kind());
+                break;
+            }
+        }
+        let end = loop {
+            match s.read(&mut buf) {
+                Ok(0) => break "EOF".to_string(),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => break format!("{:?}", e.kind()),
+            }
+        };
+        let how = format!(
+            "round {round}: read {} bytes, then {end}; write error {write_error:?}",
+            got.len()
+        );
+        assert_eq!(end, "EOF", "{how}");
+        // What arrived is the server's whole flight, then its alert.
+        let result = c.receive(&got[fed..], now_ms());
+        let alerts: Vec<_> = c
+            .events()
+            .filter_map(|e| match e {
+                Event::Alert {
+                    direction,
+                    description,
+                    ..
+                } => Some((direction, description)),
+                _ => None,
+            })
+            .collect();
+        use tls13lab::events::Direction;
+        use tls13lab::messages::enums::AlertDescription;
+        assert_eq!(
+            alerts,
+            vec![(Direction::ServerToClient, AlertDescription::DecodeError)],
+            "{how}; {result:?}"
+        );
+        assert_eq!(
+            result,
+            Err(tls13lab::Error::AlertReceived(
+                AlertDescription::DecodeError
+            )),
+            "{how}"
+        );
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
 }

@@ -2864,3 +2864,62 @@ fn cli_binary_against_openssl() {
         panic!("{e}");
     }
 }
+
+/// `s_client` asks `tls13lab server` for a KeyUpdate the way test clients ask `s_server -www`:
+/// `GET /keyupd`. Our server sends KeyUpdate(update_requested) before the page; OpenSSL 3.5's
+/// trace shows it arrive, and the page decrypts under the server's next keys. (OpenSSL sends its
+/// own KeyUpdate only before its next write, and s_client writes nothing more: no answer to check
+/// here — tests/cli.rs checks ours.)
+#[test]
+fn s_client_gets_a_key_update_from_the_cli_server() {
+    let peer = openssl35();
+    let f = fixture("3.5-cli-keyupd");
+    let srv = tls13lab(
+        &f.dir,
+        &[
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &f.server_cert,
+            "--key",
+            &f.server_key,
+            "--json-dir",
+            "ledgers",
+            "--naccept",
+            "1",
+        ],
+    );
+    let port: u16 = srv
+        .line_starting("listening on 127.0.0.1:")
+        .trim_start_matches("listening on 127.0.0.1:")
+        .parse()
+        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
+    let mut c = f.s_client(&peer, port, &["-trace"]);
+    c.send_line("GET /keyupd HTTP/1.0\n"); // s_client sends what it reads, LF line ends
+    assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
+    let out = c.output();
+    for needle in [
+        "KeyUpdate, Length=1\n      update_requested (1)",
+        "HTTP/1.0 200 OK\r\n",
+        "key update     sent KeyUpdate(update_requested) before this page",
+        "Verify return code: 0 (ok)",
+    ] {
+        assert!(out.contains(needle), "no {needle:?}\n{}", c.context());
+    }
+    let line = srv.line_starting("conn #1 from ");
+    assert!(line.ends_with("; ok"), "{line}\n{}", srv.context());
+    let v = read_json(&f.dir.join("ledgers/conn-000001.json"));
+    let sent: Vec<_> = v["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["event"] == "key_update")
+        .map(|e| (e["direction"].clone(), e["requested"].clone()))
+        .collect();
+    assert_eq!(
+        sent.first(),
+        Some(&("server_to_client".into(), true.into())),
+        "{v}"
+    );
+}

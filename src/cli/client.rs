@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tls13lab::crypto::cert::CertVerifier;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{Event, Side};
 use tls13lab::session::TicketStore;
@@ -35,7 +36,8 @@ pub struct ClientArgs {
     /// Send no server_name.
     #[arg(long)]
     pub no_sni: bool,
-    /// Trust anchors (PEM) to validate the server's certificate against.
+    /// Trust anchors (PEM) to validate the server's certificate against [default: the system's;
+    /// SSL_CERT_FILE / SSL_CERT_DIR replace them when set].
     #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub cafile: Option<PathBuf>,
     /// Accept any server certificate (its CertificateVerify signature is still checked).
@@ -90,7 +92,11 @@ fn host_port(s: &str) -> Result<(String, u16), Failure> {
     Ok((host.to_string(), port))
 }
 
-fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
+fn build_config(
+    a: &ClientArgs,
+    host: &str,
+    verification: ServerVerification,
+) -> Result<ClientConfig, Failure> {
     let mut c = ClientConfig::default();
     a.offer.apply(&mut c)?;
     // Offer 0-RTT only with something to send: otherwise a ticket that allows it would make the
@@ -106,18 +112,7 @@ fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
     } else {
         Some(host.to_string())
     };
-    c.verification = match (&a.cafile, a.insecure) {
-        (Some(f), _) => ServerVerification::Roots(load_certs(f)?),
-        // An external PSK authenticates the server without a certificate (RFC 8446 §2.2); one
-        // that falls back to a certificate is verified as ever, against no anchors: it fails.
-        (None, false) if a.psk.psk.is_some() => ServerVerification::Roots(Vec::new()),
-        (None, true) => ServerVerification::AcceptAny,
-        (None, false) => {
-            return Err(Failure::BadOption(
-                "no trust anchors: give --cafile FILE (PEM) or --insecure".into(),
-            ))
-        }
-    };
+    c.verification = verification;
     if let (Some(cert), Some(key)) = (&a.cert, &a.key) {
         c.client_cert = Some(load_certified_key(cert, key)?);
     }
@@ -125,10 +120,146 @@ fn build_config(a: &ClientArgs, host: &str) -> Result<ClientConfig, Failure> {
     Ok(c)
 }
 
+/// Where the trust anchors came from: the summary's `roots` line and the JSON report's `roots`.
+struct Roots {
+    /// `cafile`, `system` or `none` (--insecure).
+    source: &'static str,
+    /// Anchors in use.
+    certificates: usize,
+    /// The file, the environment variables, or the platform store.
+    from: String,
+    /// What loading the system store skipped or failed on (the first error only).
+    notes: Vec<String>,
+}
+
+impl Roots {
+    fn line(&self) -> String {
+        let n = self.certificates;
+        let mut s = match self.source {
+            "none" => "none: --insecure, any certificate accepted".to_string(),
+            src => format!(
+                "{src}: {n} certificate{} ({}",
+                if n == 1 { "" } else { "s" },
+                self.from
+            ),
+        };
+        for note in &self.notes {
+            s.push_str("; ");
+            s.push_str(note);
+        }
+        if self.source != "none" {
+            s.push(')');
+        }
+        s
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "source": self.source,
+            "certificates": self.certificates,
+            "from": self.from,
+            "notes": self.notes,
+        })
+    }
+}
+
+/// How the server's certificate is checked: --cafile, --insecure, or else the system's roots —
+/// like curl and OpenSSL, SSL_CERT_FILE / SSL_CERT_DIR replace the platform store when set.
+fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
+    if let Some(f) = &a.cafile {
+        let certs = load_certs(f)?;
+        let roots = Roots {
+            source: "cafile",
+            certificates: certs.len(),
+            from: f.display().to_string(),
+            notes: Vec::new(),
+        };
+        return Ok((ServerVerification::Roots(certs), roots));
+    }
+    if a.insecure {
+        let roots = Roots {
+            source: "none",
+            certificates: 0,
+            from: String::new(),
+            notes: Vec::new(),
+        };
+        return Ok((ServerVerification::AcceptAny, roots));
+    }
+    // Named the way rustls-native-certs reads them: SSL_CERT_FILE if set at all, SSL_CERT_DIR
+    // if it lists a directory; otherwise the platform's own store.
+    let mut vars = Vec::new();
+    if let Some(f) = std::env::var_os("SSL_CERT_FILE") {
+        vars.push(format!("SSL_CERT_FILE={}", f.to_string_lossy()));
+    }
+    if let Some(d) = std::env::var_os("SSL_CERT_DIR")
+        .filter(|d| std::env::split_paths(d).any(|p| !p.as_os_str().is_empty()))
+    {
+        vars.push(format!("SSL_CERT_DIR={}", d.to_string_lossy()));
+    }
+    let from = if vars.is_empty() {
+        "platform store".to_string()
+    } else {
+        vars.join(", ")
+    };
+    let loaded = rustls_native_certs::load_native_certs();
+    let found = loaded.certs.len();
+    // A system store can hold certificates webpki cannot use as anchors; one of them among the
+    // roots would fail every verification (CertError::BadTrustAnchor), so leave it out.
+    let usable: Vec<Vec<u8>> = loaded
+        .certs
+        .into_iter()
+        .map(|c| c.to_vec())
+        .filter(|c| CertVerifier::new(vec![c.clone()]).is_ok())
+        .collect();
+    let mut notes = Vec::new();
+    if usable.len() < found {
+        notes.push(format!("{} unusable skipped", found - usable.len()));
+    }
+    if let Some(e) = loaded.errors.first() {
+        let more = loaded.errors.len() - 1;
+        notes.push(if more > 0 {
+            format!("{e} (and {more} more errors)")
+        } else {
+            e.to_string()
+        });
+    }
+    if usable.is_empty() && a.psk.psk.is_some() {
+        // An external PSK authenticates the server without a certificate (RFC 8446 §2.2); one
+        // that falls back to a certificate is verified as ever, against no anchors: it fails.
+        notes.push("none found; the external PSK authenticates the server".into());
+        let roots = Roots {
+            source: "system",
+            certificates: 0,
+            from,
+            notes,
+        };
+        return Ok((ServerVerification::Roots(Vec::new()), roots));
+    }
+    if usable.is_empty() {
+        let why = if notes.is_empty() {
+            "none found".to_string()
+        } else {
+            notes.join("; ")
+        };
+        return Err(Failure::BadFile(format!(
+            "no trust anchors in the system store ({from}: {why}); give --cafile FILE (PEM) \
+             or --insecure"
+        )));
+    }
+    let roots = Roots {
+        source: "system",
+        certificates: usable.len(),
+        from,
+        notes,
+    };
+    Ok((ServerVerification::Roots(usable), roots))
+}
+
 /// Run the client.
 pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let (host, port) = host_port(&a.target)?;
-    let config = build_config(&a, &host)?;
+    let (verification, roots) = trust(&a)?;
+    let config = build_config(&a, &host, verification)?;
     let external: Vec<Vec<u8>> = config
         .external_psks
         .iter()
@@ -174,6 +305,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
 
     let l = ledger(&events, started);
     emit(&printout(&l, &events, &external));
+    emit(&format!("{:<18} {}\n", "roots", roots.line()));
     if let Some(path) = &a.sess_out {
         let store = d.ep.tickets();
         write_file(path, format!("{}\n", store.to_json()).as_bytes())?;
@@ -199,7 +331,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
         super::instruments::write_pcap(path, &c)?;
     }
     if let Some(path) = &a.out.json {
-        Report {
+        let mut v = Report {
             side: Side::Client,
             peer,
             started_ms: started,
@@ -208,7 +340,10 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
             error: result.as_ref().err().map(|f| f.to_string()),
             external_psks: &external,
         }
-        .write(path)?;
+        .to_json();
+        v["roots"] = roots.json();
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        write_file(path, format!("{text}\n").as_bytes())?;
     }
     result
 }

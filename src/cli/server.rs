@@ -481,7 +481,12 @@ fn drive(
                     || ((peer_closed || eof) && !received.is_empty());
                 if complete {
                     let title = format!("connection #{n} from {peer_s}");
-                    let body = page(&title, &events, &sh.external);
+                    let mut body = page(&title, &events, &sh.external);
+                    if asks_key_update(&received) {
+                        let done = key_update_first(&mut d.ep);
+                        body.push_str(&format!("{:<14} {done}
+", "key update"));
+                    }
                     if d.ep.send(&http_ok(&body)).is_ok() {
                         responded = true;
                     }
@@ -517,6 +522,31 @@ fn drive(
     }
     events.extend(d.drain_events());
     (events, result)
+}
+
+/// `GET /keyupd…`: what `openssl s_server -www` answers with KeyUpdate(update_requested), the
+/// way test clients ask for a server-initiated KeyUpdate. Any method; the path decides.
+fn asks_key_update(request: &[u8]) -> bool {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+    line.split(|&b| b == b' ')
+        .nth(1)
+        .is_some_and(|path| path.starts_with(b"/keyupd"))
+}
+
+/// Send KeyUpdate(update_requested) ahead of the response (RFC 8446 §4.6.3), so the page goes
+/// out under the next traffic keys and the client must answer with its own KeyUpdate. Returns
+/// the page's line about it.
+fn key_update_first(server: &mut Server) -> String {
+    if !server.is_connected() {
+        // A 0-RTT request is answered before the client's Finished: no traffic keys to update yet.
+        return "not sent: the handshake is not complete (a 0-RTT request)".into();
+    }
+    match server.key_update(true) {
+        Ok(()) => {
+            "sent KeyUpdate(update_requested) before this page: it comes under the next keys".into()
+        }
+        Err(e) => format!("not sent: {e}"),
+    }
 }
 
 /// A request is complete at its first blank line (HTTP) — CRLF or bare LF.

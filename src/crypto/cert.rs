@@ -29,21 +29,41 @@ pub enum Usage {
     Client,
 }
 
-/// Why a certificate chain was rejected. Each maps to one alert via [`CertError::alert`].
+/// Why a certificate chain was rejected. Each maps to one alert via [`CertError::alert`]; the
+/// `Display` text names the reason in one line, with what webpki knew: the times compared, the
+/// names the leaf has, the issuer no root vouches for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CertError {
     /// The peer sent no certificate (§4.4.2.4).
     Empty(Usage),
     /// A certificate in the path is past its notAfter.
-    Expired,
+    Expired {
+        /// Its notAfter, unix seconds.
+        not_after: u64,
+        /// The validation time, unix seconds.
+        now: u64,
+    },
     /// A certificate in the path is before its notBefore.
-    NotYetValid,
+    NotYetValid {
+        /// Its notBefore, unix seconds.
+        not_before: u64,
+        /// The validation time, unix seconds.
+        now: u64,
+    },
     /// No path to a trust anchor.
-    UnknownIssuer,
+    UnknownIssuer {
+        /// The issuer named by the last certificate of the chain (`CN=…, O=…`), if readable.
+        issuer: Option<String>,
+    },
     /// A certificate's signature does not verify with its issuer's key.
     BadSignature,
     /// The leaf is not valid for the requested server name.
-    NameMismatch,
+    NameMismatch {
+        /// The name asked for.
+        expected: String,
+        /// The leaf's subjectAltName entries (DNS names, IP addresses...).
+        presented: Vec<String>,
+    },
     /// A certificate is not valid DER / X.509 v3 as webpki requires.
     BadEncoding,
     /// A certificate is signed with an algorithm we do not implement.
@@ -65,12 +85,14 @@ impl CertError {
             CertError::Empty(Usage::Server) => AlertDescription::DecodeError,
             CertError::Empty(Usage::Client) => AlertDescription::CertificateRequired,
             // §6.2: "has expired or is not currently valid".
-            CertError::Expired | CertError::NotYetValid => AlertDescription::CertificateExpired,
-            CertError::UnknownIssuer => AlertDescription::UnknownCa,
+            CertError::Expired { .. } | CertError::NotYetValid { .. } => {
+                AlertDescription::CertificateExpired
+            }
+            CertError::UnknownIssuer { .. } => AlertDescription::UnknownCa,
             CertError::WrongUsage => AlertDescription::UnsupportedCertificate,
             CertError::BadTrustAnchor(_) => AlertDescription::InternalError,
             CertError::BadSignature
-            | CertError::NameMismatch
+            | CertError::NameMismatch { .. }
             | CertError::BadEncoding
             | CertError::UnsupportedSignature
             | CertError::Other(_) => AlertDescription::BadCertificate,
@@ -81,15 +103,56 @@ impl CertError {
 impl fmt::Display for CertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CertError::Empty(u) => write!(f, "empty certificate chain ({u:?})"),
-            CertError::Expired => f.write_str("certificate expired"),
-            CertError::NotYetValid => f.write_str("certificate not yet valid"),
-            CertError::UnknownIssuer => f.write_str("certificate issuer unknown"),
-            CertError::BadSignature => f.write_str("certificate signature invalid"),
-            CertError::NameMismatch => f.write_str("certificate not valid for server name"),
+            CertError::Empty(Usage::Server) => {
+                f.write_str("empty certificate chain from the server")
+            }
+            CertError::Empty(Usage::Client) => {
+                f.write_str("empty certificate chain from the client")
+            }
+            CertError::Expired { not_after, now } => write!(
+                f,
+                "certificate expired: valid until {}, now {}",
+                Utc(*not_after),
+                Utc(*now)
+            ),
+            CertError::NotYetValid { not_before, now } => write!(
+                f,
+                "certificate not yet valid: valid from {}, now {}",
+                Utc(*not_before),
+                Utc(*now)
+            ),
+            CertError::UnknownIssuer { issuer: Some(dn) } => {
+                write!(f, "unknown issuer {dn:?}: no path to a trusted root")
+            }
+            CertError::UnknownIssuer { issuer: None } => {
+                f.write_str("unknown issuer: no path to a trusted root")
+            }
+            CertError::BadSignature => {
+                f.write_str("bad certificate signature: it does not verify with the issuer's key")
+            }
+            CertError::NameMismatch {
+                expected,
+                presented,
+            } if presented.is_empty() => write!(
+                f,
+                "certificate name mismatch: {expected:?} asked for, and the certificate has no \
+                 DNS or IP address name"
+            ),
+            CertError::NameMismatch {
+                expected,
+                presented,
+            } => write!(
+                f,
+                "certificate name mismatch: {expected:?} is not among the certificate's names ({})",
+                presented.join(", ")
+            ),
             CertError::BadEncoding => f.write_str("certificate encoding invalid"),
-            CertError::UnsupportedSignature => f.write_str("certificate signature unsupported"),
-            CertError::WrongUsage => f.write_str("certificate not valid for this usage"),
+            CertError::UnsupportedSignature => {
+                f.write_str("certificate signed with an unsupported algorithm")
+            }
+            CertError::WrongUsage => {
+                f.write_str("certificate not valid for this usage (extended key usage)")
+            }
             CertError::BadTrustAnchor(i) => write!(f, "trust anchor {i} unparseable"),
             CertError::Other(s) => write!(f, "certificate rejected: {s}"),
         }
@@ -98,15 +161,125 @@ impl fmt::Display for CertError {
 
 impl std::error::Error for CertError {}
 
+/// Unix seconds shown as `YYYY-MM-DD HH:MM:SS UTC` (proleptic Gregorian; no time crate needed).
+struct Utc(u64);
+
+impl fmt::Display for Utc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (days, secs) = (self.0 / 86_400, self.0 % 86_400);
+        // Days to a civil date (H. Hinnant's algorithm), with the era counted from 0000-03-01.
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let doe = z % 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + u64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )
+    }
+}
+
+/// webpki prints subjectAltName entries as `DnsName("x")` / `IpAddress(1.2.3.4)`: keep the name
+/// (an IPv6 address in its canonical form: webpki writes `0::1`).
+fn bare_name(s: &str) -> String {
+    if let Some(ip) = s
+        .strip_prefix("IpAddress(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        return ip
+            .parse::<std::net::IpAddr>()
+            .map_or_else(|_| ip.to_string(), |ip| ip.to_string());
+    }
+    s.strip_prefix("DnsName(\"")
+        .and_then(|r| r.strip_suffix("\")"))
+        .unwrap_or(s)
+        .to_string()
+}
+
+/// The attributes of an X.501 Name (the contents of its SEQUENCE, as webpki gives them) as
+/// `CN=…, O=…`: the common ones by their short names, string values only. `None` if it does not
+/// parse or holds none of them; it only ever labels an error message.
+fn name_text(mut der: &[u8]) -> Option<String> {
+    // One DER TLV with a definite length of at most 4 bytes: (tag, value, rest).
+    fn tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+        let (&tag, b) = b.split_first()?;
+        let (&first, mut b) = b.split_first()?;
+        let len = if first < 0x80 {
+            usize::from(first)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || b.len() < n {
+                return None;
+            }
+            let len = b[..n]
+                .iter()
+                .fold(0usize, |a, &x| (a << 8) | usize::from(x));
+            b = &b[n..];
+            len
+        };
+        (b.len() >= len).then(|| (tag, &b[..len], &b[len..]))
+    }
+    let mut parts = Vec::new();
+    while !der.is_empty() {
+        let (0x31, mut set, rest) = tlv(der)? else {
+            return None; // RelativeDistinguishedName ::= SET OF AttributeTypeAndValue
+        };
+        der = rest;
+        while !set.is_empty() {
+            let (0x30, atv, rest) = tlv(set)? else {
+                return None;
+            };
+            set = rest;
+            let (0x06, oid, value) = tlv(atv)? else {
+                return None;
+            };
+            let (tag, value, _) = tlv(value)?;
+            let short = match oid {
+                [0x55, 0x04, 0x03] => "CN",
+                [0x55, 0x04, 0x0a] => "O",
+                [0x55, 0x04, 0x0b] => "OU",
+                [0x55, 0x04, 0x06] => "C",
+                _ => continue,
+            };
+            // UTF8String, PrintableString, T61String, IA5String.
+            if matches!(tag, 0x0c | 0x13 | 0x14 | 0x16) {
+                parts.push(format!("{short}={}", String::from_utf8_lossy(value)));
+            }
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 #[allow(deprecated)] // webpki keeps deprecated variants alongside their *Context replacements.
 fn map_webpki(e: webpki::Error) -> CertError {
     use webpki::Error as E;
     match e {
-        E::CertExpired { .. } => CertError::Expired,
-        E::CertNotValidYet { .. } => CertError::NotYetValid,
-        E::UnknownIssuer => CertError::UnknownIssuer,
+        E::CertExpired { time, not_after } => CertError::Expired {
+            not_after: not_after.as_secs(),
+            now: time.as_secs(),
+        },
+        E::CertNotValidYet { time, not_before } => CertError::NotYetValid {
+            not_before: not_before.as_secs(),
+            now: time.as_secs(),
+        },
+        E::UnknownIssuer => CertError::UnknownIssuer { issuer: None },
         E::InvalidSignatureForPublicKey => CertError::BadSignature,
-        E::CertNotValidForName(_) => CertError::NameMismatch,
+        E::CertNotValidForName(c) => CertError::NameMismatch {
+            expected: match &c.expected {
+                ServerName::DnsName(d) => d.as_ref().to_string(),
+                ServerName::IpAddress(ip) => std::net::IpAddr::from(*ip).to_string(),
+                other => format!("{other:?}"),
+            },
+            presented: c.presented.iter().map(|p| bare_name(p)).collect(),
+        },
         E::BadDer
         | E::BadDerTime
         | E::TrailingData(_)
@@ -115,12 +288,24 @@ fn map_webpki(e: webpki::Error) -> CertError {
         | E::ExtensionValueInvalid
         | E::InvalidSerialNumber
         | E::InvalidCertValidity => CertError::BadEncoding,
-        E::UnsupportedSignatureAlgorithm
-        | E::UnsupportedSignatureAlgorithmContext(_)
-        | E::UnsupportedSignatureAlgorithmForPublicKey
-        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => CertError::UnsupportedSignature,
+        E::UnsupportedSignatureAlgorithm | E::UnsupportedSignatureAlgorithmContext(_) => {
+            CertError::UnsupportedSignature
+        }
+        // A certificate with the issuer's name was found (a root or an intermediate) but its key
+        // is of another type than the signature: e.g. an RSA root named like an ECDSA leaf's issuer.
+        E::UnsupportedSignatureAlgorithmForPublicKey
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => CertError::Other(
+            "the certificate named as issuer has a key of another type than the signature".into(),
+        ),
         E::RequiredEkuNotFound | E::RequiredEkuNotFoundContext(_) | E::EmptyEkuExtension => {
             CertError::WrongUsage
+        }
+        E::CaUsedAsEndEntity => CertError::Other("a CA certificate used as the leaf".into()),
+        E::EndEntityUsedAsCa => CertError::Other("a leaf certificate used as a CA".into()),
+        E::PathLenConstraintViolated => CertError::Other("path length constraint violated".into()),
+        E::NameConstraintViolation => CertError::Other("name constraint violated".into()),
+        E::UnsupportedCriticalExtension => {
+            CertError::Other("unsupported critical extension".into())
         }
         other => CertError::Other(format!("{other:?}")),
     }
@@ -353,7 +538,17 @@ pub fn verify_chain(
         None,
         None,
     )
-    .map_err(map_webpki)?;
+    .map_err(|e| match map_webpki(e) {
+        // Name the issuer the chain asked us to trust: that of its last certificate.
+        CertError::UnknownIssuer { .. } => CertError::UnknownIssuer {
+            issuer: chain.last().and_then(|top| {
+                let der = CertificateDer::from(top.as_slice());
+                let cert = EndEntityCert::try_from(&der).ok()?;
+                name_text(cert.issuer())
+            }),
+        },
+        other => other,
+    })?;
     if let Some(name) = server_name {
         let name = ServerName::try_from(name)
             .map_err(|_| CertError::Other(format!("invalid server name {name:?}")))?;
@@ -595,17 +790,72 @@ mod tests {
         let v = CertVerifier::new(chain.clone()).unwrap();
         v.verify(&chain, None, T_2020, Usage::Server).unwrap();
 
+        // notBefore 2016-07-30 01:23:59, notAfter 2026-07-30 01:23:59 (UTC).
         let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server, None).unwrap_err();
-        assert_eq!(err, CertError::Expired);
+        assert_eq!(
+            err,
+            CertError::Expired {
+                not_after: 1_785_374_639,
+                now: T_2026_12
+            }
+        );
         assert_eq!(err.alert(), AlertDescription::CertificateExpired);
+        assert_eq!(
+            err.to_string(),
+            "certificate expired: valid until 2026-07-30 01:23:59 UTC, now 2026-12-01 00:00:00 UTC"
+        );
         let err = verify_chain(&chain, &chain, None, T_2015, Usage::Server, None).unwrap_err();
-        assert_eq!(err, CertError::NotYetValid);
+        assert_eq!(
+            err,
+            CertError::NotYetValid {
+                not_before: 1_469_841_839,
+                now: T_2015
+            }
+        );
         assert_eq!(err.alert(), AlertDescription::CertificateExpired);
+        assert_eq!(
+            err.to_string(),
+            "certificate not yet valid: valid from 2016-07-30 01:23:59 UTC, now 2015-01-01 00:00:00 UTC"
+        );
         // No subjectAltName: the CN "rsa" is not a DNS identity (RFC 6125).
         let err =
             verify_chain(&chain, &chain, Some("rsa"), T_2020, Usage::Server, None).unwrap_err();
-        assert_eq!(err, CertError::NameMismatch);
+        assert_eq!(
+            err,
+            CertError::NameMismatch {
+                expected: "rsa".into(),
+                presented: vec![]
+            }
+        );
         assert_eq!(err.alert(), AlertDescription::BadCertificate);
+        assert_eq!(
+            err.to_string(),
+            "certificate name mismatch: \"rsa\" asked for, and the certificate has no DNS or IP \
+             address name"
+        );
+    }
+
+    #[test]
+    fn error_texts_show_times_and_names() {
+        assert_eq!(Utc(0).to_string(), "1970-01-01 00:00:00 UTC");
+        assert_eq!(Utc(951_782_400).to_string(), "2000-02-29 00:00:00 UTC");
+        assert_eq!(Utc(1_709_251_199).to_string(), "2024-02-29 23:59:59 UTC");
+        assert_eq!(Utc(4_102_444_800).to_string(), "2100-01-01 00:00:00 UTC");
+        assert_eq!(bare_name("DnsName(\"a.test\")"), "a.test");
+        assert_eq!(bare_name("IpAddress(0::1)"), "::1");
+        assert_eq!(bare_name("IpAddress(127.0.0.1)"), "127.0.0.1");
+        assert_eq!(bare_name("DirectoryName"), "DirectoryName");
+        // SET { SEQUENCE { OID 2.5.4.3, UTF8String "ca" } }, SET { O = PrintableString "x" }
+        let dn = [
+            0x31, 0x0b, 0x30, 0x09, 0x06, 0x03, 0x55, 0x04, 0x03, 0x0c, 0x02, b'c', b'a', 0x31,
+            0x0a, 0x30, 0x08, 0x06, 0x03, 0x55, 0x04, 0x0a, 0x13, 0x01, b'x',
+        ];
+        assert_eq!(name_text(&dn).as_deref(), Some("CN=ca, O=x"));
+        for cut in 0..dn.len() {
+            let _ = name_text(&dn[..cut]); // never panics on a truncated name
+        }
+        assert_eq!(name_text(&[]), None);
+        assert_eq!(name_text(&[0x31, 0x85, 1, 1, 1, 1, 1]), None);
     }
 
     #[test]
@@ -621,11 +871,18 @@ mod tests {
         let rsa = vec![one_cert(RSA_CERT)];
         let ecdsa = vec![one_cert(ECDSA_CERT)];
         let err = verify_chain(&rsa, &ecdsa, None, T_2020, Usage::Server, None).unwrap_err();
-        assert_eq!(err, CertError::UnknownIssuer);
+        let rsa_issuer = CertError::UnknownIssuer {
+            issuer: Some("CN=rsa".into()),
+        };
+        assert_eq!(err, rsa_issuer);
         assert_eq!(err.alert(), AlertDescription::UnknownCa);
         assert_eq!(
+            err.to_string(),
+            "unknown issuer \"CN=rsa\": no path to a trusted root"
+        );
+        assert_eq!(
             verify_chain(&rsa, &[], None, T_2020, Usage::Server, None),
-            Err(CertError::UnknownIssuer)
+            Err(rsa_issuer)
         );
         let err = verify_chain(&[], &rsa, None, T_2020, Usage::Server, None).unwrap_err();
         assert_eq!(err.alert(), AlertDescription::DecodeError);
@@ -801,7 +1058,7 @@ mod tests {
         assert_eq!((memo.len(), memo.hits()), (1, 1));
         // Time, name and signature are still checked around a remembered signature.
         let err = verify_chain(&chain, &chain, None, T_2026_12, Usage::Server, Some(&memo));
-        assert_eq!(err, Err(CertError::Expired));
+        assert!(matches!(err, Err(CertError::Expired { .. })), "{err:?}");
         let err = verify_chain(
             &chain,
             &chain,
@@ -810,12 +1067,19 @@ mod tests {
             Usage::Server,
             Some(&memo),
         );
-        assert_eq!(err, Err(CertError::NameMismatch));
+        assert!(
+            matches!(err, Err(CertError::NameMismatch { .. })),
+            "{err:?}"
+        );
         let mut bad = chain[0].clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
         let err = verify_chain(&[bad], &chain, None, T_2020, Usage::Server, Some(&memo));
         assert_eq!(err, Err(CertError::BadSignature));
+        assert_eq!(
+            CertError::BadSignature.to_string(),
+            "bad certificate signature: it does not verify with the issuer's key"
+        );
         assert_eq!(memo.len(), 1, "a failed signature is never remembered");
         // Bounded: the oldest entry goes first.
         for pem in [ECDSA_CERT, CLIENT_CERT] {
@@ -861,11 +1125,23 @@ mod tests {
                 Usage::Server,
                 None
             ),
-            Err(CertError::NameMismatch)
+            Err(CertError::NameMismatch {
+                expected: "example.com".into(),
+                presented: vec!["localhost".into(), "127.0.0.1".into()]
+            })
+        );
+        let err = verify_chain(&chain, &chain, Some("example.com"), NB, Usage::Server, None);
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "certificate name mismatch: \"example.com\" is not among the certificate's names \
+             (localhost, 127.0.0.1)"
         );
         assert_eq!(
             verify_chain(&chain, &chain, None, NA + 1, Usage::Server, None),
-            Err(CertError::Expired)
+            Err(CertError::Expired {
+                not_after: NA,
+                now: NA + 1
+            })
         );
 
         // CertificateVerify round trip: the key signs, the certificate verifies.
@@ -995,9 +1271,18 @@ mod tests {
             None,
         )
         .unwrap();
+        // The issuer named is that of the chain's last certificate.
         assert_eq!(
             verify_chain(&chain[..1], &roots, None, NB + 1, Usage::Server, None),
-            Err(CertError::UnknownIssuer)
+            Err(CertError::UnknownIssuer {
+                issuer: Some("CN=inter.test".into())
+            })
+        );
+        assert_eq!(
+            verify_chain(&chain, &[], None, NB + 1, Usage::Server, None),
+            Err(CertError::UnknownIssuer {
+                issuer: Some("CN=root.test".into())
+            })
         );
         let err = verify_chain(&chain, &roots, None, NB + 1, Usage::Client, None).unwrap_err();
         assert_eq!(err, CertError::WrongUsage);
