@@ -685,10 +685,13 @@ fn external_psk_sha384_and_no_silent_certificate_fallback() {
         &t.s("cert.pem"),
     ]);
     let addr = server.addr();
+    // The client's system store: one CA that has nothing to do with the server.
+    TestCa::new("unrelated test CA").write(&t.path("system.pem"));
+    let system = t.s("system.pem");
     let client = |extra: &[&str]| {
         let mut args = vec!["client", &addr, "--psk", PSK, "--psk-identity"];
         args.extend_from_slice(extra);
-        run(&args)
+        run_env(&args, &[("SSL_CERT_FILE", &system)])
     };
     let o = client(&["client1", "--psk-hash", "sha384"]);
     assert_ok(&o);

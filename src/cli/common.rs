@@ -967,15 +967,6 @@ pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> Strin
         |n| dissect::summary_lines(&n.into()),
     );
     let mut line = |k: &str, v: String| s.push_str(&dissect::summary_line(k, &v));
-    if ledger.negotiated.is_some() {
-        if let Some(p) = PskUse::from_events(events, external) {
-            line("psk", p.describe());
-        }
-        if let Some(g) = server_groups(events) {
-            let names: Vec<String> = g.iter().map(|g| g.to_string()).collect();
-            line("server groups", names.join(", "));
-        }
-    }
     let t = &ledger.totals;
     line(
         "client → server",
@@ -1005,6 +996,17 @@ pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> Strin
         })
         .count();
     line("tickets", format!("{tickets} received"));
+    // What only an endpoint knows (a capture cannot tell an external PSK from a ticket), and
+    // what the server said of its groups, after the lines `dissect` shares.
+    if ledger.negotiated.is_some() {
+        if let Some(p) = PskUse::from_events(events, external) {
+            line("psk", p.describe());
+        }
+        if let Some(g) = server_groups(events) {
+            let names: Vec<String> = g.iter().map(|g| g.to_string()).collect();
+            line("server groups", names.join(", "));
+        }
+    }
     s
 }
 

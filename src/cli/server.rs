@@ -484,8 +484,11 @@ fn drive(
                     let mut body = page(&title, &events, &sh.external);
                     if asks_key_update(&received) {
                         let done = key_update_first(&mut d.ep);
-                        body.push_str(&format!("{:<14} {done}
-", "key update"));
+                        body.push_str(&format!(
+                            "{:<14} {done}
+",
+                            "key update"
+                        ));
                     }
                     if d.ep.send(&http_ok(&body)).is_ok() {
                         responded = true;
