@@ -24,7 +24,10 @@ use tls13lab::events::{Direction, EarlyDataStatus, Event, Negotiated};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::enums::{CipherSuite, HandshakeType, NamedGroup, SignatureScheme};
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, Server, ServerConfig, ServerVerification};
+use tls13lab::{
+    Client, ClientConfig, ClientSide, Connection, Role, Server, ServerConfig, ServerSide,
+    ServerVerification,
+};
 
 /// Longest wait for any one step (OpenSSL start, a handshake, a line of output).
 const STEP: Duration = Duration::from_secs(15);
@@ -390,16 +393,16 @@ impl Drop for Proc {
 // ------------------------------------------------------------- our side over a TCP socket
 
 /// The blocking driver: write what the endpoint queued, read with a short timeout, feed it.
-struct Tcp<E: Endpoint> {
-    tls: E,
+struct Tcp<R: Role> {
+    tls: Connection<R>,
     sock: TcpStream,
     events: Vec<Event>,
     eof: bool,
     error: Option<String>,
 }
 
-impl<E: Endpoint> Tcp<E> {
-    fn new(tls: E, sock: TcpStream) -> Self {
+impl<R: Role> Tcp<R> {
+    fn new(tls: Connection<R>, sock: TcpStream) -> Self {
         sock.set_read_timeout(Some(Duration::from_millis(10)))
             .unwrap();
         sock.set_write_timeout(Some(STEP)).unwrap();
@@ -418,7 +421,7 @@ impl<E: Endpoint> Tcp<E> {
         if !out.is_empty() && self.sock.write_all(&out).is_err() {
             self.eof = true;
         }
-        self.events.extend(self.tls.drain());
+        self.events.extend(self.tls.events());
     }
 
     fn pump(&mut self) {
@@ -706,7 +709,7 @@ impl Fixture {
     }
 }
 
-fn our_export<E: Endpoint>(t: &mut Tcp<E>, f: impl FnOnce(&mut E) -> Vec<u8>) -> String {
+fn our_export<R: Role>(t: &mut Tcp<R>, f: impl FnOnce(&mut Connection<R>) -> Vec<u8>) -> String {
     hex(&f(&mut t.tls))
 }
 
@@ -714,7 +717,12 @@ fn our_export<E: Endpoint>(t: &mut Tcp<E>, f: impl FnOnce(&mut E) -> Vec<u8>) ->
 
 /// Our client ↔ s_server: handshake, data both ways, exporter equal on both sides, close.
 /// Returns the driver (closed) for further assertions.
-fn client_session(p: &mut Proc, port: u16, client: Client, early: Option<&[u8]>) -> Tcp<Client> {
+fn client_session(
+    p: &mut Proc,
+    port: u16,
+    client: Client,
+    early: Option<&[u8]>,
+) -> Tcp<ClientSide> {
     let mut t = Tcp::new(client, connect(port));
     t.tls.start(now_ms()).unwrap();
     if let Some(data) = early {
@@ -735,7 +743,7 @@ fn client_session(p: &mut Proc, port: u16, client: Client, early: Option<&[u8]>)
     t
 }
 
-fn ping_pong_client(p: &mut Proc, t: &mut Tcp<Client>, tag: &str) {
+fn ping_pong_client(p: &mut Proc, t: &mut Tcp<ClientSide>, tag: &str) {
     let ping = format!("ping{tag}-from-tls13lab\n");
     t.tls.send(ping.as_bytes()).unwrap();
     t.flush();
@@ -745,7 +753,7 @@ fn ping_pong_client(p: &mut Proc, t: &mut Tcp<Client>, tag: &str) {
     t.until(p, "pong", |t| t.got(pong.as_bytes()));
 }
 
-fn finish_client(p: &mut Proc, mut t: Tcp<Client>) -> Tcp<Client> {
+fn finish_client(p: &mut Proc, mut t: Tcp<ClientSide>) -> Tcp<ClientSide> {
     t.close();
     // OpenSSL answers close_notify with its own and closes the socket.
     t.until(p, "close", |t| t.closed());
@@ -753,7 +761,7 @@ fn finish_client(p: &mut Proc, mut t: Tcp<Client>) -> Tcp<Client> {
 }
 
 /// s_client ↔ our server: accept, handshake, data both ways, exporter equal.
-fn server_session(p: &mut Proc, l: &TcpListener, server: Server) -> Tcp<Server> {
+fn server_session(p: &mut Proc, l: &TcpListener, server: Server) -> Tcp<ServerSide> {
     let sock = accept(l, p);
     let mut t = Tcp::new(server, sock);
     t.until(p, "handshake", |t| t.connected());
@@ -768,7 +776,7 @@ fn server_session(p: &mut Proc, l: &TcpListener, server: Server) -> Tcp<Server> 
     t
 }
 
-fn ping_pong_server(p: &mut Proc, t: &mut Tcp<Server>, tag: &str) {
+fn ping_pong_server(p: &mut Proc, t: &mut Tcp<ServerSide>, tag: &str) {
     let ping = format!("ping{tag}-from-openssl");
     p.send_line(&ping);
     t.until(p, "ping", |t| t.got(ping.as_bytes()));
@@ -779,7 +787,7 @@ fn ping_pong_server(p: &mut Proc, t: &mut Tcp<Server>, tag: &str) {
 }
 
 /// `Q` makes s_client send close_notify and exit; we answer with ours (§6.1).
-fn finish_server(p: &mut Proc, mut t: Tcp<Server>) -> Tcp<Server> {
+fn finish_server(p: &mut Proc, mut t: Tcp<ServerSide>) -> Tcp<ServerSide> {
     p.send_line("Q");
     t.until(p, "close_notify", |t| t.closed());
     t.close();

@@ -23,7 +23,10 @@ use tls13lab::crypto::random::SeededRandom;
 use tls13lab::events::{Direction, EarlyDataStatus, Event, Negotiated};
 use tls13lab::messages::enums::{CipherSuite, HandshakeType, NamedGroup, SignatureScheme};
 use tls13lab::session::TicketStore;
-use tls13lab::{Client, ClientConfig, Server, ServerConfig, ServerVerification};
+use tls13lab::{
+    Client, ClientConfig, ClientSide, Connection, Role, Server, ServerConfig, ServerSide,
+    ServerVerification,
+};
 
 const LABEL: &[u8] = b"EXPORTER-tls13lab-rustls";
 const CONTEXT: &[u8] = b"interop";
@@ -224,8 +227,8 @@ impl Rustls for ClientConnection {
 }
 
 /// Our endpoint and a rustls connection joined by buffers.
-struct Pair<O: Endpoint, R: Rustls> {
-    ours: O,
+struct Pair<O: Role, R: Rustls> {
+    ours: Connection<O>,
     theirs: R,
     events: Vec<Event>,
     /// Application data rustls received.
@@ -234,8 +237,8 @@ struct Pair<O: Endpoint, R: Rustls> {
     theirs_early: Vec<u8>,
 }
 
-impl<O: Endpoint, R: Rustls> Pair<O, R> {
-    fn new(ours: O, theirs: R) -> Self {
+impl<O: Role, R: Rustls> Pair<O, R> {
+    fn new(ours: Connection<O>, theirs: R) -> Self {
         Pair {
             ours,
             theirs,
@@ -248,7 +251,7 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
     /// Move bytes both ways once; returns how many moved.
     fn step(&mut self) -> usize {
         let a = self.ours.take_output();
-        self.events.extend(self.ours.drain());
+        self.events.extend(self.ours.events());
         if !a.is_empty() {
             let got = rustls_in(self.theirs.common(), &a);
             self.theirs_got.extend(got);
@@ -258,11 +261,11 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
         let b = rustls_out(self.theirs.common());
         if !b.is_empty() {
             if let Err(e) = self.ours.receive(&b, now_ms()) {
-                self.events.extend(self.ours.drain());
+                self.events.extend(self.ours.events());
                 panic!("our side rejected rustls' bytes: {e} ({e:?})");
             }
         }
-        self.events.extend(self.ours.drain());
+        self.events.extend(self.ours.events());
         a.len() + b.len()
     }
 
@@ -315,7 +318,7 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
     }
 
     /// Data both ways; `send` sends on our side.
-    fn ping_pong(&mut self, tag: &str, send: impl Fn(&mut O, &[u8])) {
+    fn ping_pong(&mut self, tag: &str, send: impl Fn(&mut Connection<O>, &[u8])) {
         let ping = format!("ping{tag}-from-tls13lab");
         send(&mut self.ours, ping.as_bytes());
         self.settle();
@@ -358,7 +361,7 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
             }
         }
         assert!(pending.is_empty(), "a record was left unread");
-        self.events.extend(self.ours.drain());
+        self.events.extend(self.ours.events());
         assert!(
             !self
                 .events
@@ -369,7 +372,11 @@ impl<O: Endpoint, R: Rustls> Pair<O, R> {
         (ours, theirs)
     }
 
-    fn handshake(&mut self, send: impl Fn(&mut O, &[u8]), export: impl Fn(&mut O) -> Vec<u8>) {
+    fn handshake(
+        &mut self,
+        send: impl Fn(&mut Connection<O>, &[u8]),
+        export: impl Fn(&mut Connection<O>) -> Vec<u8>,
+    ) {
         self.settle();
         assert!(self.connected(), "our side did not complete the handshake");
         assert!(
@@ -390,8 +397,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-type ClientPair = Pair<Client, ServerConnection>;
-type ServerPair = Pair<Server, ClientConnection>;
+type ClientPair = Pair<ClientSide, ServerConnection>;
+type ServerPair = Pair<ServerSide, ClientConnection>;
 
 fn our_client_config(
     groups: &[NamedGroup],

@@ -21,7 +21,7 @@ use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, Event, HandshakeEvent};
 use tls13lab::messages::enums::{CipherSuite, HandshakeType, NamedGroup};
 use tls13lab::messages::layout::Span;
-use tls13lab::{Client, Server};
+use tls13lab::{Connection, Role};
 
 /// The caller's clock for our sans-IO API (real time: OpenSSL and rustls use theirs).
 pub fn now_ms() -> u64 {
@@ -211,30 +211,10 @@ pub fn extension_sizes(h: &HandshakeEvent) -> Vec<ExtSize> {
 
 // ------------------------------------------------------------------------- our endpoints
 
-/// Our client or server, seen through the calls a driver needs.
-pub trait Endpoint {
-    /// Feed received bytes.
-    fn receive(&mut self, b: &[u8], now: u64) -> Result<(), tls13lab::Error>;
-    /// Bytes to send.
-    fn take_output(&mut self) -> Vec<u8>;
-    /// Drain events.
-    fn drain(&mut self) -> Vec<Event>;
-    /// Send close_notify.
-    fn close(&mut self);
-    /// Seal one application data record in the caller's buffer.
-    fn seal_in_place(&mut self, buf: &mut [u8], len: usize) -> Result<usize, tls13lab::Error>;
-    /// Open records in the caller's buffer.
-    fn open_in_place(
-        &mut self,
-        buf: &mut [u8],
-        now: u64,
-    ) -> Result<tls13lab::Opened, tls13lab::Error>;
-}
-
 /// Appends `bytes` to `pending`, a caller-owned receive buffer, opens every complete record in
 /// it with `open_in_place`, keeps the partial one, and returns the plaintext opened in place.
-pub fn open_all_in_place<E: Endpoint>(
-    ep: &mut E,
+pub fn open_all_in_place<R: Role>(
+    ep: &mut Connection<R>,
     pending: &mut Vec<u8>,
     bytes: &[u8],
     now: u64,
@@ -254,43 +234,6 @@ pub fn open_all_in_place<E: Endpoint>(
     pending.drain(..start);
     Ok(plain)
 }
-
-/// `Client` and `Server` expose the same inherent methods: one impl for both.
-macro_rules! endpoint {
-    ($t:ty) => {
-        impl Endpoint for $t {
-            fn receive(&mut self, b: &[u8], now: u64) -> Result<(), tls13lab::Error> {
-                <$t>::receive(self, b, now)
-            }
-            fn take_output(&mut self) -> Vec<u8> {
-                <$t>::take_output(self)
-            }
-            fn drain(&mut self) -> Vec<Event> {
-                self.events().collect()
-            }
-            fn close(&mut self) {
-                <$t>::close(self)
-            }
-            fn seal_in_place(
-                &mut self,
-                buf: &mut [u8],
-                len: usize,
-            ) -> Result<usize, tls13lab::Error> {
-                <$t>::seal_in_place(self, buf, len)
-            }
-            fn open_in_place(
-                &mut self,
-                buf: &mut [u8],
-                now: u64,
-            ) -> Result<tls13lab::Opened, tls13lab::Error> {
-                <$t>::open_in_place(self, buf, now)
-            }
-        }
-    };
-}
-
-endpoint!(Client);
-endpoint!(Server);
 
 // --------------------------------------------------------------------------- the matrix
 
