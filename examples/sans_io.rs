@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::events::{hex, Event, Side};
-use tls13lab::{demo, Client, ClientConfig, Ledger, Server, ServerVerification};
+use tls13lab::{demo, Client, ClientConfig, Ledger, Observe, Server};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     run(&mut std::io::stdout().lock())
@@ -21,12 +21,14 @@ pub fn run(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
 
     // Configuration: the server gets a self-signed ECDSA P-256 certificate for "localhost"
     // (made from a seed), and the client trusts exactly that certificate.
-    let (server_config, root) = demo::server_config(7, now_ms)?;
-    let client_config = ClientConfig {
-        server_name: Some("localhost".into()),
-        verification: ServerVerification::Roots(vec![root]),
-        ..ClientConfig::default()
-    };
+    // `ClientConfig::new` verifies against the roots it is given (the default trusts none).
+    let (mut server_config, root) = demo::server_config(7, now_ms)?;
+    let mut client_config = ClientConfig::new(vec![root]);
+    client_config.server_name = Some("localhost".into());
+    // Events report records and messages by default; secrets only when asked for by name, as
+    // this narration does to show each new traffic secret.
+    client_config.observe = Observe::ALL_WITH_SECRETS;
+    server_config.observe = Observe::ALL_WITH_SECRETS;
 
     // All randomness comes from the source each endpoint is given: same seeds, same bytes.
     let mut client = Client::new(

@@ -880,7 +880,7 @@ impl Client {
                 Usage::Server,
                 self.side.config.signature_memo.as_deref(),
             )?,
-            ServerVerification::AcceptAny => {}
+            ServerVerification::InsecureAcceptAny => {}
         }
         h.server_chain = chain;
         h.transcript.add(HandshakeType::Certificate, &msg.encoded);

@@ -74,9 +74,10 @@ pub enum ServerVerification {
     /// Validate the chain against these roots but not the name: for certificates without a
     /// subjectAltName, such as RFC 8448's.
     RootsNoName(Vec<Vec<u8>>),
-    /// Research mode: accept any certificate (the CertificateVerify signature is still checked
-    /// against the leaf's key, so the handshake transcript stays authenticated by *someone*).
-    AcceptAny,
+    /// Research mode, never the default: accept any certificate (the CertificateVerify
+    /// signature is still checked against the leaf's key, so the handshake transcript stays
+    /// authenticated by *someone*). [`ClientConfig::insecure_accept_any_certificate`] builds it.
+    InsecureAcceptAny,
 }
 
 /// Whether and how the server asks for a client certificate (RFC 8446 §4.3.2).
@@ -212,7 +213,8 @@ impl Default for ClientConfig {
             ],
             server_name: None,
             alpn: Vec::new(),
-            verification: ServerVerification::AcceptAny,
+            // No trust anchor: nothing verifies until the caller gives roots (`ClientConfig::new`).
+            verification: ServerVerification::Roots(Vec::new()),
             compat_mode: false,
             record_size_limit: None,
             padding: PaddingPolicy::None,
@@ -224,9 +226,32 @@ impl Default for ClientConfig {
             external_psks: Vec::new(),
             enable_early_data: true,
             hello_padding: HelloPadding::None,
-            observe: Observe::ALL,
+            observe: Observe::PUBLIC,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// A client that validates the server's chain against `roots` (DER trust anchors) and, when
+    /// [`server_name`](Self::server_name) is set, the name; everything else as
+    /// [`Default`]. The default itself trusts no root, so it verifies nothing: every server
+    /// certificate fails with unknown_ca.
+    pub fn new(roots: Vec<Vec<u8>>) -> Self {
+        ClientConfig {
+            verification: ServerVerification::Roots(roots),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// Research mode: a client that accepts any server certificate
+    /// ([`ServerVerification::InsecureAcceptAny`]); the CertificateVerify signature is still
+    /// checked against the leaf's key.
+    pub fn insecure_accept_any_certificate() -> Self {
+        ClientConfig {
+            verification: ServerVerification::InsecureAcceptAny,
+            ..ClientConfig::default()
         }
     }
 }
@@ -361,7 +386,7 @@ impl ServerConfig {
             hrr_cookie: None,
             padding: PaddingPolicy::None,
             max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
-            observe: Observe::ALL,
+            observe: Observe::PUBLIC,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
             tickets: 2,

@@ -9,7 +9,7 @@ use crate::crypto::cert::self_signed_p256;
 use crate::crypto::random::SeededRandom;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
-use crate::events::Event;
+use crate::events::{Event, Observe};
 use crate::ledger::Ledger;
 use crate::server::Server;
 use crate::session::TicketStore;
@@ -30,7 +30,10 @@ pub fn server_config(seed: u64, now_ms: u64) -> Result<(ServerConfig, Vec<u8>), 
         chain: vec![cert.clone()],
         key: Arc::new(key),
     };
-    Ok((ServerConfig::new(ck), cert))
+    let mut config = ServerConfig::new(ck);
+    // The demo's fixtures are the research tools': they observe everything, secrets included.
+    config.observe = Observe::ALL_WITH_SECRETS;
+    Ok((config, cert))
 }
 
 /// A client and a server connected in memory.
@@ -175,12 +178,13 @@ pub fn app_data(events: &[Event]) -> Vec<u8> {
     v
 }
 
-/// A client configuration that trusts `root` and names `localhost`.
+/// A client configuration that trusts `root`, names `localhost` and, like
+/// [`server_config`], observes everything, secrets included.
 pub fn client_config(root: Vec<u8>) -> ClientConfig {
     ClientConfig {
         server_name: Some("localhost".into()),
-        verification: ServerVerification::Roots(vec![root]),
-        ..ClientConfig::default()
+        observe: Observe::ALL_WITH_SECRETS,
+        ..ClientConfig::new(vec![root])
     }
 }
 

@@ -310,15 +310,26 @@ pub struct Observe {
     pub handshake: bool,
     /// Field/extension layouts inside handshake events.
     pub layouts: bool,
-    /// [`Event::Derivation`] — every key-schedule step.
+    /// [`Event::Derivation`] — every key-schedule step, with its secret value.
     pub derivations: bool,
-    /// [`Event::Secret`] and [`Event::KeyShare`] (secret values!).
+    /// [`Event::Secret`] and [`Event::KeyShare`] (secret values).
     pub secrets: bool,
 }
 
 impl Observe {
-    /// Everything (the default: this is a research tool).
-    pub const ALL: Observe = Observe {
+    /// Everything that holds no secret: records (their ciphertext and plaintext), handshake
+    /// messages and their layouts. The default.
+    pub const PUBLIC: Observe = Observe {
+        records: true,
+        handshake: true,
+        layouts: true,
+        derivations: false,
+        secrets: false,
+    };
+    /// Everything, secrets included: every key-schedule derivation with its value, the traffic
+    /// and exporter secrets (the NSS key log), the key-exchange secrets. What the teaching and
+    /// research tools ask for by name; never the default.
+    pub const ALL_WITH_SECRETS: Observe = Observe {
         records: true,
         handshake: true,
         layouts: true,
@@ -333,11 +344,17 @@ impl Observe {
         derivations: false,
         secrets: false,
     };
+
+    /// Whether any secret value can reach the events (derivations or secrets).
+    pub fn reports_secrets(&self) -> bool {
+        self.derivations || self.secrets
+    }
 }
 
 impl Default for Observe {
+    /// [`Observe::PUBLIC`]: secrets are reported only when asked for.
     fn default() -> Self {
-        Observe::ALL
+        Observe::PUBLIC
     }
 }
 

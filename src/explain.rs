@@ -1061,8 +1061,11 @@ pub fn in_memory(
     o: &InMemory,
     export: Option<&[u8]>,
 ) -> Result<(Vec<Event>, Vec<Event>), crate::Error> {
-    let client = Arc::new(o.client.clone());
-    let server = Arc::new(o.server.clone());
+    // The explainer shows every derivation with its value: it asks for the secrets.
+    let (mut client, mut server) = (o.client.clone(), o.server.clone());
+    client.observe = crate::events::Observe::ALL_WITH_SECRETS;
+    server.observe = crate::events::Observe::ALL_WITH_SECRETS;
+    let (client, server) = (Arc::new(client), Arc::new(server));
     let mut p = match o.connection {
         Connection::Full => Pair::new(client, server, o.seed, demo::NOW_MS)?,
         Connection::Resumed | Connection::ZeroRtt => {

@@ -9,8 +9,12 @@
 //! use tls13lab::{Client, ClientConfig, Server, ServerConfig, Event};
 //! use tls13lab::crypto::random::SeededRandom;
 //!
-//! let (server_config, _root) = tls13lab::demo::server_config(7, 1_700_000_000_000).unwrap();
-//! let mut client = Client::new(Arc::new(ClientConfig::default()), Box::new(SeededRandom::from_seed(1))).unwrap();
+//! // The server's certificate, and the root the client trusts: the client verifies the server
+//! // against the roots it is given (`ClientConfig::default()` trusts none).
+//! let (server_config, root) = tls13lab::demo::server_config(7, 1_700_000_000_000).unwrap();
+//! let mut client_config = ClientConfig::new(vec![root]);
+//! client_config.server_name = Some("localhost".into());
+//! let mut client = Client::new(Arc::new(client_config), Box::new(SeededRandom::from_seed(1))).unwrap();
 //! let mut server = Server::new(Arc::new(server_config), Box::new(SeededRandom::from_seed(2))).unwrap();
 //!
 //! let now = 1_700_000_000_000;

@@ -38,7 +38,7 @@ use crate::config::{
 use crate::connection::{Connection, Role};
 use crate::crypto::random::{RandomSource, ScriptedRandom};
 use crate::error::Error;
-use crate::events::{Event, Side};
+use crate::events::{Event, Observe, Side};
 use crate::ledger::unhex;
 use crate::messages::enums::{
     CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
@@ -296,6 +296,8 @@ impl Section {
                 key: self.replay_signer("client"),
             }),
             fixed_validation_time_ms: Some(NOW_MS),
+            // The replay checks every secret against the RFC's: it asks for them.
+            observe: Observe::ALL_WITH_SECRETS,
             ..ClientConfig::default()
         }
     }
@@ -315,6 +317,7 @@ impl Section {
             key: signer,
         });
         cfg.cipher_suites = vec![CipherSuite::TLS_AES_128_GCM_SHA256];
+        cfg.observe = Observe::ALL_WITH_SECRETS;
         // The groups the server lists in EncryptedExtensions, in its preference order.
         if let HandshakePayload::EncryptedExtensions(exts) =
             self.decoded("server", "EncryptedExtensions")

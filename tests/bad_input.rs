@@ -120,7 +120,9 @@ struct Ep<R: Role> {
 }
 
 impl Ep<ClientSide> {
-    fn client(cfg: ClientConfig, seed: u64) -> Self {
+    /// The harness reads record keys from the endpoint's derivations: it asks for secrets.
+    fn client(mut cfg: ClientConfig, seed: u64) -> Self {
+        cfg.observe = tls13lab::Observe::ALL_WITH_SECRETS;
         let mut c = Client::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
         c.start(NOW).unwrap();
         Ep::wrap(c)
@@ -128,7 +130,8 @@ impl Ep<ClientSide> {
 }
 
 impl Ep<ServerSide> {
-    fn server(cfg: ServerConfig, seed: u64) -> Self {
+    fn server(mut cfg: ServerConfig, seed: u64) -> Self {
+        cfg.observe = tls13lab::Observe::ALL_WITH_SECRETS;
         let s = Server::new(Arc::new(cfg), Box::new(SeededRandom::from_seed(seed))).unwrap();
         Ep::wrap(s)
     }
@@ -3632,10 +3635,11 @@ fn tickets_for(c: &ClientConfig, s: &ServerConfig) -> tls13lab::session::TicketS
 
 /// A client offering one of `tickets`, started at `start_ms` (its clock dates the ticket age).
 fn resuming_client(
-    c: ClientConfig,
+    mut c: ClientConfig,
     tickets: tls13lab::session::TicketStore,
     start_ms: u64,
 ) -> Ep<ClientSide> {
+    c.observe = tls13lab::Observe::ALL_WITH_SECRETS;
     let mut client = Client::new(Arc::new(c), Box::new(SeededRandom::from_seed(41)))
         .unwrap()
         .with_tickets(tickets);

@@ -615,6 +615,44 @@ fn client_certificate_from_unknown_ca_is_rejected() {
 }
 
 #[test]
+fn a_default_client_trusts_no_certificate() {
+    // Secure by default: `ClientConfig::default()` trusts no root, so the server's certificate
+    // (a valid chain for its name, signed by a root the caller did not give) is refused with
+    // unknown_ca (§6.2: "a valid certificate chain or partial chain was received, but the
+    // certificate was not accepted because the CA certificate could not be located"); the
+    // client sends the alert and the handshake never completes.
+    let (server, root) = util::server_config(KeyKind::P256);
+    for mut client in [ClientConfig::default(), ClientConfig::new(Vec::new())] {
+        client.server_name = Some("localhost".into());
+        let mut c = Client::new(Arc::new(client), Box::new(SeededRandom::from_seed(1))).unwrap();
+        let mut s = Server::new(
+            Arc::new(server.clone()),
+            Box::new(SeededRandom::from_seed(2)),
+        )
+        .unwrap();
+        c.start(NOW).unwrap();
+        s.receive(&c.take_output(), NOW).unwrap();
+        let e = c.receive(&s.take_output(), NOW).unwrap_err();
+        assert_eq!(e.alert(), Some(AlertDescription::UnknownCa), "{e:?}");
+        assert!(!c.is_connected());
+        let seen = s.receive(&c.take_output(), NOW).unwrap_err();
+        assert_eq!(seen, Error::AlertReceived(AlertDescription::UnknownCa));
+    }
+    // The same server with its root given: connected; and accepting any certificate takes a
+    // constructor that says so.
+    let mut trusting = ClientConfig::new(vec![root]);
+    trusting.server_name = Some("localhost".into());
+    let mut insecure = ClientConfig::insecure_accept_any_certificate();
+    insecure.server_name = Some("localhost".into());
+    for client in [trusting, insecure] {
+        let mut p =
+            tls13lab::demo::Pair::new(Arc::new(client), Arc::new(server.clone()), 3, NOW).unwrap();
+        p.handshake().unwrap();
+        assert!(p.client.is_connected() && p.server.is_connected());
+    }
+}
+
+#[test]
 fn alpn_without_overlap_is_no_application_protocol() {
     let (mut server, root) = util::server_config(KeyKind::P256);
     server.alpn = vec![b"http/1.1".to_vec()];
@@ -1392,7 +1430,7 @@ fn sealing_in_place_matches_send_and_opens_in_place() {
 
 /// A whole connection on the in-place calls alone: the handshake records take the buffered
 /// path inside `open_in_place`, application data both ways is sealed and opened in place, and
-/// the record events (Observe::ALL) still mirror each other and add up in the ledgers.
+/// the record events (Observe::ALL_WITH_SECRETS) still mirror each other and add up in the ledgers.
 #[test]
 fn a_whole_connection_on_the_in_place_calls() {
     let (server, root) = util::server_config(KeyKind::P256);

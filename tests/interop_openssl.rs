@@ -633,12 +633,15 @@ impl Fixture {
             groups: groups.to_vec(),
             key_shares: shares.to_vec(),
             cipher_suites: suites.to_vec(),
+            // The cells read share sizes from the KeyShare event: they ask for secrets.
+            observe: tls13lab::Observe::ALL_WITH_SECRETS,
             ..ClientConfig::default()
         }
     }
 
     fn server_config(&self, groups: &[NamedGroup], suites: &[CipherSuite]) -> ServerConfig {
         let mut c = ServerConfig::new(self.server_id.certified_key());
+        c.observe = tls13lab::Observe::ALL_WITH_SECRETS;
         c.groups = groups.to_vec();
         c.cipher_suites = suites.to_vec();
         c

@@ -411,12 +411,15 @@ fn our_client_config(
         groups: groups.to_vec(),
         key_shares: shares.to_vec(),
         cipher_suites: suites.to_vec(),
+        // The cells read share sizes from the KeyShare event: they ask for secrets.
+        observe: tls13lab::Observe::ALL_WITH_SECRETS,
         ..ClientConfig::default()
     }
 }
 
 fn our_server_config(groups: &[NamedGroup], suites: &[CipherSuite]) -> ServerConfig {
     let mut c = ServerConfig::new(ids().server.certified_key());
+    c.observe = tls13lab::Observe::ALL_WITH_SECRETS;
     c.groups = groups.to_vec();
     c.cipher_suites = suites.to_vec();
     c

@@ -114,11 +114,15 @@ fn psk(identity: &[u8], key_byte: u8) -> ExternalPsk {
     }
 }
 
-fn configs(observe: Observe) -> (ClientConfig, ServerConfig) {
+/// The test configurations (the demo's, which observe everything), observing `observe` instead
+/// when given.
+fn configs(observe: Option<Observe>) -> (ClientConfig, ServerConfig) {
     let (mut s, root) = util::server_config(KeyKind::P256);
     let mut c = util::client_config(root);
-    c.observe = observe;
-    s.observe = observe;
+    if let Some(observe) = observe {
+        c.observe = observe;
+        s.observe = observe;
+    }
     // External PSKs that are configured but not the one used: their keys must not show either.
     c.external_psks = vec![];
     s.external_psks = vec![psk(b"spare", 0xa7)];
@@ -126,7 +130,7 @@ fn configs(observe: Observe) -> (ClientConfig, ServerConfig) {
 }
 
 /// A full handshake, data both ways, then a resumption with 0-RTT; the pairs and every event.
-fn connections(observe: Observe) -> (Vec<Pair>, Vec<Event>) {
+fn connections(observe: Option<Observe>) -> (Vec<Pair>, Vec<Event>) {
     let (c, s) = configs(observe);
     let (c, s) = (Arc::new(c), Arc::new(s));
     let mut first = Pair::new(c.clone(), s.clone(), 3, NOW).unwrap();
@@ -152,10 +156,10 @@ fn connections(observe: Observe) -> (Vec<Pair>, Vec<Event>) {
 
 #[test]
 fn connections_configs_and_tickets_show_no_secret_in_debug() {
-    let (pairs, events) = connections(Observe::ALL);
+    let (pairs, events) = connections(Some(Observe::ALL_WITH_SECRETS));
     let mut secrets = Secrets(Vec::new());
     secrets.add_events(&events);
-    let (c, s) = configs(Observe::ALL);
+    let (c, s) = configs(Some(Observe::ALL_WITH_SECRETS));
     for p in [&c.external_psks, &s.external_psks] {
         for k in p {
             secrets.add("external PSK", &k.key);
@@ -194,7 +198,7 @@ fn connections_configs_and_tickets_show_no_secret_in_debug() {
 #[test]
 fn events_show_no_secret_unless_asked() {
     // Learn the secrets of the connection with every observer on...
-    let (_, with) = connections(Observe::ALL);
+    let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
     let mut secrets = Secrets(Vec::new());
     secrets.add_events(&with);
     // ... then replay it (same seeds) with derivations and secrets off: the records (ciphertext),
@@ -202,14 +206,45 @@ fn events_show_no_secret_unless_asked() {
     let quiet = Observe {
         derivations: false,
         secrets: false,
-        ..Observe::ALL
+        ..Observe::ALL_WITH_SECRETS
     };
-    let (_, without) = connections(quiet);
+    let (_, without) = connections(Some(quiet));
     assert!(!without.is_empty());
     secrets.assert_absent("events without secrets", &format!("{without:?}"));
     secrets.assert_absent(
         "events without secrets (JSON)",
         &serde_json::to_string(&without).unwrap(),
+    );
+}
+
+#[test]
+fn default_configurations_report_no_secret() {
+    // Secrets reach the observation stream only when asked for: the configurations' defaults
+    // (ClientConfig::default, ServerConfig::new) observe records, messages and layouts, and no
+    // derivation, traffic secret or key-exchange secret.
+    let (client_default, server_default) = (
+        ClientConfig::new(Vec::new()).observe,
+        ServerConfig::new(configs(None).1.cert).observe,
+    );
+    assert_eq!(client_default, Observe::default());
+    assert_eq!(server_default, Observe::default());
+    assert_eq!(ClientConfig::default().observe, Observe::default());
+    assert!(!Observe::default().reports_secrets());
+    let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
+    let mut secrets = Secrets(Vec::new());
+    secrets.add_events(&with);
+    let (_, by_default) = connections(Some(Observe::default()));
+    assert!(by_default
+        .iter()
+        .any(|e| matches!(e, Event::Record(_) | Event::Handshake(_))));
+    assert!(!by_default.iter().any(|e| matches!(
+        e,
+        Event::Derivation(_) | Event::Secret(_) | Event::KeyShare(_)
+    )));
+    secrets.assert_absent("events by default", &format!("{by_default:?}"));
+    secrets.assert_absent(
+        "events by default (JSON)",
+        &serde_json::to_string(&by_default).unwrap(),
     );
 }
 

@@ -283,11 +283,11 @@ impl Ours {
     /// The same setup with every event observed (for the crypto floor and the checks).
     pub fn observed(&self) -> Ours {
         let mut c = (*self.client).clone();
-        c.observe = Observe::ALL;
+        c.observe = Observe::ALL_WITH_SECRETS;
         let mut s = (*self.server).clone();
-        s.observe = Observe::ALL;
+        s.observe = Observe::ALL_WITH_SECRETS;
         let mut m = (*self.mint).clone();
-        m.observe = Observe::ALL;
+        m.observe = Observe::ALL_WITH_SECRETS;
         Ours {
             client: Arc::new(c),
             server: Arc::new(s),

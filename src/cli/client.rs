@@ -12,8 +12,8 @@ use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
-    bytes, emit, ledger, load_certified_key, load_certs, printout, read_file, read_text,
-    write_file, Bytes, Failure, KeyLog, Offer, Output, PskArgs, Report,
+    bytes, emit, ledger, load_certified_key, load_certs, observe_for, printout, read_file,
+    read_text, write_file, Bytes, Failure, KeyLog, Offer, Output, PskArgs, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -183,7 +183,7 @@ fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
             from: String::new(),
             notes: Vec::new(),
         };
-        return Ok((ServerVerification::AcceptAny, roots));
+        return Ok((ServerVerification::InsecureAcceptAny, roots));
     }
     // Named the way rustls-native-certs reads them: SSL_CERT_FILE if set at all, SSL_CERT_DIR
     // if it lists a directory; otherwise the platform's own store.
@@ -259,7 +259,7 @@ fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
 pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let (host, port) = host_port(&a.target)?;
     let (verification, roots) = trust(&a)?;
-    let config = build_config(&a, &host, verification)?;
+    let mut config = build_config(&a, &host, verification)?;
     let external: Vec<Vec<u8>> = config
         .external_psks
         .iter()
@@ -277,6 +277,9 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
         (None, None) => Some(DEFAULT_REQUEST.to_vec()),
     };
     let mut keylog = KeyLog::open(a.out.keylog.as_deref())?;
+    // Secrets are observed only for what asks for them: a key log, --show-secrets, a pcapng
+    // file (it embeds its key log).
+    config.observe = observe_for(&keylog, a.out.show_secrets || a.out.pcap.is_some());
     let rng: Box<dyn RandomSource> = match a.seed {
         Some(s) => Box::new(SeededRandom::from_seed(s)),
         None => Box::new(OsRandom),

@@ -748,6 +748,11 @@ impl KeyLog {
         Ok(KeyLog { files })
     }
 
+    /// Whether any file is open.
+    pub fn is_active(&self) -> bool {
+        !self.files.is_empty()
+    }
+
     /// Append one line.
     pub fn write(&mut self, s: &SecretEvent) {
         let line = format!("{}\n", s.keylog_line());
@@ -957,6 +962,16 @@ pub fn printout(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> Stri
 pub fn emit(s: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}
+
+/// What a CLI connection observes: everything, and the secrets too when a key log is open or
+/// `secrets` (an output that shows or embeds them) asks for them.
+pub fn observe_for(keylog: &KeyLog, secrets: bool) -> tls13lab::Observe {
+    if secrets || keylog.is_active() {
+        tls13lab::Observe::ALL_WITH_SECRETS
+    } else {
+        tls13lab::Observe::PUBLIC
+    }
 }
 
 /// The summary printed after the ledger and the response.

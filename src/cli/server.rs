@@ -16,9 +16,9 @@ use tls13lab::messages::{CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureS
 use tls13lab::{Server, ServerConfig};
 
 use super::common::{
-    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, on_off, padding, psk_modes,
-    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
-    PskUse, Report,
+    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding,
+    psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy,
+    PskArgs, PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -150,11 +150,13 @@ impl Drop for SlotGuard {
 
 /// Run the server.
 pub fn run(a: ServerArgs) -> Result<(), Failure> {
-    let config = build_config(&a)?;
+    let mut config = build_config(&a)?;
     if let Some(dir) = &a.json_dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::file(dir, e))?;
     }
     let keylog = KeyLog::open(a.keylog.as_deref())?;
+    // Secrets are observed only for what asks for them (as in the client).
+    config.observe = observe_for(&keylog, a.show_secrets || a.pcap.is_some());
     let addrs: Vec<SocketAddr> = a
         .listen
         .to_socket_addrs()

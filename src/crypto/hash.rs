@@ -234,8 +234,13 @@ impl core::fmt::Debug for Output {
 ///
 /// Reading the current value clones the state (cheap: ~100-200 bytes, no heap), so the running
 /// hash keeps going.
+/// The backend is private: enabling `ring-hash` changes the implementation, not the type (cargo
+/// features stay additive).
 #[derive(Clone)]
-pub enum HashState {
+pub struct HashState(Inner);
+
+#[derive(Clone)]
+enum Inner {
     /// SHA-256 state.
     #[cfg(not(feature = "ring-hash"))]
     Sha256(Sha256),
@@ -252,27 +257,27 @@ impl HashState {
     pub fn new(alg: HashAlg) -> HashState {
         #[cfg(feature = "ring-hash")]
         {
-            HashState::Ring(ring::digest::Context::new(match alg {
+            HashState(Inner::Ring(ring::digest::Context::new(match alg {
                 HashAlg::Sha256 => &ring::digest::SHA256,
                 HashAlg::Sha384 => &ring::digest::SHA384,
-            }))
+            })))
         }
         #[cfg(not(feature = "ring-hash"))]
         match alg {
-            HashAlg::Sha256 => HashState::Sha256(Sha256::new()),
-            HashAlg::Sha384 => HashState::Sha384(Sha384::new()),
+            HashAlg::Sha256 => HashState(Inner::Sha256(Sha256::new())),
+            HashAlg::Sha384 => HashState(Inner::Sha384(Sha384::new())),
         }
     }
 
     /// Which function this is.
     pub fn alg(&self) -> HashAlg {
-        match self {
+        match &self.0 {
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha256(_) => HashAlg::Sha256,
+            Inner::Sha256(_) => HashAlg::Sha256,
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha384(_) => HashAlg::Sha384,
+            Inner::Sha384(_) => HashAlg::Sha384,
             #[cfg(feature = "ring-hash")]
-            HashState::Ring(c) => {
+            Inner::Ring(c) => {
                 if c.algorithm() == &ring::digest::SHA384 {
                     HashAlg::Sha384
                 } else {
@@ -284,13 +289,13 @@ impl HashState {
 
     /// Absorbs `data`.
     pub fn update(&mut self, data: &[u8]) {
-        match self {
+        match &mut self.0 {
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha256(h) => h.update(data),
+            Inner::Sha256(h) => h.update(data),
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha384(h) => h.update(data),
+            Inner::Sha384(h) => h.update(data),
             #[cfg(feature = "ring-hash")]
-            HashState::Ring(c) => c.update(data),
+            Inner::Ring(c) => c.update(data),
         }
     }
 
@@ -301,13 +306,13 @@ impl HashState {
 
     /// The hash of everything absorbed.
     pub fn finish(self) -> Output {
-        match self {
+        match self.0 {
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha256(h) => Output::from_generic(&h.finalize()),
+            Inner::Sha256(h) => Output::from_generic(&h.finalize()),
             #[cfg(not(feature = "ring-hash"))]
-            HashState::Sha384(h) => Output::from_generic(&h.finalize()),
+            Inner::Sha384(h) => Output::from_generic(&h.finalize()),
             #[cfg(feature = "ring-hash")]
-            HashState::Ring(c) => Output::from_generic(c.finish().as_ref()),
+            Inner::Ring(c) => Output::from_generic(c.finish().as_ref()),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::events::{
     hex, Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
 };
 use crate::lab::keylog::{self, KeyLog};
-use crate::lab::pcap::Stream;
+use crate::lab::tcp::Stream;
 use crate::ledger::Ledger;
 use crate::messages::enums::{
     CipherSuite, ContentType, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion,

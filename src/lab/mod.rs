@@ -10,7 +10,8 @@
 //! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
 //! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock.
 //! - [`ladder`]: a ladder (sequence) diagram of a connection, as SVG.
-//! - [`pcap`]: pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng reading.
+//! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
+//!   reading.
 //! - [`simulate`]: complete connections over a virtual link (RTT, bandwidth, MTU, initial
 //!   congestion window): time to the first response byte and round trips.
 //! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
@@ -19,6 +20,8 @@ pub mod dissect;
 pub mod hello;
 pub mod keylog;
 pub mod ladder;
+// pcapng writing and pcap/pcapng reading need the block format of `pcap-file` (feature `pcap`).
+#[cfg(feature = "pcap")]
 pub mod pcap;
 pub mod simulate;
 pub mod tcp;

@@ -89,7 +89,7 @@ fn negotiated_suite(events: &[Event]) -> Option<SuiteParams> {
 }
 
 /// The records of a connection as they were on the wire, rebuilt from its events (which must
-/// include records, handshake messages and secrets: [`crate::events::Observe::ALL`]).
+/// include records, handshake messages and secrets: [`crate::events::Observe::ALL_WITH_SECRETS`]).
 pub fn wire_records(events: &[Event]) -> Result<Vec<WireRecord>, String> {
     let log = KeyLog::from_events(events);
     let random = events.iter().find_map(|e| match e {
@@ -371,30 +371,7 @@ pub fn pcapng(events: &[Event], ep: Endpoints, mss: usize) -> Result<Written, St
 
 // -------------------------------------------------------------------------------- reading
 
-/// One direction of a TCP connection, reassembled.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stream {
-    /// The payload bytes in sequence order.
-    pub bytes: Vec<u8>,
-    /// `(stream offset, capture time µs)` for each stretch of bytes as it arrived: the time of
-    /// byte `i` is that of the last entry with offset ≤ i.
-    pub times: Vec<(usize, u64)>,
-    /// Bytes missing (a gap in sequence numbers): the stream stops before the first gap.
-    pub gap: bool,
-    /// Segments that brought nothing new (retransmissions).
-    pub retransmissions: usize,
-}
-
-impl Stream {
-    /// Capture time (µs) of the byte at `offset`.
-    pub fn time_of(&self, offset: usize) -> u64 {
-        self.times
-            .iter()
-            .take_while(|(o, _)| *o <= offset)
-            .last()
-            .map_or(0, |(_, t)| *t)
-    }
-}
+pub use super::tcp::Stream;
 
 /// A TCP connection found in a capture.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -125,3 +125,28 @@ mod tests {
         assert_eq!(l.packet_len(1460), 1500);
     }
 }
+
+/// One direction of a TCP connection, reassembled.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    /// The payload bytes in sequence order.
+    pub bytes: Vec<u8>,
+    /// `(stream offset, capture time µs)` for each stretch of bytes as it arrived: the time of
+    /// byte `i` is that of the last entry with offset ≤ i.
+    pub times: Vec<(usize, u64)>,
+    /// Bytes missing (a gap in sequence numbers): the stream stops before the first gap.
+    pub gap: bool,
+    /// Segments that brought nothing new (retransmissions).
+    pub retransmissions: usize,
+}
+
+impl Stream {
+    /// Capture time (µs) of the byte at `offset`.
+    pub fn time_of(&self, offset: usize) -> u64 {
+        self.times
+            .iter()
+            .take_while(|(o, _)| *o <= offset)
+            .last()
+            .map_or(0, |(_, t)| *t)
+    }
+}
