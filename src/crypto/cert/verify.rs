@@ -749,11 +749,11 @@ mod tests {
     use crate::crypto::random::{ScriptedRandom, SeededRandom};
     use crate::crypto::sign::certificate_verify_message;
 
-    const RSA_CERT: &str = include_str!("../../tests/vectors/pem/server_rsa_certificate.pem");
+    const RSA_CERT: &str = include_str!("../../../tests/vectors/pem/server_rsa_certificate.pem");
     const ECDSA_CERT: &str =
-        include_str!("../../tests/vectors/pem/server_ecdsa_certificate_client_auth.pem");
-    const CLIENT_CERT: &str = include_str!("../../tests/vectors/pem/client_rsa_certificate.pem");
-    const RSA_KEY: &str = include_str!("../../tests/vectors/pem/server_rsa_key.pem");
+        include_str!("../../../tests/vectors/pem/server_ecdsa_certificate_client_auth.pem");
+    const CLIENT_CERT: &str = include_str!("../../../tests/vectors/pem/client_rsa_certificate.pem");
+    const RSA_KEY: &str = include_str!("../../../tests/vectors/pem/server_rsa_key.pem");
 
     const T_2015: u64 = 1_420_070_400; // 2015-01-01
     const T_2020: u64 = 1_577_836_800; // 2020-01-01

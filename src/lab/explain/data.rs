@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use tls13lab::events::Side;
-//! use tls13lab::explain;
+//! use tls13lab::lab::explain;
 //!
 //! // RFC 8448 §3 replayed through our client: the tree carries the RFC's values.
 //! let tree = explain::rfc8448(3, Side::Client, None).unwrap();
@@ -1129,8 +1129,8 @@ pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result
 /// The key tree of RFC 8448 section `n` (3 to 7) replayed through our `side`; with `export`,
 /// it then computes a 32-byte TLS-Exporter value under that label.
 pub fn rfc8448(n: u8, side: Side, export: Option<&[u8]>) -> Result<KeyTree, String> {
-    let sec = crate::rfc8448::Section::new(n).map_err(|e| e.to_string())?;
-    let events = crate::rfc8448::replay_section(n, side, export).map_err(|e| e.to_string())?;
+    let sec = crate::lab::rfc8448::Section::new(n).map_err(|e| e.to_string())?;
+    let events = crate::lab::rfc8448::replay_section(n, side, export).map_err(|e| e.to_string())?;
     let title = format!("RFC 8448 §{n} {} ({} view)", sec.title(), side_name(side));
     Ok(KeyTree::from_events(&title, &events))
 }
@@ -1204,7 +1204,7 @@ mod tests {
     fn section4_shows_binder_and_psk_input() {
         let t = rfc8448(4, Side::Client, None).unwrap();
         let text = t.text(false);
-        let sec = crate::rfc8448::Section::new(4).unwrap();
+        let sec = crate::lab::rfc8448::Section::new(4).unwrap();
         let psk = hex(&sec.summary("psk").unwrap());
         assert!(text.contains(&format!("PSK                          {psk}")));
         assert!(text.contains(
