@@ -96,7 +96,7 @@ pub fn run(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
 
     // The ledger is built from the same events: every record, every byte.
     let ledger = Ledger::from_events(&client_events);
-    write!(out, "{}", tls13lab::ladder::ladder(&ledger))?;
+    write!(out, "{}", tls13lab::lab::ladder::ladder(&ledger))?;
     Ok(())
 }
 

@@ -230,7 +230,7 @@ impl<R: Role> Connection<R> {
 
     /// Seals one application data record in `buf`, a buffer the caller owns: it holds
     /// `len` bytes of plaintext at `buf[HEADER_LEN..]` behind room for the header
-    /// ([`HEADER_LEN`](crate::record::HEADER_LEN) bytes), and must have room for the whole
+    /// ([`HEADER_LEN`] bytes), and must have room for the whole
     /// record ([`sealed_len`](Self::sealed_len)). Encrypts in place and returns the
     /// record's length: send `buf[..n]`. No copy, no allocation. Needs the application
     /// traffic keys and no output waiting (take it first: records go out in order); `len`

@@ -34,10 +34,10 @@
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
 //! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
-//! Outside the core: [`demo`] wires a client and a server in memory, [`rfc8448`] replays RFC 8448's
-//! traces through them, [`explain`] turns a connection's key schedule into a tree and [`ladder`]
-//! draws a ledger as a text sequence diagram; [`lab`] holds the research instruments (ClientHello
-//! sizes, SVG ladder diagrams, network simulation, capture export and dissection).
+//! Outside the core: [`demo`] wires a client and a server in memory (the harness of the demo, the
+//! tests and the benchmarks); [`lab`] holds every research instrument: RFC 8448 replays
+//! ([`lab::rfc8448`]), the key schedule as a tree ([`lab::explain`]), ladder diagrams as text or
+//! SVG ([`lab::ladder`]), ClientHello sizes, network simulation, capture export and dissection.
 
 // No unsafe anywhere except crypto::awslc (feature `aws-lc-kx`), the FFI to aws-lc's
 // deterministic ML-KEM and X25519, which opts in with `#![allow(unsafe_code)]`.
@@ -52,14 +52,11 @@ pub mod crypto;
 pub mod demo;
 pub mod error;
 pub mod events;
-pub mod explain;
 pub mod keyschedule;
 pub mod lab;
-pub mod ladder;
 pub mod ledger;
 pub mod messages;
 pub mod record;
-pub mod rfc8448;
 pub mod server;
 pub mod session;
 pub(crate) mod traffic;

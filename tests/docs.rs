@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use tls13lab::demo::{self, DemoRun};
 use tls13lab::events::Side;
-use tls13lab::explain::{self, InMemory};
-use tls13lab::ladder::ladder;
+use tls13lab::lab::explain::{self, InMemory};
+use tls13lab::lab::ladder::ladder;
 use tls13lab::messages::enums::{HandshakeType, NamedGroup};
 
 #[path = "../examples/sans_io.rs"]

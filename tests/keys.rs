@@ -4,8 +4,8 @@
 use std::process::Command;
 
 use tls13lab::events::Side;
-use tls13lab::explain;
-use tls13lab::rfc8448::{Section, SECTIONS};
+use tls13lab::lab::explain;
+use tls13lab::lab::rfc8448::{Section, SECTIONS};
 
 fn keys(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tls13lab"))

@@ -2,12 +2,12 @@
 //! zeros, the (EC)DHE/KEM shared secret with each hybrid component) to every secret, key, IV,
 //! Finished value, binder, exporter and resumption PSK (docs/keyschedule.md).
 //!
-//! The tree is built and printed by [`tls13lab::explain`]; this module only reads the options.
+//! The tree is built and printed by [`tls13lab::lab::explain`]; this module only reads the options.
 
 use std::path::PathBuf;
 
 use tls13lab::events::Side;
-use tls13lab::explain::{self, Connection, InMemory, KeyTree};
+use tls13lab::lab::explain::{self, Connection, InMemory, KeyTree};
 
 use super::common::Offer;
 

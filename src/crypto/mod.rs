@@ -4,7 +4,8 @@
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4).
 //! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
-//! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers.
+//! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers, PEM
+//!   loading, and self-signed certificate generation (rcgen) kept apart from validation.
 //!
 //! Optional faster backends, off by default (docs/performance.md): `ring-aead` (records),
 //! `ring-verify` (ECDSA P-256 verification) and `ring-sign` (`ring_signer`, which gives up

@@ -7,21 +7,25 @@
 //!
 //! - [`dissect`]: decode a captured connection with an NSS key log: ledger, decrypted messages,
 //!   Finished checks, missing secrets.
+//! - [`explain`]: a connection's key schedule as a tree, text or SVG (`tls13lab keys`).
 //! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
 //! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock.
-//! - [`ladder`]: a ladder (sequence) diagram of a connection, as SVG.
+//! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
 //! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
 //!   reading.
+//! - [`rfc8448`]: RFC 8448's example traces replayed byte for byte through our client and server.
 //! - [`simulate`]: complete connections over a virtual link (RTT, bandwidth, MTU, initial
 //!   congestion window): time to the first response byte and round trips.
 //! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
 
 pub mod dissect;
+pub mod explain;
 pub mod hello;
 pub mod keylog;
 pub mod ladder;
 // pcapng writing and pcap/pcapng reading need the block format of `pcap-file` (feature `pcap`).
 #[cfg(feature = "pcap")]
 pub mod pcap;
+pub mod rfc8448;
 pub mod simulate;
 pub mod tcp;

@@ -15,7 +15,7 @@
 //! let client = demo::client_config(root);
 //! let mut pair = demo::Pair::new(Arc::new(client), Arc::new(server), 1, demo::NOW_MS)?;
 //! pair.handshake()?;
-//! let diagram = tls13lab::ladder::ladder(&pair.ledger());
+//! let diagram = tls13lab::lab::ladder::ladder(&pair.ledger());
 //! assert!(diagram.lines().nth(1).unwrap().contains("ClientHello"));
 //! println!("{diagram}");
 //! # Ok::<(), tls13lab::Error>(())

@@ -12,7 +12,7 @@
 //! is asked to sign exactly the content the RFC signed, which proves the transcript identical.
 //!
 //! ```
-//! use tls13lab::rfc8448::{run_client, Section, NOW_MS};
+//! use tls13lab::lab::rfc8448::{run_client, Section, NOW_MS};
 //! use tls13lab::events::Event;
 //!
 //! // Our client against the RFC's server records of §3: every record it sends is the RFC's.
@@ -55,12 +55,12 @@ pub const RESUME_MS: u64 = NOW_MS + 6;
 /// The sections that hold a handshake trace.
 pub const SECTIONS: [u8; 5] = [3, 4, 5, 6, 7];
 
-const VECTORS: &str = include_str!("../tests/vectors/rfc8448.json");
-const EXTRAS: &str = include_str!("../tests/vectors/rfc8448_computed_extras.json");
-const SERVER_RSA_CERT: &str = include_str!("../tests/vectors/pem/server_rsa_certificate.pem");
+const VECTORS: &str = include_str!("../../tests/vectors/rfc8448.json");
+const EXTRAS: &str = include_str!("../../tests/vectors/rfc8448_computed_extras.json");
+const SERVER_RSA_CERT: &str = include_str!("../../tests/vectors/pem/server_rsa_certificate.pem");
 const SERVER_ECDSA_CERT: &str =
-    include_str!("../tests/vectors/pem/server_ecdsa_certificate_client_auth.pem");
-const CLIENT_RSA_CERT: &str = include_str!("../tests/vectors/pem/client_rsa_certificate.pem");
+    include_str!("../../tests/vectors/pem/server_ecdsa_certificate_client_auth.pem");
+const CLIENT_RSA_CERT: &str = include_str!("../../tests/vectors/pem/client_rsa_certificate.pem");
 
 fn parsed(text: &'static str, cell: &'static OnceLock<Value>) -> &'static Value {
     cell.get_or_init(|| serde_json::from_str(text).expect("embedded RFC 8448 vectors are JSON"))

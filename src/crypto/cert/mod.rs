@@ -1,0 +1,18 @@
+//! Certificates (RFC 8446 §4.4.2): validating a peer's chain, checking CertificateVerify
+//! against its leaf, reading PEM, and making self-signed certificates.
+//!
+//! - `verify.rs`: path validation (§4.4.2.4) via rustls-webpki on our verifiers, [`CertError`]
+//!   with its one alert per reason, [`CertVerifier`] and the [`SignatureMemo`] of signatures
+//!   that already passed; [`verify_with_leaf`] for CertificateVerify (§4.4.3).
+//! - `pem.rs`: [`certs_from_pem`], DER certificates out of PEM text.
+//! - `generate.rs`: [`self_signed_p256`] and [`self_signed_ecdsa`] (rcgen around our signing
+//!   keys) for the demo, the simulator, the CLI and the tests; the client, the server and
+//!   validation never call it.
+
+mod generate;
+mod pem;
+mod verify;
+
+pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
+pub use pem::certs_from_pem;
+pub use verify::{verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo, Usage};
