@@ -7,10 +7,11 @@
 //! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers, PEM
 //!   loading, and self-signed certificate generation (rcgen) kept apart from validation.
 //!
-//! Optional faster backends, off by default (docs/performance.md): `ring-aead` (records),
-//! `ring-verify` (ECDSA P-256 verification) and `ring-sign` (`ring_signer`, which gives up
-//! replaying the CertificateVerify signature), and `aws-lc-kx` (X25519 and ML-KEM on aws-lc, the
-//! only `unsafe` in the crate, with the same injected seeds: connections still replay).
+//! Faster backends, on by default (docs/performance.md; `--no-default-features` is all
+//! RustCrypto): `ring-aead` (records), `ring-verify` (ECDSA P-256 verification), `ring-sign`
+//! (`ring_signer`, whose signatures draw their randomness from the connection's source), and
+//! `aws-lc-kx` (X25519 and ML-KEM on aws-lc, the only `unsafe` in the crate, with the same
+//! injected seeds). Every one of them keeps connections replayable.
 
 pub mod aead;
 #[cfg(feature = "aws-lc-kx")]
