@@ -68,6 +68,7 @@ impl core::fmt::Debug for CertifiedKey {
 
 /// How the client checks the server's certificate.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ServerVerification {
     /// Validate the chain against these DER trust anchors and the server name.
     Roots(Vec<Vec<u8>>),
@@ -82,6 +83,7 @@ pub enum ServerVerification {
 
 /// Whether and how the server asks for a client certificate (RFC 8446 §4.3.2).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub enum ClientAuth {
     /// Do not send CertificateRequest.
     #[default]
@@ -123,6 +125,7 @@ impl core::fmt::Debug for ExternalPsk {
 
 /// When the client adds a padding extension (RFC 7685) to its ClientHello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum HelloPadding {
     /// Never.
     #[default]
@@ -136,6 +139,7 @@ pub enum HelloPadding {
 
 /// Client configuration.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// Offered suites, in order.
     pub cipher_suites: Vec<CipherSuite>,
@@ -258,6 +262,7 @@ impl ClientConfig {
 
 /// How the server keeps resumption state (RFC 8446 §4.6.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum TicketMode {
     /// The ticket is the session state sealed under a rotating ticket key (no server memory).
     #[default]
@@ -268,6 +273,7 @@ pub enum TicketMode {
 
 /// 0-RTT anti-replay policy (RFC 8446 §8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum AntiReplay {
     /// Every ticket allows 0-RTT once (§8.1): the server remembers used tickets until they expire.
     #[default]
@@ -285,6 +291,7 @@ pub enum AntiReplay {
 
 /// Server configuration.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// The server's certificate chain and key.
     pub cert: CertifiedKey,

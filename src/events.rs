@@ -183,6 +183,7 @@ impl SecretEvent {
 
 /// What was negotiated, reported once when the handshake completes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Negotiated {
     /// Always TLS 1.3.
     pub version: &'static str,
@@ -220,6 +221,7 @@ impl Negotiated {
 /// What happened to 0-RTT data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EarlyDataStatus {
     /// The client offered none.
     NotSent,
@@ -232,6 +234,7 @@ pub enum EarlyDataStatus {
 /// Everything a connection reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// A record crossed the wire.
     Record(RecordEvent),

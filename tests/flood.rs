@@ -79,12 +79,10 @@ fn now_ms() -> u64 {
 
 /// One request with the library over a `TcpStream`; the response body, or why it failed.
 fn good_client(addr: SocketAddr, deadline: Duration) -> Result<Vec<u8>, String> {
-    let cfg = ClientConfig {
-        server_name: Some("localhost".into()),
-        // Accepts the self-signed certificate (research mode, asked for by name);
-        // CertificateVerify is still checked.
-        ..ClientConfig::insecure_accept_any_certificate()
-    };
+    // Accepts the self-signed certificate (research mode, asked for by name); CertificateVerify
+    // is still checked.
+    let mut cfg = ClientConfig::insecure_accept_any_certificate();
+    cfg.server_name = Some("localhost".into());
     let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).map_err(|e| e.to_string())?;
     let end = Instant::now() + deadline;
     let mut s = TcpStream::connect_timeout(&addr, deadline).map_err(|e| format!("connect: {e}"))?;
@@ -250,11 +248,9 @@ fn more_half_open_connections_than_slots_only_delay_a_good_client() {
 
 /// A library client connected over TCP (handshake done, its Finished sent), with its events.
 fn connected_client(addr: SocketAddr) -> (Client, TcpStream, Vec<Event>) {
-    let cfg = ClientConfig {
-        server_name: Some("localhost".into()),
-        observe: tls13lab::Observe::ALL_WITH_SECRETS,
-        ..ClientConfig::insecure_accept_any_certificate()
-    };
+    let mut cfg = ClientConfig::insecure_accept_any_certificate();
+    cfg.server_name = Some("localhost".into());
+    cfg.observe = tls13lab::Observe::ALL_WITH_SECRETS;
     let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).expect("client");
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -481,12 +477,10 @@ fn a_fatal_alert_reaches_a_client_that_is_still_sending() {
     let server = ServerGuard::start(&["--timeout", "10", "--padding", "16384"]);
     let start = Instant::now();
     for round in 0..5 {
-        let cfg = ClientConfig {
-            server_name: Some("localhost".into()),
-            cipher_suites: vec![tls13lab::messages::CipherSuite::TLS_AES_128_GCM_SHA256],
-            observe: tls13lab::Observe::ALL_WITH_SECRETS,
-            ..ClientConfig::insecure_accept_any_certificate()
-        };
+        let mut cfg = ClientConfig::insecure_accept_any_certificate();
+        cfg.server_name = Some("localhost".into());
+        cfg.cipher_suites = vec![tls13lab::messages::CipherSuite::TLS_AES_128_GCM_SHA256];
+        cfg.observe = tls13lab::Observe::ALL_WITH_SECRETS;
         let mut c = Client::new(Arc::new(cfg), Box::new(OsRandom)).expect("client");
         let mut s = small_window_connect(server.addr);
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

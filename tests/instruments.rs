@@ -1049,7 +1049,6 @@ use tls13lab::lab::pcap::{self, Endpoints};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::PskKeyExchangeMode;
 use tls13lab::session::TicketStore;
-use tls13lab::ServerConfig;
 
 /// A named connection's client events.
 struct Conn {
@@ -1135,10 +1134,9 @@ fn corpus() -> Vec<Conn> {
         TicketStore::default(),
     )
     .unwrap();
-    let refusing = Arc::new(ServerConfig {
-        max_early_data: 0,
-        ..(*server).clone()
-    });
+    let mut refusing = (*server).clone();
+    refusing.max_early_data = 0;
+    let refusing = Arc::new(refusing);
     let p = demo::request_response(
         client,
         refusing,

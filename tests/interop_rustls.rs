@@ -405,16 +405,14 @@ fn our_client_config(
     shares: &[NamedGroup],
     suites: &[CipherSuite],
 ) -> ClientConfig {
-    ClientConfig {
-        server_name: Some("localhost".into()),
-        verification: ServerVerification::Roots(vec![ids().server.cert_der.clone()]),
-        groups: groups.to_vec(),
-        key_shares: shares.to_vec(),
-        cipher_suites: suites.to_vec(),
-        // The cells read share sizes from the KeyShare event: they ask for secrets.
-        observe: tls13lab::Observe::ALL_WITH_SECRETS,
-        ..ClientConfig::default()
-    }
+    let mut c = ClientConfig::new(vec![ids().server.cert_der.clone()]);
+    c.server_name = Some("localhost".into());
+    c.groups = groups.to_vec();
+    c.key_shares = shares.to_vec();
+    c.cipher_suites = suites.to_vec();
+    // The cells read share sizes from the KeyShare event: they ask for secrets.
+    c.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    c
 }
 
 fn our_server_config(groups: &[NamedGroup], suites: &[CipherSuite]) -> ServerConfig {

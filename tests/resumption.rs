@@ -46,10 +46,9 @@ fn psk_dhe_ke_resumption_stateless_and_stateful() {
         s.ticket_mode = mode;
         let (c, s) = (Arc::new(c), Arc::new(s));
         let tickets = first(&c, &s);
-        let no_early = Arc::new(ClientConfig {
-            enable_early_data: false,
-            ..(*c).clone()
-        });
+        let mut no_early = (*c).clone();
+        no_early.enable_early_data = false;
+        let no_early = Arc::new(no_early);
         let p = request_response(no_early, s.clone(), 2, NOW + 5000, REQ, RESP, tickets).unwrap();
         let n = negotiated(&p);
         assert!(n.resumed, "{mode:?}");
@@ -276,11 +275,10 @@ fn resumption_after_hello_retry_request() {
     s.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
     let (c, s) = (Arc::new(c), Arc::new(s));
     let tickets = first(&c, &s);
-    let strict = Arc::new(ServerConfig {
-        strict_group_preference: true,
-        hrr_cookie: Some(16),
-        ..(*s).clone()
-    });
+    let mut strict = (*s).clone();
+    strict.strict_group_preference = true;
+    strict.hrr_cookie = Some(16);
+    let strict = Arc::new(strict);
     let p = request_response(c, strict, 11, NOW + 1000, REQ, RESP, tickets).unwrap();
     let n = negotiated(&p);
     assert!(n.resumed && n.hello_retry);
@@ -292,10 +290,9 @@ fn resumption_with_another_suite_hash_is_a_full_handshake() {
     let (c, s) = configs();
     let (c, s) = (Arc::new(c), Arc::new(s));
     let tickets = first(&c, &s); // AES-128-GCM/SHA-256
-    let s384 = Arc::new(ServerConfig {
-        cipher_suites: vec![CipherSuite::TLS_AES_256_GCM_SHA384],
-        ..(*s).clone()
-    });
+    let mut s384 = (*s).clone();
+    s384.cipher_suites = vec![CipherSuite::TLS_AES_256_GCM_SHA384];
+    let s384 = Arc::new(s384);
     let p = request_response(c, s384, 12, NOW + 1000, REQ, RESP, tickets).unwrap();
     let n = negotiated(&p);
     assert!(!n.resumed);

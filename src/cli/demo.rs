@@ -171,10 +171,9 @@ fn resumptions(
         if let Some(t) = tickets.tickets.pop_back() {
             one.insert(t);
         }
-        let cfg = Arc::new(tls13lab::ClientConfig {
-            enable_early_data: early,
-            ..(*client_cfg).clone()
-        });
+        let mut cfg = (*client_cfg).clone();
+        cfg.enable_early_data = early;
+        let cfg = Arc::new(cfg);
         let seed = seed + runs.len() as u64;
         let p = demo::request_response(
             cfg,

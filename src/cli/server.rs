@@ -610,6 +610,7 @@ pub fn page(title: &str, events: &[Event], external: &[Vec<u8>]) -> String {
         }
         Some(EarlyDataStatus::Rejected) => "rejected".into(),
         Some(EarlyDataStatus::NotSent) | None => "not sent".into(),
+        Some(other) => format!("{other:?}"),
     };
     line("early data", early_text);
     line(
