@@ -49,6 +49,7 @@ pub mod config;
 pub(crate) mod conn;
 pub mod connection;
 pub mod crypto;
+#[cfg(feature = "certgen")]
 pub mod demo;
 pub mod error;
 pub mod events;

@@ -19,6 +19,7 @@
 //! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
 
 pub mod dissect;
+#[cfg(feature = "certgen")]
 pub mod explain;
 pub mod hello;
 pub mod keylog;
@@ -27,5 +28,6 @@ pub mod ladder;
 #[cfg(feature = "pcap")]
 pub mod pcap;
 pub mod rfc8448;
+#[cfg(feature = "certgen")]
 pub mod simulate;
 pub mod tcp;

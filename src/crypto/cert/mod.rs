@@ -9,10 +9,12 @@
 //!   keys) for the demo, the simulator, the CLI and the tests; the client, the server and
 //!   validation never call it.
 
+#[cfg(feature = "certgen")]
 mod generate;
 mod pem;
 mod verify;
 
+#[cfg(feature = "certgen")]
 pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
 pub use pem::certs_from_pem;
 pub use verify::{verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo, Usage};
