@@ -1674,6 +1674,21 @@ fn second_client_hello(r: &mut Retry) -> ClientHello {
     }
 }
 
+/// The client's real second ClientHello changed by `f` (after a HelloRetryRequest with a cookie
+/// of `cookie` bytes, if any) must be refused with illegal_parameter; the error.
+#[track_caller]
+fn second_client_hello_rejected(cookie: Option<usize>, f: fn(&mut ClientHello)) -> Error {
+    let (c, mut s) = retry_configs();
+    s.hrr_cookie = cookie;
+    let mut r = retry_with(c, s);
+    let mut ch2 = second_client_hello(&mut r);
+    f(&mut ch2);
+    r.server.rejects(
+        &hs_record(&encode(HandshakePayload::ClientHello(ch2))),
+        A::IllegalParameter,
+    )
+}
+
 #[test]
 fn second_client_hello_must_answer_the_retry() {
     // §4.1.2: the second ClientHello is the first "without modification, except" the key_share
@@ -1719,15 +1734,7 @@ fn second_client_hello_must_answer_the_retry() {
         ),
     ];
     for (what, f, want) in cases {
-        let (c, mut s) = retry_configs();
-        s.hrr_cookie = Some(20);
-        let mut r = retry_with(c, s);
-        let mut ch2 = second_client_hello(&mut r);
-        f(&mut ch2);
-        let e = r.server.rejects(
-            &hs_record(&encode(HandshakePayload::ClientHello(ch2))),
-            A::IllegalParameter,
-        );
+        let e = second_client_hello_rejected(Some(20), f);
         assert_eq!(e, peer(want), "{what}");
     }
 }
@@ -1796,15 +1803,7 @@ fn second_client_hello_repeats_the_first_field_by_field() {
     ];
     for cookie in [None, Some(20)] {
         for (what, f, field) in cases {
-            let (c, mut s) = retry_configs();
-            s.hrr_cookie = cookie;
-            let mut r = retry_with(c, s);
-            let mut ch2 = second_client_hello(&mut r);
-            f(&mut ch2);
-            let e = r.server.rejects(
-                &hs_record(&encode(HandshakePayload::ClientHello(ch2))),
-                A::IllegalParameter,
-            );
+            let e = second_client_hello_rejected(cookie, f);
             assert_eq!(
                 e,
                 peer(PeerMisbehaved::SecondClientHelloMismatch(field)),
