@@ -173,7 +173,13 @@ impl Server {
                 .map_or(32, |t| t.suite.hash.output_len()),
             _ => 32,
         };
-        let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
+        let expects_hello = matches!(self.side.state, State::ExpectClientHello(_));
+        let msg = match HandshakeMessage::decode_owned_or_return(bytes, DecodeContext { hash_len })
+        {
+            Ok(m) => m,
+            Err((e, bytes)) if expects_hello => return Err(tls12_hello_or(e, &bytes)),
+            Err((e, _)) => return Err(e.into()),
+        };
         self.conn.handshake_received(&msg);
         let state = core::mem::replace(&mut self.side.state, State::Poisoned);
         self.side.state = match state {
@@ -203,7 +209,7 @@ impl Server {
         if retry.is_some() {
             self.early_skip = None;
         }
-        check_client_hello(ch, &msg.encoded)?;
+        check_client_hello(ch)?;
         if retry.is_none() {
             self.conn.client_random = ch.random;
         }
@@ -1077,9 +1083,8 @@ fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
     }
 }
 
-/// §4.1.2 checks every ClientHello must pass before we look at its offers. `encoded` is the
-/// message as received.
-fn check_client_hello(ch: &ClientHello, encoded: &[u8]) -> Result<(), Error> {
+/// §4.1.2 checks every ClientHello must pass before we look at its offers.
+fn check_client_hello(ch: &ClientHello) -> Result<(), Error> {
     let versions = match ch.find(ExtensionType::SupportedVersions) {
         Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3) => v,
         Some(Extension::SupportedVersionsClient(_)) | None => {
@@ -1095,15 +1100,6 @@ fn check_client_hello(ch: &ClientHello, encoded: &[u8]) -> Result<(), Error> {
     }
     if ch.legacy_version != 0x0303 {
         return Err(PeerMisbehaved::BadLegacyField("legacy_version").into());
-    }
-    // A TLS 1.3 ClientHello's extensions are `<8..2^16-1>` (§4.1.2); the decoder accepted less
-    // because a TLS 1.2 ClientHello may carry less.
-    match ch.extensions_len(encoded) {
-        0 => return Err(DecodeError::Empty { what: "extensions" }.into()),
-        n if n < ClientHello::TLS13_MIN_EXTENSIONS => {
-            return Err(DecodeError::Invalid { what: "extensions" }.into())
-        }
-        _ => {}
     }
     if ch.legacy_compression_methods != [0] {
         return Err(PeerMisbehaved::BadLegacyField("legacy_compression_methods").into());
@@ -1139,6 +1135,25 @@ fn check_client_hello(ch: &ClientHello, encoded: &[u8]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A message that is not a ClientHello by RFC 8446's grammar, where one is expected: a
+/// well-formed TLS 1.2 ClientHello (no extension block, or one under 8 bytes, RFC 5246 §7.4.1.2)
+/// that does not offer TLS 1.3 is an older client, answered with protocol_version (§4.2.1, §D.2);
+/// anything else keeps its decode error.
+fn tls12_hello_or(e: DecodeError, bytes: &[u8]) -> Error {
+    if bytes.first() == Some(&HandshakeType::ClientHello.to_repr()) {
+        if let Ok(ch) = ClientHello::decode_tls12(&bytes[4..]) {
+            let offers_tls13 = matches!(
+                ch.find(ExtensionType::SupportedVersions),
+                Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3)
+            );
+            if !offers_tls13 {
+                return PeerMisbehaved::UnsupportedVersion.into();
+            }
+        }
+    }
+    e.into()
 }
 
 fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {

@@ -136,3 +136,21 @@ fn write_corpus() {
     }
     println!("{} seeds written to {}", seeds.len(), dir.display());
 }
+
+/// Found by `cargo fuzz run messages` (CI, 2026-12-01): a ClientHello whose body ends after its
+/// compression methods. A decoder that accepted the missing extension block (TLS 1.2 allows it)
+/// re-encoded it with an empty one: other bytes. The RFC 8446 decoder refuses it; only the
+/// server's TLS 1.2 check (`ClientHello::decode_tls12`) reads it.
+#[test]
+fn regression_client_hello_without_an_extension_block_round_trips() {
+    let crash = "010000b903036ebb4740f483202c00eb2a4e9531650e379aedd8ed1fce6ed4e5f94abf391ab50000381301130213030100008a000e00000c000000096c6f63616c686f7374000a000a0008001d001711ec0018003300470045001700410426ce885b56b1cb7578543ef94d82475ebe41062bd46587d8584ef23463d1edbd74e5ad38ce33e85ddec2a293bb30f664c7534019bde2bd2cc155ff0c24581463002b0003020304000d000e000c040305030808040708050806002d00020101";
+    let bytes = hex::decode(crash).unwrap();
+    targets::messages(&bytes);
+    assert!(tls13lab::messages::HandshakeMessage::decode(
+        &bytes,
+        tls13lab::messages::DecodeContext { hash_len: 0 }
+    )
+    .is_err());
+    let ch = tls13lab::messages::ClientHello::decode_tls12(&bytes[4..]).unwrap();
+    assert!(ch.extensions.is_empty());
+}

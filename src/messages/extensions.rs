@@ -88,12 +88,11 @@ impl ExtensionContext {
     }
 
     /// The RFC's minimum byte length of the whole extensions vector in this message:
-    /// ServerHello `<6..>` (§4.1.2, §4.1.3), CertificateRequest `<2..>` (§4.3.2). A
-    /// ClientHello's `<8..>` holds only for TLS 1.3 offers (a TLS 1.2 one may carry less), so
-    /// the server checks it once it knows the versions offered.
+    /// ClientHello `<8..>`, ServerHello `<6..>` (§4.1.2, §4.1.3), CertificateRequest `<2..>`
+    /// (§4.3.2); a TLS 1.2 ClientHello's may be shorter (RFC 5246 §7.4.1.2).
     fn min_block_len(self) -> usize {
         match self {
-            ExtensionContext::ClientHello => 0,
+            ExtensionContext::ClientHello => 8,
             ExtensionContext::ServerHello | ExtensionContext::HelloRetryRequest => 6,
             ExtensionContext::CertificateRequest => 2,
             _ => 0,
@@ -679,9 +678,16 @@ pub fn decode_extensions(
     r: &mut Reader<'_>,
     ctx: ExtensionContext,
 ) -> Result<Vec<Extension>, DecodeError> {
-    let mut block = r
-        .sub_u16("extensions")?
-        .at_least(ctx.min_block_len(), "extensions")?;
+    decode_extension_block(r, ctx, ctx.min_block_len())
+}
+
+/// [`decode_extensions`] with another minimum block length (a TLS 1.2 ClientHello's: 0).
+pub(crate) fn decode_extension_block(
+    r: &mut Reader<'_>,
+    ctx: ExtensionContext,
+    min_len: usize,
+) -> Result<Vec<Extension>, DecodeError> {
+    let mut block = r.sub_u16("extensions")?.at_least(min_len, "extensions")?;
     let mut seen = TypeSet::new();
     let count = count_extensions(block.clone());
     block.items_with_capacity("extensions", count, |r| {

@@ -14,8 +14,8 @@
 use super::codec::{DecodeError, Reader, Writer};
 use super::enums::{CipherSuite, ExtensionType, HandshakeType, KeyUpdateRequest, SignatureScheme};
 use super::extensions::{
-    decode_extensions, encode_extensions, encode_outgoing_extensions, Extension, ExtensionContext,
-    OutgoingExtension,
+    decode_extension_block, decode_extensions, encode_extensions, encode_outgoing_extensions,
+    Extension, ExtensionContext, OutgoingExtension,
 };
 use super::layout::Span;
 
@@ -77,11 +77,22 @@ impl HandshakeMessage {
     /// [`decode`](Self::decode) keeping `bytes` as [`encoded`](Self::encoded) instead of copying
     /// them: what the connection does with each message the record layer hands it.
     pub fn decode_owned(bytes: Vec<u8>, ctx: DecodeContext) -> Result<Self, DecodeError> {
-        let payload = Self::decode_payload(&bytes, ctx)?;
-        Ok(HandshakeMessage {
-            payload,
-            encoded: bytes,
-        })
+        Self::decode_owned_or_return(bytes, ctx).map_err(|(e, _)| e)
+    }
+
+    /// [`decode_owned`](Self::decode_owned) that hands the bytes back with the error, for a
+    /// caller that looks at them again (a server telling a TLS 1.2 ClientHello from garbage).
+    pub fn decode_owned_or_return(
+        bytes: Vec<u8>,
+        ctx: DecodeContext,
+    ) -> Result<Self, (DecodeError, Vec<u8>)> {
+        match Self::decode_payload(&bytes, ctx) {
+            Ok(payload) => Ok(HandshakeMessage {
+                payload,
+                encoded: bytes,
+            }),
+            Err(e) => Err((e, bytes)),
+        }
     }
 
     fn decode_payload(bytes: &[u8], ctx: DecodeContext) -> Result<HandshakePayload, DecodeError> {
@@ -312,6 +323,23 @@ impl ClientHello {
     }
 
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Self::decode_with(r, false)
+    }
+
+    /// The body of a ClientHello by the TLS 1.2 grammar (RFC 5246 §7.4.1.2), which RFC 8446's
+    /// is stricter than: the extension block may be absent or shorter than 8 bytes. A server
+    /// that cannot decode a ClientHello by RFC 8446 uses it to tell a well-formed TLS 1.2
+    /// ClientHello (answered with protocol_version, §4.2.1) from a malformed one
+    /// (decode_error). An absent block comes back as no extensions, so the result does not
+    /// always re-encode to `body`; it is never a message of its own.
+    pub fn decode_tls12(body: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(body);
+        let ch = Self::decode_with(&mut r, true)?;
+        r.finish("ClientHello")?;
+        Ok(ch)
+    }
+
+    fn decode_with(r: &mut Reader<'_>, tls12: bool) -> Result<Self, DecodeError> {
         Ok(ClientHello {
             legacy_version: r.u16("legacy_version")?,
             random: r.array("random")?,
@@ -325,35 +353,12 @@ impl ClientHello {
                 .at_least(1, "legacy_compression_methods")?
                 .rest()
                 .to_vec(),
-            // A TLS 1.2 ClientHello may end here, or carry a block shorter than TLS 1.3's
-            // `<8..2^16-1>` (RFC 5246 §7.4.1.2): it is well formed, and the server answers it
-            // with protocol_version; the server enforces the TLS 1.3 bound once it sees that
-            // TLS 1.3 is offered ([`ClientHello::TLS13_MIN_EXTENSIONS`]).
-            extensions: if r.is_empty() {
-                Vec::new()
-            } else {
-                decode_extensions(r, ExtensionContext::ClientHello)?
+            extensions: match (tls12, r.is_empty()) {
+                (true, true) => Vec::new(),
+                (true, false) => decode_extension_block(r, ExtensionContext::ClientHello, 0)?,
+                (false, _) => decode_extensions(r, ExtensionContext::ClientHello)?,
             },
         })
-    }
-
-    /// The shortest extension block a TLS 1.3 ClientHello may carry (§4.1.2).
-    pub const TLS13_MIN_EXTENSIONS: usize = 8;
-
-    /// The length of the extension block (without its 2-byte prefix) in `encoded`, this
-    /// ClientHello's message as received (header included); 0 when there is none. Computed from
-    /// the fixed fields, so nothing is re-encoded.
-    pub fn extensions_len(&self, encoded: &[u8]) -> usize {
-        let fixed = 4
-            + 2
-            + 32
-            + 1
-            + self.legacy_session_id.len()
-            + 2
-            + 2 * self.cipher_suites.len()
-            + 1
-            + self.legacy_compression_methods.len();
-        encoded.len().saturating_sub(fixed + 2)
     }
 }
 
