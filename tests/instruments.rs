@@ -1361,6 +1361,22 @@ fn summary_block<'a>(out: &'a str, header: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `tls13lab dissect --c2s --s2c --keylog` on two raw streams written into `dir`: its output.
+fn dissect_raw(dir: &std::path::Path, c2s: &[u8], s2c: &[u8], keylog: &std::path::Path) -> String {
+    let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
+    std::fs::write(&a, c2s).unwrap();
+    std::fs::write(&b, s2c).unwrap();
+    tls13lab(&[
+        "dissect",
+        "--c2s",
+        a.to_str().unwrap(),
+        "--s2c",
+        b.to_str().unwrap(),
+        "--keylog",
+        keylog.to_str().unwrap(),
+    ])
+}
+
 /// The value of the summary line `label` (`label   value`).
 fn summary_value<'a>(lines: &[&'a str], label: &str) -> Option<&'a str> {
     lines.iter().find_map(|l| {
@@ -1878,18 +1894,8 @@ fn dissect_cli_modes() {
     ]);
     assert!(out.contains("missing secrets: none"), "{out}");
     // Raw streams.
-    let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
-    std::fs::write(&a, &cap.connections[0].c2s.bytes).unwrap();
-    std::fs::write(&b, &cap.connections[0].s2c.bytes).unwrap();
-    let out = tls13lab(&[
-        "dissect",
-        "--c2s",
-        a.to_str().unwrap(),
-        "--s2c",
-        b.to_str().unwrap(),
-        "--keylog",
-        k.to_str().unwrap(),
-    ]);
+    let c = &cap.connections[0];
+    let out = dissect_raw(&dir, &c.c2s.bytes, &c.s2c.bytes, &k);
     assert!(
         out.contains("server Finished: verified") && out.contains("raw streams carry no timing"),
         "{out}"
@@ -1898,7 +1904,7 @@ fn dissect_cli_modes() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["connections"][0]["finished"][0]["verified"], true);
     let err = Command::new(BIN)
-        .args(["dissect", a.to_str().unwrap()])
+        .args(["dissect", dir.join("c2s.bin").to_str().unwrap()])
         .output()
         .unwrap();
     assert_eq!(err.status.code(), Some(3), "a raw stream is not a capture");
@@ -2340,18 +2346,7 @@ fn dissect_names_what_openssl_negotiated() {
         );
 
         // The command says the same, from the raw streams.
-        let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
-        std::fs::write(&a, &c2s.bytes).unwrap();
-        std::fs::write(&b, &s2c.bytes).unwrap();
-        let out = tls13lab(&[
-            "dissect",
-            "--c2s",
-            a.to_str().unwrap(),
-            "--s2c",
-            b.to_str().unwrap(),
-            "--keylog",
-            keys.to_str().unwrap(),
-        ]);
+        let out = dissect_raw(&dir, &c2s.bytes, &s2c.bytes, &keys);
         let lines = summary_block(&out, "negotiated");
         for (label, want) in [
             ("cipher suite", suite),
