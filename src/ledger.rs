@@ -337,6 +337,7 @@ impl Ledger {
     }
 
     /// JSON (records, totals, negotiated).
+    #[cfg(feature = "json")]
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }

@@ -124,11 +124,13 @@ impl TicketStore {
     }
 
     /// JSON for a session file.
+    #[cfg(feature = "json")]
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// Parse a session file.
+    #[cfg(feature = "json")]
     pub fn from_json(s: &str) -> Result<TicketStore, String> {
         serde_json::from_str(s).map_err(|e| e.to_string())
     }

@@ -243,28 +243,19 @@ impl SigningKey {
     /// (SEC1, P-256 or P-384) or "RSA PRIVATE KEY" (PKCS#1). Other PEM blocks (such as OpenSSL's
     /// "EC PARAMETERS") are skipped.
     pub fn from_pem(pem: &str) -> Result<Self, SigError> {
-        use rustls_pemfile::Item;
-        let mut rest = pem.as_bytes();
-        loop {
-            match rustls_pemfile::read_one_from_slice(rest) {
-                Ok(Some((item, tail))) => {
-                    rest = tail;
-                    match item {
-                        Item::Pkcs8Key(k) => return Self::from_pkcs8_der(k.secret_pkcs8_der()),
-                        Item::Sec1Key(k) => return Self::from_sec1_der(k.secret_sec1_der()),
-                        Item::Pkcs1Key(k) => {
-                            let rk = rsa::RsaPrivateKey::from_pkcs1_der(k.secret_pkcs1_der())
-                                .map_err(|_| {
-                                    SigError::BadPrivateKey("not a PKCS#1 RSA private key")
-                                })?;
-                            return Self::rsa(rk);
-                        }
-                        _ => continue,
-                    }
-                }
-                Ok(None) => return Err(SigError::BadPrivateKey("no private key in PEM")),
-                Err(_) => return Err(SigError::BadPrivateKey("malformed PEM")),
+        use rustls_pki_types::pem::{Error as PemError, PemObject};
+        use rustls_pki_types::PrivateKeyDer;
+        match PrivateKeyDer::from_pem_slice(pem.as_bytes()) {
+            Ok(PrivateKeyDer::Pkcs8(k)) => Self::from_pkcs8_der(k.secret_pkcs8_der()),
+            Ok(PrivateKeyDer::Sec1(k)) => Self::from_sec1_der(k.secret_sec1_der()),
+            Ok(PrivateKeyDer::Pkcs1(k)) => {
+                let rk = rsa::RsaPrivateKey::from_pkcs1_der(k.secret_pkcs1_der())
+                    .map_err(|_| SigError::BadPrivateKey("not a PKCS#1 RSA private key"))?;
+                Self::rsa(rk)
             }
+            Ok(_) => Err(SigError::BadPrivateKey("unsupported private key format")),
+            Err(PemError::NoItemsFound) => Err(SigError::BadPrivateKey("no private key in PEM")),
+            Err(_) => Err(SigError::BadPrivateKey("malformed PEM")),
         }
     }
 

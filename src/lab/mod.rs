@@ -19,7 +19,7 @@
 //! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
 
 pub mod dissect;
-#[cfg(feature = "certgen")]
+#[cfg(all(feature = "certgen", feature = "json"))]
 pub mod explain;
 pub mod hello;
 pub mod keylog;
@@ -27,6 +27,7 @@ pub mod ladder;
 // pcapng writing and pcap/pcapng reading need the block format of `pcap-file` (feature `pcap`).
 #[cfg(feature = "pcap")]
 pub mod pcap;
+#[cfg(feature = "json")]
 pub mod rfc8448;
 #[cfg(feature = "certgen")]
 pub mod simulate;
