@@ -444,7 +444,7 @@ impl Conn {
             if let Event::Record(r) = &mut e {
                 r.time_ms = now;
             }
-            self.ev.queue.push_back(e);
+            self.ev.push(e);
         }
     }
 
@@ -459,6 +459,12 @@ impl Conn {
     ///
     /// `early_skip`: for a server that rejected 0-RTT, the number of early-data bytes it may still
     /// silently drop when a record does not decrypt under the handshake keys (§4.2.10).
+    /// Whether a handshake message already taken waits to be handled (so `next_incoming` has
+    /// an item without reading input).
+    pub(crate) fn has_pending_message(&self) -> bool {
+        self.joiner.has_message()
+    }
+
     pub(crate) fn next_incoming(
         &mut self,
         input: &mut &[u8],

@@ -1,6 +1,7 @@
 //! One connection type for both sides (RFC 8446 §2): [`Connection`] holds what a client and a
-//! server share — records, keys, output, events, the post-handshake traffic secrets, the
-//! negotiated parameters — and a [`Role`], the side's handshake state machine, plugged into it.
+//! server share — records, keys, output, received data, the observation sink, the
+//! post-handshake traffic secrets, the negotiated parameters — and a [`Role`], the side's
+//! handshake state machine, plugged into it.
 //! [`Client`](crate::Client) is `Connection<ClientSide>` and [`Server`](crate::Server) is
 //! `Connection<ServerSide>`: the shared API below is written once, for every role; each side adds
 //! its own constructor and the calls only it has (`start` and tickets on the client,
@@ -8,9 +9,11 @@
 //!
 //! The shape follows rustls' `ConnectionCommon<Side>`; docs/architecture.md says why.
 
+use std::collections::VecDeque;
+
 use crate::conn::{header_of, Conn, InPlace, Incoming};
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{Event, Negotiated, Side};
+use crate::events::{Event, Negotiated, Observer, Side};
 use crate::keyschedule::schedule::ExporterSecret;
 use crate::messages::enums::{AlertDescription, AlertLevel};
 use crate::record::deframer::check_header;
@@ -18,11 +21,17 @@ use crate::record::HEADER_LEN;
 use crate::traffic::{send_key_update, Traffic};
 
 /// A TLS 1.3 connection, sans-IO: feed it bytes with [`receive`](Self::receive), send what
-/// [`take_output`](Self::take_output) returns, and read what happened from
-/// [`events`](Self::events). `R` is the side: [`Client`](crate::Client) or
-/// [`Server`](crate::Server).
+/// [`take_output`](Self::take_output) returns, read the peer's data with [`read`](Self::read),
+/// and see what happened in [`events`](Self::events) (or an [`Observer`] of your choice). `R` is
+/// the side: [`Client`](crate::Client) or [`Server`](crate::Server).
 pub struct Connection<R: Role> {
     pub(crate) conn: Conn,
+    /// Application data received and not yet read.
+    pub(crate) received: Received,
+    /// 0-RTT data received (server) and not yet read (§4.2.10).
+    pub(crate) received_early: Received,
+    /// How much unread data `receive` lets accumulate before it stops taking input.
+    buffer_limit: usize,
     pub(crate) negotiated: Option<Negotiated>,
     /// Once connected: the application traffic secrets, exporter and resumption secrets.
     pub(crate) traffic: Option<Box<Traffic>>,
@@ -54,7 +63,7 @@ pub trait Role: sealed::Sealed + Sized {
     #[doc(hidden)]
     fn on_app_data(c: &mut Connection<Self>, data: Vec<u8>) -> Result<(), Error> {
         c.app_data_in_place()?;
-        c.conn.ev.push(Event::AppData { data });
+        c.received.push(data);
         Ok(())
     }
 
@@ -69,6 +78,9 @@ impl<R: Role> Connection<R> {
     pub(crate) fn with_side(conn: Conn, side: R) -> Self {
         Connection {
             conn,
+            received: Received::default(),
+            received_early: Received::default(),
+            buffer_limit: DEFAULT_BUFFER_LIMIT,
             negotiated: None,
             traffic: None,
             early_exporter: None,
@@ -82,10 +94,17 @@ impl<R: Role> Connection<R> {
         R::SIDE
     }
 
-    /// Feed bytes received from the peer (`now_ms`: the caller's clock, Unix ms). On a
-    /// protocol violation the right alert is queued (take it with `take_output`) and the error
-    /// returned; the connection is then dead.
-    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), Error> {
+    /// Feed bytes received from the peer (`now_ms`: the caller's clock, Unix ms). Returns how
+    /// many bytes from the start of `bytes` were taken: all of them, unless unread application
+    /// data has reached the [buffer limit](Self::set_buffer_limit) — then [`read`](Self::read)
+    /// and offer the rest again. This is the back-pressure that keeps a slow reader's memory
+    /// bounded: nothing is dropped, and a connection never buffers more than the limit plus
+    /// one record.
+    ///
+    /// On a protocol violation the right alert is queued (take it with `take_output`) and the
+    /// error returned; the connection is then dead.
+    #[must_use = "bytes after the returned count were not taken: offer them again after `read`"]
+    pub fn receive(&mut self, bytes: &[u8], now_ms: u64) -> Result<usize, Error> {
         if self.conn.failed {
             return Err(Error::Closed);
         }
@@ -93,25 +112,83 @@ impl<R: Role> Connection<R> {
         if self.conn.read_closed {
             // §6.1: "Any data received after a closure alert has been received MUST be
             // ignored."
-            return Ok(());
+            return Ok(bytes.len());
         }
         let mut input = bytes;
         loop {
+            // Stop before a new record only: messages of one already taken are still handled.
+            if self.buffers_full() && !self.conn.has_pending_message() {
+                return Ok(bytes.len() - input.len());
+            }
             let item = self.conn.next_incoming(&mut input, &mut self.early_skip);
             let result = match item {
-                Ok(None) => return Ok(()),
+                Ok(None) => return Ok(bytes.len() - input.len()),
                 Ok(Some(item)) => self.dispatch(item),
                 Err(e) => Err(e),
             };
             match result {
                 Ok(true) => {}
-                Ok(false) => return Ok(()),
+                // close_notify: what follows it is ignored, so taken.
+                Ok(false) => return Ok(bytes.len()),
                 Err(e) => {
                     self.conn.fail(&e);
                     return Err(e);
                 }
             }
         }
+    }
+
+    /// Whether unread data has reached the limit.
+    fn buffers_full(&self) -> bool {
+        self.received.len() >= self.buffer_limit || self.received_early.len() >= self.buffer_limit
+    }
+
+    /// Copies received application data into `buf`, in order, and returns how many bytes:
+    /// 0 when none is waiting. What does not fit stays for the next call.
+    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+        self.received.read(buf)
+    }
+
+    /// All received application data not yet read, in order.
+    pub fn read_all(&mut self) -> Vec<u8> {
+        self.received.take_all()
+    }
+
+    /// Bytes of received application data waiting for [`read`](Self::read).
+    pub fn readable(&self) -> usize {
+        self.received.len()
+    }
+
+    /// Copies received 0-RTT data into `buf`, in order, and returns how many bytes (0: none
+    /// waiting). Only a server receives 0-RTT data (§4.2.10); on a client this is always 0. Early data arrives before the handshake completes and is not
+    /// replay-protected beyond what the server's anti-replay gives (§8): it is kept apart from
+    /// [`read`](Self::read)'s data so the application can treat it differently.
+    pub fn read_early(&mut self, buf: &mut [u8]) -> usize {
+        self.received_early.read(buf)
+    }
+
+    /// All received 0-RTT data not yet read, in order.
+    pub fn read_all_early(&mut self) -> Vec<u8> {
+        self.received_early.take_all()
+    }
+
+    /// Bytes of 0-RTT data waiting for [`read_early`](Self::read_early).
+    pub fn readable_early(&self) -> usize {
+        self.received_early.len()
+    }
+
+    /// How much unread received data (application or 0-RTT data, each) `receive` lets
+    /// accumulate before it stops taking input; at least one record's worth is always taken.
+    /// Default: 64 KiB.
+    pub fn set_buffer_limit(&mut self, bytes: usize) {
+        self.buffer_limit = bytes;
+    }
+
+    /// Sends every event to `observer` instead of the queue [`events`](Self::events) drains;
+    /// events still queued go to it first, so it sees them all, in order. What is reported is
+    /// still chosen by the configuration's [`Observe`](crate::events::Observe).
+    pub fn set_observer(&mut self, observer: Box<dyn Observer>) {
+        self.conn.ev.set_sink(observer);
     }
 
     /// Hands one received item to the state machine. `Ok(false)`: stop reading (close_notify).
@@ -143,9 +220,11 @@ impl<R: Role> Connection<R> {
     /// [`MAX_RECORD_LEN`](crate::record::MAX_RECORD_LEN) holds any record).
     ///
     /// Records that cannot be opened in place — the handshake, 0-RTT data, a record that
-    /// earlier `receive` calls left half-read — go the way `receive` takes them, and what
-    /// they carry arrives as events; so do handshake messages and alerts after the handshake
-    /// (NewSessionTicket, KeyUpdate, close_notify). Errors are those of `receive`.
+    /// earlier `receive` calls left half-read — go the way `receive` takes them: their data is
+    /// then for [`read`](Self::read) / `read_early`, and `consumed` stops short while those
+    /// buffers are full. Handshake messages and alerts after the handshake (NewSessionTicket,
+    /// KeyUpdate, close_notify) are handled as `receive` handles them. Errors are those of
+    /// `receive`.
     pub fn open_in_place(&mut self, buf: &mut [u8], now_ms: u64) -> Result<Opened, Error> {
         let mut pos = 0;
         loop {
@@ -199,7 +278,9 @@ impl<R: Role> Connection<R> {
                             }
                             // Handshake messages the record completed (NewSessionTicket,
                             // KeyUpdate) go to the state machine.
-                            Ok(None) => self.receive(&[], now_ms)?,
+                            Ok(None) => {
+                                self.receive(&[], now_ms)?;
+                            }
                             Err(e) => {
                                 self.conn.fail(&e);
                                 return Err(e);
@@ -216,8 +297,15 @@ impl<R: Role> Connection<R> {
                     data: None,
                 });
             }
-            self.receive(&buf[pos..pos + buffered], now_ms)?;
-            pos += buffered;
+            let taken = self.receive(&buf[pos..pos + buffered], now_ms)?;
+            pos += taken;
+            if taken < buffered {
+                // Back-pressure: unread data fills the buffers; the caller reads, then calls again.
+                return Ok(Opened {
+                    consumed: pos,
+                    data: None,
+                });
+            }
         }
     }
 
@@ -355,4 +443,61 @@ pub struct Opened {
     /// Where the buffer now holds the plaintext of one application data record, within
     /// `..consumed`; `None` when the bytes held no (non-empty) application data record.
     pub data: Option<core::ops::Range<usize>>,
+}
+
+/// Default for [`Connection::set_buffer_limit`].
+pub const DEFAULT_BUFFER_LIMIT: usize = 64 * 1024;
+
+/// Received plaintext waiting to be read: records' contents in arrival order, each kept as it
+/// was opened (no copy until the caller reads).
+#[derive(Default)]
+pub(crate) struct Received {
+    chunks: VecDeque<Vec<u8>>,
+    /// Bytes of the front chunk already read.
+    front_read: usize,
+    len: usize,
+}
+
+impl Received {
+    pub(crate) fn push(&mut self, data: Vec<u8>) {
+        if !data.is_empty() {
+            self.len += data.len();
+            self.chunks.push_back(data);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(front) = self.chunks.front() else {
+                break;
+            };
+            let rest = &front[self.front_read..];
+            let k = rest.len().min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&rest[..k]);
+            n += k;
+            self.front_read += k;
+            if self.front_read == front.len() {
+                self.chunks.pop_front();
+                self.front_read = 0;
+            }
+        }
+        self.len -= n;
+        n
+    }
+
+    fn take_all(&mut self) -> Vec<u8> {
+        if self.front_read == 0 && self.chunks.len() == 1 {
+            self.len = 0;
+            return self.chunks.pop_front().unwrap_or_default();
+        }
+        let mut out = vec![0; self.len];
+        let n = self.read(&mut out);
+        debug_assert_eq!(n, out.len());
+        out
+    }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::client::Client;
 use crate::config::{CertifiedKey, ClientConfig, ServerConfig, ServerVerification};
+use crate::connection::{Connection, Role};
 use crate::crypto::cert::self_signed_p256;
 use crate::crypto::random::SeededRandom;
 use crate::crypto::sign::SigningKey;
@@ -48,7 +49,36 @@ pub struct Pair {
     pub client_events: Vec<Event>,
     /// Every event the server reported.
     pub server_events: Vec<Event>,
+    /// Every byte of application data the client read.
+    pub client_data: Vec<u8>,
+    /// Every byte of 0-RTT data the server read.
+    pub server_early: Vec<u8>,
+    /// Every byte of application data the server read.
+    pub server_data: Vec<u8>,
     client_has_resent: bool,
+}
+
+/// Feeds all of `bytes` to `conn`, reading what it receives into `early` (0-RTT data) and
+/// `data` (application data) whenever its buffers fill: how an in-memory driver that keeps
+/// everything takes the back-pressure of [`Connection::receive`]. Returns the first error.
+pub fn deliver<R: Role>(
+    conn: &mut Connection<R>,
+    bytes: &[u8],
+    now_ms: u64,
+    early: &mut Vec<u8>,
+    data: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let mut rest = bytes;
+    loop {
+        let r = conn.receive(rest, now_ms);
+        early.extend_from_slice(&conn.read_all_early());
+        data.extend_from_slice(&conn.read_all());
+        let n = r?;
+        rest = &rest[n..];
+        if rest.is_empty() {
+            return Ok(());
+        }
+    }
 }
 
 impl Pair {
@@ -85,6 +115,9 @@ impl Pair {
             now_ms,
             client_events: Vec::new(),
             server_events: Vec::new(),
+            client_data: Vec::new(),
+            server_early: Vec::new(),
+            server_data: Vec::new(),
             client_has_resent: false,
         })
     }
@@ -93,7 +126,13 @@ impl Pair {
     pub fn client_to_server(&mut self) -> Result<usize, Error> {
         let c = self.client.take_output();
         if !c.is_empty() {
-            let r = self.server.receive(&c, self.now_ms);
+            let r = deliver(
+                &mut self.server,
+                &c,
+                self.now_ms,
+                &mut self.server_early,
+                &mut self.server_data,
+            );
             self.collect();
             r?;
         }
@@ -104,7 +143,13 @@ impl Pair {
     pub fn server_to_client(&mut self) -> Result<usize, Error> {
         let s = self.server.take_output();
         if !s.is_empty() {
-            let r = self.client.receive(&s, self.now_ms);
+            let r = deliver(
+                &mut self.client,
+                &s,
+                self.now_ms,
+                &mut Vec::new(),
+                &mut self.client_data,
+            );
             self.collect();
             r?;
         }
@@ -151,31 +196,20 @@ impl Pair {
         self.server_events.extend(self.server.events());
     }
 
-    /// Application data the server received so far.
+    /// 0-RTT and application data the server received so far, 0-RTT first.
     pub fn server_received(&self) -> Vec<u8> {
-        app_data(&self.server_events)
+        [self.server_early.as_slice(), &self.server_data].concat()
     }
 
     /// Application data the client received so far.
     pub fn client_received(&self) -> Vec<u8> {
-        app_data(&self.client_events)
+        self.client_data.clone()
     }
 
     /// The client's ledger (it sees every record of the connection).
     pub fn ledger(&self) -> Ledger {
         Ledger::from_events(&self.client_events)
     }
-}
-
-/// Concatenated application (and early) data in `events`.
-pub fn app_data(events: &[Event]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for e in events {
-        if let Event::AppData { data } | Event::EarlyData { data } = e {
-            v.extend_from_slice(data);
-        }
-    }
-    v
 }
 
 /// A client configuration that trusts `root`, names `localhost` and, like

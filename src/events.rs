@@ -1,8 +1,13 @@
 //! Everything a connection reports to its observer.
 //!
-//! The state machines push [`Event`]s in the order things happen; the caller drains them with
-//! `events()`. The ledger ([`crate::ledger`]), the NSS key log, the JSON output and the teaching CLI are
-//! all projections of this one stream, so they can never disagree.
+//! The state machines push [`Event`]s in the order things happen, into the connection's queue
+//! (drained with `events()`) or into an [`Observer`] the caller plugs in with `set_observer`. The
+//! ledger ([`crate::ledger`]), the NSS key log, the JSON output and the teaching CLI are all
+//! projections of this one stream, so they can never disagree.
+//!
+//! Observation is not the data path: received application data and 0-RTT data are read with
+//! `read` / `read_early` (or opened in place), never carried here. Secret values appear only
+//! when [`Observe`] asks for them, and no `Debug` output prints one.
 
 use std::collections::VecDeque;
 
@@ -143,7 +148,7 @@ pub struct HandshakeEvent {
 }
 
 /// The outcome of a key exchange, component by component (a hybrid group has two).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct KeyShareEvent {
     /// The negotiated group.
     pub group: NamedGroup,
@@ -155,7 +160,7 @@ pub struct KeyShareEvent {
 }
 
 /// A named traffic or exporter secret, in the shape of an NSS key log line.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct SecretEvent {
     /// Which secret.
     pub name: SecretName,
@@ -167,6 +172,32 @@ pub struct SecretEvent {
     /// The secret.
     #[serde(serialize_with = "crate::ledger::ser_hex")]
     pub secret: Vec<u8>,
+}
+
+/// Secret values are asked for by name (the key log line, the serialized ledger), never printed
+/// by `Debug`: a debug log of events must not leak keys.
+impl core::fmt::Debug for SecretEvent {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SecretEvent")
+            .field("name", &self.name)
+            .field("nss_label", &self.nss_label)
+            .field("client_random", &hex(&self.client_random))
+            .field("secret", &format_args!("<{} bytes>", self.secret.len()))
+            .finish()
+    }
+}
+
+impl core::fmt::Debug for KeyShareEvent {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KeyShareEvent")
+            .field("group", &self.group)
+            .field("components", &self.components)
+            .field(
+                "shared_secret",
+                &format_args!("<{} bytes>", self.shared_secret.len()),
+            )
+            .finish()
+    }
 }
 
 impl SecretEvent {
@@ -256,18 +287,6 @@ pub enum Event {
         /// The groups as the server listed them (unknown code points kept).
         groups: Vec<NamedGroup>,
     },
-    /// Application data arrived.
-    AppData {
-        /// The bytes.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
-        data: Vec<u8>,
-    },
-    /// 0-RTT data arrived (server) — delivered before the handshake completes.
-    EarlyData {
-        /// The bytes.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
-        data: Vec<u8>,
-    },
     /// The server rejected our 0-RTT data: these bytes were NOT delivered; resend them if needed.
     EarlyDataRejected {
         /// The bytes that were sent as early data.
@@ -303,9 +322,14 @@ pub enum Event {
     Closed,
 }
 
-/// Which optional event kinds a connection records. Turning them off makes the hot path allocation-free
-/// for benchmarks; application data, alerts and the outcome are always reported.
+/// Which optional event kinds a connection records; each can be switched on alone. Turning them
+/// off makes the hot path allocation-free for benchmarks; alerts, tickets, key updates and the
+/// outcome are always reported.
+///
+/// Built from a preset and switched kind by kind:
+/// `Observe::PUBLIC.with_records(false)`, `Observe::NONE.with_secrets(true)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Observe {
     /// [`Event::Record`].
     pub records: bool,
@@ -348,6 +372,36 @@ impl Observe {
         secrets: false,
     };
 
+    /// With [`Event::Record`] on or off.
+    pub const fn with_records(mut self, on: bool) -> Self {
+        self.records = on;
+        self
+    }
+
+    /// With [`Event::Handshake`] on or off.
+    pub const fn with_handshake(mut self, on: bool) -> Self {
+        self.handshake = on;
+        self
+    }
+
+    /// With field layouts in handshake events on or off.
+    pub const fn with_layouts(mut self, on: bool) -> Self {
+        self.layouts = on;
+        self
+    }
+
+    /// With [`Event::Derivation`] (every key-schedule step, secret values included) on or off.
+    pub const fn with_derivations(mut self, on: bool) -> Self {
+        self.derivations = on;
+        self
+    }
+
+    /// With [`Event::Secret`] and [`Event::KeyShare`] (secret values) on or off.
+    pub const fn with_secrets(mut self, on: bool) -> Self {
+        self.secrets = on;
+        self
+    }
+
     /// Whether any secret value can reach the events (derivations or secrets).
     pub fn reports_secrets(&self) -> bool {
         self.derivations || self.secrets
@@ -361,11 +415,76 @@ impl Default for Observe {
     }
 }
 
-/// The queue a connection pushes events into.
-#[derive(Debug)]
+/// Where a connection's events go when the caller does not drain them from its queue: the
+/// ledger, a key-log writer, a test's collector. Set with `Connection::set_observer`; each event
+/// arrives once, in order, as it happens.
+///
+/// ```
+/// use std::{cell::RefCell, rc::Rc};
+/// use tls13lab::events::{Event, Observer};
+///
+/// // An observer the caller keeps a handle on: a shared Vec of events.
+/// let seen: Rc<RefCell<Vec<Event>>> = Rc::default();
+/// let mut sink: Box<dyn Observer> = Box::new(seen.clone());
+/// sink.observe(Event::Closed);
+/// assert_eq!(seen.borrow().len(), 1);
+/// ```
+pub trait Observer {
+    /// One event, in the order things happened.
+    fn observe(&mut self, event: Event);
+}
+
+impl Observer for Vec<Event> {
+    fn observe(&mut self, event: Event) {
+        self.push(event);
+    }
+}
+
+impl Observer for VecDeque<Event> {
+    fn observe(&mut self, event: Event) {
+        self.push_back(event);
+    }
+}
+
+impl Observer for crate::ledger::Ledger {
+    fn observe(&mut self, event: Event) {
+        crate::ledger::Ledger::observe(self, &event);
+    }
+}
+
+/// A sink the caller shares with the connection (and reads while it runs).
+impl<O: Observer> Observer for std::rc::Rc<core::cell::RefCell<O>> {
+    fn observe(&mut self, event: Event) {
+        self.borrow_mut().observe(event);
+    }
+}
+
+/// A sink shared across threads.
+impl<O: Observer> Observer for std::sync::Arc<std::sync::Mutex<O>> {
+    fn observe(&mut self, event: Event) {
+        // A poisoned sink still takes events: observation must not fail the connection.
+        match self.lock() {
+            Ok(mut o) => o.observe(event),
+            Err(p) => p.into_inner().observe(event),
+        }
+    }
+}
+
+/// Where a connection pushes events: its own queue, or the caller's [`Observer`].
 pub(crate) struct EventQueue {
     pub(crate) observe: Observe,
     pub(crate) queue: VecDeque<Event>,
+    sink: Option<Box<dyn Observer>>,
+}
+
+impl core::fmt::Debug for EventQueue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("EventQueue")
+            .field("observe", &self.observe)
+            .field("queued", &self.queue.len())
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl EventQueue {
@@ -373,13 +492,27 @@ impl EventQueue {
         EventQueue {
             observe,
             queue: VecDeque::new(),
+            sink: None,
         }
     }
 
+    /// From now on events go to `sink`; those still queued go there first, so it sees every
+    /// event in order.
+    pub(crate) fn set_sink(&mut self, mut sink: Box<dyn Observer>) {
+        for e in self.queue.drain(..) {
+            sink.observe(e);
+        }
+        self.queue = VecDeque::new();
+        self.sink = Some(sink);
+    }
+
     pub(crate) fn push(&mut self, e: Event) {
+        if let Some(sink) = self.sink.as_mut() {
+            return sink.observe(e);
+        }
         // Without observers a connection queues only a few events between drains (the outcome,
-        // application data, alerts), and the queue keeps its capacity for the connection's
-        // life: start it at one slot, not the default four (an Event is 136 bytes).
+        // alerts, tickets), and the queue keeps its capacity for the connection's life: start
+        // it at one slot, not the default four (an Event is 136 bytes).
         if self.queue.capacity() == 0 && self.observe == Observe::NONE {
             self.queue.reserve_exact(1);
         }
@@ -393,7 +526,7 @@ impl DerivationSink for EventQueue {
     }
 
     fn record(&mut self, d: Derivation) {
-        self.queue.push_back(Event::Derivation(d));
+        self.push(Event::Derivation(d));
     }
 }
 

@@ -1,12 +1,13 @@
 //! # tls13lab — a sans-IO TLS 1.3 client and server for studying TLS
 //!
-//! Bytes in → bytes out + [`events::Event`]s. The core owns no socket, reads no clock and draws no OS
+//! Bytes in → bytes out, data read with `read`, and [`events::Event`]s for whoever observes. The
+//! core owns no socket, reads no clock and draws no OS
 //! randomness: time is a parameter of every call and all randomness comes from the
 //! [`crypto::random::RandomSource`] you pass in, so a whole connection replays byte for byte from a seed.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tls13lab::{Client, ClientConfig, Server, ServerConfig, Event};
+//! use tls13lab::{Client, ClientConfig, Server, ServerConfig};
 //! use tls13lab::crypto::random::SeededRandom;
 //!
 //! // The server's certificate, and the root the client trusts: the client verifies the server
@@ -19,16 +20,21 @@
 //!
 //! let now = 1_700_000_000_000;
 //! client.start(now).unwrap();
-//! server.receive(&client.take_output(), now).unwrap();          // ClientHello
-//! client.receive(&server.take_output(), now).unwrap();          // ServerHello .. Finished
+//! // `receive` says how many bytes it took: all of them unless unread data fills its buffer.
+//! let hello = client.take_output();
+//! assert_eq!(server.receive(&hello, now).unwrap(), hello.len());  // ClientHello
+//! let flight = server.take_output();
+//! assert_eq!(client.receive(&flight, now).unwrap(), flight.len()); // ServerHello .. Finished
 //! client.send(b"GET / HTTP/1.0\r\n\r\n").unwrap();
-//! server.receive(&client.take_output(), now).unwrap();          // Finished + request
+//! let finished = client.take_output();
+//! assert_eq!(server.receive(&finished, now).unwrap(), finished.len()); // Finished + request
 //! assert!(client.is_connected() && server.is_connected());
-//! let request: Vec<u8> = server.events().filter_map(|e| match e {
-//!     Event::AppData { data } => Some(data),
-//!     _ => None,
-//! }).flatten().collect();
-//! assert_eq!(request, b"GET / HTTP/1.0\r\n\r\n");
+//!
+//! // Received data is read apart from the events (records, messages: what happened).
+//! let mut request = [0u8; 64];
+//! let n = server.read(&mut request);
+//! assert_eq!(&request[..n], b"GET / HTTP/1.0\r\n\r\n");
+//! assert!(server.events().count() > 0);
 //! ```
 //!
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and

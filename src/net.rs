@@ -2,10 +2,11 @@
 //!
 //! This is the only place the `tls13lab` binary touches sockets and the clock. It lives in the
 //! binary crate, so the compiler holds it to the library's public API: `open_in_place(buf,
-//! now_ms)`, `take_output()`, `events()`, `send()` and `close()`. Received bytes stay in the
-//! driver's own buffer and records are opened where they lie (the caller-owned-buffer API); the
-//! driver turns the plaintext ranges back into `AppData` events, in order, for the CLI. The clock is `SystemTime` as Unix
-//! milliseconds — the same clock the core uses for ticket ages and certificate validity.
+//! now_ms)`, `read_all()`, `read_all_early()`, `take_output()`, `events()`, `send()` and
+//! `close()`. Received bytes stay in the driver's own buffer and records are opened where they
+//! lie (the caller-owned-buffer API); the driver collects the plaintext, in order, for the CLI,
+//! apart from the events. The clock is `SystemTime` as Unix milliseconds — the same clock the
+//! core uses for ticket ages and certificate validity.
 //!
 //! Closing is lingering (as HTTP servers do): a socket closed with unread input makes the kernel
 //! answer with a TCP reset, which can take back what was sent just before — the fatal alert
@@ -61,8 +62,11 @@ pub struct Driver<R: Role> {
     /// Received bytes; `buf[..filled]` is at most one partial record between reads.
     buf: Vec<u8>,
     filled: usize,
-    /// The endpoint's events, with the application data opened in place added in order.
+    /// The endpoint's events since the last drain.
     events: Vec<Event>,
+    /// 0-RTT data and application data received since the last take, in order.
+    early: Vec<u8>,
+    data: Vec<u8>,
     /// The peer closed its side (EOF or reset): nothing more can arrive.
     peer_closed: bool,
     /// The endpoint failed (its fatal alert, if any, was sent): the peer may still be sending.
@@ -80,16 +84,33 @@ impl<R: Role> Driver<R> {
             buf: vec![0; 2 * MAX_RECORD_LEN],
             filled: 0,
             events: Vec::new(),
+            early: Vec::new(),
+            data: Vec::new(),
             peer_closed: false,
             failed: false,
         }
     }
 
-    /// The events recorded so far, in order, application data included.
+    /// The events recorded so far, in order.
     pub fn drain_events(&mut self) -> Vec<Event> {
         let mut v = std::mem::take(&mut self.events);
         v.extend(self.ep.events());
         v
+    }
+
+    /// Bytes of application data collected and not yet taken.
+    pub fn data_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The application data received since the last call, in order.
+    pub fn take_data(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.data)
+    }
+
+    /// The 0-RTT data received (a server) since the last call, in order.
+    pub fn take_early(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.early)
     }
 
     /// Write everything the endpoint has queued.
@@ -147,11 +168,15 @@ impl<R: Role> Driver<R> {
                 .open_in_place(&mut self.buf[start..self.filled], now)
             {
                 Ok(o) => {
-                    // What the records before this one produced comes first.
+                    // What the records before this one produced comes first: data records
+                    // `open_in_place` took the buffered way (the handshake's, 0-RTT), which
+                    // wait to be read.
                     self.events.extend(self.ep.events());
+                    self.early.extend_from_slice(&self.ep.read_all_early());
+                    self.data.extend_from_slice(&self.ep.read_all());
                     if let Some(d) = o.data {
-                        let data = self.buf[start + d.start..start + d.end].to_vec();
-                        self.events.push(Event::AppData { data });
+                        self.data
+                            .extend_from_slice(&self.buf[start + d.start..start + d.end]);
                     }
                     start += o.consumed;
                     if o.consumed == 0 {
@@ -166,6 +191,8 @@ impl<R: Role> Driver<R> {
         self.filled -= start;
         if let Err(e) = opened {
             self.events.extend(self.ep.events());
+            self.early.extend_from_slice(&self.ep.read_all_early());
+            self.data.extend_from_slice(&self.ep.read_all());
             // The alert the endpoint queued goes out before the error is returned; the peer
             // may be in the middle of a long flight, so dropping the driver lingers.
             self.failed = true;

@@ -1179,12 +1179,12 @@ impl Role for ServerSide {
                     return Err(PeerMisbehaved::TooMuchEarlyData.into());
                 }
                 h.early_remaining -= data.len();
-                c.conn.ev.push(Event::EarlyData { data });
+                c.received_early.push(data);
                 return Ok(());
             }
         }
         c.app_data_in_place()?;
-        c.conn.ev.push(Event::AppData { data });
+        c.received.push(data);
         Ok(())
     }
 

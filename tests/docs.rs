@@ -289,7 +289,14 @@ fn sans_io_example_runs() {
     let mut out = Vec::new();
     sans_io::run(&mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("client: application data: \"HTTP/1.0 200 OK"));
+    assert!(
+        out.contains("server read 18 bytes: \"GET / HTTP/1.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("client read 24 bytes: \"HTTP/1.0 200 OK"),
+        "{out}"
+    );
     assert!(out.contains("exporter value (same on both sides)"));
 }
 

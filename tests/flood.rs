@@ -109,13 +109,12 @@ fn good_client(addr: SocketAddr, deadline: Duration) -> Result<Vec<u8>, String> 
         if n == 0 {
             break;
         }
-        c.receive(&buf[..n], now_ms()).map_err(|e| e.to_string())?;
+        tls13lab::demo::deliver(&mut c, &buf[..n], now_ms(), &mut Vec::new(), &mut body)
+            .map_err(|e| e.to_string())?;
         let mut closed = false;
         for e in c.events() {
-            match e {
-                Event::AppData { data } => body.extend(data),
-                Event::Closed => closed = true,
-                _ => {}
+            if let Event::Closed = e {
+                closed = true;
             }
         }
         if closed {

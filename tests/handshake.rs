@@ -1109,6 +1109,7 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
         client_events: Vec::new(),
         server_events: Vec::new(),
     };
+    let (mut request, mut response) = (Vec::new(), Vec::new());
     c.start(NOW).unwrap();
     for step in 0..12 {
         if c.is_connected() && step == 4 {
@@ -1121,20 +1122,22 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
         }
         let out = c.take_output();
         if !out.is_empty() {
-            s.receive(&out, NOW + step as u64).unwrap();
+            let now = NOW + step as u64;
+            tls13lab::demo::deliver(&mut s, &out, now, &mut Vec::new(), &mut request).unwrap();
             t.wire.push((Direction::ClientToServer, out));
         }
         let out = s.take_output();
         if !out.is_empty() {
-            c.receive(&out, NOW + step as u64).unwrap();
+            let now = NOW + step as u64;
+            tls13lab::demo::deliver(&mut c, &out, now, &mut Vec::new(), &mut response).unwrap();
             t.wire.push((Direction::ServerToClient, out));
         }
         t.client_events.extend(c.events());
         t.server_events.extend(s.events());
     }
     assert!(c.is_closed());
-    assert_eq!(tls13lab::demo::app_data(&t.server_events), REQUEST);
-    assert_eq!(tls13lab::demo::app_data(&t.client_events), RESPONSE);
+    assert_eq!(request, REQUEST);
+    assert_eq!(response, RESPONSE);
     t
 }
 
@@ -1418,11 +1421,8 @@ fn sealing_in_place_matches_send_and_opens_in_place() {
                 let got =
                     open_stream(&wire, chunk, |buf| c.server.open_in_place(buf, NOW)).unwrap();
                 assert_eq!(got, data, "{suite:?} {policy:?}, chunks of {chunk}");
-                // Handed over in place, not as events.
-                assert!(!c
-                    .server
-                    .events()
-                    .any(|e| matches!(e, Event::AppData { .. })));
+                // Handed over in place, not buffered for `read`.
+                assert_eq!(c.server.readable(), 0);
             }
         }
     }
@@ -1507,10 +1507,10 @@ fn open_in_place_takes_tickets_key_updates_and_close_notify() {
         wire.extend_from_slice(b"ignored after close_notify");
         let got = open_stream(&wire, chunk, |b| p.client.open_in_place(b, NOW)).unwrap();
         // Data sent with `send` opens in place too: only handshake messages and alerts
-        // become events.
+        // take the buffered path.
         assert_eq!(got, expect, "chunks of {chunk}");
+        assert_eq!(p.client.readable(), 0);
         let evs: Vec<Event> = p.client.events().collect();
-        assert!(!evs.iter().any(|e| matches!(e, Event::AppData { .. })));
         assert_eq!(p.client.tickets().len(), tickets_before + 1);
         assert_eq!(
             key_updates(&evs),
@@ -1527,7 +1527,7 @@ fn open_in_place_takes_tickets_key_updates_and_close_notify() {
 }
 
 /// Half a record fed to `receive`, the rest to `open_in_place`: that record completes the
-/// buffered way (its data is an event), and the records after it open in place.
+/// buffered way (its data waits for `read`), and the records after it open in place.
 #[test]
 fn open_in_place_after_a_half_record_from_receive() {
     let mut p = default_pair(63);
@@ -1537,7 +1537,7 @@ fn open_in_place_after_a_half_record_from_receive() {
     p.client.receive(&wire[..10], NOW).unwrap();
     let got = open_stream(&wire[10..], 4, |b| p.client.open_in_place(b, NOW)).unwrap();
     assert_eq!(got, b"second record");
-    assert_eq!(demo_app_data(&mut p.client), b"first record");
+    assert_eq!(p.client.read_all(), b"first record");
     // Truncated input is no error: the caller keeps the bytes.
     p.server.send(b"third").unwrap();
     wire = p.server.take_output();
@@ -1552,10 +1552,6 @@ fn open_in_place_after_a_half_record_from_receive() {
     );
     let o = p.client.open_in_place(&mut wire, NOW).unwrap();
     assert_eq!((o.consumed, &wire[o.data.unwrap()]), (n, &b"third"[..]));
-}
-
-fn demo_app_data(c: &mut Client) -> Vec<u8> {
-    tls13lab::demo::app_data(&c.events().collect::<Vec<_>>())
 }
 
 /// Bad records given to `open_in_place` fail as they do through `receive`, with the alert
@@ -1644,4 +1640,78 @@ fn seal_in_place_refusals_change_nothing() {
     assert_eq!(&buf[o.data.unwrap()], b"abc");
     p.server.close();
     assert_eq!(p.server.seal_in_place(&mut buf, 3), Err(Error::Closed));
+}
+
+/// Back-pressure (issue 15): a reader that reads slowly loses nothing and holds bounded memory.
+/// `receive` stops taking input once unread data reaches the limit, returns how much it took,
+/// and takes the rest once the data is read; what is read is the stream, in order. A
+/// NewSessionTicket and a KeyUpdate in the middle of the data are still handled, and the
+/// server's 0-RTT data has the same bound.
+#[test]
+fn a_slow_reader_gets_back_pressure_and_loses_nothing() {
+    let mut p = default_pair(64);
+    let limit = 20_000;
+    p.client.set_buffer_limit(limit);
+    let mut expect = Vec::new();
+    for i in 0..40u32 {
+        let chunk: Vec<u8> = (0..5_000u32).map(|j| (i * 7 + j) as u8).collect();
+        p.server.send(&chunk).unwrap();
+        expect.extend_from_slice(&chunk);
+        if i == 10 {
+            p.server.send_ticket().unwrap();
+            p.server.key_update(false).unwrap();
+        }
+    }
+    let wire = p.server.take_output();
+    let tickets_before = p.client.tickets().len();
+    let (mut rest, mut got, mut stops) = (&wire[..], Vec::new(), 0);
+    let mut buf = [0u8; 3_000];
+    while !rest.is_empty() || p.client.readable() > 0 {
+        let n = p.client.receive(rest, NOW).unwrap();
+        if n < rest.len() {
+            stops += 1;
+        }
+        rest = &rest[n..];
+        // Bounded: the limit plus at most one record's plaintext.
+        assert!(
+            p.client.readable() < limit + (1 << 14),
+            "{} unread",
+            p.client.readable()
+        );
+        // A slow reader: one small read per call.
+        let k = p.client.read(&mut buf);
+        got.extend_from_slice(&buf[..k]);
+    }
+    assert!(
+        stops > 5,
+        "the limit must have held input back ({stops} times)"
+    );
+    assert_eq!(got.len(), expect.len());
+    assert!(got == expect, "the data, in order");
+    assert_eq!(p.client.tickets().len(), tickets_before + 1);
+    assert!(key_updates(&p.client.events().collect::<Vec<_>>())
+        .contains(&(Direction::ServerToClient, false)));
+    // Nothing is read twice, and reads after the end find nothing.
+    assert_eq!(p.client.read(&mut buf), 0);
+    assert!(p.client.read_all().is_empty());
+}
+
+/// `read` splits and joins records freely: a buffer smaller than a record takes it in pieces,
+/// one larger takes several records at once.
+#[test]
+fn read_splits_and_joins_records() {
+    let mut p = default_pair(65);
+    for msg in [&b"one"[..], b"two two", b"three three three"] {
+        p.server.send(msg).unwrap();
+    }
+    let wire = p.server.take_output();
+    assert_eq!(p.client.receive(&wire, NOW).unwrap(), wire.len());
+    assert_eq!(p.client.readable(), 27);
+    let mut small = [0u8; 2];
+    assert_eq!(p.client.read(&mut small), 2);
+    assert_eq!(&small, b"on");
+    let mut big = [0u8; 100];
+    let n = p.client.read(&mut big);
+    assert_eq!(&big[..n], b"etwo twothree three three");
+    assert_eq!(p.client.readable(), 0);
 }

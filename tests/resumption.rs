@@ -92,16 +92,7 @@ fn zero_rtt_accepted_delivers_early_data_in_one_round_trip() {
     let tickets = first(&c, &s);
     let p = request_response(c, s, 3, NOW + 1000, REQ, RESP, tickets).unwrap();
     assert_eq!(negotiated(&p).early_data, EarlyDataStatus::Accepted);
-    let early: Vec<u8> = p
-        .server_events
-        .iter()
-        .filter_map(|e| match e {
-            Event::EarlyData { data } => Some(data.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    assert_eq!(early, REQ);
+    assert_eq!(p.server_early, REQ);
     assert_eq!(p.ledger().round_trips_to_first_response(), Some(1));
     assert_eq!(p.client_received(), RESP);
     // Both sides agree on the early exporter (§7.5) and on the regular one, and they differ.
@@ -148,10 +139,7 @@ fn zero_rtt_rejected_is_reported_and_resent() {
         rejected, REQ,
         "the application gets its rejected bytes back"
     );
-    assert!(!p
-        .server_events
-        .iter()
-        .any(|e| matches!(e, Event::EarlyData { .. })));
+    assert!(p.server_early.is_empty());
     // The application sent them again after the handshake.
     assert_eq!(p.server_received(), REQ);
     assert_eq!(p.client_received(), RESP);
@@ -161,20 +149,14 @@ fn zero_rtt_rejected_is_reported_and_resent() {
 fn first_flight_into(s: &Arc<ServerConfig>, flight: &[u8], seed: u64) -> Pair {
     let (c, _) = configs();
     let mut p = Pair::new(Arc::new(c), s.clone(), seed, NOW + 1000).unwrap();
-    p.server.receive(flight, p.now_ms).unwrap();
+    let n = p.server.receive(flight, p.now_ms).unwrap();
+    assert_eq!(n, flight.len());
     p.server_events.extend(p.server.events());
     p
 }
 
-fn early_data_received(p: &Pair) -> Vec<u8> {
-    p.server_events
-        .iter()
-        .filter_map(|e| match e {
-            Event::EarlyData { data } => Some(data.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
+fn early_data_received(p: &mut Pair) -> Vec<u8> {
+    p.server.read_all_early()
 }
 
 /// RFC 8446 §8: a captured 0-RTT first flight replayed to the server must not deliver the early
@@ -199,15 +181,15 @@ fn replayed_zero_rtt_flight_is_refused() {
         p.client.start(p.now_ms).unwrap();
         p.client.send(REQ).unwrap();
         let flight = p.client.take_output();
-        let a = first_flight_into(&s, &flight, 6);
+        let mut a = first_flight_into(&s, &flight, 6);
         assert_eq!(
-            early_data_received(&a),
+            early_data_received(&mut a),
             REQ,
             "{policy:?} {mode:?}: first time accepted"
         );
-        let b = first_flight_into(&s, &flight, 7);
+        let mut b = first_flight_into(&s, &flight, 7);
         assert!(
-            early_data_received(&b).is_empty(),
+            early_data_received(&mut b).is_empty(),
             "{policy:?} {mode:?}: the replay must not deliver 0-RTT data"
         );
     }
@@ -223,8 +205,14 @@ fn replay_accepted_when_anti_replay_is_off() {
     p.client.start(p.now_ms).unwrap();
     p.client.send(REQ).unwrap();
     let flight = p.client.take_output();
-    assert_eq!(early_data_received(&first_flight_into(&s, &flight, 6)), REQ);
-    assert_eq!(early_data_received(&first_flight_into(&s, &flight, 7)), REQ);
+    assert_eq!(
+        early_data_received(&mut first_flight_into(&s, &flight, 6)),
+        REQ
+    );
+    assert_eq!(
+        early_data_received(&mut first_flight_into(&s, &flight, 7)),
+        REQ
+    );
 }
 
 #[test]
@@ -350,4 +338,33 @@ fn external_psk_on_both_sides() {
         err.alert(),
         Some(tls13lab::messages::enums::AlertDescription::DecryptError)
     );
+}
+
+/// 0-RTT data waits for `read_early`, apart from application data, and back-pressure bounds it
+/// like application data: a small limit holds the first flight back until it is read.
+#[test]
+fn early_data_is_read_apart_and_under_back_pressure() {
+    let (c, s) = configs();
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let mut p = Pair::with_tickets(c, s, 8, NOW + 1000, tickets).unwrap();
+    p.client.start(p.now_ms).unwrap();
+    let early: Vec<u8> = (0..6_000u32).map(|i| (i % 251) as u8).collect();
+    for piece in early.chunks(1_000) {
+        p.client.send(piece).unwrap();
+    }
+    let flight = p.client.take_output();
+    p.server.set_buffer_limit(1_500);
+    let (mut rest, mut got) = (&flight[..], Vec::new());
+    let mut calls = 0;
+    while !rest.is_empty() {
+        let n = p.server.receive(rest, p.now_ms).unwrap();
+        assert!(p.server.readable_early() < 1_500 + 1_000);
+        assert_eq!(p.server.readable(), 0, "0-RTT data is not application data");
+        rest = &rest[n..];
+        got.extend(p.server.read_all_early());
+        calls += 1;
+    }
+    assert!(calls >= 3, "{calls} calls: the limit held input back");
+    assert_eq!(got, early);
 }

@@ -66,25 +66,21 @@ fn run_server(n: u8, cfg: tls13lab::ServerConfig, now: u64) -> (Server, Vec<Even
     (s, events)
 }
 
-fn app_data(events: &[Event]) -> Vec<u8> {
-    tls13lab::demo::app_data(events)
-}
-
 #[test]
 fn section3_simple_1rtt_client() {
-    let (c, events) = run_client(3, TicketStore::default(), NOW_MS);
+    let (mut c, _) = run_client(3, TicketStore::default(), NOW_MS);
     assert_eq!(c.tickets().len(), 1);
     assert_eq!(
         Some(c.tickets().tickets[0].psk.clone()),
         section(3).summary("resumption_psk")
     );
-    assert!(!app_data(&events).is_empty());
+    assert!(!c.read_all().is_empty());
 }
 
 #[test]
 fn section3_simple_1rtt_server() {
-    let (_, events) = run_server(3, section(3).server_config(), NOW_MS);
-    assert!(!app_data(&events).is_empty());
+    let (mut s, _) = run_server(3, section(3).server_config(), NOW_MS);
+    assert!(!s.read_all().is_empty());
 }
 
 #[test]
@@ -109,15 +105,8 @@ fn section4_resumed_0rtt_server() {
     assert_eq!(sessions.cached(), 1);
     let mut cfg4 = section(4).server_config();
     cfg4.sessions = sessions.clone();
-    let (_, events) = run_server(4, cfg4, RESUME_MS);
-    let early: Vec<u8> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::EarlyData { data } => Some(data.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let (mut s, _) = run_server(4, cfg4, RESUME_MS);
+    let early = s.read_all_early();
     assert_eq!(
         early,
         section(4).records()[1].payload,

@@ -5,8 +5,9 @@
 //!
 //! The test runs real connections with every observer on to learn every secret value they
 //! derive, then formats `Debug` of the connections, their configurations, tickets, key
-//! schedule stages, key shares, signing keys and random sources, and looks for those values
-//! as hex (either case) and as Rust's decimal byte lists.
+//! schedule stages, key shares, signing keys, random sources and the events themselves, and
+//! looks for those values as hex (either case) and as Rust's decimal byte lists. Events carry
+//! secrets only when asked for, and show them only where asked for by name (serialized).
 
 mod util;
 
@@ -171,8 +172,11 @@ fn connections_configs_and_tickets_show_no_secret_in_debug() {
         }
     }
     assert!(secrets.0.len() > 40, "{} secrets", secrets.0.len());
-    // The detector works: secrets do show where they were asked for.
-    secrets.assert_some_present(&format!("{events:?}"));
+    // The detector works: secrets do show where they were asked for (the serialized events).
+    secrets.assert_some_present(&serde_json::to_string(&events).unwrap());
+    // Never in Debug, not even of the events that carry them.
+    secrets.assert_absent("events with secrets", &format!("{events:?}"));
+    secrets.assert_absent("events with secrets (alternate)", &format!("{events:#?}"));
 
     for p in &pairs {
         secrets.assert_absent("Client", &format!("{:?}", p.client));
@@ -195,6 +199,42 @@ fn connections_configs_and_tickets_show_no_secret_in_debug() {
     );
 }
 
+/// The same connections with an observer plugged in: it sees exactly the events the queue
+/// would have held, and by default no secret among them.
+#[test]
+fn an_observer_sees_what_the_queue_would_and_no_secret_by_default() {
+    use std::{cell::RefCell, rc::Rc};
+    let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
+    let mut secrets = Secrets(Vec::new());
+    secrets.add_events(&with);
+    for observe in [Observe::ALL_WITH_SECRETS, Observe::default()] {
+        // Fresh configurations for each run: a server's session state (its ticket key) is
+        // shared through its configuration.
+        let (c, s) = configs(Some(observe));
+        let mut queued = Pair::new(Arc::new(c), Arc::new(s), 3, NOW).unwrap();
+        queued.handshake().unwrap();
+        queued.settle().unwrap();
+        let (c, s) = configs(Some(observe));
+        let mut observed = Pair::new(Arc::new(c), Arc::new(s), 3, NOW).unwrap();
+        let sink: Rc<RefCell<Vec<Event>>> = Rc::default();
+        let ledger: Rc<RefCell<tls13lab::ledger::Ledger>> = Rc::default();
+        observed.client.set_observer(Box::new(sink.clone()));
+        observed.server.set_observer(Box::new(ledger.clone()));
+        observed.handshake().unwrap();
+        observed.settle().unwrap();
+        assert!(observed.client_events.is_empty() && observed.server_events.is_empty());
+        assert_eq!(*sink.borrow(), queued.client_events, "{observe:?}");
+        assert_eq!(
+            ledger.borrow().to_json(),
+            tls13lab::ledger::Ledger::from_events(&queued.server_events).to_json()
+        );
+        if !observe.reports_secrets() {
+            let text = serde_json::to_string(&*sink.borrow()).unwrap();
+            secrets.assert_absent("observed events by default (JSON)", &text);
+        }
+    }
+}
+
 #[test]
 fn events_show_no_secret_unless_asked() {
     // Learn the secrets of the connection with every observer on...
@@ -203,11 +243,9 @@ fn events_show_no_secret_unless_asked() {
     secrets.add_events(&with);
     // ... then replay it (same seeds) with derivations and secrets off: the records (ciphertext),
     // handshake messages and data events must not show them.
-    let quiet = Observe {
-        derivations: false,
-        secrets: false,
-        ..Observe::ALL_WITH_SECRETS
-    };
+    let quiet = Observe::ALL_WITH_SECRETS
+        .with_derivations(false)
+        .with_secrets(false);
     let (_, without) = connections(Some(quiet));
     assert!(!without.is_empty());
     secrets.assert_absent("events without secrets", &format!("{without:?}"));
@@ -349,7 +387,9 @@ fn key_schedule_key_shares_and_keys_show_no_secret_in_debug() {
     }
     assert!(derived.0.len() > 15);
     derived.assert_absent("key schedule stages", &texts.concat());
-    derived.assert_some_present(&format!("{sink:?}"));
+    // The derivations carry the values (serialized, where asked for), never in Debug.
+    derived.assert_some_present(&serde_json::to_string(&sink).unwrap());
+    derived.assert_absent("derivations", &format!("{sink:?}"));
 }
 
 #[test]

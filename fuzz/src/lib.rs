@@ -654,7 +654,8 @@ fn drive<R: Role>(
         if in_place {
             open_all(ep, &mut pending, bytes)
         } else {
-            ep.receive(bytes, NOW)
+            // What arrives is read as it arrives, so back-pressure never holds input back.
+            tls13lab::demo::deliver(ep, bytes, NOW, &mut Vec::new(), &mut Vec::new())
         }
     };
     let me = match peer {
@@ -752,7 +753,10 @@ fn open_all<R: Role>(
     pending.extend_from_slice(bytes);
     let mut start = 0;
     let result = loop {
-        match ep.open_in_place(&mut pending[start..], NOW) {
+        let opened = ep.open_in_place(&mut pending[start..], NOW);
+        // Records taken the buffered way wait to be read: read them, or input stops.
+        let _ = (ep.read_all_early(), ep.read_all());
+        match opened {
             Ok(o) => {
                 if let Some(d) = &o.data {
                     assert!(d.start < d.end && d.end <= o.consumed, "{o:?}");

@@ -307,7 +307,9 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
     );
 
     let l = ledger(&events, started);
-    emit(&printout(&l, &events, &external));
+    // The response: all the data the driver collected.
+    let response = d.take_data();
+    emit(&printout(&l, &events, &response, &external));
     emit(&format!("{:<18} {}\n", "roots", roots.line()));
     if let Some(path) = &a.sess_out {
         let store = d.ep.tickets();
@@ -358,7 +360,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
 /// resets the linger timer) is cut off after this many events: memory and time stay bounded
 /// whatever the peer sends.
 const MAX_EVENTS: usize = 100_000;
-/// Response bytes kept (each is held twice: in its record event and its data event).
+/// Response bytes kept (each is held twice: in its record event and in the response).
 const MAX_RESPONSE_DATA: usize = 16 * 1024 * 1024;
 
 fn converse(
@@ -387,10 +389,8 @@ fn converse(
     flushed.map_err(io_failure)?;
 
     let mut sent = false;
-    let mut response_started = false;
-    let mut received = 0usize;
     loop {
-        let wait = if response_started {
+        let wait = if d.data_len() > 0 {
             linger
         } else {
             net::remaining(deadline)
@@ -406,26 +406,16 @@ fn converse(
         let new = d.drain_events();
         keylog.write_events(&new);
         for e in &new {
-            match e {
-                Event::AppData { .. } => response_started = true,
-                Event::EarlyDataRejected { data } => {
-                    // §4.2.10: rejected 0-RTT data was not delivered; send it again as 1-RTT.
-                    let mut again = data.clone();
-                    again.extend_from_slice(&after_handshake);
-                    after_handshake = again;
-                }
-                _ => {}
+            if let Event::EarlyDataRejected { data } = e {
+                // §4.2.10: rejected 0-RTT data was not delivered; send it again as 1-RTT.
+                let mut again = data.clone();
+                again.extend_from_slice(&after_handshake);
+                after_handshake = again;
             }
         }
-        received += new
-            .iter()
-            .filter_map(|e| match e {
-                Event::AppData { data } => Some(data.len()),
-                _ => None,
-            })
-            .sum::<usize>();
+        let response_started = d.data_len() > 0;
         events.extend(new);
-        if events.len() > MAX_EVENTS || received > MAX_RESPONSE_DATA {
+        if events.len() > MAX_EVENTS || d.data_len() > MAX_RESPONSE_DATA {
             d.close();
             return Err(Failure::Network(format!(
                 "more than {MAX_EVENTS} records and messages or {MAX_RESPONSE_DATA} bytes from \

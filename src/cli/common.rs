@@ -12,12 +12,12 @@ use tls13lab::crypto::aead::suite_params;
 use tls13lab::crypto::cert::certs_from_pem;
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::events::{Direction, EarlyDataStatus, Event, SecretEvent, Side};
+use tls13lab::events::{Direction, EarlyDataStatus, Epoch, Event, SecretEvent, Side};
 use tls13lab::lab::dissect;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CipherSuite, DecodeContext, Extension, ExtensionType, HandshakeMessage, HandshakePayload,
-    HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CipherSuite, ContentType, DecodeContext, Extension, ExtensionType, HandshakeMessage,
+    HandshakePayload, HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
 use tls13lab::Error;
@@ -925,29 +925,21 @@ pub fn server_groups(events: &[Event]) -> Option<&[NamedGroup]> {
     })
 }
 
-/// Application bytes in `events` (early data first, as it arrived).
-pub fn app_bytes(events: &[Event]) -> (Vec<u8>, Vec<u8>) {
-    let (mut early, mut app) = (Vec::new(), Vec::new());
-    for e in events {
-        match e {
-            Event::EarlyData { data } => early.extend_from_slice(data),
-            Event::AppData { data } => app.extend_from_slice(data),
-            _ => {}
-        }
-    }
-    (early, app)
-}
-
 /// How the early data went, in words.
 pub fn early_text(s: Option<EarlyDataStatus>) -> &'static str {
     s.map_or("unknown (no handshake)", dissect::early_data_text)
 }
 
-/// What the client and the demo print: the ledger table, the response, the summary.
-/// `external` names the configured external PSKs (see [`PskUse`]).
-pub fn printout(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> String {
-    let (_, response) = app_bytes(events);
-    let text = String::from_utf8_lossy(&response);
+/// What the client and the demo print: the ledger table, the response (the application data
+/// the client read), the summary. `external` names the configured external PSKs (see
+/// [`PskUse`]).
+pub fn printout(
+    ledger: &Ledger,
+    events: &[Event],
+    response: &[u8],
+    external: &[Vec<u8>],
+) -> String {
+    let text = String::from_utf8_lossy(response);
     let mut s = ledger.table();
     s.push_str(&format!("--- response ({} bytes)\n{text}", response.len()));
     if !text.is_empty() && !text.ends_with('\n') {
@@ -1059,6 +1051,18 @@ impl Report<'_> {
         let mut events = Vec::new();
         for e in self.events {
             match e {
+                // Data this side received, as it arrived: each record that carried some (the
+                // data itself is read apart from the events; the record says how much).
+                Event::Record(r)
+                    if r.direction == self.side.receiving()
+                        && r.inner_type == ContentType::ApplicationData =>
+                {
+                    let event = match r.epoch {
+                        Epoch::Early => "early_data",
+                        _ => "app_data",
+                    };
+                    events.push(json!({"event": event, "len": r.plaintext_len}))
+                }
                 Event::Record(_) => {}
                 Event::Handshake(h) => messages.push(json!({
                     "direction": h.direction,
@@ -1093,12 +1097,6 @@ impl Report<'_> {
                     }
                 }
                 Event::Derivation(_) => {}
-                Event::AppData { data } => {
-                    events.push(json!({"event": "app_data", "len": data.len()}))
-                }
-                Event::EarlyData { data } => {
-                    events.push(json!({"event": "early_data", "len": data.len()}))
-                }
                 Event::EarlyDataRejected { data } => {
                     events.push(json!({"event": "early_data_rejected", "len": data.len()}))
                 }

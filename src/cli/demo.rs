@@ -125,7 +125,7 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     emit(&format!(
         "== in memory, seed {}: client ⇄ server, no sockets, clock fixed at {NOW_MS} ms\n{}",
         a.seed,
-        printout(&l, events, &[])
+        printout(&l, events, &p.client_data, &[])
     ));
     let failure = result.err().map(|(e, during)| demo_failure(&p, &e, during));
     if let Some(path) = &a.out.json {
@@ -188,7 +188,7 @@ fn resumptions(
         let l = ledger(&p.client_events, later);
         emit(&format!(
             "\n== {label}, seed {seed}\n{}",
-            printout(&l, &p.client_events, &[])
+            printout(&l, &p.client_events, &p.client_data, &[])
         ));
         runs.push(demo::run_of(label, &p));
     }
@@ -264,7 +264,13 @@ fn converse(p: &mut Pair, request: &[u8]) -> Result<(), (Error, &'static str)> {
         p.client.send(request).map_err(conn)?;
     }
     p.exchange().map_err(conn)?;
-    let body = page("in-memory connection", &p.server_events, &[]);
+    let body = page(
+        "in-memory connection",
+        &p.server_events,
+        &p.server_early,
+        &p.server_data,
+        &[],
+    );
     p.server.send(&http_ok(&body)).map_err(conn)?;
     p.server.close();
     p.exchange().map_err(conn)?;

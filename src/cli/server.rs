@@ -16,9 +16,9 @@ use tls13lab::messages::{CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureS
 use tls13lab::{Server, ServerConfig};
 
 use super::common::{
-    alpn, app_bytes, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding,
-    psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy,
-    PskArgs, PskUse, Report,
+    alpn, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding, psk_modes,
+    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
+    PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -405,6 +405,7 @@ fn drive(
     let mut d = Driver::new(stream, server);
     let mut events = Vec::new();
     let mut received = Vec::new();
+    let (mut early_in, mut app_in) = (Vec::new(), Vec::new());
     let mut total = 0usize;
     let mut responded = false;
     // close_notify waits for the handshake: a 0-RTT request is answered before the client's
@@ -434,12 +435,11 @@ fn drive(
             k.write_events(&new);
         }
         let peer_closed = new.iter().any(|e| matches!(e, Event::Closed));
-        let mut chunks: Vec<Vec<u8>> = Vec::new();
-        for e in &new {
-            if let Event::EarlyData { data } | Event::AppData { data } = e {
-                chunks.push(data.clone());
-            }
-        }
+        // 0-RTT data first: it precedes any application data on the wire.
+        let (early, app) = (d.take_early(), d.take_data());
+        early_in.extend_from_slice(&early);
+        app_in.extend_from_slice(&app);
+        let chunks = [early, app];
         events.extend(new);
         if events.len() > MAX_CONNECTION_EVENTS {
             d.close();
@@ -472,7 +472,7 @@ fn drive(
         }
         if !responded {
             if sh.echo {
-                for c in &chunks {
+                for c in chunks.iter().filter(|c| !c.is_empty()) {
                     let _ = d.ep.send(c);
                 }
                 let _ = d.flush();
@@ -483,7 +483,7 @@ fn drive(
                     || ((peer_closed || eof) && !received.is_empty());
                 if complete {
                     let title = format!("connection #{n} from {peer_s}");
-                    let mut body = page(&title, &events, &sh.external);
+                    let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
                     if asks_key_update(&received) {
                         let done = key_update_first(&mut d.ep);
                         body.push_str(&format!(
@@ -570,11 +570,17 @@ pub fn http_ok(body: &str) -> Vec<u8> {
 
 /// The page describing a connection from the server's events so far. The server may answer a
 /// 0-RTT request before the client's Finished, so it reads the ServerHello when the handshake
-/// is not complete yet. `external` names the configured external PSKs.
-pub fn page(title: &str, events: &[Event], external: &[Vec<u8>]) -> String {
+/// is not complete yet. `early` and `app` are the 0-RTT and application data read so far;
+/// `external` names the configured external PSKs.
+pub fn page(
+    title: &str,
+    events: &[Event],
+    early: &[u8],
+    app: &[u8],
+    external: &[Vec<u8>],
+) -> String {
     let l = ledger(events, 0);
     let hello = HelloView::from_events(events);
-    let (early, app) = app_bytes(events);
     let mut s = format!("tls13lab server: {title}\n");
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<14} {v}\n"));
     let (suite, group, resumed, hrr, early_status) = match &l.negotiated {
@@ -606,7 +612,7 @@ pub fn page(title: &str, events: &[Event], external: &[Vec<u8>]) -> String {
     line("hello retry", if hrr { "yes" } else { "no" }.into());
     let early_text = match early_status {
         Some(EarlyDataStatus::Accepted) => {
-            format!("accepted, {} bytes: {}", early.len(), preview(&early))
+            format!("accepted, {} bytes: {}", early.len(), preview(early))
         }
         Some(EarlyDataStatus::Rejected) => "rejected".into(),
         Some(EarlyDataStatus::NotSent) | None => "not sent".into(),
@@ -619,7 +625,7 @@ pub fn page(title: &str, events: &[Event], external: &[Vec<u8>]) -> String {
             "{} bytes ({} as 0-RTT): {}",
             early.len() + app.len(),
             early.len(),
-            preview(&[early.as_slice(), app.as_slice()].concat())
+            preview(&[early, app].concat())
         ),
     );
     let t = &l.totals;

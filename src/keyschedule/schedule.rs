@@ -23,7 +23,7 @@ use serde::ser::{SerializeMap, Serializer};
 use super::hkdf::{self, Label, Secret};
 use super::transcript::Transcript;
 use crate::crypto::aead::{AeadAlg, NONCE_LEN};
-use crate::crypto::hash::{to_hex, write_hex, HashAlg, Output};
+use crate::crypto::hash::{to_hex, HashAlg, Output};
 
 /// Which HKDF operation a [`Derivation`] is (RFC 8446 §7.1, §4.4.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -208,6 +208,8 @@ fn ser_inputs<S: Serializer>(v: &[(&'static str, Vec<u8>)], s: S) -> Result<S::O
     m.end()
 }
 
+/// The step without its values: secrets are shown when asked for by name (the serialized
+/// ledger, `tls13lab keys`), never by `Debug`, so a debug log of events leaks no key.
 impl core::fmt::Debug for Derivation {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{:?} {} <- ", self.op, self.name)?;
@@ -216,11 +218,9 @@ impl core::fmt::Debug for Derivation {
         }
         write!(f, "{:?} [{}]", self.label, self.context_covers)?;
         for (k, v) in &self.inputs {
-            write!(f, " {k}=")?;
-            write_hex(f, v)?;
+            write!(f, " {k}=<{} bytes>", v.len())?;
         }
-        f.write_str(" => ")?;
-        write_hex(f, &self.output)
+        write!(f, " => <{} bytes>", self.output.len())
     }
 }
 

@@ -410,7 +410,8 @@ impl Section {
 
     /// Walk the section's records: feed `ep` the peer's, and require the ones `ep` sends to come
     /// out byte-exact (sending the scripted application data and close_notify when the trace
-    /// shows them). Returns `ep` and every event it reported.
+    /// shows them). Returns `ep`, whose received data waits to be read, and every event it
+    /// reported.
     pub fn replay<R: Role>(
         &self,
         mut ep: Connection<R>,
@@ -427,7 +428,10 @@ impl Section {
             if !ours {
                 let got = ep.receive(&r.wire, now);
                 events.extend(ep.events());
-                got.map_err(|e| fail(i, e.to_string()))?;
+                let taken = got.map_err(|e| fail(i, e.to_string()))?;
+                if taken != r.wire.len() {
+                    return Err(fail(i, format!("took {taken} of {} bytes", r.wire.len())));
+                }
                 continue;
             }
             // Application actions that produce our records.

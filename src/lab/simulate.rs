@@ -246,6 +246,8 @@ struct TlsClient {
     sent: bool,
     resent: bool,
     events: Vec<Event>,
+    /// Response bytes read so far.
+    received: Vec<u8>,
     records_sent: SentRecords,
 }
 
@@ -266,7 +268,13 @@ impl Peer for TlsClient {
     }
 
     fn on_data(&mut self, bytes: &[u8], now_ms: u64) -> Result<Vec<u8>, Error> {
-        let r = self.client.receive(bytes, now_ms);
+        let r = crate::demo::deliver(
+            &mut self.client,
+            bytes,
+            now_ms,
+            &mut Vec::new(),
+            &mut self.received,
+        );
         self.drain();
         r?;
         let rejected = self
@@ -284,9 +292,7 @@ impl Peer for TlsClient {
     }
 
     fn has_response(&self) -> bool {
-        self.events
-            .iter()
-            .any(|e| matches!(e, Event::AppData { data } if !data.is_empty()))
+        !self.received.is_empty()
     }
 
     fn stamp(&mut self, now_us: u64) {
@@ -302,23 +308,24 @@ struct TlsServer {
     response: Vec<u8>,
     answered: bool,
     events: Vec<Event>,
+    /// Request bytes read so far: 0-RTT data and application data.
+    early: Vec<u8>,
+    received: Vec<u8>,
     records_sent: SentRecords,
 }
 
 impl Peer for TlsServer {
     fn on_data(&mut self, bytes: &[u8], now_ms: u64) -> Result<Vec<u8>, Error> {
-        let r = self.server.receive(bytes, now_ms);
+        let r = crate::demo::deliver(
+            &mut self.server,
+            bytes,
+            now_ms,
+            &mut self.early,
+            &mut self.received,
+        );
         self.events.extend(self.server.events());
         r?;
-        let got: usize = self
-            .events
-            .iter()
-            .map(|e| match e {
-                Event::AppData { data } | Event::EarlyData { data } => data.len(),
-                _ => 0,
-            })
-            .sum();
-        if got >= self.request_len && !self.answered {
+        if self.early.len() + self.received.len() >= self.request_len && !self.answered {
             self.server.send(&self.response)?;
             self.answered = true;
         }
@@ -543,6 +550,7 @@ pub fn simulate(
                 sent: false,
                 resent: false,
                 events: Vec::new(),
+                received: Vec::new(),
                 records_sent: SentRecords::default(),
             };
             let mut s = TlsServer {
@@ -554,6 +562,8 @@ pub fn simulate(
                 response: response.to_vec(),
                 answered: false,
                 events: Vec::new(),
+                early: Vec::new(),
+                received: Vec::new(),
                 records_sent: SentRecords::default(),
             };
             // The run goes on after the response until nothing moves, so tickets that follow

@@ -169,6 +169,17 @@ impl HandshakeJoiner {
         Some((msg, self.is_empty()))
     }
 
+    /// Whether a whole message waits for [`next_message`](Self::next_message).
+    pub fn has_message(&self) -> bool {
+        let pending = &self.buf[self.start..];
+        pending.len() >= MSG_HEADER_LEN
+            && pending.len()
+                >= MSG_HEADER_LEN
+                    + (usize::from(pending[1]) << 16
+                        | usize::from(pending[2]) << 8
+                        | usize::from(pending[3]))
+    }
+
     /// True if no bytes of an unfinished (or unread) message are held.
     pub fn is_empty(&self) -> bool {
         self.start == self.buf.len()
