@@ -1,17 +1,32 @@
 //! The TLS 1.3 client: one struct per handshake state (RFC 8446 §A.1).
 //!
 //! ```text
-//!  Start ──ClientHello──▶ ExpectServerHello ──HRR──▶ (ClientHello 2) ──▶ ExpectServerHello
-//!                               │ ServerHello
-//!                               ▼
-//!                   ExpectEncryptedExtensions ──▶ ExpectCertificateOrRequest ──▶ ExpectCertificate
-//!                               │ (PSK)                                              │
-//!                               ▼                                                    ▼
-//!                        ExpectFinished ◀──────────────────────────── ExpectCertificateVerify
-//!                               │ Finished (send ours)
-//!                               ▼
-//!                           Connected (NewSessionTicket, KeyUpdate, data)
+//!  Start ──ClientHello──▶ ExpectServerHello ──HRR──▶ ClientHello 2 ──▶ ExpectServerHelloAfterRetry
+//!                               │ ServerHello                                   │ ServerHello
+//!                               ▼                                               │
+//!                   ExpectEncryptedExtensions ◀─────────────────────────────────┘
+//!                     │ (PSK)   │ (certificate)
+//!                     │         ▼
+//!                     │  ExpectCertificateOrRequest ──CertificateRequest──▶ ExpectCertificate
+//!                     │         │ Certificate                                   │ Certificate
+//!                     │         ▼                                               │
+//!                     │  ExpectCertificateVerify ◀──────────────────────────────┘
+//!                     ▼         │ CertificateVerify
+//!               ExpectFinished ◀┘
+//!                     │ Finished (send ours)
+//!                     ▼
+//!                 Connected (NewSessionTicket, KeyUpdate, data)
 //! ```
+//!
+//! Each state holds only what its successors need, and a transition (`on_*`) consumes its state
+//! and moves those parts into the next one, so what a state implies is in its type rather than
+//! re-checked. A HelloRetryRequest is answered once: only `ExpectServerHello` can take one
+//! (§4.1.4). From ServerHello to the server's Finished every state embeds a `Handshake`
+//! (suite, transcript, handshake secrets, what ServerHello settled); after EncryptedExtensions
+//! also `ServerExtensions`. `ExpectCertificateVerify` holds a `ServerCertificate`, the
+//! end-entity certificate of a non-empty chain that passed verification, and `ExpectFinished` a
+//! `ServerAuth`: the selected PSK (and whether 0-RTT was accepted), or the verified
+//! CertificateVerify's scheme and the server's CertificateRequest, if any.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -71,58 +86,147 @@ struct EarlyDataState {
 enum State {
     Start,
     ExpectServerHello(Box<ExpectServerHello>),
-    ExpectEncryptedExtensions(Box<Handshaking>),
-    ExpectCertificateOrRequest(Box<Handshaking>),
-    ExpectCertificate(Box<Handshaking>),
-    ExpectCertificateVerify(Box<Handshaking>),
-    ExpectFinished(Box<Handshaking>),
+    ExpectServerHelloAfterRetry(Box<ExpectServerHelloAfterRetry>),
+    ExpectEncryptedExtensions(Box<ExpectEncryptedExtensions>),
+    ExpectCertificateOrRequest(Box<ExpectCertificateOrRequest>),
+    ExpectCertificate(Box<ExpectCertificate>),
+    ExpectCertificateVerify(Box<ExpectCertificateVerify>),
+    ExpectFinished(Box<ExpectFinished>),
     /// The traffic secrets are the connection's (`Connection::traffic`).
     Connected,
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
 
-/// After the ClientHello: what we offered.
-struct ExpectServerHello {
+impl State {
+    /// What the states between ServerHello and the server's Finished share.
+    fn handshake(&self) -> Option<&Handshake> {
+        match self {
+            State::ExpectEncryptedExtensions(s) => Some(&s.hs),
+            State::ExpectCertificateOrRequest(s) => Some(&s.hs),
+            State::ExpectCertificate(s) => Some(&s.hs),
+            State::ExpectCertificateVerify(s) => Some(&s.hs),
+            State::ExpectFinished(s) => Some(&s.hs),
+            _ => None,
+        }
+    }
+}
+
+/// What a ClientHello offered, which the server's answer is checked against.
+struct Offer {
     random: [u8; 32],
     session_id: Vec<u8>,
     shares: Vec<KeyShareSecret>,
     transcript: Transcript,
-    /// Set after a HelloRetryRequest: only one is allowed (§4.1.4).
-    hello_retry: Option<HelloRetry>,
     /// The PSK's early secret, when a ticket is offered.
     early_secret: Option<EarlySecret>,
+    ccs_sent: bool,
+}
+
+/// After the first ClientHello: a ServerHello, or one HelloRetryRequest (§4.1.4).
+struct ExpectServerHello {
+    offer: Offer,
     /// Whether this ClientHello carries the early_data extension.
     early_data_offered: bool,
-    ccs_sent: bool,
 }
 
-struct HelloRetry {
-    suite: CipherSuite,
+/// After the second ClientHello: a ServerHello only (a second HelloRetryRequest is an error,
+/// §4.1.4), with the suite the HelloRetryRequest named. Never offers early data (§4.2.10).
+struct ExpectServerHelloAfterRetry {
+    offer: Offer,
+    retry_suite: CipherSuite,
 }
 
-/// Between ServerHello and the server's Finished.
-struct Handshaking {
+/// What every state from ServerHello to the server's Finished carries: the suite, the
+/// transcript and the handshake secrets (§7.1), and what the ServerHello settled, reported in
+/// `Negotiated` once connected.
+struct Handshake {
     suite: SuiteParams,
     transcript: Transcript,
-    handshake: HandshakeSecret,
+    secret: HandshakeSecret,
     client_hs: TrafficSecret,
     server_hs: TrafficSecret,
+    /// The key exchange's group; `None` for psk_ke (§4.2.9).
     group: Option<NamedGroup>,
-    resumed: bool,
-    psk_identity: Option<u16>,
     hello_retry: bool,
+    /// Our compatibility-mode CCS (§D.4) went out already: before 0-RTT or after a
+    /// HelloRetryRequest.
     ccs_sent: bool,
-    alpn: Option<Vec<u8>>,
-    /// CertificateRequest context and the schemes the server accepts, if it asked.
-    cert_request: Option<(Vec<u8>, Vec<SignatureScheme>)>,
-    server_chain: Vec<Vec<u8>>,
-    server_scheme: Option<SignatureScheme>,
-    early_accepted: bool,
+}
+
+/// After ServerHello.
+struct ExpectEncryptedExtensions {
+    hs: Handshake,
+    /// The PSK identity the server selected (§4.2.11): it authenticates the server, so no
+    /// Certificate follows.
+    psk_identity: Option<u16>,
+    /// Our ClientHello offered 0-RTT, which EncryptedExtensions accepts or not (§4.2.10).
     early_offered: bool,
-    /// supported_groups from EncryptedExtensions (§4.2.7): held, unused, until the handshake
-    /// completes, then reported.
-    server_groups: Option<Vec<NamedGroup>>,
+}
+
+/// What EncryptedExtensions settled (§4.3.1), reported once connected.
+#[derive(Default)]
+struct ServerExtensions {
+    alpn: Option<Vec<u8>>,
+    /// supported_groups (§4.2.7): held, unused, until the handshake completes, then reported.
+    groups: Option<Vec<NamedGroup>>,
+}
+
+/// After EncryptedExtensions in a certificate-authenticated handshake.
+struct ExpectCertificateOrRequest {
+    hs: Handshake,
+    ee: ServerExtensions,
+}
+
+/// A CertificateRequest (§4.3.2): the signature schemes the server accepts for ours. Its
+/// context is empty during the handshake (checked on arrival), so it is not kept.
+struct CertificateRequested {
+    schemes: Vec<SignatureScheme>,
+}
+
+/// After CertificateRequest.
+struct ExpectCertificate {
+    hs: Handshake,
+    ee: ServerExtensions,
+    request: CertificateRequested,
+}
+
+/// The server's end-entity certificate, from a non-empty Certificate whose chain the configured
+/// `ServerVerification` accepted (§4.4.2.4); its key must sign CertificateVerify. Made only by
+/// `Client::accept_server_certificate`.
+struct ServerCertificate {
+    leaf: Vec<u8>,
+}
+
+/// After the server's Certificate.
+struct ExpectCertificateVerify {
+    hs: Handshake,
+    ee: ServerExtensions,
+    request: Option<CertificateRequested>,
+    cert: ServerCertificate,
+}
+
+/// How the server was authenticated before its Finished.
+enum ServerAuth {
+    /// By the PSK it selected (§2.2); only then may 0-RTT have been accepted, and then our
+    /// EndOfEarlyData is due (§4.5).
+    Psk {
+        identity: u16,
+        early_data_accepted: bool,
+    },
+    /// By its certificate and a CertificateVerify in `scheme` that verified (§4.4.3); it may
+    /// have asked for ours.
+    Certificate {
+        scheme: SignatureScheme,
+        request: Option<CertificateRequested>,
+    },
+}
+
+/// Before the server's Finished.
+struct ExpectFinished {
+    hs: Handshake,
+    ee: ServerExtensions,
+    auth: ServerAuth,
 }
 
 impl Client {
@@ -284,14 +388,15 @@ impl Client {
             self.side.early_data.open = true;
         }
         Ok(ExpectServerHello {
-            random,
-            session_id,
-            shares,
-            transcript,
-            hello_retry: None,
-            early_secret,
+            offer: Offer {
+                random,
+                session_id,
+                shares,
+                transcript,
+                early_secret,
+                ccs_sent,
+            },
             early_data_offered,
-            ccs_sent,
         })
     }
 
@@ -480,27 +585,32 @@ impl Client {
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         let hash_len = match &self.side.state {
-            State::ExpectServerHello(_) | State::Start | State::Poisoned => 32,
-            State::ExpectEncryptedExtensions(h)
-            | State::ExpectCertificateOrRequest(h)
-            | State::ExpectCertificate(h)
-            | State::ExpectCertificateVerify(h)
-            | State::ExpectFinished(h) => h.suite.hash.output_len(),
             State::Connected => self
                 .traffic
                 .as_ref()
                 .map_or(32, |t| t.suite.hash.output_len()),
+            state => state.handshake().map_or(32, |h| h.suite.hash.output_len()),
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
         let state = core::mem::replace(&mut self.side.state, State::Poisoned);
         self.side.state = match state {
-            State::ExpectServerHello(s) => self.on_server_hello(*s, msg)?,
-            State::ExpectEncryptedExtensions(h) => self.on_encrypted_extensions(h, msg)?,
-            State::ExpectCertificateOrRequest(h) => self.on_certificate_or_request(h, msg)?,
-            State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
-            State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
-            State::ExpectFinished(h) => self.on_finished(h, msg)?,
+            State::ExpectServerHello(s) => self.on_server_hello_or_retry(s, msg)?,
+            State::ExpectServerHelloAfterRetry(s) => {
+                State::ExpectEncryptedExtensions(self.on_server_hello_after_retry(s, msg)?)
+            }
+            State::ExpectEncryptedExtensions(s) => self.on_encrypted_extensions(s, msg)?,
+            State::ExpectCertificateOrRequest(s) => self.on_certificate_or_request(s, msg)?,
+            State::ExpectCertificate(s) => {
+                State::ExpectCertificateVerify(self.on_certificate(s, msg)?)
+            }
+            State::ExpectCertificateVerify(s) => {
+                State::ExpectFinished(self.on_certificate_verify(s, msg)?)
+            }
+            State::ExpectFinished(s) => {
+                self.on_finished(s, msg)?;
+                State::Connected
+            }
             State::Connected => self.on_post_handshake(msg)?,
             State::Start | State::Poisoned => {
                 return Err(unexpected("nothing (handshake not started)", &msg))
@@ -509,29 +619,67 @@ impl Client {
         Ok(())
     }
 
-    fn on_server_hello(
+    /// The answer to the first ClientHello: a ServerHello, or a HelloRetryRequest.
+    fn on_server_hello_or_retry(
         &mut self,
-        mut s: ExpectServerHello,
+        s: Box<ExpectServerHello>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::ServerHello(sh) = &msg.payload else {
             return Err(unexpected("ServerHello", &msg));
         };
-        check_server_hello_common(sh, &s)?;
-        let suite = if self.side.config.cipher_suites.contains(&sh.cipher_suite) {
-            suite_params(sh.cipher_suite)
-        } else {
-            None
+        let ExpectServerHello {
+            offer,
+            early_data_offered,
+        } = *s;
+        let suite = self.check_server_hello(sh, &offer)?;
+        if sh.is_hello_retry_request() {
+            let next = self.on_hello_retry(offer, sh, &msg.encoded, suite)?;
+            return Ok(State::ExpectServerHelloAfterRetry(next));
         }
-        .ok_or(PeerMisbehaved::SelectedUnoffered("cipher suite"))?;
-        if let Some(retry) = &s.hello_retry {
-            if retry.suite != sh.cipher_suite {
-                return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
-            }
+        let next =
+            self.on_server_hello(offer, early_data_offered, false, sh, &msg.encoded, suite)?;
+        Ok(State::ExpectEncryptedExtensions(next))
+    }
+
+    /// The answer to the second ClientHello: a ServerHello in the suite the retry named.
+    fn on_server_hello_after_retry(
+        &mut self,
+        s: Box<ExpectServerHelloAfterRetry>,
+        msg: HandshakeMessage,
+    ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
+        let HandshakePayload::ServerHello(sh) = &msg.payload else {
+            return Err(unexpected("ServerHello", &msg));
+        };
+        let suite = self.check_server_hello(sh, &s.offer)?;
+        if suite.suite != s.retry_suite {
+            return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
         }
         if sh.is_hello_retry_request() {
-            return self.on_hello_retry(s, sh.clone(), msg, suite);
+            return Err(PeerMisbehaved::SecondHelloRetry.into());
         }
+        self.on_server_hello(s.offer, false, true, sh, &msg.encoded, suite)
+    }
+
+    /// Checks shared by ServerHello and HelloRetryRequest; the suite they select.
+    fn check_server_hello(&self, sh: &ServerHello, offer: &Offer) -> Result<SuiteParams, Error> {
+        check_server_hello_common(sh, offer)?;
+        let offered = self.side.config.cipher_suites.contains(&sh.cipher_suite);
+        offered
+            .then(|| suite_params(sh.cipher_suite))
+            .flatten()
+            .ok_or_else(|| PeerMisbehaved::SelectedUnoffered("cipher suite").into())
+    }
+
+    fn on_server_hello(
+        &mut self,
+        mut offer: Offer,
+        early_offered: bool,
+        hello_retry: bool,
+        sh: &ServerHello,
+        encoded: &[u8],
+        suite: SuiteParams,
+    ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
         // §4.1.3 / §4.2: only these extensions may appear in a ServerHello.
         for e in &sh.extensions {
             match e.typ() {
@@ -543,7 +691,7 @@ impl Client {
         }
         // PSK: the server either selected our only identity or ignored it.
         let mut psk_identity = None;
-        let mut early = s.early_secret.take();
+        let mut early = offer.early_secret.take();
         if let Some(Extension::PreSharedKeyServer(idx)) = sh.find(ExtensionType::PreSharedKey) {
             let Some(t) = &self.side.offered_ticket else {
                 return Err(
@@ -567,12 +715,12 @@ impl Client {
         let mut shared = None;
         match sh.find(ExtensionType::KeyShare) {
             Some(Extension::KeyShareServer(entry)) => {
-                let pos = s
+                let pos = offer
                     .shares
                     .iter()
                     .position(|k| k.group() == entry.group)
                     .ok_or(PeerMisbehaved::SelectedUnoffered("key share group"))?;
-                let share = s.shares.swap_remove(pos);
+                let share = offer.shares.swap_remove(pos);
                 // The per-component shares and secrets are copied only for an observer of
                 // secrets (the KeyShare event); otherwise the key exchange yields just the secret.
                 let observed = self.conn.observe().secrets;
@@ -606,22 +754,21 @@ impl Client {
             }
             None => return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into()),
         }
-        let resumed = psk_identity.is_some();
-        let early_offered = s.early_data_offered;
-        s.transcript
+        let mut transcript = offer.transcript;
+        transcript
             .start_hash(suite.hash)
             .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-        s.transcript.add(HandshakeType::ServerHello, &msg.encoded);
+        transcript.add(HandshakeType::ServerHello, encoded);
         let es = match early {
             Some(es) => es,
             None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
         };
-        let hs = es.into_handshake(
+        let secret = es.into_handshake(
             shared.as_ref().map(|k| k.shared_secret.as_slice()),
             &mut self.conn.ev,
         );
-        let client_hs = hs.client_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
-        let server_hs = hs.server_handshake_traffic_secret(&s.transcript, &mut self.conn.ev);
+        let client_hs = secret.client_handshake_traffic_secret(&transcript, &mut self.conn.ev);
+        let server_hs = secret.server_handshake_traffic_secret(&transcript, &mut self.conn.ev);
         self.conn
             .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
         if !early_offered {
@@ -630,41 +777,34 @@ impl Client {
             self.conn
                 .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
         }
-        if !resumed {
+        if psk_identity.is_none() {
             self.side.offered_ticket = None;
         }
-        Ok(State::ExpectEncryptedExtensions(Box::new(Handshaking {
-            suite,
-            transcript: s.transcript,
-            handshake: hs,
-            client_hs,
-            server_hs,
-            group,
-            resumed,
+        Ok(Box::new(ExpectEncryptedExtensions {
+            hs: Handshake {
+                suite,
+                transcript,
+                secret,
+                client_hs,
+                server_hs,
+                group,
+                hello_retry,
+                ccs_sent: offer.ccs_sent,
+            },
             psk_identity,
-            hello_retry: s.hello_retry.is_some(),
-            ccs_sent: s.ccs_sent,
-            alpn: None,
-            cert_request: None,
-            server_chain: Vec::new(),
-            server_scheme: None,
-            early_accepted: false,
             early_offered,
-            server_groups: None,
-        })))
+        }))
     }
 
-    /// §4.1.4: answer a HelloRetryRequest once, with a share for the group it names.
+    /// §4.1.4: answer a HelloRetryRequest (the first; a second one never reaches here) with a
+    /// share for the group it names.
     fn on_hello_retry(
         &mut self,
-        mut s: ExpectServerHello,
-        hrr: ServerHello,
-        msg: HandshakeMessage,
+        mut offer: Offer,
+        hrr: &ServerHello,
+        encoded: &[u8],
         suite: SuiteParams,
-    ) -> Result<State, Error> {
-        if s.hello_retry.is_some() {
-            return Err(PeerMisbehaved::SecondHelloRetry.into());
-        }
+    ) -> Result<Box<ExpectServerHelloAfterRetry>, Error> {
         let mut new_group = None;
         let mut cookie = None;
         for e in &hrr.extensions {
@@ -682,7 +822,8 @@ impl Client {
         }
         if let Some(g) = new_group {
             // The group must be offered and must not be one we already sent a share for.
-            if !self.side.config.groups.contains(&g) || s.shares.iter().any(|k| k.group() == g) {
+            if !self.side.config.groups.contains(&g) || offer.shares.iter().any(|k| k.group() == g)
+            {
                 return Err(PeerMisbehaved::IllegalExtension("HelloRetryRequest key_share").into());
             }
         } else if cookie.is_none() {
@@ -696,49 +837,64 @@ impl Client {
         }
         // 0-RTT is abandoned after HRR (§4.2.10); report the data as rejected now.
         self.reject_early_data();
-        s.transcript
+        offer
+            .transcript
             .start_hash(suite.hash)
             .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-        s.transcript
+        offer
+            .transcript
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
-        s.transcript.add(HandshakeType::ServerHello, &msg.encoded);
-        if self.side.config.compat_mode && !s.ccs_sent {
+        offer.transcript.add(HandshakeType::ServerHello, encoded);
+        if self.side.config.compat_mode && !offer.ccs_sent {
             self.conn.send_ccs()?;
-            s.ccs_sent = true;
+            offer.ccs_sent = true;
         }
         // Early keys (if any) are gone: the second ClientHello is plaintext again.
         self.conn.reset_write_to_plaintext()?;
         let shares = match new_group {
             Some(g) => vec![KeyShareSecret::generate(g, self.conn.rng.as_mut())?],
-            None => core::mem::take(&mut s.shares),
+            None => core::mem::take(&mut offer.shares),
         };
         let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
-        let hello = self.build_hello(&cfg, &s.random, &s.session_id, &share_list, cookie, true);
-        let (transcript, early_secret, _) = self.finish_hello(hello, s.transcript)?;
-        Ok(State::ExpectServerHello(Box::new(ExpectServerHello {
-            random: s.random,
-            session_id: s.session_id,
-            shares,
-            transcript,
-            hello_retry: Some(HelloRetry {
-                suite: hrr.cipher_suite,
-            }),
-            early_secret,
-            early_data_offered: false,
-            ccs_sent: s.ccs_sent,
-        })))
+        let hello = self.build_hello(
+            &cfg,
+            &offer.random,
+            &offer.session_id,
+            &share_list,
+            cookie,
+            true,
+        );
+        let (transcript, early_secret, _) = self.finish_hello(hello, offer.transcript)?;
+        Ok(Box::new(ExpectServerHelloAfterRetry {
+            offer: Offer {
+                random: offer.random,
+                session_id: offer.session_id,
+                shares,
+                transcript,
+                early_secret,
+                ccs_sent: offer.ccs_sent,
+            },
+            retry_suite: hrr.cipher_suite,
+        }))
     }
 
     fn on_encrypted_extensions(
         &mut self,
-        mut h: Box<Handshaking>,
+        s: Box<ExpectEncryptedExtensions>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::EncryptedExtensions(exts) = &msg.payload else {
             return Err(unexpected("EncryptedExtensions", &msg));
         };
+        let ExpectEncryptedExtensions {
+            mut hs,
+            psk_identity,
+            early_offered,
+        } = *s;
+        let mut ee = ServerExtensions::default();
+        let mut early_accepted = false;
         // Each arm asks about the extension it matched, so "offered" is a question about our
         // configuration alone.
         let config = &*self.side.config;
@@ -748,13 +904,13 @@ impl Client {
                 Extension::ServerNameAck if offered(ExtensionType::ServerName) => {}
                 // §4.2.7: informational. Nothing here may act on it before the handshake
                 // completes; it is only kept, and reported after our Finished.
-                Extension::SupportedGroups(groups) => h.server_groups = Some(groups.clone()),
+                Extension::SupportedGroups(groups) => ee.groups = Some(groups.clone()),
                 Extension::Alpn(protos)
                     if offered(ExtensionType::ApplicationLayerProtocolNegotiation) =>
                 {
                     // RFC 7301 §3.1: exactly one protocol, one we offered.
                     match protos.as_slice() {
-                        [p] if self.side.config.alpn.contains(p) => h.alpn = Some(p.clone()),
+                        [p] if self.side.config.alpn.contains(p) => ee.alpn = Some(p.clone()),
                         _ => return Err(PeerMisbehaved::UnofferedAlpn.into()),
                     }
                 }
@@ -768,8 +924,8 @@ impl Client {
                     // The server acknowledged the extension: ours is now in force.
                     self.conn.recv_limit = self.side.config.record_size_limit.map(usize::from);
                 }
-                Extension::EarlyDataEmpty if h.early_offered && h.resumed => {
-                    h.early_accepted = true;
+                Extension::EarlyDataEmpty if early_offered && psk_identity.is_some() => {
+                    early_accepted = true;
                 }
                 Extension::Unknown { typ, .. } => {
                     let ctx = ExtensionContext::EncryptedExtensions;
@@ -788,29 +944,39 @@ impl Client {
                 }
             }
         }
-        h.transcript
+        hs.transcript
             .add(HandshakeType::EncryptedExtensions, &msg.encoded);
-        if h.early_offered {
-            if h.early_accepted {
+        if early_offered {
+            if early_accepted {
                 self.side.early_data.status = Some(EarlyDataStatus::Accepted);
             } else {
                 self.reject_early_data();
                 self.conn
-                    .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+                    .set_write_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
             }
         }
-        if h.resumed {
-            Ok(State::ExpectFinished(h))
-        } else {
-            Ok(State::ExpectCertificateOrRequest(h))
-        }
+        Ok(match psk_identity {
+            // §2.2: the PSK authenticates the server; no Certificate follows.
+            Some(identity) => State::ExpectFinished(Box::new(ExpectFinished {
+                hs,
+                ee,
+                auth: ServerAuth::Psk {
+                    identity,
+                    early_data_accepted: early_accepted,
+                },
+            })),
+            None => {
+                State::ExpectCertificateOrRequest(Box::new(ExpectCertificateOrRequest { hs, ee }))
+            }
+        })
     }
 
     fn on_certificate_or_request(
         &mut self,
-        mut h: Box<Handshaking>,
+        s: Box<ExpectCertificateOrRequest>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
+        let ExpectCertificateOrRequest { mut hs, ee } = *s;
         match &msg.payload {
             HandshakePayload::CertificateRequest(cr) => {
                 // §4.3.2: signature_algorithms is mandatory; context empty during the handshake.
@@ -832,32 +998,66 @@ impl Client {
                     )
                     .into());
                 }
-                h.cert_request = Some((cr.context.clone(), schemes));
-                h.transcript
+                hs.transcript
                     .add(HandshakeType::CertificateRequest, &msg.encoded);
-                Ok(State::ExpectCertificate(h))
+                Ok(State::ExpectCertificate(Box::new(ExpectCertificate {
+                    hs,
+                    ee,
+                    request: CertificateRequested { schemes },
+                })))
             }
-            HandshakePayload::Certificate(_) => self.on_certificate(h, msg),
+            HandshakePayload::Certificate(_) => {
+                let cert = self.accept_server_certificate(&mut hs.transcript, msg)?;
+                Ok(State::ExpectCertificateVerify(Box::new(
+                    ExpectCertificateVerify {
+                        hs,
+                        ee,
+                        request: None,
+                        cert,
+                    },
+                )))
+            }
             _ => Err(unexpected("Certificate or CertificateRequest", &msg)),
         }
     }
 
     fn on_certificate(
         &mut self,
-        mut h: Box<Handshaking>,
+        s: Box<ExpectCertificate>,
         msg: HandshakeMessage,
-    ) -> Result<State, Error> {
+    ) -> Result<Box<ExpectCertificateVerify>, Error> {
+        let ExpectCertificate {
+            mut hs,
+            ee,
+            request,
+        } = *s;
+        let cert = self.accept_server_certificate(&mut hs.transcript, msg)?;
+        Ok(Box::new(ExpectCertificateVerify {
+            hs,
+            ee,
+            request: Some(request),
+            cert,
+        }))
+    }
+
+    /// The server's Certificate (§4.4.2): its chain checked as configured (§4.4.2.4), and the
+    /// message added to the transcript.
+    fn accept_server_certificate(
+        &self,
+        transcript: &mut Transcript,
+        msg: HandshakeMessage,
+    ) -> Result<ServerCertificate, Error> {
         let HandshakePayload::Certificate(c) = msg.payload else {
             return Err(unexpected("Certificate", &msg));
         };
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
-        if c.entries.is_empty() {
+        // The certificates move out of the decoded message.
+        let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
+        if chain.is_empty() {
             return Err(PeerMisbehaved::NoServerCertificate.into());
         }
-        // The certificates move out of the decoded message: kept for CertificateVerify.
-        let chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let now = self
             .side
             .config
@@ -882,48 +1082,60 @@ impl Client {
             )?,
             ServerVerification::InsecureAcceptAny => {}
         }
-        h.server_chain = chain;
-        h.transcript.add(HandshakeType::Certificate, &msg.encoded);
-        Ok(State::ExpectCertificateVerify(h))
+        transcript.add(HandshakeType::Certificate, &msg.encoded);
+        // Only the end-entity certificate is needed from here on; `chain` is not empty (above).
+        Ok(ServerCertificate {
+            leaf: chain.swap_remove(0),
+        })
     }
 
     fn on_certificate_verify(
         &mut self,
-        mut h: Box<Handshaking>,
+        s: Box<ExpectCertificateVerify>,
         msg: HandshakeMessage,
-    ) -> Result<State, Error> {
+    ) -> Result<Box<ExpectFinished>, Error> {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
             return Err(unexpected("CertificateVerify", &msg));
         };
         if !self.side.config.signature_schemes.contains(&cv.scheme) {
             return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
         }
-        let hash = h.transcript.current_hash();
+        let ExpectCertificateVerify {
+            mut hs,
+            ee,
+            request,
+            cert,
+        } = *s;
+        let hash = hs.transcript.current_hash();
         let content = certificate_verify_message(true, hash.as_ref());
-        let leaf = h
-            .server_chain
-            .first()
-            .ok_or(PeerMisbehaved::NoServerCertificate)?;
-        cert::verify_with_leaf(leaf, cv.scheme, &content, &cv.signature).map_err(|e| match e {
-            SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
-            other => Error::Signature(other),
-        })?;
-        h.server_scheme = Some(cv.scheme);
-        h.transcript
+        cert::verify_with_leaf(&cert.leaf, cv.scheme, &content, &cv.signature).map_err(
+            |e| match e {
+                SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
+                other => Error::Signature(other),
+            },
+        )?;
+        hs.transcript
             .add(HandshakeType::CertificateVerify, &msg.encoded);
-        Ok(State::ExpectFinished(h))
+        Ok(Box::new(ExpectFinished {
+            hs,
+            ee,
+            auth: ServerAuth::Certificate {
+                scheme: cv.scheme,
+                request,
+            },
+        }))
     }
 
-    fn on_finished(&mut self, h: Box<Handshaking>, msg: HandshakeMessage) -> Result<State, Error> {
+    fn on_finished(&mut self, s: Box<ExpectFinished>, msg: HandshakeMessage) -> Result<(), Error> {
         let HandshakePayload::Finished(verify_data) = &msg.payload else {
             return Err(unexpected("Finished", &msg));
         };
-        let mut h = *h;
+        let ExpectFinished { mut hs, ee, auth } = *s;
         let ev = &mut self.conn.ev;
         // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
-        let expected: &[u8] = &h
+        let expected: &[u8] = &hs
             .server_hs
-            .verify_data(h.transcript.current_hash().as_ref(), ev);
+            .verify_data(hs.transcript.current_hash().as_ref(), ev);
         if verify_data.len() != expected.len() {
             return Err(crate::messages::codec::DecodeError::Invalid {
                 what: "Finished length",
@@ -933,22 +1145,26 @@ impl Client {
         if !bool::from(expected.ct_eq(verify_data)) {
             return Err(PeerMisbehaved::BadFinished.into());
         }
-        h.transcript.add(HandshakeType::Finished, &msg.encoded);
-        let master = h.handshake.into_master(ev);
-        let client_app = master.client_application_traffic_secret(&h.transcript, ev);
-        let server_app = master.server_application_traffic_secret(&h.transcript, ev);
-        let exporter = master.exporter_master_secret(&h.transcript, ev);
+        hs.transcript.add(HandshakeType::Finished, &msg.encoded);
+        let master = hs.secret.into_master(ev);
+        let client_app = master.client_application_traffic_secret(&hs.transcript, ev);
+        let server_app = master.server_application_traffic_secret(&hs.transcript, ev);
+        let exporter = master.exporter_master_secret(&hs.transcript, ev);
         self.conn
-            .set_read_keys(Epoch::Application(0), &h.suite, &server_app)?;
+            .set_read_keys(Epoch::Application(0), &hs.suite, &server_app)?;
         self.conn.ccs_allowed = false;
 
         // Our second flight (§4.4): [CCS] [EndOfEarlyData] [Certificate CertificateVerify] Finished.
-        if self.side.config.compat_mode && !h.ccs_sent {
+        if self.side.config.compat_mode && !hs.ccs_sent {
             self.conn.send_ccs()?;
         }
-        if h.early_accepted {
+        if let ServerAuth::Psk {
+            early_data_accepted: true,
+            ..
+        } = auth
+        {
             let eoed = HandshakePayload::EndOfEarlyData;
-            h.transcript.add(
+            hs.transcript.add(
                 HandshakeType::EndOfEarlyData,
                 self.conn.send_handshake(&eoed),
             );
@@ -956,70 +1172,78 @@ impl Client {
         self.side.early_data.open = false;
         if self.conn.write_epoch != Epoch::Handshake {
             self.conn
-                .set_write_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
+                .set_write_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
         }
         let mut client_scheme = None;
-        if let Some((context, schemes)) = h.cert_request.take() {
-            client_scheme = self.send_client_certificate(&mut h.transcript, context, &schemes)?;
+        if let ServerAuth::Certificate {
+            request: Some(request),
+            ..
+        } = &auth
+        {
+            client_scheme = self.send_client_certificate(&mut hs.transcript, &request.schemes)?;
         }
-        let fin = h
+        let fin = hs
             .client_hs
-            .verify_data(h.transcript.current_hash().as_ref(), &mut self.conn.ev);
-        h.transcript.add(
+            .verify_data(hs.transcript.current_hash().as_ref(), &mut self.conn.ev);
+        hs.transcript.add(
             HandshakeType::Finished,
             self.conn.send_handshake(OutgoingMessage::Finished(&fin)),
         );
-        let resumption = master.resumption_master_secret(&h.transcript, &mut self.conn.ev);
+        let resumption = master.resumption_master_secret(&hs.transcript, &mut self.conn.ev);
         self.conn
-            .set_write_keys(Epoch::Application(0), &h.suite, &client_app)?;
+            .set_write_keys(Epoch::Application(0), &hs.suite, &client_app)?;
         self.conn.log_secret(exporter.name(), exporter.as_bytes());
+        let (signature_scheme, psk_identity) = match auth {
+            ServerAuth::Certificate { scheme, .. } => (Some(scheme), None),
+            ServerAuth::Psk { identity, .. } => (None, Some(identity)),
+        };
         let negotiated = Negotiated {
             version: "TLSv1.3",
-            suite: h.suite.suite,
-            group: h.group,
-            signature_scheme: h.server_scheme,
+            suite: hs.suite.suite,
+            group: hs.group,
+            signature_scheme,
             client_signature_scheme: client_scheme,
-            resumed: h.resumed,
-            psk_identity: h.psk_identity,
+            resumed: psk_identity.is_some(),
+            psk_identity,
             early_data: self
                 .side
                 .early_data
                 .status
                 .unwrap_or(EarlyDataStatus::NotSent),
-            alpn: h
+            alpn: ee
                 .alpn
                 .as_ref()
                 .map(|a| String::from_utf8_lossy(a).into_owned()),
-            hello_retry: h.hello_retry,
+            hello_retry: hs.hello_retry,
         };
         self.negotiated = Some(negotiated.clone());
         self.conn.ev.push(Event::Connected(negotiated));
-        if let Some(groups) = h.server_groups.take() {
+        if let Some(groups) = ee.groups {
             self.conn.ev.push(Event::ServerGroups { groups });
         }
         self.traffic = Some(Box::new(Traffic {
-            suite: h.suite,
+            suite: hs.suite,
             client_app,
             server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
         }));
-        Ok(State::Connected)
+        Ok(())
     }
 
-    /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify.
+    /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify. The
+    /// certificate_request_context is empty during the handshake (§4.3.2), and ours echoes it.
     fn send_client_certificate(
         &mut self,
         transcript: &mut Transcript,
-        context: Vec<u8>,
         schemes: &[SignatureScheme],
     ) -> Result<Option<SignatureScheme>, Error> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
         let config = Arc::clone(&self.side.config);
         let Some(ck) = &config.client_cert else {
             let m = OutgoingMessage::Certificate {
-                context: &context,
+                context: &[],
                 chain: &[],
             };
             transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
@@ -1032,7 +1256,7 @@ impl Client {
             .find(|s| schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
         let m = OutgoingMessage::Certificate {
-            context: &context,
+            context: &[],
             chain: &ck.chain,
         };
         transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
@@ -1116,7 +1340,7 @@ fn offered_extension(config: &ClientConfig, t: ExtensionType) -> bool {
 }
 
 /// Checks shared by ServerHello and HelloRetryRequest (§4.1.3, §4.2.1).
-fn check_server_hello_common(sh: &ServerHello, s: &ExpectServerHello) -> Result<(), Error> {
+fn check_server_hello_common(sh: &ServerHello, s: &Offer) -> Result<(), Error> {
     match sh.find(ExtensionType::SupportedVersions) {
         Some(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3)) => {}
         Some(Extension::SupportedVersionsServer(_)) => {
