@@ -74,7 +74,7 @@ pub struct ServerSide {
 /// waits; a transition consumes its state's struct and moves what the next one needs into it.
 enum State {
     ExpectClientHello,
-    /// After our HelloRetryRequest: only this ClientHello may not lead to another (§4.1.4).
+    /// After our HelloRetryRequest; there is no second one (§4.1.4).
     ExpectSecondClientHello(Box<ExpectSecondClientHello>),
     ExpectEndOfEarlyData(Box<ExpectEndOfEarlyData>),
     ExpectCertificate(Box<ExpectCertificate>),
@@ -132,6 +132,7 @@ struct ExpectCertificateVerify {
     leaf: ClientCertificate,
 }
 
+/// The client's Finished ends its flight (§4.4.4).
 struct ExpectFinished {
     hs: Handshake,
     /// Present when the client authenticated with a certificate.
