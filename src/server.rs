@@ -1,14 +1,30 @@
 //! The TLS 1.3 server: one struct per handshake state (RFC 8446 §A.2).
 //!
 //! ```text
-//!  ExpectClientHello ──(no usable share)──▶ HelloRetryRequest ──▶ ExpectClientHello (retry)
+//!  ExpectClientHello ──(no usable share: HelloRetryRequest)──▶ ExpectSecondClientHello
+//!        │                                                            │
+//!        ├◀───────────────────────────────────────────────────────────┘
 //!        │ ClientHello: send ServerHello, [CCS], EncryptedExtensions, [CertificateRequest],
-//!        │              Certificate, CertificateVerify, Finished
-//!        ▼
-//!  [ExpectEndOfEarlyData] ──▶ [ExpectCertificate ──▶ ExpectCertificateVerify] ──▶ ExpectFinished
-//!        ▼
-//!  Connected (NewSessionTicket, KeyUpdate, data)
+//!        │              [Certificate, CertificateVerify], Finished
+//!        ├──(0-RTT accepted)─────▶ ExpectEndOfEarlyData ─────────────────────┐
+//!        ├──(CertificateRequest)─▶ ExpectCertificate ──(empty)───────────────┤
+//!        │                              │ (certificates)                     │
+//!        │                              ▼                                    │
+//!        │                         ExpectCertificateVerify ──────────────────┤
+//!        └─────────────────────────────────────────────────────────▶ ExpectFinished
+//!                                                                            ▼
+//!                                           Connected (NewSessionTicket, KeyUpdate, data)
 //! ```
+//!
+//! Each state's struct holds what its transitions need, and a transition consumes it and moves
+//! what the next needs into the next struct. What a state implies is in its type, not checked
+//! again: `ExpectSecondClientHello` holds what our HelloRetryRequest asked for, and only the first
+//! ClientHello's transition can send one; `ExpectEndOfEarlyData` alone counts the 0-RTT bytes left and leads only to
+//! `ExpectFinished` (a PSK, so no CertificateRequest); `ExpectCertificateVerify` holds the
+//! client's end-entity certificate (the Certificate was not empty); `ExpectFinished` holds the
+//! client's `ClientVerified` scheme when its CertificateVerify checked out. The states from our
+//! Finished to the client's share a `Handshake`: suite, transcript, secrets, negotiated
+//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`).
 
 use std::sync::Arc;
 
@@ -54,42 +70,83 @@ pub struct ServerSide {
     tickets_sent: u16,
 }
 
+/// One variant per state of §A.2, each boxed so that a connection carries one pointer while it
+/// waits; a transition consumes its state's struct and moves what the next one needs into it.
 enum State {
-    ExpectClientHello(Option<Box<Retry>>),
-    ExpectEndOfEarlyData(Box<Handshaking>),
-    ExpectCertificate(Box<Handshaking>),
-    ExpectCertificateVerify(Box<Handshaking>),
-    ExpectFinished(Box<Handshaking>),
+    ExpectClientHello,
+    /// After our HelloRetryRequest; there is no second one (§4.1.4).
+    ExpectSecondClientHello(Box<ExpectSecondClientHello>),
+    ExpectEndOfEarlyData(Box<ExpectEndOfEarlyData>),
+    ExpectCertificate(Box<ExpectCertificate>),
+    ExpectCertificateVerify(Box<ExpectCertificateVerify>),
+    ExpectFinished(Box<ExpectFinished>),
     /// The traffic secrets are the connection's (`Connection::traffic`).
     Connected,
+    /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
 
 /// What a HelloRetryRequest asked for (§4.1.4): the second ClientHello must comply.
-struct Retry {
+struct ExpectSecondClientHello {
     suite: CipherSuite,
     group: NamedGroup,
     cookie: Option<Vec<u8>>,
+    /// message_hash(ClientHello1) + HelloRetryRequest (§4.4.1).
     transcript: Transcript,
     /// The first ClientHello, which the second must repeat (§4.1.2).
     first: ClientHello,
     ccs_sent: bool,
 }
 
-/// Between our Finished and the client's.
-struct Handshaking {
+/// What every state between our Finished and the client's carries: the suite, the transcript,
+/// and the secrets our flight settled.
+struct Handshake {
     suite: SuiteParams,
     transcript: Transcript,
     master: MasterSecret,
+    /// Opens the client's flight, and its Finished is checked with it (§4.4.4).
     client_hs: TrafficSecret,
     client_app: TrafficSecret,
     server_app: TrafficSecret,
     /// Derived with the application secrets: its transcript ends at our Finished (§7.1).
     exporter: ExporterSecret,
     negotiated: Negotiated,
-    client_chain: Vec<Vec<u8>>,
-    /// 0-RTT bytes the client may still send (§4.2.10).
+}
+
+/// 0-RTT accepted (§4.2.10). A PSK authenticated us, so no CertificateRequest went out: the
+/// client's Finished follows its EndOfEarlyData.
+struct ExpectEndOfEarlyData {
+    hs: Handshake,
+    /// 0-RTT bytes the client may still send: the ticket's max_early_data_size.
     early_remaining: usize,
+}
+
+/// Our CertificateRequest went out (§4.3.2).
+struct ExpectCertificate {
+    hs: Handshake,
+}
+
+/// The client sent a certificate, validated against the roots when there are any.
+struct ExpectCertificateVerify {
+    hs: Handshake,
+    leaf: ClientCertificate,
+}
+
+/// The client's Finished ends its flight (§4.4.4).
+struct ExpectFinished {
+    hs: Handshake,
+    /// Present when the client authenticated with a certificate.
+    client_verified: Option<ClientVerified>,
+}
+
+/// The client's end-entity certificate (§4.4.2), which its CertificateVerify must be signed
+/// with; the rest of its chain is done with once validated.
+struct ClientCertificate(Vec<u8>);
+
+/// The client's CertificateVerify checked out under its certificate's key (§4.4.3); only
+/// `on_certificate_verify` makes one.
+struct ClientVerified {
+    scheme: SignatureScheme,
 }
 
 /// The key share decision (§4.2.8).
@@ -102,6 +159,29 @@ enum ShareChoice<'a> {
     NoCommon,
     /// The client sent no key_share (possible with psk_ke).
     Missing,
+}
+
+/// What the client offered for the key exchange (§4.2.8, §4.2.9).
+enum KeyExchange<'a> {
+    Ready(Offer<'a>),
+    /// Ask for this group in a HelloRetryRequest.
+    Retry(NamedGroup),
+}
+
+/// A PSK we can use (binder not yet checked) and the client's share (borrowed from its
+/// ClientHello), unless psk_ke makes it unnecessary.
+struct Offer<'a> {
+    psk: Option<(PskCandidate, PskKeyExchangeMode)>,
+    share: Option<&'a KeyShareEntry>,
+}
+
+/// Where the handshake stood when the ClientHello we answer arrived.
+struct Prior {
+    /// Empty, or message_hash(ClientHello1) + HelloRetryRequest.
+    transcript: Transcript,
+    hello_retry: bool,
+    /// Whether our HelloRetryRequest was followed by a CCS (§D.4: only one is sent).
+    ccs_sent: bool,
 }
 
 /// An offered PSK we can use, before its binder is checked.
@@ -143,7 +223,7 @@ impl Server {
             conn,
             ServerSide {
                 config,
-                state: State::ExpectClientHello(None),
+                state: State::ExpectClientHello,
                 tickets_sent: 0,
             },
         ))
@@ -163,17 +243,20 @@ impl Server {
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         let hash_len = match &self.side.state {
-            State::ExpectCertificate(h)
-            | State::ExpectCertificateVerify(h)
-            | State::ExpectEndOfEarlyData(h)
-            | State::ExpectFinished(h) => h.suite.hash.output_len(),
+            State::ExpectEndOfEarlyData(s) => s.hs.suite.hash.output_len(),
+            State::ExpectCertificate(s) => s.hs.suite.hash.output_len(),
+            State::ExpectCertificateVerify(s) => s.hs.suite.hash.output_len(),
+            State::ExpectFinished(s) => s.hs.suite.hash.output_len(),
             State::Connected => self
                 .traffic
                 .as_ref()
                 .map_or(32, |t| t.suite.hash.output_len()),
             _ => 32,
         };
-        let expects_hello = matches!(self.side.state, State::ExpectClientHello(_));
+        let expects_hello = matches!(
+            self.side.state,
+            State::ExpectClientHello | State::ExpectSecondClientHello(_)
+        );
         let msg = match HandshakeMessage::decode_owned_or_return(bytes, DecodeContext { hash_len })
         {
             Ok(m) => m,
@@ -183,90 +266,150 @@ impl Server {
         self.conn.handshake_received(&msg);
         let state = core::mem::replace(&mut self.side.state, State::Poisoned);
         self.side.state = match state {
-            State::ExpectClientHello(retry) => self.on_client_hello(retry, msg)?,
-            State::ExpectEndOfEarlyData(h) => self.on_end_of_early_data(h, msg)?,
-            State::ExpectCertificate(h) => self.on_certificate(h, msg)?,
-            State::ExpectCertificateVerify(h) => self.on_certificate_verify(h, msg)?,
-            State::ExpectFinished(h) => self.on_finished(h, msg)?,
+            State::ExpectClientHello => self.on_client_hello(msg)?,
+            State::ExpectSecondClientHello(s) => self.on_second_client_hello(s, msg)?,
+            State::ExpectEndOfEarlyData(s) => self.on_end_of_early_data(s, msg)?,
+            State::ExpectCertificate(s) => self.on_certificate(s, msg)?,
+            State::ExpectCertificateVerify(s) => self.on_certificate_verify(s, msg)?,
+            State::ExpectFinished(s) => self.on_finished(s, msg)?,
             State::Connected => self.on_post_handshake(msg)?,
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())
     }
 
-    fn on_client_hello(
+    /// The first ClientHello: answered with our flight, or with a HelloRetryRequest when it
+    /// carries no share we can use (§4.1.1).
+    fn on_client_hello(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+        // Owned: a HelloRetryRequest keeps this ClientHello for the second to repeat.
+        let HandshakeMessage {
+            payload: HandshakePayload::ClientHello(ch),
+            encoded,
+        } = msg
+        else {
+            return Err(unexpected("ClientHello", &msg));
+        };
+        // Once the first ClientHello is in, a dummy CCS may follow (§5).
+        self.conn.ccs_allowed = true;
+        check_client_hello(&ch)?;
+        self.conn.client_random = ch.random;
+        let suite = self.choose_suite(&ch)?;
+        let mut transcript = Transcript::new();
+        transcript
+            .start_hash(suite.hash)
+            .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
+        let offer = match self.key_exchange(&ch, &suite, None)? {
+            KeyExchange::Ready(offer) => offer,
+            KeyExchange::Retry(group) => {
+                if ch.find(ExtensionType::EarlyData).is_some() {
+                    // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
+                    self.early_skip = Some(self.early_skip_budget());
+                }
+                return self.send_hello_retry(ch, &encoded, suite, group);
+            }
+        };
+        let prior = Prior {
+            transcript,
+            hello_retry: false,
+            ccs_sent: false,
+        };
+        self.answer_hello(&encoded, &ch, suite, prior, offer)
+    }
+
+    /// The ClientHello after our HelloRetryRequest: it must do as asked (§4.1.4) and otherwise
+    /// repeat the first (§4.1.2). Nothing leads from here to a second HelloRetryRequest.
+    fn on_second_client_hello(
         &mut self,
-        retry: Option<Box<Retry>>,
+        st: Box<ExpectSecondClientHello>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::ClientHello(ch) = &msg.payload else {
             return Err(unexpected("ClientHello", &msg));
         };
-        // Once the first ClientHello is in, a dummy CCS may follow (§5).
-        self.conn.ccs_allowed = true;
         // §4.2.10: after a HelloRetryRequest only the 0-RTT records sent before the second
         // ClientHello may be skipped; nothing after it is early data.
-        if retry.is_some() {
-            self.early_skip = None;
-        }
+        self.early_skip = None;
         check_client_hello(ch)?;
-        if retry.is_none() {
-            self.conn.client_random = ch.random;
+        let suite = self.choose_suite(ch)?;
+        if suite.suite != st.suite {
+            return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
         }
-        let suite = self.choose_suite(ch, retry.as_deref())?;
-        let offers_early = ch.find(ExtensionType::EarlyData).is_some();
-
-        // The transcript so far: empty, or message_hash(ClientHello1) + HelloRetryRequest.
-        let (mut transcript, ccs_sent) = match &retry {
-            Some(r) => {
-                check_second_hello(ch, r)?;
-                (r.transcript.clone(), r.ccs_sent)
-            }
-            None => {
-                let mut t = Transcript::new();
-                t.start_hash(suite.hash)
-                    .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
-                (t, false)
+        check_second_hello(ch, &st)?;
+        let offer = match self.key_exchange(ch, &suite, Some(st.group))? {
+            KeyExchange::Ready(offer) => offer,
+            // The second ClientHello must carry the share we asked for (§4.1.4).
+            KeyExchange::Retry(_) => {
+                return Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into())
             }
         };
-        let hello_retry = retry.is_some();
+        let ExpectSecondClientHello {
+            transcript,
+            ccs_sent,
+            ..
+        } = *st;
+        let prior = Prior {
+            transcript,
+            hello_retry: true,
+            ccs_sent,
+        };
+        self.answer_hello(&msg.encoded, ch, suite, prior, offer)
+    }
 
-        // PSK (§4.2.11) first: it decides whether we need a certificate and a key share.
-        let psk_offer = self.psk_candidate(ch, &suite)?;
-        let share = self.choose_share(ch, retry.as_deref())?;
+    /// PSK (§4.2.11) first: it decides whether we need a key share (§4.2.9). `asked`: the group
+    /// our HelloRetryRequest asked for.
+    fn key_exchange<'a>(
+        &mut self,
+        ch: &'a ClientHello,
+        suite: &SuiteParams,
+        asked: Option<NamedGroup>,
+    ) -> Result<KeyExchange<'a>, Error> {
+        let psk_offer = self.psk_candidate(ch, suite)?;
+        let share = self.choose_share(ch, asked)?;
         let mode = match &psk_offer {
             Some(_) => self.psk_mode(ch, &share),
             None => None,
         };
-        let (psk, share) = match (psk_offer, mode) {
-            (Some(p), Some(m)) => (Some((p, m)), share),
-            _ => (None, share),
+        let psk = match (psk_offer, mode) {
+            (Some(p), Some(m)) => Some((p, m)),
+            _ => None,
         };
         let use_dhe = psk
             .as_ref()
             .is_none_or(|(_, m)| *m == PskKeyExchangeMode::PskDheKe);
-        let share = if use_dhe {
-            match share {
-                ShareChoice::Use(entry) => Some(entry),
-                ShareChoice::Retry(group) => {
-                    if retry.is_some() {
-                        // The second ClientHello must carry the share we asked for (§4.1.4).
-                        return Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into());
-                    }
-                    if offers_early {
-                        // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
-                        self.early_skip = Some(self.early_skip_budget());
-                    }
-                    return self.send_hello_retry(ch, &msg, suite, group);
-                }
-                ShareChoice::NoCommon => return Err(PeerMisbehaved::NoCommonGroup.into()),
-                ShareChoice::Missing => {
-                    return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into())
-                }
+        if !use_dhe {
+            return Ok(KeyExchange::Ready(Offer { psk, share: None }));
+        }
+        match share {
+            ShareChoice::Use(entry) => Ok(KeyExchange::Ready(Offer {
+                psk,
+                share: Some(entry),
+            })),
+            ShareChoice::Retry(group) => Ok(KeyExchange::Retry(group)),
+            ShareChoice::NoCommon => Err(PeerMisbehaved::NoCommonGroup.into()),
+            ShareChoice::Missing => {
+                Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into())
             }
-        } else {
-            None
-        };
+        }
+    }
+
+    /// A ClientHello we can answer: our ServerHello, a CCS in compatibility mode,
+    /// EncryptedExtensions, CertificateRequest if we ask, Certificate and CertificateVerify
+    /// unless a PSK authenticates us, and Finished (§2).
+    fn answer_hello(
+        &mut self,
+        encoded: &[u8],
+        ch: &ClientHello,
+        suite: SuiteParams,
+        prior: Prior,
+        offer: Offer<'_>,
+    ) -> Result<State, Error> {
+        let Prior {
+            mut transcript,
+            hello_retry,
+            ccs_sent,
+        } = prior;
+        let Offer { psk, share } = offer;
+        let offers_early = ch.find(ExtensionType::EarlyData).is_some();
         // Certificate authentication needs a common signature scheme (§4.2.3).
         let scheme = if psk.is_none() {
             Some(self.choose_scheme(ch)?)
@@ -279,7 +422,7 @@ impl Server {
         let early_secret = match &psk {
             Some((p, _)) => {
                 let es = EarlySecret::new(suite.hash, Some(&p.psk), &mut self.conn.ev);
-                let partial = &msg.encoded[..msg.encoded.len() - ch.binders_len()];
+                let partial = &encoded[..encoded.len() - ch.binders_len()];
                 let expected = es
                     .binder_key(!p.external, &mut self.conn.ev)
                     .binder_for(&transcript, partial, &mut self.conn.ev)
@@ -291,7 +434,7 @@ impl Server {
             }
             None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
         };
-        transcript.add(HandshakeType::ClientHello, &msg.encoded);
+        transcript.add(HandshakeType::ClientHello, encoded);
 
         // 0-RTT (§4.2.10): only with the first identity, a fresh ticket allowing it, the same suite
         // and ALPN, no HelloRetryRequest, and the anti-replay policy's consent.
@@ -442,24 +585,29 @@ impl Server {
             alpn: alpn.map(|a| String::from_utf8_lossy(&a).into_owned()),
             hello_retry,
         };
-        let h = Box::new(Handshaking {
+        let hs = Handshake {
             suite,
             transcript,
             master,
             client_hs,
             client_app,
             server_app,
-            negotiated,
-            client_chain: Vec::new(),
-            early_remaining: early_budget as usize,
             exporter,
-        });
+            negotiated,
+        };
         Ok(if early_accepted {
-            State::ExpectEndOfEarlyData(h)
+            let early_remaining = early_budget as usize;
+            State::ExpectEndOfEarlyData(Box::new(ExpectEndOfEarlyData {
+                hs,
+                early_remaining,
+            }))
         } else if asked_client {
-            State::ExpectCertificate(h)
+            State::ExpectCertificate(Box::new(ExpectCertificate { hs }))
         } else {
-            State::ExpectFinished(h)
+            State::ExpectFinished(Box::new(ExpectFinished {
+                hs,
+                client_verified: None,
+            }))
         })
     }
 
@@ -494,22 +642,15 @@ impl Server {
         (self.side.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
     }
 
-    /// Suite in server preference order (§4.1.1); after a HelloRetryRequest it must not change.
-    fn choose_suite(&self, ch: &ClientHello, retry: Option<&Retry>) -> Result<SuiteParams, Error> {
-        let suite = self
-            .side
+    /// Suite in server preference order (§4.1.1).
+    fn choose_suite(&self, ch: &ClientHello) -> Result<SuiteParams, Error> {
+        self.side
             .config
             .cipher_suites
             .iter()
             .filter(|s| ch.cipher_suites.contains(s))
             .find_map(|s| suite_params(*s))
-            .ok_or(PeerMisbehaved::NoCommonCipherSuite)?;
-        if let Some(r) = retry {
-            if suite.suite != r.suite {
-                return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
-            }
-        }
-        Ok(suite)
+            .ok_or(PeerMisbehaved::NoCommonCipherSuite.into())
     }
 
     /// The first signature scheme of our key that the client accepts (§4.2.3).
@@ -534,11 +675,12 @@ impl Server {
     }
 
     /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client
-    /// already sent a share for (that saves a round trip).
+    /// already sent a share for (that saves a round trip). `asked`: the group our
+    /// HelloRetryRequest asked for.
     fn choose_share<'a>(
         &self,
         ch: &'a ClientHello,
-        retry: Option<&Retry>,
+        asked: Option<NamedGroup>,
     ) -> Result<ShareChoice<'a>, Error> {
         let shares = match ch.find(ExtensionType::KeyShare) {
             Some(Extension::KeyShareClient(s)) => s,
@@ -561,10 +703,10 @@ impl Server {
                 return Err(PeerMisbehaved::IllegalExtension("duplicate key_share group").into());
             }
         }
-        if let Some(r) = retry {
+        if let Some(group) = asked {
             // §4.1.4: exactly one share, for the group we asked for.
             return match shares.as_slice() {
-                [s] if s.group == r.group => Ok(ShareChoice::Use(s)),
+                [s] if s.group == group => Ok(ShareChoice::Use(s)),
                 _ => Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into()),
             };
         }
@@ -727,8 +869,8 @@ impl Server {
     /// §4.1.4: ask for a share of `group`.
     fn send_hello_retry(
         &mut self,
-        ch: &ClientHello,
-        msg: &HandshakeMessage,
+        ch: ClientHello,
+        encoded: &[u8],
         suite: SuiteParams,
         group: NamedGroup,
     ) -> Result<State, Error> {
@@ -754,7 +896,7 @@ impl Server {
         transcript
             .start_hash(suite.hash)
             .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-        transcript.add(HandshakeType::ClientHello, &msg.encoded);
+        transcript.add(HandshakeType::ClientHello, encoded);
         transcript
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
@@ -764,14 +906,16 @@ impl Server {
             self.conn.send_ccs()?;
             ccs_sent = true;
         }
-        Ok(State::ExpectClientHello(Some(Box::new(Retry {
-            suite: suite.suite,
-            group,
-            cookie,
-            transcript,
-            first: ch.clone(),
-            ccs_sent,
-        }))))
+        Ok(State::ExpectSecondClientHello(Box::new(
+            ExpectSecondClientHello {
+                suite: suite.suite,
+                group,
+                cookie,
+                transcript,
+                first: ch,
+                ccs_sent,
+            },
+        )))
     }
 
     /// Our EncryptedExtensions (§4.3.1).
@@ -808,27 +952,44 @@ impl Server {
 
     fn on_certificate(
         &mut self,
-        mut h: Box<Handshaking>,
+        st: Box<ExpectCertificate>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
-        let HandshakePayload::Certificate(c) = &msg.payload else {
+        // Owned: the client's certificates move out of the message, not copied.
+        let HandshakeMessage {
+            payload: HandshakePayload::Certificate(c),
+            encoded,
+        } = msg
+        else {
             return Err(unexpected("Certificate", &msg));
         };
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
-        h.transcript.add(HandshakeType::Certificate, &msg.encoded);
-        if c.entries.is_empty() {
+        let ExpectCertificate { mut hs } = *st;
+        hs.transcript.add(HandshakeType::Certificate, &encoded);
+        let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
+        if chain.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
             if let ClientAuth::Required(_) = self.side.config.client_auth {
                 return Err(PeerMisbehaved::NoClientCertificate.into());
             }
-            return Ok(State::ExpectFinished(h));
+            return Ok(State::ExpectFinished(Box::new(ExpectFinished {
+                hs,
+                client_verified: None,
+            })));
         }
-        let chain: Vec<Vec<u8>> = c.entries.iter().map(|e| e.cert_data.clone()).collect();
         let roots = match &self.side.config.client_auth {
             ClientAuth::Required(r) | ClientAuth::Optional(r) => r,
-            ClientAuth::None => return Err(unexpected("Finished", &msg)),
+            // Not reached: this state follows our CertificateRequest, which the (immutable)
+            // configuration asked for.
+            ClientAuth::None => {
+                return Err(PeerMisbehaved::UnexpectedMessage {
+                    expected: "Finished",
+                    got: HandshakeType::Certificate,
+                }
+                .into())
+            }
         };
         if !roots.is_empty() {
             let now = self
@@ -845,13 +1006,17 @@ impl Server {
                 self.side.config.signature_memo.as_deref(),
             )?;
         }
-        h.client_chain = chain;
-        Ok(State::ExpectCertificateVerify(h))
+        // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
+        // needs (§4.4.3); the rest has served.
+        let leaf = ClientCertificate(chain.swap_remove(0));
+        Ok(State::ExpectCertificateVerify(Box::new(
+            ExpectCertificateVerify { hs, leaf },
+        )))
     }
 
     fn on_certificate_verify(
         &mut self,
-        mut h: Box<Handshaking>,
+        st: Box<ExpectCertificateVerify>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
@@ -860,31 +1025,39 @@ impl Server {
         if !self.side.config.signature_schemes.contains(&cv.scheme) {
             return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
         }
-        let content = certificate_verify_message(false, h.transcript.current_hash().as_ref());
-        let leaf = h
-            .client_chain
-            .first()
-            .ok_or(PeerMisbehaved::NoClientCertificate)?;
-        cert::verify_with_leaf(leaf, cv.scheme, &content, &cv.signature).map_err(|e| match e {
-            SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
-            other => Error::Signature(other),
-        })?;
-        h.negotiated.client_signature_scheme = Some(cv.scheme);
-        h.transcript
+        let ExpectCertificateVerify { mut hs, leaf } = *st;
+        let content = certificate_verify_message(false, hs.transcript.current_hash().as_ref());
+        cert::verify_with_leaf(&leaf.0, cv.scheme, &content, &cv.signature).map_err(
+            |e| match e {
+                SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
+                other => Error::Signature(other),
+            },
+        )?;
+        hs.transcript
             .add(HandshakeType::CertificateVerify, &msg.encoded);
-        Ok(State::ExpectFinished(h))
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
+            hs,
+            client_verified: Some(ClientVerified { scheme: cv.scheme }),
+        })))
     }
 
-    fn on_finished(&mut self, h: Box<Handshaking>, msg: HandshakeMessage) -> Result<State, Error> {
+    fn on_finished(
+        &mut self,
+        st: Box<ExpectFinished>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
         let HandshakePayload::Finished(verify_data) = &msg.payload else {
             return Err(unexpected("Finished", &msg));
         };
-        let mut h = *h;
+        let ExpectFinished {
+            mut hs,
+            client_verified,
+        } = *st;
         let ev = &mut self.conn.ev;
         // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
-        let expected: &[u8] = &h
+        let expected: &[u8] = &hs
             .client_hs
-            .verify_data(h.transcript.current_hash().as_ref(), ev);
+            .verify_data(hs.transcript.current_hash().as_ref(), ev);
         if verify_data.len() != expected.len() {
             return Err(DecodeError::Invalid {
                 what: "Finished length",
@@ -894,21 +1067,22 @@ impl Server {
         if !bool::from(expected.ct_eq(verify_data)) {
             return Err(PeerMisbehaved::BadFinished.into());
         }
-        h.transcript.add(HandshakeType::Finished, &msg.encoded);
+        hs.transcript.add(HandshakeType::Finished, &msg.encoded);
         self.early_skip = None;
         self.conn
-            .set_read_keys(Epoch::Application(0), &h.suite, &h.client_app)?;
+            .set_read_keys(Epoch::Application(0), &hs.suite, &hs.client_app)?;
         self.conn.ccs_allowed = false;
         let ev = &mut self.conn.ev;
-        let exporter = h.exporter;
-        let resumption = h.master.resumption_master_secret(&h.transcript, ev);
+        let exporter = hs.exporter;
+        let resumption = hs.master.resumption_master_secret(&hs.transcript, ev);
         self.conn.log_secret(exporter.name(), exporter.as_bytes());
-        self.negotiated = Some(h.negotiated.clone());
-        self.conn.ev.push(Event::Connected(h.negotiated));
+        hs.negotiated.client_signature_scheme = client_verified.map(|v| v.scheme);
+        self.negotiated = Some(hs.negotiated.clone());
+        self.conn.ev.push(Event::Connected(hs.negotiated));
         self.traffic = Some(Box::new(Traffic {
-            suite: h.suite,
-            client_app: h.client_app,
-            server_app: h.server_app,
+            suite: hs.suite,
+            client_app: hs.client_app,
+            server_app: hs.server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
@@ -931,17 +1105,21 @@ impl Server {
     /// boundary.
     fn on_end_of_early_data(
         &mut self,
-        mut h: Box<Handshaking>,
+        st: Box<ExpectEndOfEarlyData>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::EndOfEarlyData = &msg.payload else {
             return Err(unexpected("EndOfEarlyData", &msg));
         };
-        h.transcript
+        let ExpectEndOfEarlyData { mut hs, .. } = *st;
+        hs.transcript
             .add(HandshakeType::EndOfEarlyData, &msg.encoded);
         self.conn
-            .set_read_keys(Epoch::Handshake, &h.suite, &h.client_hs)?;
-        Ok(State::ExpectFinished(h))
+            .set_read_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
+            hs,
+            client_verified: None,
+        })))
     }
 
     /// Send one NewSessionTicket (§4.6.1). Draws age_add, then the ticket (stateful: random
@@ -1022,7 +1200,7 @@ impl Server {
 /// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
 /// another hash dropped), and the padding extension added, removed or resized. Everything else
 /// — every other field, every other extension byte for byte, and their order — must match.
-fn check_second_hello(ch: &ClientHello, r: &Retry) -> Result<(), Error> {
+fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(), Error> {
     let first = &r.first;
     let mismatch = |what| Err(PeerMisbehaved::SecondClientHelloMismatch(what).into());
     if first.random != ch.random {
@@ -1173,12 +1351,12 @@ impl Role for ServerSide {
 
     fn on_app_data(c: &mut Server, data: Vec<u8>) -> Result<(), Error> {
         // 0-RTT data, within the ticket's max_early_data_size (§4.2.10).
-        if let State::ExpectEndOfEarlyData(h) = &mut c.side.state {
+        if let State::ExpectEndOfEarlyData(st) = &mut c.side.state {
             if c.conn.read_epoch == Epoch::Early {
-                if data.len() > h.early_remaining {
+                if data.len() > st.early_remaining {
                     return Err(PeerMisbehaved::TooMuchEarlyData.into());
                 }
-                h.early_remaining -= data.len();
+                st.early_remaining -= data.len();
                 c.received_early.push(data);
                 return Ok(());
             }
@@ -1201,5 +1379,47 @@ impl core::fmt::Debug for Server {
             .field("closed", &self.is_closed())
             .field("negotiated", &self.negotiated)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, feature = "certgen"))]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::config::ClientAuth;
+    use crate::demo::{client_config, server_config, Pair, NOW_MS};
+    use crate::error::{Error, PeerMisbehaved};
+    use crate::messages::enums::SignatureScheme;
+
+    /// §4.4.2: "The sender's certificate MUST come in the first CertificateEntry in the list":
+    /// the client's CertificateVerify is checked with that one, whatever follows it. No roots, so
+    /// the chain is not validated and only the certificates' order decides whose key counts.
+    #[test]
+    fn client_certificate_verify_is_checked_with_the_first_certificate() {
+        let run = |leaf_first: bool| {
+            let (mut server, root) = server_config(1, NOW_MS).expect("server");
+            server.client_auth = ClientAuth::Required(Vec::new());
+            let mut identity = server_config(2, NOW_MS).expect("client identity").0.cert;
+            let leaf = identity.chain[0].clone();
+            let other = server_config(3, NOW_MS).expect("another certificate").1;
+            identity.chain = if leaf_first {
+                vec![leaf, other]
+            } else {
+                vec![other, leaf]
+            };
+            let mut client = client_config(root);
+            client.client_cert = Some(identity);
+            let mut p = Pair::new(Arc::new(client), Arc::new(server), 7, NOW_MS).expect("pair");
+            p.handshake().map(|()| {
+                p.server
+                    .negotiated()
+                    .and_then(|n| n.client_signature_scheme)
+            })
+        };
+        assert_eq!(run(true), Ok(Some(SignatureScheme::ecdsa_secp256r1_sha256)));
+        assert_eq!(
+            run(false),
+            Err(Error::Peer(PeerMisbehaved::BadCertificateVerify))
+        );
     }
 }
