@@ -68,6 +68,37 @@ impl Group {
         }
     }
 
+    /// p, big-endian in |p| bytes (for tests and experiments: p-1, p, p+1 are invalid shares).
+    pub fn prime(self) -> Vec<u8> {
+        fn be<const L: usize>(p: &Uint<L>) -> Vec<u8> {
+            p.as_words()
+                .iter()
+                .rev()
+                .flat_map(|w| w.to_be_bytes())
+                .collect()
+        }
+        match self {
+            Group::Ffdhe2048 => be(&P2048),
+            Group::Ffdhe3072 => be(&P3072),
+            Group::Ffdhe4096 => be(&P4096),
+            Group::Ffdhe6144 => be(&P6144),
+            Group::Ffdhe8192 => be(&P8192),
+        }
+    }
+
+    /// The group of a NamedGroup code point, if it is one of RFC 7919's.
+    pub fn of(group: crate::messages::enums::NamedGroup) -> Option<Group> {
+        use crate::messages::enums::NamedGroup as G;
+        Some(match group {
+            G::ffdhe2048 => Group::Ffdhe2048,
+            G::ffdhe3072 => Group::Ffdhe3072,
+            G::ffdhe4096 => Group::Ffdhe4096,
+            G::ffdhe6144 => Group::Ffdhe6144,
+            G::ffdhe8192 => Group::Ffdhe8192,
+            _ => return None,
+        })
+    }
+
     /// Bytes of the private exponent: the least whole number of bytes holding RFC 7919's
     /// minimum short-exponent length (Appendix A: 225, 275, 325, 375, 400 bits).
     pub fn exponent_len(self) -> usize {
@@ -297,20 +328,7 @@ mod tests {
     ];
 
     fn p_bytes(g: Group) -> Vec<u8> {
-        fn be<const L: usize>(p: &Uint<L>) -> Vec<u8> {
-            p.as_words()
-                .iter()
-                .rev()
-                .flat_map(|w| w.to_be_bytes())
-                .collect()
-        }
-        match g {
-            Group::Ffdhe2048 => be(&P2048),
-            Group::Ffdhe3072 => be(&P3072),
-            Group::Ffdhe4096 => be(&P4096),
-            Group::Ffdhe6144 => be(&P6144),
-            Group::Ffdhe8192 => be(&P8192),
-        }
+        g.prime()
     }
 
     /// Big-endian `a` + `d` (|d| small), same length.
