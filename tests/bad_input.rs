@@ -1094,10 +1094,10 @@ fn bad_shares(g: NamedGroup, real: &[u8]) -> Vec<(Vec<u8>, KxCheck)> {
                 break;
             }
         }
-        let mut one = vec![0; f.len()];
-        one[f.len() - 1] = 1;
+        let mut one = vec![0; f.p_len()];
+        one[f.p_len() - 1] = 1;
         v.extend([
-            (vec![0; f.len()], invalid),
+            (vec![0; f.p_len()], invalid),
             (one, invalid),
             (p_minus_1, invalid),
             (p, invalid),

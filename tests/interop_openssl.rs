@@ -180,7 +180,7 @@ fn ossl_group_line(peer: &Peer, g: NamedGroup) -> String {
         NamedGroup::secp521r1 => format!("{temp}: ECDH, secp521r1, 521 bits"),
         NamedGroup::X448 => format!("{temp}: X448, 448 bits"),
         g if tls13lab::crypto::ffdhe::Group::of(g).is_some() => {
-            let bytes = tls13lab::crypto::ffdhe::Group::of(g).unwrap().len();
+            let bytes = tls13lab::crypto::ffdhe::Group::of(g).unwrap().p_len();
             format!("{temp}: DH, {} bits", 8 * bytes)
         }
         other => format!("Negotiated TLS1.3 group: {}", ossl_group(other)),

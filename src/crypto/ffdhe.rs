@@ -58,7 +58,7 @@ impl Group {
     }
 
     /// The size of p in bytes: the length of a share and of the shared secret (§4.2.8.1, §7.4.1).
-    pub fn len(self) -> usize {
+    pub fn p_len(self) -> usize {
         match self {
             Group::Ffdhe2048 => 256,
             Group::Ffdhe3072 => 384,
@@ -151,8 +151,8 @@ pub fn generate(group: Group, rng: &mut dyn RandomSource, public: &mut Vec<u8>) 
         x[EXP_BYTES - 1] |= 2;
     }
     let private = Private { group, x };
-    let mut two = vec![0u8; group.len()];
-    two[group.len() - 1] = 2;
+    let mut two = vec![0u8; group.p_len()];
+    two[group.p_len() - 1] = 2;
     modexp(group, &two, &private.x, public);
     private
 }
@@ -161,7 +161,7 @@ pub fn generate(group: Group, rng: &mut dyn RandomSource, public: &mut Vec<u8>) 
 /// §4.2.8.1: "peers MUST validate each other's public key Y by ensuring that 1 < Y < p-1"
 /// (which also keeps Y out of the subgroup {1, p-1} of order 2). Y is public: no constant time.
 pub fn check_peer(group: Group, y: &[u8]) -> Result<(), &'static str> {
-    if y.len() != group.len() {
+    if y.len() != group.p_len() {
         return Err("ffdhe share must be left-padded to the size of p");
     }
     let in_range = match group {
@@ -350,7 +350,7 @@ mod tests {
     fn primes_have_the_rfc7919_shape_and_pass_fermat() {
         for g in ALL {
             let p = p_bytes(g);
-            assert_eq!(p.len(), g.len());
+            assert_eq!(p.len(), g.p_len());
             // p = 2^b - 2^(b-64) + {[2^(b-130) e] + X} * 2^64 - 1: 64 one bits at each end, then
             // e's binary expansion (0xadf85458a2bb4a9a...) below the top ones.
             assert_eq!(&p[..8], &[0xff; 8], "{}", g.name());
@@ -366,12 +366,12 @@ mod tests {
                 *b = (*b >> 1) | (carry << 7);
                 carry = next;
             }
-            let mut three = vec![0u8; g.len()];
-            three[g.len() - 1] = 3;
-            let mut two = vec![0u8; g.len()];
-            two[g.len() - 1] = 2;
-            let mut one = vec![0u8; g.len()];
-            one[g.len() - 1] = 1;
+            let mut three = vec![0u8; g.p_len()];
+            three[g.p_len() - 1] = 3;
+            let mut two = vec![0u8; g.p_len()];
+            two[g.p_len() - 1] = 2;
+            let mut one = vec![0u8; g.p_len()];
+            one[g.p_len() - 1] = 1;
             assert_eq!(full_modexp(g, &three, &p_minus_1), one, "{}", g.name());
             assert_eq!(full_modexp(g, &two, &q), one, "{}", g.name());
         }
@@ -404,12 +404,12 @@ mod tests {
             let (mut a_pub, mut b_pub) = (Vec::new(), Vec::new());
             let a = generate(g, &mut SeededRandom::from_seed(1), &mut a_pub);
             let b = generate(g, &mut SeededRandom::from_seed(2), &mut b_pub);
-            assert_eq!((a_pub.len(), b_pub.len()), (g.len(), g.len()));
+            assert_eq!((a_pub.len(), b_pub.len()), (g.p_len(), g.p_len()));
             let (mut z1, mut z2) = (Vec::new(), Vec::new());
             a.shared_into(&b_pub, &mut z1).unwrap();
             b.shared_into(&a_pub, &mut z2).unwrap();
             assert_eq!(z1, z2, "{}", g.name());
-            assert_eq!(z1.len(), g.len());
+            assert_eq!(z1.len(), g.p_len());
             let mut again = Vec::new();
             generate(g, &mut SeededRandom::from_seed(1), &mut again);
             assert_eq!(again, a_pub);
@@ -456,17 +456,17 @@ mod tests {
     fn invalid_shares_are_refused() {
         for g in ALL {
             let p = p_bytes(g);
-            let mut two = vec![0u8; g.len()];
-            two[g.len() - 1] = 2;
+            let mut two = vec![0u8; g.p_len()];
+            two[g.p_len() - 1] = 2;
             let k = generate(g, &mut SeededRandom::from_seed(9), &mut Vec::new());
             // Y = 0, 1, p-1, p, p+1, 2^(8|p|)-1: out of range; |Y| one byte short or long.
             for bad in [
-                vec![0u8; g.len()],
-                add_small(&vec![0u8; g.len()], 1),
+                vec![0u8; g.p_len()],
+                add_small(&vec![0u8; g.p_len()], 1),
                 add_small(&p, -1),
                 p.clone(),
                 add_small(&p, 1),
-                vec![0xff; g.len()],
+                vec![0xff; g.p_len()],
             ] {
                 let e = check_peer(g, &bad).unwrap_err();
                 assert!(e.contains("1 < Y < p-1"), "{e}");

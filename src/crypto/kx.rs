@@ -500,7 +500,7 @@ fn draw_p521_scalar(rng: &mut dyn RandomSource) -> p521::NonZeroScalar {
         rng.fill(repr.as_mut_slice());
         repr[0] &= 0x01;
         let candidate: Option<NonZeroScalar<p521::NistP521>> =
-            NonZeroScalar::from_repr((*repr).clone()).into();
+            NonZeroScalar::from_repr(*repr).into();
         if let Some(s) = candidate {
             return s;
         }
@@ -533,7 +533,7 @@ impl Component {
             Component::P384 => 97,
             Component::P521 => 133,
             Component::X448 => x448::LEN,
-            Component::Ffdhe(g) => g.len(),
+            Component::Ffdhe(g) => g.p_len(),
             Component::MlKem512 => 800,
             Component::MlKem768 => 1184,
             Component::MlKem1024 => 1568,
@@ -572,7 +572,7 @@ impl Component {
             Component::P384 => 48,
             Component::P521 => 66,
             Component::X448 => x448::LEN,
-            Component::Ffdhe(g) => g.len(),
+            Component::Ffdhe(g) => g.p_len(),
             _ => 32,
         }
     }
