@@ -15,6 +15,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PropConfig, TestRunner};
 use tls13lab::crypto::aead::{suite_params, AeadAlg, AeadKey};
+use tls13lab::crypto::ffdhe;
+use tls13lab::crypto::kx::KxError;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::events::{Epoch, Event, Side};
 use tls13lab::keyschedule::SecretName;
@@ -1047,6 +1049,139 @@ fn invalid_p256_shares_are_illegal_parameter() {
     // The unmodified share is fine.
     let mut s = fresh_server();
     s.feed(&ch_wire(&base)).unwrap();
+}
+
+/// A client offering only `g` (one share) and a server accepting it.
+fn configs_for(g: NamedGroup) -> (ClientConfig, ServerConfig) {
+    let mut c = client_config();
+    c.groups = vec![g];
+    c.key_shares = vec![g];
+    let mut s = server_config();
+    s.groups = vec![g];
+    (c, s)
+}
+
+type KxCheck = fn(&KxError) -> bool;
+
+/// Invalid shares of the groups past x25519/P-256 (secp521r1, x448, ffdhe*), each with the
+/// KxError it must give: §4.2.8.2 for the curves, §7.4.2 / RFC 7748 §6.2 for an all-zero X448
+/// secret, §4.2.8.1 and RFC 7919 §5.1 for FFDHE (left-padded to |p|, 1 < Y < p-1).
+fn bad_shares(g: NamedGroup, real: &[u8]) -> Vec<(Vec<u8>, KxCheck)> {
+    let invalid: KxCheck = |e| matches!(e, KxError::InvalidPeerShare(_));
+    let zero: KxCheck = |e| *e == KxError::ZeroSharedSecret;
+    let mut v = vec![
+        (real[..real.len() - 1].to_vec(), invalid),
+        ([real, &[0]].concat(), invalid),
+    ];
+    if g == NamedGroup::secp521r1 {
+        let mut off_curve = real.to_vec();
+        off_curve[132] ^= 1;
+        let mut compressed = vec![2 + (real[132] & 1)];
+        compressed.extend_from_slice(&real[1..67]);
+        let mut prefix = real.to_vec();
+        prefix[0] = 0x06;
+        v.extend([
+            (off_curve, invalid),
+            (compressed, invalid),
+            (prefix, invalid),
+            (vec![4; 133], invalid),
+        ]);
+    } else if g == NamedGroup::X448 {
+        let mut one = vec![0; 56];
+        one[0] = 1;
+        v.extend([(vec![0; 56], zero), (one, zero)]);
+    } else {
+        let f = ffdhe::Group::of(g).unwrap();
+        let p = f.prime();
+        // p is odd and ends in 64 one bits: p - 1 only changes the last byte.
+        let mut p_minus_1 = p.clone();
+        *p_minus_1.last_mut().unwrap() -= 1;
+        let mut p_plus_1 = p.clone();
+        for b in p_plus_1.iter_mut().rev() {
+            let (x, carry) = b.overflowing_add(1);
+            *b = x;
+            if !carry {
+                break;
+            }
+        }
+        let mut one = vec![0; f.p_len()];
+        one[f.p_len() - 1] = 1;
+        v.extend([
+            (vec![0; f.p_len()], invalid),
+            (one, invalid),
+            (p_minus_1, invalid),
+            (p, invalid),
+            (p_plus_1, invalid),
+        ]);
+    }
+    v
+}
+
+fn server_share(sh: &ServerHello) -> Vec<u8> {
+    sh.extensions
+        .iter()
+        .find_map(|e| match e {
+            Extension::KeyShareServer(k) => Some(k.key_exchange.clone()),
+            _ => None,
+        })
+        .expect("a server key share")
+}
+
+#[test]
+fn invalid_secp521r1_x448_and_ffdhe_shares_are_illegal_parameter() {
+    for g in [
+        NamedGroup::secp521r1,
+        NamedGroup::X448,
+        NamedGroup::ffdhe2048,
+        NamedGroup::ffdhe3072,
+        NamedGroup::ffdhe4096,
+        NamedGroup::ffdhe6144,
+        NamedGroup::ffdhe8192,
+    ] {
+        let (c, s) = configs_for(g);
+        let base = client_hello_of(c.clone());
+        let real = match base.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s[0].key_exchange.clone(),
+            other => panic!("{other:?}"),
+        };
+        // The server refuses a bad ClientHello share, and takes the real one.
+        for (key_exchange, want) in bad_shares(g, &real) {
+            let mut ch = base.clone();
+            set_shares(
+                &mut ch,
+                vec![KeyShareEntry {
+                    group: g,
+                    key_exchange: key_exchange.clone(),
+                }],
+            );
+            let e = Ep::server(s.clone(), SERVER_SEED).rejects(&ch_wire(&ch), A::IllegalParameter);
+            match &e {
+                Error::KeyExchange(k) => assert!(want(k), "{g} {}: {k:?}", key_exchange.len()),
+                other => panic!("{g}: {other:?}"),
+            }
+        }
+        Ep::server(s.clone(), SERVER_SEED)
+            .feed(&ch_wire(&base))
+            .unwrap();
+        // The client refuses the same kinds of values in the ServerHello's share.
+        let server_real = server_share(&ToClient::new(c.clone(), s.clone()).server_hello());
+        for (key_exchange, want) in bad_shares(g, &server_real) {
+            let t = ToClient::new(c.clone(), s.clone());
+            let mut sh = t.server_hello();
+            set_ext(
+                &mut sh.extensions,
+                Extension::KeyShareServer(KeyShareEntry {
+                    group: g,
+                    key_exchange: key_exchange.clone(),
+                }),
+            );
+            let w = hs_record(&encode(HandshakePayload::ServerHello(sh)));
+            match &t.rejects(&w, A::IllegalParameter) {
+                Error::KeyExchange(k) => assert!(want(k), "{g} {}: {k:?}", key_exchange.len()),
+                other => panic!("{g}: {other:?}"),
+            }
+        }
+    }
 }
 
 #[test]

@@ -1212,9 +1212,9 @@ fn bad_options_give_one_line_and_exit_2() {
         "tls13lab: bad option: --client-ca needs",
     );
     assert_fails(
-        &run(&["demo", "--key-shares", "ffdhe2048"]),
+        &run(&["demo", "--key-shares", "brainpoolP256r1tls13"]),
         2,
-        "tls13lab: bad option: cannot make a key share for ffdhe2048",
+        "tls13lab: bad option: cannot make a key share for brainpoolP256r1tls13",
     );
 }
 

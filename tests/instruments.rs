@@ -149,9 +149,9 @@ fn specs() -> Vec<HelloSpec> {
     v.push(s);
     let mut s = HelloSpec::new("synthetic shares");
     s.config.groups = vec![
-        NamedGroup::X448,
-        NamedGroup::ffdhe2048,
-        NamedGroup::secp521r1,
+        NamedGroup::brainpoolP256r1tls13,
+        NamedGroup::brainpoolP384r1tls13,
+        NamedGroup::brainpoolP512r1tls13,
     ];
     s.config.key_shares = s.config.groups.clone();
     v.push(s);
@@ -164,6 +164,14 @@ fn specs() -> Vec<HelloSpec> {
         suite: CipherSuite::TLS_AES_128_GCM_SHA256,
     });
     s.padding = HelloPadding::Avoid256To511;
+    v.push(s);
+    let mut s = HelloSpec::new("x448, secp521r1 and ffdhe8192 shares");
+    s.config.groups = vec![
+        NamedGroup::X448,
+        NamedGroup::secp521r1,
+        NamedGroup::ffdhe8192,
+    ];
+    s.config.key_shares = s.config.groups.clone();
     v.push(s);
     v
 }
@@ -192,6 +200,76 @@ fn hello_sizes_add_up_for_every_span() {
             }
         }
     }
+}
+
+#[test]
+fn hello_sizes_real_x448_secp521r1_and_ffdhe8192_shares() {
+    // The lab's client makes these shares for real now (RFC 7748, §4.2.8.2, RFC 7919); only the
+    // brainpool groups still get random bytes of the right size.
+    let specs = specs();
+    let spec = specs
+        .iter()
+        .find(|s| s.label == "x448, secp521r1 and ffdhe8192 shares")
+        .unwrap();
+    let built = hello::build(spec).unwrap();
+    assert!(
+        built.notes.iter().all(|n| !n.contains("random bytes")),
+        "{:?}",
+        built.notes
+    );
+    let shares = match built
+        .hello
+        .find(tls13lab::messages::ExtensionType::KeyShare)
+    {
+        Some(Extension::KeyShareClient(v)) => v.clone(),
+        other => panic!("{other:?}"),
+    };
+    let sizes: Vec<(NamedGroup, usize)> = shares
+        .iter()
+        .map(|s| (s.group, s.key_exchange.len()))
+        .collect();
+    assert_eq!(
+        sizes,
+        [
+            (NamedGroup::X448, 56),
+            (NamedGroup::secp521r1, 133),
+            (NamedGroup::ffdhe8192, 1024),
+        ]
+    );
+    // Real shares: a server accepts each (a random 133-byte string is not a P-521 point).
+    for s in &shares {
+        tls13lab::crypto::kx::server_respond(
+            s.group,
+            &s.key_exchange,
+            &mut tls13lab::crypto::random::SeededRandom::from_seed(1),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", s.group));
+    }
+    // key_share = 2-byte vector length + (2 + 2 + share) per entry.
+    let r = report(spec, &Framing::default(), Link::default()).unwrap();
+    let ks = r.items.iter().find(|i| i.code == Some(51)).unwrap();
+    assert_eq!(
+        ks.len,
+        4 + 2 + (4 + 56) + (4 + 133) + (4 + 1024),
+        "{}",
+        ks.name
+    );
+
+    let brainpool = specs
+        .iter()
+        .find(|s| s.label == "synthetic shares")
+        .unwrap();
+    let built = hello::build(brainpool).unwrap();
+    assert_eq!(
+        built
+            .notes
+            .iter()
+            .filter(|n| n.contains("random bytes"))
+            .count(),
+        3,
+        "{:?}",
+        built.notes
+    );
 }
 
 #[test]
@@ -251,10 +329,10 @@ fn hello_edits_do_what_they_say() {
     assert_eq!(psk.identities[0].identity.len(), 200);
     assert_eq!(psk.binders[0].len(), 48);
 
-    // Synthetic shares have the sizes of their groups.
+    // Synthetic (brainpool) shares have the sizes of their groups' uncompressed points.
     let r = report(&specs[4], &Framing::default(), Link::default()).unwrap();
     let ks = r.items.iter().find(|i| i.code == Some(51)).unwrap();
-    assert_eq!(ks.len, 4 + 2 + (4 + 56) + (4 + 256) + (4 + 133));
+    assert_eq!(ks.len, 4 + 2 + (4 + 65) + (4 + 97) + (4 + 129));
     // 256..511 is padded to 512.
     let r = report(&specs[5], &Framing::default(), Link::default()).unwrap();
     assert_eq!(r.message_len, 512);

@@ -147,6 +147,13 @@ fn ossl_group(g: NamedGroup) -> &'static str {
         NamedGroup::X25519 => "X25519",
         NamedGroup::secp256r1 => "P-256",
         NamedGroup::secp384r1 => "P-384",
+        NamedGroup::secp521r1 => "P-521",
+        NamedGroup::X448 => "X448",
+        NamedGroup::ffdhe2048 => "ffdhe2048",
+        NamedGroup::ffdhe3072 => "ffdhe3072",
+        NamedGroup::ffdhe4096 => "ffdhe4096",
+        NamedGroup::ffdhe6144 => "ffdhe6144",
+        NamedGroup::ffdhe8192 => "ffdhe8192",
         NamedGroup::X25519MLKEM768 => "X25519MLKEM768",
         NamedGroup::SecP256r1MLKEM768 => "SecP256r1MLKEM768",
         NamedGroup::SecP384r1MLKEM1024 => "SecP384r1MLKEM1024",
@@ -170,6 +177,12 @@ fn ossl_group_line(peer: &Peer, g: NamedGroup) -> String {
         NamedGroup::X25519 => format!("{temp}: X25519, 253 bits"),
         NamedGroup::secp256r1 => format!("{temp}: ECDH, prime256v1, 256 bits"),
         NamedGroup::secp384r1 => format!("{temp}: ECDH, secp384r1, 384 bits"),
+        NamedGroup::secp521r1 => format!("{temp}: ECDH, secp521r1, 521 bits"),
+        NamedGroup::X448 => format!("{temp}: X448, 448 bits"),
+        g if tls13lab::crypto::ffdhe::Group::of(g).is_some() => {
+            let bytes = tls13lab::crypto::ffdhe::Group::of(g).unwrap().p_len();
+            format!("{temp}: DH, {} bits", 8 * bytes)
+        }
         other => format!("Negotiated TLS1.3 group: {}", ossl_group(other)),
     }
 }
@@ -827,9 +840,20 @@ fn skip_unsupported(peer: &Peer, groups: &[NamedGroup]) -> Result<(), Skip> {
                 "{g} not implemented in tls13lab yet"
             )));
         }
+        // OpenSSL 3.0 has every RFC 8446 group but the post-quantum ones (and the RFC 8734
+        // brainpool groups, which arrived in 3.2).
         let classical = matches!(
             g,
-            NamedGroup::X25519 | NamedGroup::secp256r1 | NamedGroup::secp384r1
+            NamedGroup::X25519
+                | NamedGroup::secp256r1
+                | NamedGroup::secp384r1
+                | NamedGroup::secp521r1
+                | NamedGroup::X448
+                | NamedGroup::ffdhe2048
+                | NamedGroup::ffdhe3072
+                | NamedGroup::ffdhe4096
+                | NamedGroup::ffdhe6144
+                | NamedGroup::ffdhe8192
         );
         if !peer.pq() && !classical {
             return Err(Skip::NotApplicable(format!(
@@ -1834,7 +1858,7 @@ fn bytes_s_client(peer: &Peer, shares: &[NamedGroup], groups_arg: Option<&str>) 
     Ok(format!("{a}<br>{b}"))
 }
 
-/// Our client (two key shares) → s_server -trace.
+/// Our client (the key shares `shares`) → s_server -trace.
 fn bytes_our_client(peer: &Peer, shares: &[NamedGroup]) -> CellResult {
     skip_unsupported(peer, shares)?;
     let f = fixture(&format!("{}-bytes-c-{}", peer.version, shares.len()));
@@ -2044,13 +2068,35 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
     ),
 ];
 
+/// The other groups RFC 8446 §4.2.7 lists (issue 18): secp521r1, x448 and RFC 7919's FFDHE.
+const MORE_GROUPS: &[NamedGroup] = &[
+    NamedGroup::secp521r1,
+    NamedGroup::X448,
+    NamedGroup::ffdhe2048,
+    NamedGroup::ffdhe3072,
+    NamedGroup::ffdhe4096,
+    NamedGroup::ffdhe6144,
+    NamedGroup::ffdhe8192,
+];
+
+/// The (group, suite) rows of the matrix: every suite for [`GROUPS`], one for [`MORE_GROUPS`]
+/// (the key exchange does not depend on the suite, and the rows above already cross the suites
+/// with every kind of group).
+fn matrix_rows() -> Vec<(NamedGroup, CipherSuite)> {
+    let all = GROUPS
+        .iter()
+        .flat_map(|g| SUITES.iter().map(move |s| (*g, *s)));
+    let more = MORE_GROUPS.iter().map(|g| (*g, SUITES[0]));
+    all.chain(more).collect()
+}
+
 #[test]
 fn openssl_interop_matrix() {
     let peers = [openssl35(), openssl30()];
     let mut cells = Vec::new();
     for peer in &peers {
-        for &g in GROUPS {
-            for &s in SUITES {
+        for (g, s) in matrix_rows() {
+            {
                 let p = peer.clone();
                 cells.push(Cell::new(
                     matrix_name(peer, "ours→s_server", g, s),
@@ -2090,6 +2136,14 @@ fn openssl_interop_matrix() {
     cells.push(Cell::new(BYTES[3].0, move || {
         bytes_our_client(&p, &[NamedGroup::X25519, NamedGroup::secp256r1])
     }));
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[4].0, move || {
+        bytes_s_client(&p, &[NamedGroup::ffdhe8192], Some("ffdhe8192"))
+    }));
+    let p = p35.clone();
+    cells.push(Cell::new(BYTES[5].0, move || {
+        bytes_our_client(&p, &[NamedGroup::ffdhe8192])
+    }));
 
     let results = run_cells(cells, 2);
     let docs = render(&peers, &results);
@@ -2117,6 +2171,14 @@ const BYTES: &[(&str, &str)] = &[
         "bytes: ours (X25519 + P-256 shares) → s_server 3.5 -trace",
         "ours (X25519 + secp256r1 shares) → s_server 3.5",
     ),
+    (
+        "bytes: s_client 3.5 -trace (ffdhe8192 share) → ours",
+        "s_client 3.5 (`-groups ffdhe8192`) → ours",
+    ),
+    (
+        "bytes: ours (ffdhe8192 share) → s_server 3.5 -trace",
+        "ours (ffdhe8192 share) → s_server 3.5",
+    ),
 ];
 
 fn matrix_name(peer: &Peer, dir: &str, g: NamedGroup, s: CipherSuite) -> String {
@@ -2140,15 +2202,17 @@ fn render(peers: &[Peer; 2], results: &[(String, Outcome)]) -> String {
         "Each cell: a full handshake, data both ways, the RFC 8446 §7.5 exporter equal on both \
          sides, close_notify. OpenSSL must print the suite (and, as s_client, the group and \
          `Verify return code: 0 (ok)`); our events must report the same suite and group. \
-         `pass` cells show the key_share sizes (client/server bytes) our KeyShare event saw.\n"
+         `pass` cells show the key_share sizes (client/server bytes) our KeyShare event saw. \
+         secp521r1, x448 and the FFDHE groups run with one suite: their key exchange does not \
+         depend on it.\n"
     );
     let _ = writeln!(
         s,
         "| group | suite | ours → s_server {a} | s_client {a} → ours | ours → s_server {b} | s_client {b} → ours |"
     );
     let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- |");
-    for &g in GROUPS {
-        for &su in SUITES {
+    for (g, su) in matrix_rows() {
+        {
             let cell = |peer: &Peer, dir: &str| {
                 let o = outcome(results, &matrix_name(peer, dir, g, su));
                 match o {

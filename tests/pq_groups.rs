@@ -1,5 +1,6 @@
 //! In-memory handshakes over the ML-KEM, hybrid (draft-ietf-tls-ecdhe-mlkem) and P-384 groups,
-//! and with a P-384 certificate, through `demo::Pair`.
+//! the other classical groups (secp521r1, x448, ffdhe2048 … ffdhe8192), and with a P-384
+//! certificate, through `demo::Pair`.
 
 use std::sync::Arc;
 
@@ -45,6 +46,13 @@ const NEW_GROUPS: &[(NamedGroup, usize, usize, usize, &[&str])] = &[
     (NamedGroup::MLKEM512, 800, 768, 32, &["ML-KEM-512"]),
     (NamedGroup::MLKEM768, 1184, 1088, 32, &["ML-KEM-768"]),
     (NamedGroup::MLKEM1024, 1568, 1568, 32, &["ML-KEM-1024"]),
+    (NamedGroup::secp521r1, 133, 133, 66, &["P-521"]),
+    (NamedGroup::X448, 56, 56, 56, &["X448"]),
+    (NamedGroup::ffdhe2048, 256, 256, 256, &["ffdhe2048"]),
+    (NamedGroup::ffdhe3072, 384, 384, 384, &["ffdhe3072"]),
+    (NamedGroup::ffdhe4096, 512, 512, 512, &["ffdhe4096"]),
+    (NamedGroup::ffdhe6144, 768, 768, 768, &["ffdhe6144"]),
+    (NamedGroup::ffdhe8192, 1024, 1024, 1024, &["ffdhe8192"]),
 ];
 
 fn configs(
@@ -175,8 +183,18 @@ fn every_new_group_completes_a_handshake() {
 
 #[test]
 fn hybrid_handshake_replays_byte_for_byte() {
+    for g in [
+        NamedGroup::X25519MLKEM768,
+        NamedGroup::X448,
+        NamedGroup::secp521r1,
+        NamedGroup::ffdhe2048,
+    ] {
+        replays_byte_for_byte(g);
+    }
+}
+
+fn replays_byte_for_byte(g: NamedGroup) {
     let run = |seed| {
-        let g = NamedGroup::X25519MLKEM768;
         let (client, server) = configs(&[g], &[g], &[g]);
         let p = connect(client, server, seed);
         let ledger = p.ledger();
@@ -193,9 +211,9 @@ fn hybrid_handshake_replays_byte_for_byte() {
     let (a, a_bytes) = run(5);
     let (b, b_bytes) = run(5);
     let (c, _) = run(6);
-    assert_eq!(a, b);
-    assert_eq!(a_bytes, b_bytes);
-    assert_ne!(a, c);
+    assert_eq!(a, b, "{g}");
+    assert_eq!(a_bytes, b_bytes, "{g}");
+    assert_ne!(a, c, "{g}");
 }
 
 #[test]
@@ -266,6 +284,28 @@ fn hello_retry_request_to_a_hybrid_group() {
     assert_eq!(second.len(), 1);
     assert_eq!(second[0].group, NamedGroup::X25519MLKEM768);
     assert_eq!(second[0].key_exchange.len(), 1216);
+}
+
+#[test]
+fn hello_retry_request_to_ffdhe_and_x448() {
+    // A server that takes only the new group asks for it (§4.1.4); ClientHello 2 carries one
+    // share of the group's full size.
+    for (g, len) in [(NamedGroup::ffdhe3072, 384), (NamedGroup::X448, 56)] {
+        let (client, server) = configs(&[NamedGroup::X25519, g], &[NamedGroup::X25519], &[g]);
+        let p = connect(client, server, 12);
+        let n = negotiated(&p.client_events);
+        assert_eq!(n.group, Some(g));
+        assert!(n.hello_retry);
+        let ch = messages(
+            &p.client_events,
+            Direction::ClientToServer,
+            HandshakeType::ClientHello,
+        );
+        assert_eq!(ch.len(), 2);
+        let second = client_shares(&ch[1]);
+        assert_eq!(second.len(), 1);
+        assert_eq!((second[0].group, second[0].key_exchange.len()), (g, len));
+    }
 }
 
 #[test]

@@ -220,7 +220,7 @@ fn inner_plaintext_round_trip(key: &AeadKey, inner: &[u8]) {
 // kx
 // =============================================================================================
 
-const GROUPS: [NamedGroup; 10] = [
+const GROUPS: [NamedGroup; 17] = [
     NamedGroup::X25519,
     NamedGroup::secp256r1,
     NamedGroup::secp384r1,
@@ -230,6 +230,13 @@ const GROUPS: [NamedGroup; 10] = [
     NamedGroup::MLKEM512,
     NamedGroup::MLKEM768,
     NamedGroup::MLKEM1024,
+    NamedGroup::secp521r1,
+    NamedGroup::X448,
+    NamedGroup::ffdhe2048,
+    NamedGroup::ffdhe3072,
+    NamedGroup::ffdhe4096,
+    NamedGroup::ffdhe6144,
+    NamedGroup::ffdhe8192,
     NamedGroup::Unknown(0x1234),
 ];
 

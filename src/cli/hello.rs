@@ -25,7 +25,7 @@ pub struct HelloOpts {
     /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5; `list` shows them.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
-    /// supported_groups, in order; any group, even one tls13lab cannot compute (x448, ffdhe2048...).
+    /// supported_groups, in order; any group, even one tls13lab cannot compute (brainpoolP256r1tls13...).
     #[arg(long, value_name = "LIST", value_parser = groups)]
     pub groups: Option<List<NamedGroup>>,
     /// Key shares, in order [default: the first group]. Groups tls13lab does not implement get random

@@ -11,6 +11,13 @@
 //! x25519              0x001d  X25519                                  32      32      32
 //! secp256r1           0x0017  P-256                                   65      65      32
 //! secp384r1           0x0018  P-384                                   97      97      48
+//! secp521r1           0x0019  P-521                                  133     133      66
+//! x448                0x001e  X448                                    56      56      56
+//! ffdhe2048           0x0100  ffdhe2048 (RFC 7919)                   256     256     256
+//! ffdhe3072           0x0101  ffdhe3072                              384     384     384
+//! ffdhe4096           0x0102  ffdhe4096                              512     512     512
+//! ffdhe6144           0x0103  ffdhe6144                              768     768     768
+//! ffdhe8192           0x0104  ffdhe8192                             1024    1024    1024
 //! X25519MLKEM768      0x11ec  ML-KEM-768, X25519  (ML-KEM first!)   1216    1120      64
 //! SecP256r1MLKEM768   0x11eb  P-256, ML-KEM-768                     1249    1153      64
 //! SecP384r1MLKEM1024  0x11ed  P-384, ML-KEM-1024                    1665    1665      80
@@ -20,17 +27,25 @@
 //! ```
 //!
 //! All private values are drawn from the injected [`RandomSource`], component by component in
-//! table order: for X25519 the 32 drawn bytes *are* the private key, for P-256/P-384 a 32/48-byte
-//! draw in [1, n) is the scalar, and ML-KEM key generation draws d then z (32 bytes each, FIPS 203
-//! Algorithm 19) while encapsulation draws m (32 bytes, Algorithm 20). RFC 8448 and the hybrid
-//! vectors can therefore inject their keys and seeds.
+//! table order: for X25519 and X448 the 32/56 drawn bytes *are* the private key, for
+//! P-256/P-384/P-521 a 32/48/66-byte draw in [1, n) is the scalar (P-521's top 7 bits cleared),
+//! an FFDHE exponent is one draw of 29 to 50 bytes (see [`super::ffdhe`]), and ML-KEM key
+//! generation draws d then z (32 bytes each, FIPS 203 Algorithm 19) while encapsulation draws m
+//! (32 bytes, Algorithm 20). RFC 8448 and the hybrid vectors can therefore inject their keys
+//! and seeds.
+//!
+//! secp521r1, x448 and the FFDHE groups come last in [`supported_groups`], and no default
+//! configuration offers or accepts them: they are opt-in (`groups` / `--groups`). The RFC 8734
+//! brainpool groups are not implemented (docs/interop.md says why).
 
 use core::fmt;
 
 use p256::elliptic_curve::sec1::ToEncodedPoint;
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::crypto::ffdhe::{self, Group as Ffdhe};
 use crate::crypto::random::RandomSource;
+use crate::crypto::x448;
 use crate::messages::enums::{AlertDescription, NamedGroup};
 
 /// Groups we can offer and accept, in our preference order.
@@ -45,6 +60,13 @@ pub fn supported_groups() -> &'static [NamedGroup] {
         NamedGroup::MLKEM512,
         NamedGroup::MLKEM768,
         NamedGroup::MLKEM1024,
+        NamedGroup::secp521r1,
+        NamedGroup::X448,
+        NamedGroup::ffdhe2048,
+        NamedGroup::ffdhe3072,
+        NamedGroup::ffdhe4096,
+        NamedGroup::ffdhe6144,
+        NamedGroup::ffdhe8192,
     ]
 }
 
@@ -59,6 +81,13 @@ fn components(group: NamedGroup) -> Option<&'static [Component]> {
         NamedGroup::X25519 => Some(&[Component::X25519]),
         NamedGroup::secp256r1 => Some(&[Component::P256]),
         NamedGroup::secp384r1 => Some(&[Component::P384]),
+        NamedGroup::secp521r1 => Some(&[Component::P521]),
+        NamedGroup::X448 => Some(&[Component::X448]),
+        NamedGroup::ffdhe2048 => Some(&[Component::Ffdhe(Ffdhe::Ffdhe2048)]),
+        NamedGroup::ffdhe3072 => Some(&[Component::Ffdhe(Ffdhe::Ffdhe3072)]),
+        NamedGroup::ffdhe4096 => Some(&[Component::Ffdhe(Ffdhe::Ffdhe4096)]),
+        NamedGroup::ffdhe6144 => Some(&[Component::Ffdhe(Ffdhe::Ffdhe6144)]),
+        NamedGroup::ffdhe8192 => Some(&[Component::Ffdhe(Ffdhe::Ffdhe8192)]),
         // draft-ietf-tls-ecdhe-mlkem §4: only X25519MLKEM768 puts ML-KEM first ("historical
         // reasons"); the NIST-curve hybrids put ECDH first so a FIPS-certified part leads.
         NamedGroup::X25519MLKEM768 => Some(&[Component::MlKem768, Component::X25519]),
@@ -78,10 +107,12 @@ pub enum KxError {
     /// The group is not one we implement.
     Unsupported(NamedGroup),
     /// The peer's key_exchange bytes are malformed: wrong length, not an uncompressed point,
-    /// not on the curve (RFC 8446 §4.2.8.2), an ML-KEM encapsulation key that fails the FIPS 203
+    /// not on the curve (RFC 8446 §4.2.8.2), an FFDHE Y not left-padded to |p| or outside
+    /// 1 < Y < p-1 (§4.2.8.1, RFC 7919 §5.1), an ML-KEM encapsulation key that fails the FIPS 203
     /// §7.2 check, or a ciphertext of the wrong length (draft-ietf-tls-ecdhe-mlkem §4.2).
     InvalidPeerShare(&'static str),
-    /// X25519 produced the all-zero value: the peer sent a small-order point (RFC 8446 §7.4.2).
+    /// X25519 or X448 produced the all-zero value: the peer sent a small-order point (RFC 8446
+    /// §7.4.2, RFC 7748 §6).
     ZeroSharedSecret,
     /// ML-KEM encapsulation or decapsulation failed after its inputs were validated: our fault,
     /// not the peer's (draft-ietf-tls-ecdhe-mlkem §4.2: internal_error).
@@ -118,7 +149,8 @@ impl std::error::Error for KxError {}
 /// What one component of a group contributed, for the ledger.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KxComponent {
-    /// "X25519", "P-256", "P-384", "ML-KEM-512", "ML-KEM-768" or "ML-KEM-1024".
+    /// "X25519", "X448", "P-256", "P-384", "P-521", "ffdhe2048" … "ffdhe8192", "ML-KEM-512",
+    /// "ML-KEM-768" or "ML-KEM-1024".
     pub name: &'static str,
     /// This component's slice of the client's key_exchange.
     pub client_share: Vec<u8>,
@@ -404,6 +436,12 @@ enum Component {
     P256,
     /// secp384r1 ECDH; shares are 97-byte uncompressed points (§4.2.8.2).
     P384,
+    /// secp521r1 ECDH; shares are 133-byte uncompressed points (§4.2.8.2).
+    P521,
+    /// RFC 7748 X448; shares are 56-byte u-coordinates.
+    X448,
+    /// RFC 7919 finite-field DH; shares are Y left-padded to the size of p (§4.2.8.1).
+    Ffdhe(Ffdhe),
     /// FIPS 203 ML-KEM-512: encapsulation key 800, ciphertext 768.
     MlKem512,
     /// FIPS 203 ML-KEM-768: encapsulation key 1184, ciphertext 1088.
@@ -451,12 +489,36 @@ pub(crate) fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScala
     draw_scalar::<p384::NistP384>(rng)
 }
 
+/// A P-521 private scalar from 66-byte draws with the top 7 bits cleared: n is just below
+/// 2^521, so a raw 528-bit draw would be rejected 127 times in 128, a 521-bit one almost
+/// never. Otherwise as [`draw_scalar`] (a scalar below 2^521 is injected verbatim).
+fn draw_p521_scalar(rng: &mut dyn RandomSource) -> p521::NonZeroScalar {
+    use p256::elliptic_curve::{FieldBytes, NonZeroScalar};
+    use rand_core::SeedableRng;
+    let mut repr = Zeroizing::new(FieldBytes::<p521::NistP521>::default());
+    for _ in 0..MAX_SCALAR_DRAWS {
+        rng.fill(repr.as_mut_slice());
+        repr[0] &= 0x01;
+        let candidate: Option<NonZeroScalar<p521::NistP521>> =
+            NonZeroScalar::from_repr(*repr).into();
+        if let Some(s) = candidate {
+            return s;
+        }
+    }
+    let mut seed = Zeroizing::new([0u8; 32]);
+    seed.copy_from_slice(&repr[repr.len() - 32..]);
+    NonZeroScalar::random(&mut rand_chacha::ChaCha20Rng::from_seed(*seed))
+}
+
 impl Component {
     fn name(self) -> &'static str {
         match self {
             Component::X25519 => "X25519",
             Component::P256 => "P-256",
             Component::P384 => "P-384",
+            Component::P521 => "P-521",
+            Component::X448 => "X448",
+            Component::Ffdhe(g) => g.name(),
             Component::MlKem512 => "ML-KEM-512",
             Component::MlKem768 => "ML-KEM-768",
             Component::MlKem1024 => "ML-KEM-1024",
@@ -469,6 +531,9 @@ impl Component {
             Component::X25519 => 32,
             Component::P256 => 65,
             Component::P384 => 97,
+            Component::P521 => 133,
+            Component::X448 => x448::LEN,
+            Component::Ffdhe(g) => g.p_len(),
             Component::MlKem512 => 800,
             Component::MlKem768 => 1184,
             Component::MlKem1024 => 1568,
@@ -491,16 +556,23 @@ impl Component {
             Component::X25519 => x25519_peer(share),
             Component::P256 => p256_peer(share).map(drop),
             Component::P384 => p384_peer(share).map(drop),
+            Component::P521 => p521_peer(share).map(drop),
+            Component::X448 => x448_peer(share).map(drop),
+            Component::Ffdhe(g) => ffdhe::check_peer(g, share).map_err(KxError::InvalidPeerShare),
             Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
                 mlkem_check_encapsulation_key(self.client_share_len(), share)
             }
         }
     }
 
-    /// Shared secret length: 32 bytes, except P-384's 48-byte x-coordinate.
+    /// Shared secret length: 32 bytes, except P-384's and P-521's x-coordinates (48, 66),
+    /// X448's 56 and FFDHE's Z, as long as p (§7.4.1).
     fn secret_len(self) -> usize {
         match self {
             Component::P384 => 48,
+            Component::P521 => 66,
+            Component::X448 => x448::LEN,
+            Component::Ffdhe(g) => g.p_len(),
             _ => 32,
         }
     }
@@ -532,6 +604,19 @@ impl Component {
                 public.extend_from_slice(secret.public_key().to_encoded_point(false).as_bytes());
                 Ok(ComponentPrivate::P384(secret))
             }
+            Component::P521 => {
+                let secret = p521::SecretKey::from(draw_p521_scalar(rng));
+                public.extend_from_slice(secret.public_key().to_encoded_point(false).as_bytes());
+                Ok(ComponentPrivate::P521(secret))
+            }
+            Component::X448 => {
+                // As for X25519: the drawn bytes are the key, clamped inside X448 (RFC 7748 §5).
+                let mut secret = Zeroizing::new([0u8; x448::LEN]);
+                rng.fill(&mut secret[..]);
+                public.extend_from_slice(&x448::public(&secret));
+                Ok(ComponentPrivate::X448(secret))
+            }
+            Component::Ffdhe(g) => Ok(ComponentPrivate::Ffdhe(ffdhe::generate(g, rng, public))),
             Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
                 mlkem_generate(self, rng, public)
             }
@@ -553,7 +638,12 @@ impl Component {
             Component::MlKem512 | Component::MlKem768 | Component::MlKem1024 => {
                 mlkem_encapsulate(self, client_share, rng, share, secret)
             }
-            Component::X25519 | Component::P256 | Component::P384 => {
+            Component::X25519
+            | Component::P256
+            | Component::P384
+            | Component::P521
+            | Component::X448
+            | Component::Ffdhe(_) => {
                 let private = self.generate(rng, share)?;
                 private.complete_into(client_share, secret)
             }
@@ -567,6 +657,9 @@ enum ComponentPrivate {
     X25519(X25519Private),
     P256(p256::SecretKey),
     P384(p384::SecretKey),
+    P521(p521::SecretKey),
+    X448(Zeroizing<[u8; x448::LEN]>),
+    Ffdhe(ffdhe::Private),
     MlKem(MlKemPrivate),
 }
 
@@ -598,6 +691,24 @@ impl ComponentPrivate {
                     p384::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
                 // §7.4.2: the x-coordinate, full 48 bytes.
                 out.extend_from_slice(shared.raw_secret_bytes());
+            }
+            ComponentPrivate::P521(secret) => {
+                let peer = p521_peer(peer)?;
+                let shared =
+                    p521::ecdh::diffie_hellman(secret.to_nonzero_scalar(), peer.as_affine());
+                // §7.4.2: the x-coordinate, full 66 bytes (leading zeros kept).
+                out.extend_from_slice(shared.raw_secret_bytes());
+            }
+            ComponentPrivate::X448(secret) => {
+                let peer = x448_peer(peer)?;
+                // §7.4.2 / RFC 7748 §6.2: abort on the all-zero output (checked in constant time).
+                let shared = x448::diffie_hellman(secret, peer).ok_or(KxError::ZeroSharedSecret)?;
+                out.extend_from_slice(&shared[..]);
+            }
+            ComponentPrivate::Ffdhe(x) => {
+                // §7.4.1: Z left-padded to the size of p.
+                x.shared_into(peer, out)
+                    .map_err(KxError::InvalidPeerShare)?;
             }
             ComponentPrivate::MlKem(dk) => dk.decapsulate_into(peer, out)?,
         }
@@ -677,6 +788,25 @@ fn p384_peer(share: &[u8]) -> Result<p384::PublicKey, KxError> {
     }
     p384::PublicKey::from_sec1_bytes(share)
         .map_err(|_| KxError::InvalidPeerShare("secp384r1 point is not on the curve"))
+}
+
+/// §4.2.8.2 for secp521r1: 0x04 || X (66) || Y (66), on the curve.
+fn p521_peer(share: &[u8]) -> Result<p521::PublicKey, KxError> {
+    if share.len() != 133 || share[0] != 0x04 {
+        return Err(KxError::InvalidPeerShare(
+            "secp521r1 share must be a 133-byte uncompressed point",
+        ));
+    }
+    p521::PublicKey::from_sec1_bytes(share)
+        .map_err(|_| KxError::InvalidPeerShare("secp521r1 point is not on the curve"))
+}
+
+/// An X448 share is any 56 bytes (RFC 7748 §5: non-canonical u values are reduced); a
+/// low-order one is caught by the all-zero check after the multiplication.
+fn x448_peer(share: &[u8]) -> Result<&[u8; x448::LEN], KxError> {
+    share
+        .try_into()
+        .map_err(|_| KxError::InvalidPeerShare("x448 share must be 56 bytes"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -898,6 +1028,10 @@ impl fmt::Debug for Hex<'_> {
 mod pq_tests;
 
 #[cfg(test)]
+#[path = "kx_groups_tests.rs"]
+mod groups_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::crypto::random::{ScriptedRandom, SeededRandom};
@@ -1033,7 +1167,10 @@ mod tests {
     #[test]
     fn unsupported_group_and_constant_rng() {
         let mut rng = SeededRandom::from_seed(1);
-        for g in [NamedGroup::X448, NamedGroup::Unknown(0x1234)] {
+        for g in [
+            NamedGroup::brainpoolP256r1tls13,
+            NamedGroup::Unknown(0x1234),
+        ] {
             assert!(!is_supported(g));
             assert_eq!(
                 KeyShareSecret::generate(g, &mut rng).unwrap_err(),

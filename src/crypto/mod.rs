@@ -2,7 +2,8 @@
 //!
 //! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
-//! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4).
+//! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4), with
+//!   [`x448`] (RFC 7748) and [`ffdhe`] (RFC 7919) written out on crypto-bigint.
 //! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
 //! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers, PEM
 //!   loading, and self-signed certificate generation (rcgen) kept apart from validation.
@@ -17,6 +18,7 @@ pub mod aead;
 #[cfg(feature = "aws-lc-kx")]
 mod awslc;
 pub mod cert;
+pub mod ffdhe;
 pub mod hash;
 pub(crate) mod hmac_key;
 pub mod kx;
@@ -24,3 +26,4 @@ pub mod random;
 #[cfg(feature = "ring-sign")]
 pub mod ring_signer;
 pub mod sign;
+pub mod x448;

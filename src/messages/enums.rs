@@ -147,13 +147,20 @@ open_enum! {
 }
 
 open_enum! {
-    /// NamedGroup (RFC 8446 §4.2.7, draft-ietf-tls-ecdhe-mlkem, draft-ietf-tls-mlkem).
+    /// NamedGroup (RFC 8446 §4.2.7, RFC 7919, RFC 8734, draft-ietf-tls-ecdhe-mlkem,
+    /// draft-ietf-tls-mlkem).
     NamedGroup: u16 {
         secp256r1 = 0x0017 => "secp256r1",
         secp384r1 = 0x0018 => "secp384r1",
         secp521r1 = 0x0019 => "secp521r1",
         X25519 = 0x001d => "x25519",
         X448 = 0x001e => "x448",
+        /// RFC 8734 (brainpool curves for TLS 1.3); not implemented by tls13lab.
+        brainpoolP256r1tls13 = 0x001f => "brainpoolP256r1tls13",
+        /// RFC 8734; not implemented.
+        brainpoolP384r1tls13 = 0x0020 => "brainpoolP384r1tls13",
+        /// RFC 8734; not implemented.
+        brainpoolP512r1tls13 = 0x0021 => "brainpoolP512r1tls13",
         ffdhe2048 = 0x0100 => "ffdhe2048",
         ffdhe3072 = 0x0101 => "ffdhe3072",
         ffdhe4096 = 0x0102 => "ffdhe4096",

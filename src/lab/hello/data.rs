@@ -29,8 +29,11 @@ use crate::session::{StoredTicket, TicketStore};
 /// The clock the lab's client runs at (2026-01-01T00:00:00Z); only ticket ages depend on it.
 pub const LAB_NOW_MS: u64 = 1_767_225_600_000;
 
-/// Key-share sizes of groups tls13lab cannot compute: X448 (RFC 7748), secp521r1 uncompressed
-/// (RFC 8446 §4.2.8.2), FFDHE: the prime's size (§4.2.8.1, RFC 7919).
+/// The size of a group's client key_exchange: X25519/X448 u-coordinates (RFC 7748),
+/// uncompressed points (RFC 8446 §4.2.8.2, also for the RFC 8734 brainpool curves), FFDHE Y as
+/// long as the prime (§4.2.8.1, RFC 7919: ffdhe8192's is 1024 bytes), ML-KEM encapsulation keys
+/// and the hybrids' concatenations. [`build`] makes real shares for the groups tls13lab
+/// implements and uses random bytes of this size for the others (brainpool, GREASE).
 pub fn share_len(group: NamedGroup) -> Option<usize> {
     Some(match group {
         NamedGroup::X25519 => 32,
@@ -38,6 +41,9 @@ pub fn share_len(group: NamedGroup) -> Option<usize> {
         NamedGroup::secp256r1 => 65,
         NamedGroup::secp384r1 => 97,
         NamedGroup::secp521r1 => 133,
+        NamedGroup::brainpoolP256r1tls13 => 65,
+        NamedGroup::brainpoolP384r1tls13 => 97,
+        NamedGroup::brainpoolP512r1tls13 => 129,
         NamedGroup::ffdhe2048 => 256,
         NamedGroup::ffdhe3072 => 384,
         NamedGroup::ffdhe4096 => 512,
