@@ -419,17 +419,20 @@ impl Default for Observe {
 /// ledger, a key-log writer, a test's collector. Set with `Connection::set_observer`; each event
 /// arrives once, in order, as it happens.
 ///
+/// `Send`, like the connection that holds it: a sink the caller reads while the connection runs
+/// is shared through `Arc<Mutex<_>>`.
+///
 /// ```
-/// use std::{cell::RefCell, rc::Rc};
+/// use std::sync::{Arc, Mutex};
 /// use tls13lab::events::{Event, Observer};
 ///
 /// // An observer the caller keeps a handle on: a shared Vec of events.
-/// let seen: Rc<RefCell<Vec<Event>>> = Rc::default();
+/// let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
 /// let mut sink: Box<dyn Observer> = Box::new(seen.clone());
 /// sink.observe(Event::Closed);
-/// assert_eq!(seen.borrow().len(), 1);
+/// assert_eq!(seen.lock().unwrap().len(), 1);
 /// ```
-pub trait Observer {
+pub trait Observer: Send {
     /// One event, in the order things happened.
     fn observe(&mut self, event: Event);
 }
@@ -453,13 +456,6 @@ impl Observer for crate::ledger::Ledger {
 }
 
 /// A sink the caller shares with the connection (and reads while it runs).
-impl<O: Observer> Observer for std::rc::Rc<core::cell::RefCell<O>> {
-    fn observe(&mut self, event: Event) {
-        self.borrow_mut().observe(event);
-    }
-}
-
-/// A sink shared across threads.
 impl<O: Observer> Observer for std::sync::Arc<std::sync::Mutex<O>> {
     fn observe(&mut self, event: Event) {
         // A poisoned sink still takes events: observation must not fail the connection.

@@ -1715,3 +1715,17 @@ fn read_splits_and_joins_records() {
     assert_eq!(&big[..n], b"etwo twothree three three");
     assert_eq!(p.client.readable(), 0);
 }
+
+/// Connections are `Send`: an embedder can move one, with its random source and observer, into
+/// another thread or an async task.
+#[test]
+fn connections_are_send() {
+    fn is_send<T: Send>(_: &T) {}
+    let p = default_pair(66);
+    is_send(&p.client);
+    is_send(&p.server);
+    let mut c = p.client;
+    std::thread::spawn(move || c.send(b"from another thread").unwrap())
+        .join()
+        .unwrap();
+}

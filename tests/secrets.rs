@@ -203,7 +203,7 @@ fn connections_configs_and_tickets_show_no_secret_in_debug() {
 /// would have held, and by default no secret among them.
 #[test]
 fn an_observer_sees_what_the_queue_would_and_no_secret_by_default() {
-    use std::{cell::RefCell, rc::Rc};
+    use std::sync::Mutex;
     let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
     let mut secrets = Secrets(Vec::new());
     secrets.add_events(&with);
@@ -216,20 +216,20 @@ fn an_observer_sees_what_the_queue_would_and_no_secret_by_default() {
         queued.settle().unwrap();
         let (c, s) = configs(Some(observe));
         let mut observed = Pair::new(Arc::new(c), Arc::new(s), 3, NOW).unwrap();
-        let sink: Rc<RefCell<Vec<Event>>> = Rc::default();
-        let ledger: Rc<RefCell<tls13lab::ledger::Ledger>> = Rc::default();
+        let sink: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let ledger: Arc<Mutex<tls13lab::ledger::Ledger>> = Arc::default();
         observed.client.set_observer(Box::new(sink.clone()));
         observed.server.set_observer(Box::new(ledger.clone()));
         observed.handshake().unwrap();
         observed.settle().unwrap();
         assert!(observed.client_events.is_empty() && observed.server_events.is_empty());
-        assert_eq!(*sink.borrow(), queued.client_events, "{observe:?}");
+        assert_eq!(*sink.lock().unwrap(), queued.client_events, "{observe:?}");
         assert_eq!(
-            ledger.borrow().to_json(),
+            ledger.lock().unwrap().to_json(),
             tls13lab::ledger::Ledger::from_events(&queued.server_events).to_json()
         );
         if !observe.reports_secrets() {
-            let text = serde_json::to_string(&*sink.borrow()).unwrap();
+            let text = serde_json::to_string(&*sink.lock().unwrap()).unwrap();
             secrets.assert_absent("observed events by default (JSON)", &text);
         }
     }

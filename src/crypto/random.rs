@@ -10,8 +10,9 @@ use std::collections::VecDeque;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRng, RngCore, SeedableRng};
 
-/// The only source of randomness the core uses.
-pub trait RandomSource {
+/// The only source of randomness the core uses. `Send`, so a connection can move to another
+/// thread (an async runtime's task) with its source.
+pub trait RandomSource: Send {
     /// Fills `buf` entirely with random bytes. One call is one "draw".
     fn fill(&mut self, buf: &mut [u8]);
 }
