@@ -50,8 +50,8 @@ use crate::messages::enums::{
 };
 use crate::messages::extensions::{Extension, ExtensionContext, OutgoingExtension};
 use crate::messages::handshake::{
-    CertificateRequest, CertificateVerify, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
-    OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
+    CertificateRequest, CertificateVerify, ClientHelloOut, DecodeContext, HandshakeMessage,
+    HandshakePayload, OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::session::{StoredTicket, TicketStore};
 use crate::traffic::{receive_key_update, Traffic};
@@ -1354,11 +1354,8 @@ impl Client {
         };
         // §4.4.4: after the handshake the Finished key comes from
         // client_application_traffic_secret_N, the one we send under now.
-        let fin = t
-            .client_app
-            .verify_data_for(&transcript, &mut self.conn.ev);
-        self.conn
-            .send_handshake(OutgoingMessage::Finished(&fin));
+        let fin = t.client_app.verify_data_for(&transcript, &mut self.conn.ev);
+        self.conn.send_handshake(OutgoingMessage::Finished(&fin));
         let certificates = match (&self.side.config.client_cert, scheme) {
             (Some(ck), Some(_)) => ck.chain.len(),
             _ => 0,

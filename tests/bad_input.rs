@@ -4202,7 +4202,11 @@ fn post_handshake_answer_resealed_is_accepted() {
     let mut c = pha_connected(ClientAuth::Required(vec![util::client_identity().1]), true);
     let msgs = pha_answer(&mut c, b"ctx");
     let types: Vec<u8> = msgs.iter().map(|m| m[0]).collect();
-    assert_eq!(types, [11, 15, 20], "Certificate, CertificateVerify, Finished");
+    assert_eq!(
+        types,
+        [11, 15, 20],
+        "Certificate, CertificateVerify, Finished"
+    );
     c.server.feed(&pha_seal(&c, 0, &msgs)).unwrap();
     assert_eq!(pha_events(&c.server.events), 1);
     assert!(c.server.output().is_empty());
@@ -4281,7 +4285,9 @@ fn post_handshake_certificate_with_a_context_never_sent_is_illegal_parameter() {
             .rejects(&pha_seal(&c, 0, &msgs), A::IllegalParameter);
         assert_eq!(
             e,
-            peer(PeerMisbehaved::IllegalExtension("certificate_request_context"))
+            peer(PeerMisbehaved::IllegalExtension(
+                "certificate_request_context"
+            ))
         );
     }
 }
@@ -4300,7 +4306,9 @@ fn post_handshake_answer_repeated_is_illegal_parameter() {
         .rejects(&pha_seal(&c, 1, &first), A::IllegalParameter);
     assert_eq!(
         e,
-        peer(PeerMisbehaved::IllegalExtension("certificate_request_context"))
+        peer(PeerMisbehaved::IllegalExtension(
+            "certificate_request_context"
+        ))
     );
 }
 
@@ -4342,11 +4350,14 @@ fn post_handshake_finished_under_the_handshake_finished_key_is_decrypt_error() {
     let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
     let mut msgs = pha_answer(&mut c, b"ctx");
     // The client's handshake Finished is the same length, computed with the wrong key.
-    let handshake_fin = util::handshake_messages(&c.client.events, tls13lab::events::Direction::ClientToServer)
-        .into_iter()
-        .find(|(t, _)| *t == HandshakeType::Finished)
-        .unwrap()
-        .1;
+    let handshake_fin = util::handshake_messages(
+        &c.client.events,
+        tls13lab::events::Direction::ClientToServer,
+    )
+    .into_iter()
+    .find(|(t, _)| *t == HandshakeType::Finished)
+    .unwrap()
+    .1;
     msgs[2] = handshake_fin;
     let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
     assert_eq!(e, peer(PeerMisbehaved::BadFinished));

@@ -1205,7 +1205,9 @@ fn get_renegcert_makes_the_server_ask_for_a_client_certificate() {
     assert_ok(&o);
     let out = stdout(&o);
     assert!(
-        out.contains("client cert    not requested: the client did not offer post_handshake_auth\n"),
+        out.contains(
+            "client cert    not requested: the client did not offer post_handshake_auth\n"
+        ),
         "{out}"
     );
     assert!(!out.contains("post-hs auth"), "{out}");

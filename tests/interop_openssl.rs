@@ -1183,18 +1183,28 @@ fn pha_s_client(peer: &Peer) -> CellResult {
     let mut p = f.s_client(
         peer,
         port,
-        &["-enable_pha", "-cert", &f.client_cert, "-key", &f.client_key],
+        &[
+            "-enable_pha",
+            "-cert",
+            &f.client_cert,
+            "-key",
+            &f.client_key,
+        ],
     );
     let mut t = server_session(&mut p, &l, new_server(&config, 23));
     // Nothing was asked in the handshake.
     assert_eq!(t.negotiated().client_signature_scheme, None);
     let first = t.tls.request_client_certificate(Some(b"first")).unwrap();
     t.flush();
-    t.until(&p, "the first answer", |t| pha_answers(&t.events).len() == 1);
+    t.until(&p, "the first answer", |t| {
+        pha_answers(&t.events).len() == 1
+    });
     ping_pong_server(&mut p, &mut t, "2");
     let second = t.tls.request_client_certificate(None).unwrap();
     t.flush();
-    t.until(&p, "the second answer", |t| pha_answers(&t.events).len() == 2);
+    t.until(&p, "the second answer", |t| {
+        pha_answers(&t.events).len() == 2
+    });
     ping_pong_server(&mut p, &mut t, "3");
     let scheme = Some(SignatureScheme::ecdsa_secp256r1_sha256);
     assert_eq!(

@@ -515,14 +515,12 @@ fn drive(
                     || received.len() >= MAX_REQUEST
                     || ((peer_closed || eof) && !received.is_empty());
                 if complete && asks_path(&received, b"/renegcert") {
-                    let configured =
-                        !matches!(sh.config.post_handshake_auth, ClientAuth::None);
+                    let configured = !matches!(sh.config.post_handshake_auth, ClientAuth::None);
                     match request_client_cert(&mut d.ep, configured) {
                         Ok(ctx) => awaiting_cert = Some(ctx),
                         Err(why) => {
                             let title = format!("connection #{n} from {peer_s}");
-                            let mut body =
-                                page(&title, &events, &early_in, &app_in, &sh.external);
+                            let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
                             body.push_str(&format!("{:<14} {why}\n", "client cert"));
                             if d.ep.send(&http_ok(&body)).is_ok() {
                                 responded = true;
