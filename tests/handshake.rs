@@ -1731,6 +1731,9 @@ fn pha_pair(auth: ClientAuth, with_cert: bool, seed: u64) -> Pair {
     } else {
         client.post_handshake_auth = Some(true);
     }
+    // Every key-schedule step is reported, with what its transcript covers.
+    client.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    server.observe = tls13lab::Observe::ALL_WITH_SECRETS;
     let mut p = Pair::new(Arc::new(client), Arc::new(server), seed, NOW).expect("pair");
     p.handshake().expect("handshake");
     p.settle().expect("tickets");
@@ -1805,6 +1808,17 @@ fn post_handshake_auth_twice_with_data_and_key_update_between() {
     ];
     assert_eq!(pha_events(&p.client_events), want);
     assert_eq!(pha_events(&p.server_events), want);
+    // Both sides report the Finished of each answer over the post-handshake context (§4.4.1).
+    for evs in [&p.client_events, &p.server_events] {
+        let contexts = evs
+            .iter()
+            .filter(|e| {
+                matches!(e, Event::Derivation(d) if d.context_covers
+                    == "ClientHello..client Finished + CertificateRequest..client CertificateVerify")
+            })
+            .count();
+        assert_eq!(contexts, 2);
+    }
     use HandshakeType as T;
     let answers = client_post_handshake(&p);
     let shape: Vec<_> = answers.iter().map(|(t, e, _)| (*t, *e)).collect();
