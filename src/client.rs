@@ -15,7 +15,8 @@
 //!               ExpectFinished ◀┘
 //!                     │ Finished (send ours)
 //!                     ▼
-//!                 Connected (NewSessionTicket, KeyUpdate, data)
+//!                 Connected (NewSessionTicket, KeyUpdate, data; CertificateRequest when we
+//!                            offered post_handshake_auth, answered at once, §4.6.2)
 //! ```
 //!
 //! Each state holds only what its successors need, and a transition (`on_*`) consumes its state

@@ -13,7 +13,9 @@
 //!        │                         ExpectCertificateVerify ──────────────────┤
 //!        └─────────────────────────────────────────────────────────▶ ExpectFinished
 //!                                                                            ▼
-//!                                           Connected (NewSessionTicket, KeyUpdate, data)
+//!                                           Connected (NewSessionTicket, KeyUpdate, data;
+//!                                             post-handshake CertificateRequests and their
+//!                                             answers, §4.6.2)
 //! ```
 //!
 //! Each state's struct holds what its transitions need, and a transition consumes it and moves
@@ -24,7 +26,10 @@
 //! client's end-entity certificate (the Certificate was not empty); `ExpectFinished` holds the
 //! client's `ClientVerified` scheme when its CertificateVerify checked out. The states from our
 //! Finished to the client's share a `Handshake`: suite, transcript, secrets, negotiated
-//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`).
+//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`);
+//! `Connected` keeps a `PostHandshakeAuth` (the transcript through the client's Finished, our
+//! outstanding CertificateRequests, the answer being received) only when the client offered
+//! post_handshake_auth and the configuration lets us ask (§4.6.2).
 
 use std::sync::Arc;
 
