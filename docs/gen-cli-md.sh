@@ -112,7 +112,11 @@ echo '`--cert/--key` the server makes a fresh self-signed ECDSA P-256 certificat
 echo '`127.0.0.1` and `::1`; `--cert-out` saves it for a client'"'"'s `--cafile`. Each connection runs on its'
 echo 'own thread (at most `--max-connections`), has a `--timeout`, and ends with one summary line;'
 echo 'a misbehaving connection never stops the server. A request for `/keyupd…` gets a'
-echo 'KeyUpdate(update_requested) before the page, as from `openssl s_server -www`.'
+echo 'KeyUpdate(update_requested) before the page, as from `openssl s_server -www`; with'
+echo '`--post-handshake-auth`, one for `/renegcert…` gets a CertificateRequest first (post-handshake'
+echo 'client authentication, RFC 8446 §4.6.2) and the page says what came back. `tls13lab client`'
+echo 'offers post_handshake_auth whenever it has `--cert/--key`, answers every request, and its summary'
+echo 'counts the answers (`post-hs auth`).'
 echo
 start_server --cert-out cert.pem --keylog server-keys.log --json-dir ledgers
 echo '```console'

@@ -15,7 +15,8 @@
 //!               ExpectFinished ◀┘
 //!                     │ Finished (send ours)
 //!                     ▼
-//!                 Connected (NewSessionTicket, KeyUpdate, data)
+//!                 Connected (NewSessionTicket, KeyUpdate, data; CertificateRequest when we
+//!                            offered post_handshake_auth, answered at once, §4.6.2)
 //! ```
 //!
 //! Each state holds only what its successors need, and a transition (`on_*`) consumes its state
@@ -50,8 +51,8 @@ use crate::messages::enums::{
 };
 use crate::messages::extensions::{Extension, ExtensionContext, OutgoingExtension};
 use crate::messages::handshake::{
-    CertificateVerify, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
-    OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
+    CertificateRequest, CertificateVerify, ClientHelloOut, DecodeContext, HandshakeMessage,
+    HandshakePayload, OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::session::{StoredTicket, TicketStore};
 use crate::traffic::{receive_key_update, Traffic};
@@ -92,8 +93,11 @@ enum State {
     ExpectCertificate(Box<ExpectCertificate>),
     ExpectCertificateVerify(Box<ExpectCertificateVerify>),
     ExpectFinished(Box<ExpectFinished>),
-    /// The traffic secrets are the connection's (`Connection::traffic`).
-    Connected,
+    /// The traffic secrets are the connection's (`Connection::traffic`). When we offered
+    /// post_handshake_auth, the transcript through our Finished: every post-handshake
+    /// CertificateRequest's Handshake Context starts from it (§4.4.1). Kept only then, so an
+    /// idle connection that cannot be asked holds no hash state.
+    Connected(Option<Box<Transcript>>),
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
@@ -450,7 +454,7 @@ impl Client {
         retry: bool,
     ) -> ClientHelloOut<'a> {
         // Room for every extension this function may add, so the list is allocated once.
-        let mut exts = Vec::with_capacity(12 + cfg.extra_extensions.len());
+        let mut exts = Vec::with_capacity(13 + cfg.extra_extensions.len());
         if let Some(name) = &cfg.server_name {
             exts.push(OutgoingExtension::HostName(name.as_bytes()));
         }
@@ -485,6 +489,9 @@ impl Client {
         }
         if let Some(limit) = cfg.record_size_limit {
             exts.push(Extension::RecordSizeLimit(limit).into());
+        }
+        if offers_post_handshake_auth(cfg) {
+            exts.push(Extension::PostHandshakeAuth.into());
         }
         apply_extension_order(&mut exts, &cfg.extension_order, OutgoingExtension::typ);
         if let Some(t) = &self.side.offered_ticket {
@@ -585,7 +592,7 @@ impl Client {
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         let hash_len = match &self.side.state {
-            State::Connected => self
+            State::Connected(_) => self
                 .traffic
                 .as_ref()
                 .map_or(32, |t| t.suite.hash.output_len()),
@@ -607,11 +614,8 @@ impl Client {
             State::ExpectCertificateVerify(s) => {
                 State::ExpectFinished(self.on_certificate_verify(s, msg)?)
             }
-            State::ExpectFinished(s) => {
-                self.on_finished(s, msg)?;
-                State::Connected
-            }
-            State::Connected => self.on_post_handshake(msg)?,
+            State::ExpectFinished(s) => self.on_finished(s, msg)?,
+            State::Connected(pha) => self.on_post_handshake(pha, msg)?,
             State::Start | State::Poisoned => {
                 return Err(unexpected("nothing (handshake not started)", &msg))
             }
@@ -980,18 +984,7 @@ impl Client {
         match &msg.payload {
             HandshakePayload::CertificateRequest(cr) => {
                 // §4.3.2: signature_algorithms is mandatory; context empty during the handshake.
-                let schemes = match cr.extensions.iter().find_map(|e| match e {
-                    Extension::SignatureAlgorithms(s) => Some(s.clone()),
-                    _ => None,
-                }) {
-                    Some(s) => s,
-                    None => {
-                        return Err(PeerMisbehaved::MissingExtension(
-                            ExtensionType::SignatureAlgorithms,
-                        )
-                        .into())
-                    }
-                };
+                let schemes = requested_schemes(cr)?;
                 if !cr.context.is_empty() {
                     return Err(PeerMisbehaved::IllegalExtension(
                         "certificate_request_context during handshake",
@@ -1126,7 +1119,11 @@ impl Client {
         }))
     }
 
-    fn on_finished(&mut self, s: Box<ExpectFinished>, msg: HandshakeMessage) -> Result<(), Error> {
+    fn on_finished(
+        &mut self,
+        s: Box<ExpectFinished>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
         let HandshakePayload::Finished(verify_data) = &msg.payload else {
             return Err(unexpected("Finished", &msg));
         };
@@ -1180,7 +1177,8 @@ impl Client {
             ..
         } = &auth
         {
-            client_scheme = self.send_client_certificate(&mut hs.transcript, &request.schemes)?;
+            client_scheme =
+                self.send_client_certificate(&mut hs.transcript, &[], &request.schemes)?;
         }
         let fin = hs
             .client_hs
@@ -1229,21 +1227,25 @@ impl Client {
             resumption,
             key_updates_in_a_row: 0,
         }));
-        Ok(())
+        // §4.6.2: only a client that offered post_handshake_auth may be asked later.
+        let pha = offers_post_handshake_auth(&self.side.config).then(|| Box::new(hs.transcript));
+        Ok(State::Connected(pha))
     }
 
-    /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify. The
-    /// certificate_request_context is empty during the handshake (§4.3.2), and ours echoes it.
+    /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify, echoing
+    /// the request's certificate_request_context: empty during the handshake (§4.3.2), the
+    /// server's chosen value after it (§4.6.2).
     fn send_client_certificate(
         &mut self,
         transcript: &mut Transcript,
+        context: &[u8],
         schemes: &[SignatureScheme],
     ) -> Result<Option<SignatureScheme>, Error> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
         let config = Arc::clone(&self.side.config);
         let Some(ck) = &config.client_cert else {
             let m = OutgoingMessage::Certificate {
-                context: &[],
+                context,
                 chain: &[],
             };
             transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
@@ -1256,7 +1258,7 @@ impl Client {
             .find(|s| schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
         let m = OutgoingMessage::Certificate {
-            context: &[],
+            context,
             chain: &ck.chain,
         };
         transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
@@ -1270,7 +1272,21 @@ impl Client {
         Ok(Some(scheme))
     }
 
-    fn on_post_handshake(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+    fn on_post_handshake(
+        &mut self,
+        pha: Option<Box<Transcript>>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        if let HandshakePayload::CertificateRequest(cr) = &msg.payload {
+            // §4.2.6: a CertificateRequest to a client that did not offer post_handshake_auth
+            // is "a fatal "unexpected_message" alert".
+            let Some(handshake) = pha else {
+                return Err(unexpected("NewSessionTicket or KeyUpdate", &msg));
+            };
+            self.answer_certificate_request(&handshake, cr, &msg.encoded)?;
+            return Ok(State::Connected(Some(handshake)));
+        }
+        let next = State::Connected(pha);
         let Some(t) = self.traffic.as_deref_mut() else {
             return Err(Error::InvalidState("no traffic secrets"));
         };
@@ -1302,14 +1318,56 @@ impl Client {
                     lifetime: nst.lifetime,
                     max_early_data: max_early,
                 });
-                Ok(State::Connected)
+                Ok(next)
             }
             HandshakePayload::KeyUpdate(req) => {
                 receive_key_update(&mut self.conn, t, *req)?;
-                Ok(State::Connected)
+                Ok(next)
             }
-            _ => Err(unexpected("NewSessionTicket or KeyUpdate", &msg)),
+            _ => Err(unexpected(
+                "NewSessionTicket, KeyUpdate or CertificateRequest",
+                &msg,
+            )),
         }
+    }
+
+    /// §4.6.2: answer a post-handshake CertificateRequest with Certificate, CertificateVerify
+    /// (when we have a certificate) and Finished, under the current application traffic keys.
+    /// Each request's Handshake Context is the handshake's transcript (through our Finished)
+    /// followed by this request and our answer alone (§4.4.1), so `handshake` is cloned, never
+    /// extended: several requests, outstanding at once or one after another, are independent.
+    fn answer_certificate_request(
+        &mut self,
+        handshake: &Transcript,
+        cr: &CertificateRequest,
+        encoded: &[u8],
+    ) -> Result<(), Error> {
+        let schemes = requested_schemes(cr)?;
+        if self.conn.write_closed {
+            // After our close_notify nothing may be sent (§6.1): the request goes unanswered.
+            return Ok(());
+        }
+        let mut transcript = handshake.clone();
+        transcript.add(HandshakeType::CertificateRequest, encoded);
+        let scheme = self.send_client_certificate(&mut transcript, &cr.context, &schemes)?;
+        let Some(t) = self.traffic.as_deref() else {
+            return Err(Error::InvalidState("no traffic secrets"));
+        };
+        // §4.4.4: after the handshake the Finished key comes from
+        // client_application_traffic_secret_N, the one we send under now.
+        let fin = t.client_app.verify_data_for(&transcript, &mut self.conn.ev);
+        self.conn.send_handshake(OutgoingMessage::Finished(&fin));
+        let certificates = match (&self.side.config.client_cert, scheme) {
+            (Some(ck), Some(_)) => ck.chain.len(),
+            _ => 0,
+        };
+        self.conn.ev.push(Event::PostHandshakeAuth {
+            direction: self.conn.side.sending(),
+            context: cr.context.clone(),
+            certificates,
+            scheme,
+        });
+        Ok(())
     }
 
     fn reject_early_data(&mut self) {
@@ -1321,6 +1379,25 @@ impl Client {
             self.conn.ev.push(Event::EarlyDataRejected { data });
         }
     }
+}
+
+/// Whether our ClientHello offers post_handshake_auth (§4.2.6): as configured, by default when
+/// we have a certificate to answer with.
+fn offers_post_handshake_auth(config: &ClientConfig) -> bool {
+    config
+        .post_handshake_auth
+        .unwrap_or(config.client_cert.is_some())
+}
+
+/// §4.3.2: a CertificateRequest's signature_algorithms, which it must carry.
+fn requested_schemes(cr: &CertificateRequest) -> Result<Vec<SignatureScheme>, Error> {
+    cr.extensions
+        .iter()
+        .find_map(|e| match e {
+            Extension::SignatureAlgorithms(s) => Some(s.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| PeerMisbehaved::MissingExtension(ExtensionType::SignatureAlgorithms).into())
 }
 
 /// Group and key_exchange of each share, as the ClientHello's key_share lists them (§4.2.8).

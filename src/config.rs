@@ -173,6 +173,11 @@ pub struct ClientConfig {
     pub extension_order: Vec<ExtensionType>,
     /// Client certificate for CertificateRequest.
     pub client_cert: Option<CertifiedKey>,
+    /// Whether the ClientHello offers post_handshake_auth (RFC 8446 §4.2.6), which lets the
+    /// server ask for our certificate after the handshake (§4.6.2). `None` (the default): offered
+    /// when there is a [`client_cert`](Self::client_cert). `Some(true)` offers it without one too
+    /// (a request is then answered with an empty Certificate); `Some(false)` never offers it.
+    pub post_handshake_auth: Option<bool>,
     /// psk_key_exchange_modes offered (empty: extension not sent unless resuming).
     pub psk_modes: Vec<PskKeyExchangeMode>,
     /// External PSKs to offer.
@@ -226,6 +231,7 @@ impl Default for ClientConfig {
             extra_extensions: Vec::new(),
             extension_order: Vec::new(),
             client_cert: None,
+            post_handshake_auth: None,
             psk_modes: vec![PskKeyExchangeMode::PskDheKe],
             external_psks: Vec::new(),
             enable_early_data: true,
@@ -305,6 +311,14 @@ pub struct ServerConfig {
     pub alpn: Vec<Vec<u8>>,
     /// Client authentication policy.
     pub client_auth: ClientAuth,
+    /// What a CertificateRequest after the handshake asks for (RFC 8446 §4.6.2,
+    /// [`Server::request_client_certificate`](crate::Server::request_client_certificate)):
+    /// `None` (the default) refuses the call; `Optional` accepts an empty Certificate and
+    /// `Required` answers it with certificate_required. The roots validate a non-empty chain as
+    /// for [`client_auth`](Self::client_auth) (an empty list accepts any chain; the
+    /// CertificateVerify is checked either way). Independent of `client_auth`: a server can
+    /// ask only after the handshake, as `openssl s_server -verify_post_handshake` does.
+    pub post_handshake_auth: ClientAuth,
     /// Send the dummy ChangeCipherSpec when the client is in compatibility mode (§D.4).
     pub compat_mode: bool,
     /// record_size_limit to advertise in EncryptedExtensions when the client sent one.
@@ -384,6 +398,7 @@ impl ServerConfig {
             ],
             alpn: Vec::new(),
             client_auth: ClientAuth::None,
+            post_handshake_auth: ClientAuth::None,
             compat_mode: true,
             record_size_limit: None,
             send_supported_groups: false,

@@ -309,6 +309,22 @@ pub enum Event {
         /// Whether the sender asked the peer to update too.
         requested: bool,
     },
+    /// Post-handshake client authentication (RFC 8446 §4.6.2) completed: the client answered
+    /// a CertificateRequest with Certificate, CertificateVerify (if it had a certificate) and
+    /// Finished. The client reports it when its answer is queued; the server once the answer
+    /// verified (a failed one is an alert and an error instead).
+    PostHandshakeAuth {
+        /// Always client to server: the answer's direction.
+        direction: Direction,
+        /// The certificate_request_context this answer echoes (§4.3.2).
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        context: Vec<u8>,
+        /// Certificates in the client's Certificate; 0 for an empty one (no client
+        /// authentication, which the server accepted).
+        certificates: usize,
+        /// The CertificateVerify's scheme, when a certificate was sent.
+        scheme: Option<SignatureScheme>,
+    },
     /// An alert was sent or received.
     Alert {
         /// Which way it went.

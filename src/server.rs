@@ -13,7 +13,9 @@
 //!        │                         ExpectCertificateVerify ──────────────────┤
 //!        └─────────────────────────────────────────────────────────▶ ExpectFinished
 //!                                                                            ▼
-//!                                           Connected (NewSessionTicket, KeyUpdate, data)
+//!                                           Connected (NewSessionTicket, KeyUpdate, data;
+//!                                             post-handshake CertificateRequests and their
+//!                                             answers, §4.6.2)
 //! ```
 //!
 //! Each state's struct holds what its transitions need, and a transition consumes it and moves
@@ -24,7 +26,10 @@
 //! client's end-entity certificate (the Certificate was not empty); `ExpectFinished` holds the
 //! client's `ClientVerified` scheme when its CertificateVerify checked out. The states from our
 //! Finished to the client's share a `Handshake`: suite, transcript, secrets, negotiated
-//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`).
+//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`);
+//! `Connected` keeps a `PostHandshakeAuth` (the transcript through the client's Finished, our
+//! outstanding CertificateRequests, the answer being received) only when the client offered
+//! post_handshake_auth and the configuration lets us ask (§4.6.2).
 
 use std::sync::Arc;
 
@@ -80,8 +85,10 @@ enum State {
     ExpectCertificate(Box<ExpectCertificate>),
     ExpectCertificateVerify(Box<ExpectCertificateVerify>),
     ExpectFinished(Box<ExpectFinished>),
-    /// The traffic secrets are the connection's (`Connection::traffic`).
-    Connected,
+    /// The traffic secrets are the connection's (`Connection::traffic`). Post-handshake
+    /// client authentication is kept only when the client offered it and we may ask (§4.6.2),
+    /// so an idle connection that cannot be asked holds no hash state.
+    Connected(Option<Box<PostHandshakeAuth>>),
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
@@ -111,6 +118,43 @@ struct Handshake {
     /// Derived with the application secrets: its transcript ends at our Finished (§7.1).
     exporter: ExporterSecret,
     negotiated: Negotiated,
+    /// The ClientHello offered post_handshake_auth (§4.2.6).
+    pha_offered: bool,
+}
+
+/// Post-handshake client authentication (§4.6.2) on a connection whose client offered it.
+struct PostHandshakeAuth {
+    /// The transcript through the client's Finished: each request's Handshake Context starts
+    /// from it, followed by that request and its answer alone (§4.4.1).
+    handshake: Transcript,
+    /// CertificateRequests sent and not yet answered, oldest first. The client answers each in
+    /// turn; its Certificate names the one it answers by context.
+    pending: Vec<PendingRequest>,
+    /// The answer being received, between its Certificate and its Finished.
+    answer: Option<PhaAnswer>,
+}
+
+/// A CertificateRequest we sent after the handshake.
+struct PendingRequest {
+    context: Vec<u8>,
+    /// `handshake` + this CertificateRequest.
+    transcript: Transcript,
+}
+
+/// Where a client's answer to one request stands: its transcript so far, the context it
+/// echoed, and how many certificates its Certificate carried.
+struct PhaAnswer {
+    context: Vec<u8>,
+    transcript: Transcript,
+    certificates: usize,
+    step: PhaStep,
+}
+
+enum PhaStep {
+    /// A non-empty Certificate whose chain validated: its CertificateVerify is next.
+    ExpectCertificateVerify(ClientCertificate),
+    /// Its Finished is next; the CertificateVerify's scheme if one checked out.
+    ExpectFinished(Option<ClientVerified>),
 }
 
 /// 0-RTT accepted (§4.2.10). A PSK authenticated us, so no CertificateRequest went out: the
@@ -247,7 +291,7 @@ impl Server {
             State::ExpectCertificate(s) => s.hs.suite.hash.output_len(),
             State::ExpectCertificateVerify(s) => s.hs.suite.hash.output_len(),
             State::ExpectFinished(s) => s.hs.suite.hash.output_len(),
-            State::Connected => self
+            State::Connected(_) => self
                 .traffic
                 .as_ref()
                 .map_or(32, |t| t.suite.hash.output_len()),
@@ -272,7 +316,7 @@ impl Server {
             State::ExpectCertificate(s) => self.on_certificate(s, msg)?,
             State::ExpectCertificateVerify(s) => self.on_certificate_verify(s, msg)?,
             State::ExpectFinished(s) => self.on_finished(s, msg)?,
-            State::Connected => self.on_post_handshake(msg)?,
+            State::Connected(pha) => self.on_post_handshake(pha, msg)?,
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())
@@ -594,6 +638,7 @@ impl Server {
             server_app,
             exporter,
             negotiated,
+            pha_offered: ch.find(ExtensionType::PostHandshakeAuth).is_some(),
         };
         Ok(if early_accepted {
             let early_remaining = early_budget as usize;
@@ -991,21 +1036,7 @@ impl Server {
                 .into())
             }
         };
-        if !roots.is_empty() {
-            let now = self
-                .side
-                .config
-                .fixed_validation_time_ms
-                .unwrap_or(self.conn.now_ms);
-            cert::verify_chain(
-                &chain,
-                roots,
-                None,
-                now / 1000,
-                Usage::Client,
-                self.side.config.signature_memo.as_deref(),
-            )?;
-        }
+        self.verify_client_chain(&chain, roots)?;
         // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
         // needs (§4.4.3); the rest has served.
         let leaf = ClientCertificate(chain.swap_remove(0));
@@ -1022,23 +1053,57 @@ impl Server {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
             return Err(unexpected("CertificateVerify", &msg));
         };
+        let ExpectCertificateVerify { mut hs, leaf } = *st;
+        let verified = self.check_client_certificate_verify(&hs.transcript, &leaf, cv)?;
+        hs.transcript
+            .add(HandshakeType::CertificateVerify, &msg.encoded);
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
+            hs,
+            client_verified: Some(verified),
+        })))
+    }
+
+    /// The client's chain against `roots` (§4.4.2.4), in the handshake or after it; an empty
+    /// list accepts any chain (its CertificateVerify is still checked).
+    fn verify_client_chain(&self, chain: &[Vec<u8>], roots: &[Vec<u8>]) -> Result<(), Error> {
+        if roots.is_empty() {
+            return Ok(());
+        }
+        let now = self
+            .side
+            .config
+            .fixed_validation_time_ms
+            .unwrap_or(self.conn.now_ms);
+        cert::verify_chain(
+            chain,
+            roots,
+            None,
+            now / 1000,
+            Usage::Client,
+            self.side.config.signature_memo.as_deref(),
+        )?;
+        Ok(())
+    }
+
+    /// §4.4.3: the client's CertificateVerify, in a scheme we offered, signed by its end-entity
+    /// certificate's key over the transcript so far with the client's context string.
+    fn check_client_certificate_verify(
+        &self,
+        transcript: &Transcript,
+        leaf: &ClientCertificate,
+        cv: &CertificateVerify,
+    ) -> Result<ClientVerified, Error> {
         if !self.side.config.signature_schemes.contains(&cv.scheme) {
             return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
         }
-        let ExpectCertificateVerify { mut hs, leaf } = *st;
-        let content = certificate_verify_message(false, hs.transcript.current_hash().as_ref());
+        let content = certificate_verify_message(false, transcript.current_hash().as_ref());
         cert::verify_with_leaf(&leaf.0, cv.scheme, &content, &cv.signature).map_err(
             |e| match e {
                 SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
                 other => Error::Signature(other),
             },
         )?;
-        hs.transcript
-            .add(HandshakeType::CertificateVerify, &msg.encoded);
-        Ok(State::ExpectFinished(Box::new(ExpectFinished {
-            hs,
-            client_verified: Some(ClientVerified { scheme: cv.scheme }),
-        })))
+        Ok(ClientVerified { scheme: cv.scheme })
     }
 
     fn on_finished(
@@ -1098,7 +1163,15 @@ impl Server {
         for _ in 0..tickets {
             self.issue_ticket()?;
         }
-        Ok(State::Connected)
+        let may_ask = !matches!(self.side.config.post_handshake_auth, ClientAuth::None);
+        let pha = (hs.pha_offered && may_ask).then(|| {
+            Box::new(PostHandshakeAuth {
+                handshake: hs.transcript,
+                pending: Vec::new(),
+                answer: None,
+            })
+        });
+        Ok(State::Connected(pha))
     }
 
     /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
@@ -1181,18 +1254,216 @@ impl Server {
         self.issue_ticket()
     }
 
-    fn on_post_handshake(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
-        let Some(t) = self.traffic.as_deref_mut() else {
-            return Err(Error::InvalidState("no traffic secrets"));
+    /// Ask for the client's certificate now (post-handshake authentication, RFC 8446 §4.6.2):
+    /// queues a CertificateRequest with our signature_algorithms and `context` as its
+    /// certificate_request_context, or 16 bytes from the injected random source when `None`.
+    /// Returns the context, which the [`Event::PostHandshakeAuth`] reporting the verified
+    /// answer carries. Several requests may be outstanding; each context must be unique, and
+    /// non-empty (§4.3.2: the empty context is the handshake's).
+    ///
+    /// Needs a connected server configured to ask
+    /// ([`ServerConfig::post_handshake_auth`](crate::ServerConfig::post_handshake_auth)) and a
+    /// client that offered post_handshake_auth (§4.2.6: "Servers MUST NOT send a
+    /// post-handshake CertificateRequest to clients which do not offer this extension").
+    pub fn request_client_certificate(&mut self, context: Option<&[u8]>) -> Result<Vec<u8>, Error> {
+        if self.conn.failed || self.conn.write_closed {
+            return Err(Error::Closed);
+        }
+        if self.traffic.is_none() {
+            return Err(Error::InvalidState("handshake not complete"));
+        }
+        if matches!(self.side.config.post_handshake_auth, ClientAuth::None) {
+            return Err(Error::InvalidState(
+                "post-handshake authentication is not configured (ServerConfig::post_handshake_auth)",
+            ));
+        }
+        let State::Connected(Some(pha)) = &mut self.side.state else {
+            return Err(Error::InvalidState(
+                "the client did not offer post_handshake_auth",
+            ));
         };
-        match &msg.payload {
-            HandshakePayload::KeyUpdate(req) => {
-                receive_key_update(&mut self.conn, t, *req)?;
-                Ok(State::Connected)
+        let context = match context {
+            Some(c) => c.to_vec(),
+            None => self.conn.random::<16>().to_vec(),
+        };
+        if context.is_empty() || context.len() > 255 {
+            return Err(Error::InvalidState(
+                "certificate_request_context must be 1 to 255 bytes after the handshake",
+            ));
+        }
+        if pha.pending.iter().any(|p| p.context == context)
+            || pha.answer.as_ref().is_some_and(|a| a.context == context)
+        {
+            return Err(Error::InvalidState(
+                "certificate_request_context already used by an outstanding request",
+            ));
+        }
+        let cr = HandshakePayload::CertificateRequest(CertificateRequest {
+            context: context.clone(),
+            extensions: vec![Extension::SignatureAlgorithms(
+                self.side.config.signature_schemes.clone(),
+            )],
+        });
+        let mut transcript = pha.handshake.clone();
+        transcript.add(
+            HandshakeType::CertificateRequest,
+            self.conn.send_handshake(&cr),
+        );
+        pha.pending.push(PendingRequest {
+            context: context.clone(),
+            transcript,
+        });
+        Ok(context)
+    }
+
+    fn on_post_handshake(
+        &mut self,
+        pha: Option<Box<PostHandshakeAuth>>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let Some(mut pha) = pha else {
+            // Nothing can be asked: Certificate, CertificateVerify or Finished is unsolicited.
+            let Some(t) = self.traffic.as_deref_mut() else {
+                return Err(Error::InvalidState("no traffic secrets"));
+            };
+            return match &msg.payload {
+                HandshakePayload::KeyUpdate(req) => {
+                    receive_key_update(&mut self.conn, t, *req)?;
+                    Ok(State::Connected(None))
+                }
+                _ => Err(unexpected("KeyUpdate", &msg)),
+            };
+        };
+        match pha.answer.take() {
+            None => self.on_post_handshake_idle(&mut pha, msg)?,
+            Some(answer) => pha.answer = self.on_post_handshake_answer(answer, msg)?,
+        }
+        Ok(State::Connected(Some(pha)))
+    }
+
+    /// Between answers: a KeyUpdate, or the Certificate that starts the answer to one of our
+    /// outstanding requests.
+    fn on_post_handshake_idle(
+        &mut self,
+        pha: &mut PostHandshakeAuth,
+        msg: HandshakeMessage,
+    ) -> Result<(), Error> {
+        let HandshakeMessage {
+            payload: HandshakePayload::Certificate(c),
+            encoded,
+        } = msg
+        else {
+            if let HandshakePayload::KeyUpdate(req) = &msg.payload {
+                let Some(t) = self.traffic.as_deref_mut() else {
+                    return Err(Error::InvalidState("no traffic secrets"));
+                };
+                return receive_key_update(&mut self.conn, t, *req);
             }
-            _ => Err(unexpected("KeyUpdate", &msg)),
+            let expected = if pha.pending.is_empty() {
+                "KeyUpdate"
+            } else {
+                "KeyUpdate or Certificate"
+            };
+            return Err(unexpected(expected, &msg));
+        };
+        if pha.pending.is_empty() {
+            return Err(PeerMisbehaved::UnexpectedMessage {
+                expected: "KeyUpdate",
+                got: HandshakeType::Certificate,
+            }
+            .into());
+        }
+        // §4.4.2: the context echoes the request answered; one we never sent, or one already
+        // answered, is not a request of ours.
+        let Some(i) = pha.pending.iter().position(|p| p.context == c.context) else {
+            return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
+        };
+        let PendingRequest {
+            context,
+            mut transcript,
+        } = pha.pending.remove(i);
+        transcript.add(HandshakeType::Certificate, &encoded);
+        let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
+        let certificates = chain.len();
+        let step = if chain.is_empty() {
+            // §4.4.2.4: no certificate — fatal only if we require one.
+            if let ClientAuth::Required(_) = self.side.config.post_handshake_auth {
+                return Err(PeerMisbehaved::NoClientCertificate.into());
+            }
+            PhaStep::ExpectFinished(None)
+        } else {
+            let (ClientAuth::Required(roots) | ClientAuth::Optional(roots)) =
+                &self.side.config.post_handshake_auth
+            else {
+                return Err(Error::InvalidState("post-handshake authentication off"));
+            };
+            self.verify_client_chain(&chain, roots)?;
+            PhaStep::ExpectCertificateVerify(ClientCertificate(chain.swap_remove(0)))
+        };
+        pha.answer = Some(PhaAnswer {
+            context,
+            transcript,
+            certificates,
+            step,
+        });
+        Ok(())
+    }
+
+    /// The rest of one answer: CertificateVerify (after a non-empty Certificate), then
+    /// Finished, keyed from client_application_traffic_secret_N (§4.4.4). `None`: the answer
+    /// is complete and reported.
+    fn on_post_handshake_answer(
+        &mut self,
+        mut answer: PhaAnswer,
+        msg: HandshakeMessage,
+    ) -> Result<Option<PhaAnswer>, Error> {
+        match answer.step {
+            PhaStep::ExpectCertificateVerify(leaf) => {
+                let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
+                    return Err(unexpected("CertificateVerify", &msg));
+                };
+                let scheme = self.check_client_certificate_verify(&answer.transcript, &leaf, cv)?;
+                answer
+                    .transcript
+                    .add(HandshakeType::CertificateVerify, &msg.encoded);
+                answer.step = PhaStep::ExpectFinished(Some(scheme));
+                Ok(Some(answer))
+            }
+            PhaStep::ExpectFinished(verified) => {
+                let HandshakePayload::Finished(verify_data) = &msg.payload else {
+                    return Err(unexpected("Finished", &msg));
+                };
+                let Some(t) = self.traffic.as_deref() else {
+                    return Err(Error::InvalidState("no traffic secrets"));
+                };
+                let expected = t
+                    .client_app
+                    .verify_data_for(&answer.transcript, &mut self.conn.ev);
+                check_verify_data(&expected, verify_data)?;
+                self.conn.ev.push(Event::PostHandshakeAuth {
+                    direction: self.conn.side.receiving(),
+                    context: answer.context,
+                    certificates: answer.certificates,
+                    scheme: verified.map(|v| v.scheme),
+                });
+                Ok(None)
+            }
         }
     }
+}
+
+/// A Finished's verify_data against the value we computed, in constant time (§4.4.4).
+fn check_verify_data(expected: &[u8], got: &[u8]) -> Result<(), Error> {
+    if got.len() != expected.len() {
+        return Err(DecodeError::Invalid {
+            what: "Finished length",
+        }
+        .into());
+    }
+    if !bool::from(expected.ct_eq(got)) {
+        return Err(PeerMisbehaved::BadFinished.into());
+    }
+    Ok(())
 }
 
 /// §4.1.2: the second ClientHello repeats the first "without modification, except": the

@@ -4141,3 +4141,291 @@ fn ticket_lifetime_over_seven_days_is_illegal_parameter() {
         }
     }
 }
+
+// =============================================================================================
+// Post-handshake client authentication (§4.6.2)
+// =============================================================================================
+
+/// A connected pair whose client offers post_handshake_auth (with its certificate when
+/// `with_cert`) and whose server may ask with `auth`.
+fn pha_connected(auth: ClientAuth, with_cert: bool) -> Connected {
+    let mut c = client_config();
+    if with_cert {
+        c.client_cert = Some(util::client_identity().0);
+    } else {
+        c.post_handshake_auth = Some(true);
+    }
+    let mut s = server_config();
+    s.post_handshake_auth = auth;
+    connected_with(c, s)
+}
+
+/// The server asks with `context`; returns the client's honest answer, not delivered: its
+/// handshake messages (Certificate, [CertificateVerify,] Finished), in order.
+fn pha_answer(c: &mut Connected, context: &[u8]) -> Vec<Vec<u8>> {
+    c.server
+        .tls
+        .request_client_certificate(Some(context))
+        .unwrap();
+    c.client.feed(&wire(&c.server.output())).unwrap();
+    let recs = c.client.output();
+    let content: Vec<u8> = recs
+        .iter()
+        .filter(|r| r.typ == ContentType::Handshake)
+        .flat_map(|r| r.content.clone())
+        .collect();
+    split_messages(&content)
+}
+
+/// `msgs` in one record under the client's first application keys, at sequence number `seq`
+/// (the client sent no application record before).
+fn pha_seal(c: &Connected, seq: u64, msgs: &[Vec<u8>]) -> Vec<u8> {
+    c.client.keys(Side::Client, Epoch::Application(0)).seal(
+        seq,
+        ContentType::Handshake,
+        &msgs.concat(),
+        0,
+    )
+}
+
+fn pha_events(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::PostHandshakeAuth { .. }))
+        .count()
+}
+
+#[test]
+fn post_handshake_answer_resealed_is_accepted() {
+    // The harness itself: the honest answer, re-sealed, verifies, so each rejection below is
+    // caused by its mutation alone.
+    let mut c = pha_connected(ClientAuth::Required(vec![util::client_identity().1]), true);
+    let msgs = pha_answer(&mut c, b"ctx");
+    let types: Vec<u8> = msgs.iter().map(|m| m[0]).collect();
+    assert_eq!(
+        types,
+        [11, 15, 20],
+        "Certificate, CertificateVerify, Finished"
+    );
+    c.server.feed(&pha_seal(&c, 0, &msgs)).unwrap();
+    assert_eq!(pha_events(&c.server.events), 1);
+    assert!(c.server.output().is_empty());
+}
+
+#[test]
+fn certificate_request_to_a_client_without_post_handshake_auth_is_unexpected_message() {
+    // §4.2.6: "A client that receives a CertificateRequest message without having sent the
+    // "post_handshake_auth" extension MUST send an "unexpected_message" fatal alert."
+    let mut c = connected();
+    let cr = encode(HandshakePayload::CertificateRequest(CertificateRequest {
+        context: b"ctx".to_vec(),
+        extensions: vec![Extension::SignatureAlgorithms(vec![
+            SignatureScheme::ecdsa_secp256r1_sha256,
+        ])],
+    }));
+    let w = c
+        .server
+        .forge(Epoch::Application(0), ContentType::Handshake, &cr, 0);
+    let e = c.client.rejects(&w, A::UnexpectedMessage);
+    assert!(matches!(
+        e,
+        Error::Peer(PeerMisbehaved::UnexpectedMessage {
+            got: HandshakeType::CertificateRequest,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn post_handshake_certificate_request_without_signature_algorithms_is_missing_extension() {
+    // §4.3.2: "The "signature_algorithms" extension MUST be specified"; §9.2 missing_extension.
+    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let cr = encode(HandshakePayload::CertificateRequest(CertificateRequest {
+        context: b"ctx".to_vec(),
+        // The list cannot be empty (§4.3.2 `extensions<2..2^16-1>`): an unknown extension
+        // stands for "anything but signature_algorithms".
+        extensions: vec![Extension::Unknown {
+            typ: ExtensionType::from(0x7a7a),
+            body: Vec::new(),
+        }],
+    }));
+    let w = c
+        .server
+        .forge(Epoch::Application(0), ContentType::Handshake, &cr, 0);
+    let e = c.client.rejects(&w, A::MissingExtension);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::MissingExtension(
+            ExtensionType::SignatureAlgorithms
+        ))
+    );
+}
+
+/// The client's Certificate with its context replaced.
+fn with_context(cert: &[u8], context: &[u8]) -> Vec<u8> {
+    match decode(cert) {
+        HandshakePayload::Certificate(mut c) => {
+            c.context = context.to_vec();
+            encode(HandshakePayload::Certificate(c))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn post_handshake_certificate_with_a_context_never_sent_is_illegal_parameter() {
+    // §4.4.2: certificate_request_context echoes the CertificateRequest answered; §4.3.2 makes
+    // it the server's means to tell answers apart. One we never sent answers nothing of ours.
+    for other in [&b""[..], b"cty", b"ctx-longer"] {
+        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut msgs = pha_answer(&mut c, b"ctx");
+        msgs[0] = with_context(&msgs[0], other);
+        let e = c
+            .server
+            .rejects(&pha_seal(&c, 0, &msgs), A::IllegalParameter);
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::IllegalExtension(
+                "certificate_request_context"
+            ))
+        );
+    }
+}
+
+#[test]
+fn post_handshake_answer_repeated_is_illegal_parameter() {
+    // An answer replayed for a context already answered, while another request is outstanding:
+    // each context is answered once (§4.3.2 "unique").
+    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let first = pha_answer(&mut c, b"one");
+    c.server.feed(&pha_seal(&c, 0, &first)).unwrap();
+    assert_eq!(pha_events(&c.server.events), 1);
+    let _second = pha_answer(&mut c, b"two");
+    let e = c
+        .server
+        .rejects(&pha_seal(&c, 1, &first), A::IllegalParameter);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::IllegalExtension(
+            "certificate_request_context"
+        ))
+    );
+}
+
+#[test]
+fn post_handshake_certificate_verify_wrong_is_decrypt_error() {
+    // §4.4.3: "If the verification fails, the receiver MUST terminate the handshake with a
+    // "decrypt_error" alert." The signature covers the post-handshake context (§4.4.1).
+    let probe = pha_answer(
+        &mut pha_connected(ClientAuth::Optional(Vec::new()), true),
+        b"ctx",
+    );
+    for i in [8, 12, 40, probe[1].len() - 1] {
+        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut msgs = pha_answer(&mut c, b"ctx");
+        msgs[1][i] ^= 0x01;
+        let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify), "byte {i}");
+    }
+}
+
+#[test]
+fn post_handshake_finished_wrong_is_decrypt_error() {
+    // §4.4.4: "Recipients of Finished messages MUST verify that the contents are correct and
+    // if incorrect MUST terminate the connection with a "decrypt_error" alert."
+    for (byte, bit) in [(4, 0), (17, 5), (35, 7)] {
+        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut msgs = pha_answer(&mut c, b"ctx");
+        msgs[2][byte] ^= 1 << bit;
+        let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadFinished));
+    }
+}
+
+#[test]
+fn post_handshake_finished_under_the_handshake_finished_key_is_decrypt_error() {
+    // §4.4.4: after the handshake the Finished key is derived from
+    // client_application_traffic_secret_N, not the handshake secret: the Finished of an
+    // implementation that keeps the old key is caught.
+    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let mut msgs = pha_answer(&mut c, b"ctx");
+    // The client's handshake Finished is the same length, computed with the wrong key.
+    let handshake_fin = util::handshake_messages(
+        &c.client.events,
+        tls13lab::events::Direction::ClientToServer,
+    )
+    .into_iter()
+    .find(|(t, _)| *t == HandshakeType::Finished)
+    .unwrap()
+    .1;
+    msgs[2] = handshake_fin;
+    let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
+    assert_eq!(e, peer(PeerMisbehaved::BadFinished));
+}
+
+#[test]
+fn post_handshake_empty_certificate_when_required_is_certificate_required() {
+    // §4.4.2.4: "If the client does not send any certificates ..., the server MAY ... abort
+    // the handshake with a "certificate_required" alert."
+    let mut c = pha_connected(ClientAuth::Required(Vec::new()), false);
+    let msgs = pha_answer(&mut c, b"ctx");
+    assert_eq!(msgs.len(), 2, "empty Certificate and Finished");
+    let e = c
+        .server
+        .rejects(&pha_seal(&c, 0, &msgs), A::CertificateRequired);
+    assert_eq!(e, peer(PeerMisbehaved::NoClientCertificate));
+}
+
+#[test]
+fn unsolicited_post_handshake_certificate_and_finished_are_unexpected_message() {
+    // §4.6.2: the client sends Certificate, CertificateVerify, Finished only in answer to a
+    // CertificateRequest; a server that did not ask gets none (§6.2 unexpected_message). Whether
+    // or not the server could have asked.
+    for could_ask in [false, true] {
+        let auth = if could_ask {
+            ClientAuth::Optional(Vec::new())
+        } else {
+            ClientAuth::None
+        };
+        for msg in [
+            encode(HandshakePayload::Certificate(CertificatePayload {
+                context: b"ctx".to_vec(),
+                entries: Vec::new(),
+            })),
+            encode(HandshakePayload::Finished(vec![0; 32])),
+        ] {
+            let mut c = pha_connected(auth.clone(), true);
+            let w = c
+                .client
+                .forge(Epoch::Application(0), ContentType::Handshake, &msg, 0);
+            let e = c.server.rejects(&w, A::UnexpectedMessage);
+            assert!(
+                matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { .. })),
+                "{e:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn post_handshake_answer_out_of_order_is_unexpected_message() {
+    // After a non-empty Certificate only its CertificateVerify may come (§4.4): a Finished or a
+    // KeyUpdate in between is unexpected_message.
+    for cut in ["finished first", "key update between"] {
+        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut msgs = pha_answer(&mut c, b"ctx");
+        match cut {
+            "finished first" => {
+                msgs.remove(1);
+            }
+            _ => msgs.insert(1, key_update(KeyUpdateRequest::UpdateNotRequested)),
+        }
+        let e = c
+            .server
+            .rejects(&pha_seal(&c, 0, &msgs), A::UnexpectedMessage);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { .. })),
+            "{cut}: {e:?}"
+        );
+    }
+}

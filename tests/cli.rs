@@ -1164,6 +1164,78 @@ fn get_keyupd_makes_the_server_update_its_keys() {
     assert!(server.wait_exit().success());
 }
 
+/// `GET /renegcert` on a server started with `--post-handshake-auth` sends a CertificateRequest
+/// before the page (RFC 8446 §4.6.2, as `openssl s_server -www -verify_post_handshake`): a client
+/// with `--cert/--key` offered post_handshake_auth and answers, and the page says what came
+/// back. A client without a certificate did not offer it; a server without the flag does not ask.
+#[test]
+fn get_renegcert_makes_the_server_ask_for_a_client_certificate() {
+    let cert = format!("{PEM}/server_rsa_certificate.pem");
+    let key = format!("{PEM}/server_rsa_key.pem");
+    let request = r"GET /renegcert HTTP/1.0\r\n\r\n";
+    let mut server = ServerGuard::start(&["--naccept", "2", "--post-handshake-auth"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+        "--request",
+        request,
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "client cert    requested after the handshake: 1 certificate(s), CertificateVerify \
+             rsa_pss_rsae_sha256 verified, its chain not validated (no --client-ca)\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        summary_value(&out, "post-hs auth"),
+        "1 CertificateRequest(s) answered: 1 certificate(s), rsa_pss_rsae_sha256"
+    );
+    // In the handshake itself nothing was asked.
+    assert!(!out.contains("client signature"), "{out}");
+
+    let o = run(&["client", &server.addr(), "--insecure", "--request", request]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "client cert    not requested: the client did not offer post_handshake_auth\n"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("post-hs auth"), "{out}");
+    assert!(server.wait_exit().success());
+
+    let mut server = ServerGuard::start(&["--naccept", "1"]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--insecure",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+        "--request",
+        request,
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "client cert    not requested: the server was started without --post-handshake-auth\n"
+        ),
+        "{out}"
+    );
+    assert!(server.wait_exit().success());
+}
+
 // ------------------------------------------------------------------------ errors and exit codes
 
 #[test]

@@ -13,8 +13,8 @@ use tls13lab::crypto::random::SeededRandom;
 use tls13lab::demo::{request_response, Pair};
 use tls13lab::events::{Direction, Epoch, Event, Negotiated};
 use tls13lab::messages::enums::{
-    AlertDescription, CipherSuite, ContentType, HandshakeType, KeyUpdateRequest, NamedGroup,
-    SignatureScheme,
+    AlertDescription, CipherSuite, ContentType, ExtensionType, HandshakeType, KeyUpdateRequest,
+    NamedGroup, SignatureScheme,
 };
 use tls13lab::messages::extensions::Extension;
 use tls13lab::messages::handshake::{
@@ -1728,4 +1728,264 @@ fn connections_are_send() {
     std::thread::spawn(move || c.send(b"from another thread").unwrap())
         .join()
         .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Post-handshake client authentication (§4.6.2)
+// ---------------------------------------------------------------------------------------------
+
+/// A connected pair whose server may ask after the handshake with `auth`; the client has its
+/// certificate when `with_cert`, and offers post_handshake_auth either way.
+fn pha_pair(auth: ClientAuth, with_cert: bool, seed: u64) -> Pair {
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.post_handshake_auth = auth;
+    let mut client = client_config(root);
+    if with_cert {
+        client.client_cert = Some(util::client_identity().0);
+    } else {
+        client.post_handshake_auth = Some(true);
+    }
+    // Every key-schedule step is reported, with what its transcript covers.
+    client.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    server.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), seed, NOW).expect("pair");
+    p.handshake().expect("handshake");
+    p.settle().expect("tickets");
+    p
+}
+
+/// The PostHandshakeAuth events: (direction, context, certificates, scheme).
+fn pha_events(events: &[Event]) -> Vec<(Direction, Vec<u8>, usize, Option<SignatureScheme>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PostHandshakeAuth {
+                direction,
+                context,
+                certificates,
+                scheme,
+                ..
+            } => Some((*direction, context.clone(), *certificates, *scheme)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The client's handshake messages after its Finished, with the epoch they went under.
+fn client_post_handshake(p: &Pair) -> Vec<(HandshakeType, Epoch, Vec<u8>)> {
+    let msgs: Vec<_> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Handshake(h) if h.direction == Direction::ClientToServer => {
+                Some((h.typ, h.epoch, h.bytes.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let fin = msgs
+        .iter()
+        .position(|m| m.0 == HandshakeType::Finished)
+        .expect("the client's Finished");
+    msgs[fin + 1..].to_vec()
+}
+
+/// Two requests on one connection, each with its own context, with data before, between and
+/// after them, and a KeyUpdate in between: the second answer's Finished is keyed from
+/// client_application_traffic_secret_1 (§4.4.4).
+#[test]
+fn post_handshake_auth_twice_with_data_and_key_update_between() {
+    let client_root = util::client_identity().1;
+    let mut p = pha_pair(ClientAuth::Required(vec![client_root]), true, 90);
+    // §4.2.6: the client offered the extension; the handshake itself asked for nothing.
+    let ch = &client_hellos(&p)[0];
+    assert!(ch.find(ExtensionType::PostHandshakeAuth).is_some());
+    assert_eq!(p.server.negotiated().unwrap().client_signature_scheme, None);
+    exchange_data(&mut p, 1);
+    let first = p.server.request_client_certificate(None).expect("request");
+    assert_eq!(first.len(), 16, "a fresh context from the random source");
+    p.settle().unwrap();
+    exchange_data(&mut p, 2);
+    p.client.key_update(true).unwrap();
+    p.settle().unwrap();
+    let second = p
+        .server
+        .request_client_certificate(Some(b"second"))
+        .expect("request");
+    assert_eq!(second, b"second");
+    p.settle().unwrap();
+    exchange_data(&mut p, 3);
+    let scheme = Some(SignatureScheme::ecdsa_secp256r1_sha256);
+    let want = vec![
+        (Direction::ClientToServer, first.clone(), 1, scheme),
+        (Direction::ClientToServer, second.clone(), 1, scheme),
+    ];
+    assert_eq!(pha_events(&p.client_events), want);
+    assert_eq!(pha_events(&p.server_events), want);
+    // Both sides report the Finished of each answer over the post-handshake context (§4.4.1).
+    for evs in [&p.client_events, &p.server_events] {
+        let contexts = evs
+            .iter()
+            .filter(|e| {
+                matches!(e, Event::Derivation(d) if d.context_covers
+                    == "ClientHello..client Finished + CertificateRequest..client CertificateVerify")
+            })
+            .count();
+        assert_eq!(contexts, 2);
+    }
+    use HandshakeType as T;
+    let answers = client_post_handshake(&p);
+    let shape: Vec<_> = answers.iter().map(|(t, e, _)| (*t, *e)).collect();
+    let (a0, a1) = (Epoch::Application(0), Epoch::Application(1));
+    assert_eq!(
+        shape,
+        vec![
+            (T::Certificate, a0),
+            (T::CertificateVerify, a0),
+            (T::Finished, a0),
+            (T::KeyUpdate, a0),
+            (T::Certificate, a1),
+            (T::CertificateVerify, a1),
+            (T::Finished, a1),
+        ]
+    );
+    for (i, ctx) in [(0, &first), (4, &second)] {
+        match decode(&answers[i].2) {
+            HandshakePayload::Certificate(c) => {
+                assert_eq!(&c.context, ctx);
+                assert_eq!(c.entries.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // The requests carry the contexts and our signature_algorithms (§4.3.2).
+    let requests: Vec<_> = handshake_messages(&p.client_events, Direction::ServerToClient)
+        .into_iter()
+        .filter(|(t, _)| *t == T::CertificateRequest)
+        .map(|(_, b)| match decode(&b) {
+            HandshakePayload::CertificateRequest(cr) => cr,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].context, first);
+    assert!(requests[1]
+        .extensions
+        .iter()
+        .any(|e| matches!(e, Extension::SignatureAlgorithms(_))));
+    check_ledger(&p.ledger());
+    check_ledger(&Ledger::from_events(&p.server_events));
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+/// Requests outstanding at once are answered in turn, each with its context.
+#[test]
+fn post_handshake_auth_requests_outstanding_at_once() {
+    let mut p = pha_pair(ClientAuth::Optional(Vec::new()), true, 91);
+    let a = p.server.request_client_certificate(Some(b"a")).unwrap();
+    let b = p.server.request_client_certificate(Some(b"b")).unwrap();
+    // A context in use is refused: each answer must name one request (§4.3.2).
+    assert!(matches!(
+        p.server.request_client_certificate(Some(b"a")),
+        Err(Error::InvalidState(_))
+    ));
+    p.settle().unwrap();
+    exchange_data(&mut p, 1);
+    let contexts: Vec<_> = pha_events(&p.server_events)
+        .into_iter()
+        .map(|e| e.1)
+        .collect();
+    assert_eq!(contexts, vec![a, b]);
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+/// A client without a certificate answers with an empty Certificate and Finished; a server
+/// for which that is optional reports it (§4.4.2.4).
+#[test]
+fn post_handshake_auth_empty_certificate_when_optional() {
+    let mut p = pha_pair(ClientAuth::Optional(Vec::new()), false, 92);
+    let ctx = p.server.request_client_certificate(None).unwrap();
+    p.settle().unwrap();
+    exchange_data(&mut p, 1);
+    let want = vec![(Direction::ClientToServer, ctx.clone(), 0, None)];
+    assert_eq!(pha_events(&p.client_events), want);
+    assert_eq!(pha_events(&p.server_events), want);
+    let answers = client_post_handshake(&p);
+    let types: Vec<_> = answers.iter().map(|m| m.0).collect();
+    assert_eq!(
+        types,
+        vec![HandshakeType::Certificate, HandshakeType::Finished]
+    );
+    match decode(&answers[0].2) {
+        HandshakePayload::Certificate(c) => assert!(c.entries.is_empty() && c.context == ctx),
+        other => panic!("{other:?}"),
+    }
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+/// §4.4.2.4: a server that requires a certificate answers an empty one with
+/// certificate_required.
+#[test]
+fn post_handshake_auth_missing_certificate_when_required() {
+    let mut p = pha_pair(ClientAuth::Required(Vec::new()), false, 93);
+    p.server.request_client_certificate(None).unwrap();
+    p.server_to_client().unwrap();
+    assert_eq!(
+        p.client_to_server(),
+        Err(Error::Peer(PeerMisbehaved::NoClientCertificate))
+    );
+    assert_eq!(
+        p.server_to_client(),
+        Err(Error::AlertReceived(AlertDescription::CertificateRequired))
+    );
+    assert!(pha_events(&p.server_events).is_empty());
+}
+
+/// A chain from a CA the server does not trust fails as in the handshake (unknown_ca).
+#[test]
+fn post_handshake_auth_certificate_from_unknown_ca() {
+    let mut p = pha_pair(ClientAuth::Optional(vec![util::unrelated_root()]), true, 94);
+    p.server.request_client_certificate(None).unwrap();
+    p.server_to_client().unwrap();
+    let e = p.client_to_server().expect_err("rejected");
+    assert_eq!(e.alert(), Some(AlertDescription::UnknownCa), "{e:?}");
+}
+
+/// The call is refused unless connected, configured, and offered by the client (§4.2.6).
+#[test]
+fn post_handshake_auth_request_is_refused_when_not_allowed() {
+    let refused = |p: &mut Pair| {
+        matches!(
+            p.server.request_client_certificate(None),
+            Err(Error::InvalidState(_))
+        )
+    };
+    // Before the handshake completes.
+    let (mut server, root) = util::server_config(KeyKind::P256);
+    server.post_handshake_auth = ClientAuth::Optional(Vec::new());
+    let mut client = client_config(root.clone());
+    client.client_cert = Some(util::client_identity().0);
+    let mut p = Pair::new(Arc::new(client.clone()), Arc::new(server.clone()), 95, NOW).unwrap();
+    assert!(refused(&mut p));
+    p.handshake().unwrap();
+    // An empty context is the handshake's (§4.3.2).
+    assert!(matches!(
+        p.server.request_client_certificate(Some(b"")),
+        Err(Error::InvalidState(_))
+    ));
+    assert!(!refused(&mut p), "allowed once connected");
+    // A client without a certificate does not offer post_handshake_auth by default.
+    client.client_cert = None;
+    let mut p = Pair::new(Arc::new(client.clone()), Arc::new(server.clone()), 96, NOW).unwrap();
+    p.handshake().unwrap();
+    assert!(client_hellos(&p)[0]
+        .find(ExtensionType::PostHandshakeAuth)
+        .is_none());
+    assert!(refused(&mut p));
+    // A server not configured to ask.
+    client.client_cert = Some(util::client_identity().0);
+    server.post_handshake_auth = ClientAuth::None;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), 97, NOW).unwrap();
+    p.handshake().unwrap();
+    assert!(refused(&mut p));
 }

@@ -1156,6 +1156,109 @@ fn client_auth_our_client(peer: &Peer) -> CellResult {
     Ok(String::new())
 }
 
+/// The PostHandshakeAuth events: (context, certificates, scheme).
+fn pha_answers(events: &[Event]) -> Vec<(Vec<u8>, usize, Option<SignatureScheme>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PostHandshakeAuth {
+                context,
+                certificates,
+                scheme,
+                ..
+            } => Some((context.clone(), *certificates, *scheme)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Post-handshake authentication (RFC 8446 §4.6.2), twice on one connection: our server asks
+/// s_client -enable_pha, which answers each request with its certificate; data flows between.
+fn pha_s_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pha-s", peer.version));
+    let mut c = f.server_config(&[NamedGroup::X25519], SUITES);
+    c.post_handshake_auth = ClientAuth::Required(vec![f.client_id.cert_der.clone()]);
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let mut p = f.s_client(
+        peer,
+        port,
+        &[
+            "-enable_pha",
+            "-cert",
+            &f.client_cert,
+            "-key",
+            &f.client_key,
+        ],
+    );
+    let mut t = server_session(&mut p, &l, new_server(&config, 23));
+    // Nothing was asked in the handshake.
+    assert_eq!(t.negotiated().client_signature_scheme, None);
+    let first = t.tls.request_client_certificate(Some(b"first")).unwrap();
+    t.flush();
+    t.until(&p, "the first answer", |t| {
+        pha_answers(&t.events).len() == 1
+    });
+    ping_pong_server(&mut p, &mut t, "2");
+    let second = t.tls.request_client_certificate(None).unwrap();
+    t.flush();
+    t.until(&p, "the second answer", |t| {
+        pha_answers(&t.events).len() == 2
+    });
+    ping_pong_server(&mut p, &mut t, "3");
+    let scheme = Some(SignatureScheme::ecdsa_secp256r1_sha256);
+    assert_eq!(
+        pha_answers(&t.events),
+        vec![(first, 1, scheme), (second, 1, scheme)]
+    );
+    finish_server(&mut p, t);
+    Ok(String::new())
+}
+
+/// s_server's `c` command asks for our certificate after the handshake (it offers
+/// post_handshake_auth because it has one); twice, with data between. s_server verifies our
+/// certificate against its -CAfile with -verify_return_error, so a bad answer would end the
+/// connection before the next ping.
+fn pha_our_client(peer: &Peer) -> CellResult {
+    let f = fixture(&format!("{}-pha-c", peer.version));
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &["-CAfile", &f.client_cert, "-verify_return_error"],
+    );
+    let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
+    config.client_cert = Some(f.client_id.certified_key());
+    let mut t = client_session(
+        &mut p,
+        port,
+        f.client(config, 24, TicketStore::default()),
+        None,
+    );
+    assert_eq!(t.negotiated().client_signature_scheme, None);
+    for (n, tag) in [(1, "2"), (2, "3")] {
+        p.send_line("c");
+        t.until(&p, "a post-handshake CertificateRequest answered", |t| {
+            pha_answers(&t.events).len() == n
+        });
+        ping_pong_client(&mut p, &mut t, tag);
+    }
+    let answers = pha_answers(&t.events);
+    assert_ne!(answers[0].0, answers[1].0, "each request has its context");
+    for (ctx, certs, scheme) in &answers {
+        assert!(!ctx.is_empty());
+        assert_eq!(
+            (*certs, *scheme),
+            (1, Some(SignatureScheme::ecdsa_secp256r1_sha256))
+        );
+    }
+    finish_client(&mut p, t);
+    p.wait_exit();
+    // Its verify callback printed our certificate each time; `c` reports with printf.
+    p.assert_has("client.tls13lab.test");
+    p.assert_has("SSL_do_handshake -> 1");
+    Ok(String::new())
+}
+
 fn key_update_our_client(peer: &Peer) -> CellResult {
     let f = fixture(&format!("{}-ku-c", peer.version));
     let (mut p, port) = f.s_server(peer, 1, &[]);
@@ -1969,6 +2072,18 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "ours (client cert) → s_server -Verify 1",
         "s_server prints the client certificate; ours: CertificateRequest answered",
         client_auth_our_client,
+    ),
+    (
+        "post-handshake auth",
+        "s_client -enable_pha -cert → ours, requested twice",
+        "ours: both answers verified (contexts as sent, ecdsa_secp256r1_sha256), data between",
+        pha_s_client,
+    ),
+    (
+        "post-handshake auth",
+        "ours (client cert) → s_server, `c` twice",
+        "s_server verifies our certificate after the handshake; ours: two contexts answered",
+        pha_our_client,
     ),
     (
         "HRR to a post-quantum group",
@@ -2993,6 +3108,77 @@ fn s_client_gets_a_key_update_from_the_cli_server() {
     assert_eq!(
         sent.first(),
         Some(&("server_to_client".into(), true.into())),
+        "{v}"
+    );
+}
+
+/// `s_client -enable_pha` asks `tls13lab server --post-handshake-auth` for `GET /renegcert`:
+/// our server sends a CertificateRequest before the page (RFC 8446 §4.6.2), s_client answers
+/// with its certificate, and the page says it verified against --client-ca.
+#[test]
+fn s_client_answers_post_handshake_auth_from_the_cli_server() {
+    let peer = openssl35();
+    let f = fixture("3.5-cli-renegcert");
+    let srv = tls13lab(
+        &f.dir,
+        &[
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &f.server_cert,
+            "--key",
+            &f.server_key,
+            "--post-handshake-auth",
+            "--client-ca",
+            &f.client_cert,
+            "--json-dir",
+            "ledgers",
+            "--naccept",
+            "1",
+        ],
+    );
+    let port: u16 = srv
+        .line_starting("listening on 127.0.0.1:")
+        .trim_start_matches("listening on 127.0.0.1:")
+        .parse()
+        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
+    let mut c = f.s_client(
+        &peer,
+        port,
+        &[
+            "-enable_pha",
+            "-cert",
+            &f.client_cert,
+            "-key",
+            &f.client_key,
+            "-trace",
+        ],
+    );
+    c.send_line("GET /renegcert HTTP/1.0\n"); // s_client sends what it reads, LF line ends
+    assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
+    let out = c.output();
+    for needle in [
+        "CertificateRequest",
+        "HTTP/1.0 200 OK\r\n",
+        "client cert    requested after the handshake: 1 certificate(s), CertificateVerify \
+         ecdsa_secp256r1_sha256 verified, its chain validated against --client-ca",
+    ] {
+        assert!(out.contains(needle), "no {needle:?}\n{}", c.context());
+    }
+    let line = srv.line_starting("conn #1 from ");
+    assert!(line.ends_with("; ok"), "{line}\n{}", srv.context());
+    let v = read_json(&f.dir.join("ledgers/conn-000001.json"));
+    let answers: Vec<_> = v["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["event"] == "post_handshake_auth")
+        .map(|e| (e["certificates"].clone(), e["scheme"].clone()))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![(1.into(), "ecdsa_secp256r1_sha256".into())],
         "{v}"
     );
 }

@@ -1003,6 +1003,31 @@ pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> Strin
         })
         .count();
     line("tickets", format!("{tickets} received"));
+    // Post-handshake client authentication (RFC 8446 §4.6.2): one entry per answered request.
+    let answers: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PostHandshakeAuth {
+                certificates,
+                scheme,
+                ..
+            } => Some(match scheme {
+                Some(s) if *certificates > 0 => format!("{certificates} certificate(s), {s}"),
+                _ => "empty Certificate".into(),
+            }),
+            _ => None,
+        })
+        .collect();
+    if !answers.is_empty() {
+        line(
+            "post-hs auth",
+            format!(
+                "{} CertificateRequest(s) answered: {}",
+                answers.len(),
+                answers.join("; ")
+            ),
+        );
+    }
     // What only an endpoint knows (a capture cannot tell an external PSK from a ticket), and
     // what the server said of its groups, after the lines `dissect` shares.
     if ledger.negotiated.is_some() {

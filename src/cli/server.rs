@@ -13,7 +13,7 @@ use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{EarlyDataStatus, Event, Side};
 use tls13lab::messages::{CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme};
-use tls13lab::{Server, ServerConfig};
+use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
     alpn, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding, psk_modes,
@@ -65,6 +65,9 @@ pub struct ServerArgs {
     /// CA certificates (PEM) that client certificates must chain to [default: accept any, still checking CertificateVerify].
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+    /// Post-handshake client authentication (RFC 8446 §4.6.2): a request for `/renegcert` sends a CertificateRequest first and the page says what came back (as `openssl s_server -www -verify_post_handshake`); an empty Certificate is accepted.
+    #[arg(long)]
+    pub post_handshake_auth: bool,
     /// Pad every protected record's inner plaintext to a multiple of N bytes (0 = none).
     #[arg(long, value_name = "N")]
     pub padding: Option<usize>,
@@ -266,16 +269,20 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
         }
         s.external_psks = vec![psk];
     }
-    let asks = a.policy.request_client_cert || a.policy.require_client_cert;
+    let asks =
+        a.policy.request_client_cert || a.policy.require_client_cert || a.post_handshake_auth;
     let roots = match &a.client_ca {
         Some(_) if !asks => {
             return Err(Failure::BadOption(
-                "--client-ca needs --request-client-cert or --require-client-cert".into(),
+                "--client-ca needs --request-client-cert, --require-client-cert or --post-handshake-auth".into(),
             ))
         }
         Some(p) => load_certs(p)?,
         None => Vec::new(),
     };
+    if a.post_handshake_auth {
+        s.post_handshake_auth = ClientAuth::Optional(roots.clone());
+    }
     a.policy.apply(&mut s, roots);
     Ok(s)
 }
@@ -408,6 +415,8 @@ fn drive(
     let (mut early_in, mut app_in) = (Vec::new(), Vec::new());
     let mut total = 0usize;
     let mut responded = false;
+    // `GET /renegcert`: the page waits for the answer to our CertificateRequest (this context).
+    let mut awaiting_cert: Option<Vec<u8>> = None;
     // close_notify waits for the handshake: a 0-RTT request is answered before the client's
     // Finished, and the NewSessionTickets that Finished triggers must go out before the
     // close_notify (nothing may follow it, RFC 8446 §6.1) and before the socket's write side
@@ -435,6 +444,21 @@ fn drive(
             k.write_events(&new);
         }
         let peer_closed = new.iter().any(|e| matches!(e, Event::Closed));
+        let answered = awaiting_cert.as_ref().and_then(|ctx| {
+            new.iter().find_map(|e| match e {
+                Event::PostHandshakeAuth {
+                    context,
+                    certificates,
+                    scheme,
+                    ..
+                } if context == ctx => Some(client_cert_line(
+                    *certificates,
+                    *scheme,
+                    &sh.config.post_handshake_auth,
+                )),
+                _ => None,
+            })
+        });
         // 0-RTT data first: it precedes any application data on the wire.
         let (early, app) = (d.take_early(), d.take_data());
         early_in.extend_from_slice(&early);
@@ -470,7 +494,16 @@ fn drive(
                 "more than {MAX_CONNECTION_DATA} bytes of data: closed {peer_s}"
             )));
         }
-        if !responded {
+        if let (Some(line), false) = (answered, responded) {
+            awaiting_cert = None;
+            let title = format!("connection #{n} from {peer_s}");
+            let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
+            body.push_str(&format!("{:<14} {line}\n", "client cert"));
+            if d.ep.send(&http_ok(&body)).is_ok() {
+                responded = true;
+            }
+        }
+        if !responded && awaiting_cert.is_none() {
             if sh.echo {
                 for c in chunks.iter().filter(|c| !c.is_empty()) {
                     let _ = d.ep.send(c);
@@ -481,10 +514,23 @@ fn drive(
                 let complete = request_complete(&received)
                     || received.len() >= MAX_REQUEST
                     || ((peer_closed || eof) && !received.is_empty());
-                if complete {
+                if complete && asks_path(&received, b"/renegcert") {
+                    let configured = !matches!(sh.config.post_handshake_auth, ClientAuth::None);
+                    match request_client_cert(&mut d.ep, configured) {
+                        Ok(ctx) => awaiting_cert = Some(ctx),
+                        Err(why) => {
+                            let title = format!("connection #{n} from {peer_s}");
+                            let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
+                            body.push_str(&format!("{:<14} {why}\n", "client cert"));
+                            if d.ep.send(&http_ok(&body)).is_ok() {
+                                responded = true;
+                            }
+                        }
+                    }
+                } else if complete {
                     let title = format!("connection #{n} from {peer_s}");
                     let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
-                    if asks_key_update(&received) {
+                    if asks_path(&received, b"/keyupd") {
                         let done = key_update_first(&mut d.ep);
                         body.push_str(&format!(
                             "{:<14} {done}
@@ -529,13 +575,52 @@ fn drive(
     (events, result)
 }
 
-/// `GET /keyupd…`: what `openssl s_server -www` answers with KeyUpdate(update_requested), the
-/// way test clients ask for a server-initiated KeyUpdate. Any method; the path decides.
-fn asks_key_update(request: &[u8]) -> bool {
+/// Whether the request's path starts with `prefix`. Any method; the path decides. What
+/// `openssl s_server -www` answers specially: `GET /keyupd…` with KeyUpdate(update_requested),
+/// `GET /renegcert…` with a post-handshake CertificateRequest (TLS 1.3's renegotiation).
+fn asks_path(request: &[u8], prefix: &[u8]) -> bool {
     let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
     line.split(|&b| b == b' ')
         .nth(1)
-        .is_some_and(|path| path.starts_with(b"/keyupd"))
+        .is_some_and(|path| path.starts_with(prefix))
+}
+
+/// Send a post-handshake CertificateRequest (RFC 8446 §4.6.2) before the page, which then
+/// waits for the client's answer. Returns its context, or the page's line on why not.
+fn request_client_cert(server: &mut Server, configured: bool) -> Result<Vec<u8>, String> {
+    if !server.is_connected() {
+        return Err("not requested: the handshake is not complete (a 0-RTT request)".into());
+    }
+    if !configured {
+        return Err("not requested: the server was started without --post-handshake-auth".into());
+    }
+    server
+        .request_client_certificate(None)
+        .map_err(|e| match e {
+            tls13lab::Error::InvalidState(why) => format!("not requested: {why}"),
+            other => format!("not requested: {other}"),
+        })
+}
+
+/// The page's line on the client's verified answer to our CertificateRequest.
+fn client_cert_line(
+    certificates: usize,
+    scheme: Option<SignatureScheme>,
+    auth: &ClientAuth,
+) -> String {
+    if certificates == 0 {
+        return "requested after the handshake: the client sent an empty Certificate (no client authentication)".into();
+    }
+    let chain = match auth {
+        ClientAuth::Optional(r) | ClientAuth::Required(r) if !r.is_empty() => {
+            "its chain validated against --client-ca"
+        }
+        _ => "its chain not validated (no --client-ca)",
+    };
+    format!(
+        "requested after the handshake: {certificates} certificate(s), CertificateVerify {} verified, {chain}",
+        scheme.map_or("?".into(), |s| s.to_string())
+    )
 }
 
 /// Send KeyUpdate(update_requested) ahead of the response (RFC 8446 §4.6.3), so the page goes

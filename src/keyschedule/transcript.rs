@@ -223,7 +223,10 @@ impl Transcript {
     /// synthetic message of a HelloRetryRequest is shown under its RFC name, `message_hash`.
     /// Certificate, CertificateVerify and Finished, which both sides send, are named with their
     /// sender ("ClientHello..server Finished"): in TLS 1.3 the client's come after the server's
-    /// Finished, so the position tells.
+    /// Finished, so the position tells. A post-handshake authentication context, the handshake
+    /// through the client's Finished and then one request and its answer (§4.4.1), is shown as
+    /// the two runs it joins: "ClientHello..client Finished + CertificateRequest..client
+    /// CertificateVerify".
     pub fn covers(&self) -> String {
         let covered = self.covered();
         let server_finished = covered.iter().position(|t| *t == HandshakeType::Finished);
@@ -243,10 +246,24 @@ impl Transcript {
                 other => format!("{other:?}"),
             }
         };
-        match covered.len() {
-            0 => String::new(),
-            1 => name(0),
-            n => format!("{}..{}", name(0), name(n - 1)),
+        let run = |a: usize, b: usize| -> String {
+            if a == b {
+                name(a)
+            } else {
+                format!("{}..{}", name(a), name(b))
+            }
+        };
+        // The client's Finished ends the handshake; messages after it are post-handshake.
+        let client_finished = server_finished.and_then(|f| {
+            covered[f + 1..]
+                .iter()
+                .position(|t| *t == HandshakeType::Finished)
+                .map(|i| f + 1 + i)
+        });
+        match (covered.len(), client_finished) {
+            (0, _) => String::new(),
+            (n, Some(cf)) if cf + 1 < n => format!("{} + {}", run(0, cf), run(cf + 1, n - 1)),
+            (n, _) => run(0, n - 1),
         }
     }
 }
@@ -363,5 +380,17 @@ mod tests {
         assert_eq!(t.covers(), "ClientHello..client Certificate");
         t.add(HandshakeType::Finished, &[20, 0, 0, 0]);
         assert_eq!(t.covers(), "ClientHello..client Finished");
+        // Post-handshake authentication (§4.4.1): the handshake, then one request's messages.
+        t.add(HandshakeType::CertificateRequest, &[13, 0, 0, 0]);
+        assert_eq!(
+            t.covers(),
+            "ClientHello..client Finished + CertificateRequest"
+        );
+        t.add(HandshakeType::Certificate, &[11, 0, 0, 0]);
+        t.add(HandshakeType::CertificateVerify, &[15, 0, 0, 0]);
+        assert_eq!(
+            t.covers(),
+            "ClientHello..client Finished + CertificateRequest..client CertificateVerify"
+        );
     }
 }

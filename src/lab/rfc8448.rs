@@ -295,6 +295,8 @@ impl Section {
                 chain: vec![pem_cert(CLIENT_RSA_CERT)],
                 key: self.replay_signer("client"),
             }),
+            // The RFC's ClientHellos do not offer post_handshake_auth (§4.2.6), certificate or not.
+            post_handshake_auth: Some(false),
             fixed_validation_time_ms: Some(NOW_MS),
             // The replay checks every secret against the RFC's: it asks for them.
             observe: Observe::ALL_WITH_SECRETS,
