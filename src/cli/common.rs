@@ -1245,10 +1245,11 @@ mod tests {
             C::TLS_AES_128_GCM_SHA256,
             C::TLS_AES_256_GCM_SHA384
         ));
-        assert!(!same_hash(
-            C::TLS_AES_128_CCM_SHA256,
-            C::TLS_AES_128_CCM_SHA256
+        assert!(same_hash(
+            C::TLS_AES_128_CCM_8_SHA256,
+            C::TLS_AES_128_GCM_SHA256
         ));
+        assert!(!same_hash(C::Unknown(0x1399), C::Unknown(0x1399)));
     }
 
     #[test]
