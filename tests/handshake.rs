@@ -299,12 +299,18 @@ fn ccm_suites_only_when_configured() {
     let mut client = client_config(root.clone());
     client.cipher_suites = vec![ccm[1], ccm[0], C::TLS_AES_128_GCM_SHA256];
     let p = run(client.clone(), server.clone(), 8);
-    assert_eq!(p.client.negotiated().unwrap().suite, C::TLS_AES_128_GCM_SHA256);
+    assert_eq!(
+        p.client.negotiated().unwrap().suite,
+        C::TLS_AES_128_GCM_SHA256
+    );
     // A server that prefers CCM-8: a default client does not offer it, this one does.
     let mut ccm_server = server;
     ccm_server.cipher_suites = vec![ccm[1], C::TLS_AES_128_GCM_SHA256];
     let p = run(client_config(root), ccm_server.clone(), 9);
-    assert_eq!(p.client.negotiated().unwrap().suite, C::TLS_AES_128_GCM_SHA256);
+    assert_eq!(
+        p.client.negotiated().unwrap().suite,
+        C::TLS_AES_128_GCM_SHA256
+    );
     let p = run(client, ccm_server, 10);
     assert_eq!(p.client.negotiated().unwrap().suite, ccm[1]);
 }

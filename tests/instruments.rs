@@ -1166,8 +1166,16 @@ fn corpus() -> Vec<Conn> {
     for (name, group, suite) in [
         ("classical", NamedGroup::X25519, None),
         ("hybrid", NamedGroup::X25519MLKEM768, None),
-        ("ccm", NamedGroup::X25519, Some(CipherSuite::TLS_AES_128_CCM_SHA256)),
-        ("ccm8", NamedGroup::X25519, Some(CipherSuite::TLS_AES_128_CCM_8_SHA256)),
+        (
+            "ccm",
+            NamedGroup::X25519,
+            Some(CipherSuite::TLS_AES_128_CCM_SHA256),
+        ),
+        (
+            "ccm8",
+            NamedGroup::X25519,
+            Some(CipherSuite::TLS_AES_128_CCM_8_SHA256),
+        ),
     ] {
         let (mut server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
         let mut client = demo::client_config(root);

@@ -385,7 +385,10 @@ fn ccm_suites_resume_with_tickets_and_zero_rtt() {
             s.ticket_mode = mode;
             let (c, s) = (Arc::new(c), Arc::new(s));
             let tickets = first(&c, &s);
-            assert!(tickets.tickets.iter().all(|t| t.suite == suite), "{suite} {mode:?}");
+            assert!(
+                tickets.tickets.iter().all(|t| t.suite == suite),
+                "{suite} {mode:?}"
+            );
             let p = request_response(c, s, 3, NOW + 1000, REQ, RESP, tickets).unwrap();
             let n = negotiated(&p);
             let what = format!("{suite} {mode:?}");
@@ -396,7 +399,11 @@ fn ccm_suites_resume_with_tickets_and_zero_rtt() {
             assert_eq!(p.client_received(), RESP, "{what}");
             assert_eq!(p.ledger().round_trips_to_first_response(), Some(1));
             let l = p.ledger();
-            let protected: Vec<_> = l.records.iter().filter(|r| r.record.seq.is_some()).collect();
+            let protected: Vec<_> = l
+                .records
+                .iter()
+                .filter(|r| r.record.seq.is_some())
+                .collect();
             assert!(protected
                 .iter()
                 .any(|r| r.record.epoch == tls13lab::events::Epoch::Early));

@@ -528,8 +528,13 @@ mod tests {
             .seal_slice(ContentType::ApplicationData, &mut buf, 5, 0)
             .unwrap();
         assert_eq!(n, 5 + 5 + 1 + 8);
-        let (typ, len, pad) = r.open_slice(&buf[..5].try_into().unwrap(), &mut buf[5..n]).unwrap();
-        assert_eq!((typ, &buf[5..5 + len], pad), (ContentType::ApplicationData, &b"hello"[..], 0));
+        let (typ, len, pad) = r
+            .open_slice(&buf[..5].try_into().unwrap(), &mut buf[5..n])
+            .unwrap();
+        assert_eq!(
+            (typ, &buf[5..5 + len], pad),
+            (ContentType::ApplicationData, &b"hello"[..], 0)
+        );
 
         // Every bit of header, ciphertext and tag is authenticated: bad_record_mac.
         let rec = s.seal(ContentType::Handshake, b"finished", 0).unwrap();
@@ -545,17 +550,17 @@ mod tests {
             assert_eq!(r.open(&bad), Err(RecordError::BadRecordMac), "bit {i}");
         }
         assert_eq!(r.open(&parse(&rec)).unwrap().content, b"finished");
-        assert_eq!(
-            RecordError::BadRecordMac.alert().name(),
-            "bad_record_mac"
-        );
+        assert_eq!(RecordError::BadRecordMac.alert().name(), "bad_record_mac");
 
         // Shorter than the tag; an empty inner plaintext under a valid tag has no type.
         let short = OpaqueRecord::new(ContentType::ApplicationData, 0x0303, vec![0; 7]);
         assert_eq!(r.open(&short), Err(RecordError::BadRecordMac));
         let peer = mk();
         let header = [23, 3, 3, 0, 8];
-        let tag = peer.key.seal_detached(&r.nonce(), &header, &mut []).unwrap();
+        let tag = peer
+            .key
+            .seal_detached(&r.nonce(), &header, &mut [])
+            .unwrap();
         let empty = OpaqueRecord {
             header,
             typ: ContentType::ApplicationData,
