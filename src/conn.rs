@@ -9,7 +9,7 @@
 //! record) and its bytes are written once.
 
 use crate::crypto::aead::SuiteParams;
-use crate::crypto::aead::TAG_LEN;
+use crate::crypto::aead::MAX_TAG_LEN;
 use crate::crypto::random::RandomSource;
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
@@ -24,8 +24,9 @@ use crate::record::{
 };
 
 /// What sealing appends to a record's content: the inner content type byte and the AEAD tag
-/// (RFC 8446 §5.2; padding aside). Reserved up front so sealing does not grow the buffer.
-const RECORD_TRAILER: usize = 1 + TAG_LEN;
+/// (RFC 8446 §5.2; padding aside), at its longest. Reserved up front so sealing does not grow
+/// the buffer.
+const RECORD_TRAILER: usize = 1 + MAX_TAG_LEN;
 
 /// What an empty output buffer reserves when a flight starts: a server's first flight
 /// (ServerHello with an X25519MLKEM768 share, EncryptedExtensions, a certificate, its
@@ -340,9 +341,12 @@ impl Conn {
             .min(self.max_fragment.saturating_sub(len))
     }
 
-    /// Bytes a protected record carrying `len` bytes of application data takes on the wire.
+    /// Bytes a protected record carrying `len` bytes of application data takes on the wire,
+    /// with the write key's tag (8 bytes under AES-128-CCM-8); before there is one, with the
+    /// longest tag, so a buffer of that size is always enough.
     pub(crate) fn sealed_len(&self, len: usize) -> usize {
-        sealed_len(len, self.padding_for(len))
+        let tag = self.write.as_ref().map_or(MAX_TAG_LEN, |p| p.tag_len());
+        sealed_len(len, self.padding_for(len), tag)
     }
 
     /// Seals one application data record in the caller's buffer: `buf[HEADER_LEN..][..len]`
@@ -368,7 +372,10 @@ impl Conn {
             ));
         }
         let padding = self.padding_for(len);
-        if buf.len() < sealed_len(len, padding) {
+        let Some(p) = self.write.as_ref() else {
+            return Err(Error::InvalidState("no write keys"));
+        };
+        if buf.len() < p.sealed_len(len, padding) {
             return Err(Error::InvalidState(
                 "buffer too small for the sealed record",
             ));

@@ -122,7 +122,7 @@ pub struct RecordEvent {
     pub plaintext_len: usize,
     /// Zero bytes of TLSInnerPlaintext padding.
     pub padding_len: usize,
-    /// AEAD tag bytes (16 for all TLS 1.3 suites) or 0.
+    /// AEAD tag bytes (16; 8 under TLS_AES_128_CCM_8_SHA256) or 0.
     pub tag_len: usize,
     /// AEAD sequence number, for protected records.
     pub seq: Option<u64>,

@@ -2,7 +2,8 @@
 //! [`Event`]s, so it accounts for exactly what crossed the wire.
 //!
 //! Accounting (RFC 8446 §5.1, §5.2): `wire = 5 (header) + payload`, and for protected records
-//! `payload = plaintext + 1 (inner content type) + padding + 16 (tag)`.
+//! `payload = plaintext + 1 (inner content type) + padding + tag` (16 bytes; 8 under
+//! TLS_AES_128_CCM_8_SHA256).
 //! A *flight* is a maximal run of records one side sends before the other side's next record.
 
 use std::fmt::Write as _;

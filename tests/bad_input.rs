@@ -76,7 +76,7 @@ impl Keys {
 
     /// A TLSCiphertext whose TLSInnerPlaintext is exactly `inner` (§5.2).
     fn seal_inner(&self, seq: u64, mut inner: Vec<u8>) -> Vec<u8> {
-        let len = inner.len() + 16;
+        let len = inner.len() + self.key.tag_len();
         let header = [23, 3, 3, (len >> 8) as u8, len as u8];
         let tag = self
             .key
@@ -98,10 +98,10 @@ impl Keys {
 
     fn open(&self, seq: u64, rec: &[u8]) -> (ContentType, Vec<u8>) {
         let header = &rec[..5];
-        let mut body = rec[5..rec.len() - 16].to_vec();
-        let tag: [u8; 16] = rec[rec.len() - 16..].try_into().unwrap();
+        let tag_at = rec.len() - self.key.tag_len();
+        let mut body = rec[5..tag_at].to_vec();
         self.key
-            .open_detached(&self.nonce(seq), header, &mut body, &tag)
+            .open_detached(&self.nonce(seq), header, &mut body, &rec[tag_at..])
             .expect("our own record opens with the keys the events report");
         let at = body.iter().rposition(|&b| b != 0).expect("content type");
         let typ = ContentType::from(body[at]);
@@ -2022,6 +2022,48 @@ fn bit_flips_in_protected_records_are_bad_record_mac() {
             .rejects(&record(23, 0x0303, &vec![0; len]), A::BadRecordMac);
         assert_eq!(e, Error::Record(RecordError::BadRecordMac), "{len}");
     }
+}
+
+/// Under TLS_AES_128_CCM_8_SHA256 the tag is 8 bytes (RFC 6655 §3.4; RFC 8446 §B.4): every
+/// flipped bit is still bad_record_mac, and so is a record too short for the 8-byte tag, or
+/// whose tag was stretched to GCM's 16 bytes.
+#[test]
+fn ccm8_records_with_bad_or_missing_8_byte_tags_are_bad_record_mac() {
+    let ccm8 = || {
+        let (mut c, mut s) = (client_config(), server_config());
+        c.cipher_suites = vec![CipherSuite::TLS_AES_128_CCM_8_SHA256];
+        s.cipher_suites = vec![CipherSuite::TLS_AES_128_CCM_8_SHA256];
+        to_server_with(c, s)
+    };
+    let base = ccm8();
+    let rec = base.flight.last().unwrap().wire.clone();
+    // The client's Finished: 4 + 32 bytes, the type byte and an 8-byte tag.
+    assert_eq!(rec.len(), 5 + 36 + 1 + 8);
+    for i in (1..3).chain(5..rec.len()) {
+        let mut t = ccm8();
+        let mut w = rec.clone();
+        w[i] ^= 0x01;
+        let e = t.server.rejects(&w, A::BadRecordMac);
+        assert_eq!(e, Error::Record(RecordError::BadRecordMac), "byte {i}");
+    }
+    for len in 0..=8 {
+        let mut t = ccm8();
+        let e = t
+            .server
+            .rejects(&record(23, 0x0303, &vec![0; len]), A::BadRecordMac);
+        assert_eq!(e, Error::Record(RecordError::BadRecordMac), "{len}");
+    }
+    let mut stretched = rec[5..].to_vec();
+    stretched.extend_from_slice(&[0; 8]);
+    let mut t = ccm8();
+    let e = t
+        .server
+        .rejects(&record(23, 0x0303, &stretched), A::BadRecordMac);
+    assert_eq!(e, Error::Record(RecordError::BadRecordMac));
+    // The record as sent is accepted.
+    let mut t = ccm8();
+    t.server.feed(&rec).unwrap();
+    assert!(t.server.tls.is_connected());
 }
 
 #[test]

@@ -409,6 +409,31 @@ fn each_implemented_group_and_suite() {
     }
 }
 
+/// The CCM suites by their CLI names, over TCP, and in the demo's ledger: every protected
+/// record's `hdr+plain+type+pad+tag` ends in the suite's tag, 16 (CCM) or 8 (CCM_8).
+#[test]
+fn ccm_suites_by_name_over_tcp_and_in_the_ledger() {
+    let (ccm, ccm8) = ("TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256");
+    let server = ServerGuard::start(&["--suites", "aes128ccm8,TLS_AES_128_CCM_SHA256"]);
+    for (suite, want) in [("aes128ccm", ccm), (ccm8, ccm8), ("0x1305", ccm8)] {
+        let o = run(&["client", &server.addr(), "--insecure", "--suites", suite]);
+        assert_ok(&o);
+        assert_eq!(summary_value(&stdout(&o), "cipher suite"), want, "{suite}");
+    }
+    for (suite, tag) in [("aes128ccm", "16"), ("aes128ccm8", "8")] {
+        let o = run(&["demo", "--suites", suite, "--server-suites", suite]);
+        assert_ok(&o);
+        let out = stdout(&o);
+        let tags: Vec<&str> = out
+            .split_whitespace()
+            .filter(|w| w.starts_with("5+") && w.split('+').count() == 5)
+            .map(|w| w.rsplit('+').next().unwrap())
+            .collect();
+        assert!(tags.len() >= 6, "{out}");
+        assert!(tags.iter().all(|t| *t == tag), "{suite}: {tags:?}\n{out}");
+    }
+}
+
 #[test]
 fn hybrid_post_quantum_group() {
     let server = ServerGuard::start(&["--groups", "X25519MLKEM768,x25519"]);

@@ -31,10 +31,13 @@ use util::{check_ledger, check_mirror, client_config, handshake_messages, KeyKin
 const REQUEST: &[u8] = b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n";
 const RESPONSE: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
-const SUITES: [CipherSuite; 3] = [
+/// The five suites of RFC 8446 §B.4; the CCM ones only when both sides are configured for them.
+const SUITES: [CipherSuite; 5] = [
     CipherSuite::TLS_AES_128_GCM_SHA256,
     CipherSuite::TLS_AES_256_GCM_SHA384,
     CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+    CipherSuite::TLS_AES_128_CCM_SHA256,
+    CipherSuite::TLS_AES_128_CCM_8_SHA256,
 ];
 const GROUPS: [NamedGroup; 2] = [NamedGroup::X25519, NamedGroup::secp256r1];
 
@@ -196,6 +199,7 @@ fn matrix(kind: KeyKind, scheme: SignatureScheme) {
             seed += 1;
             let (mut server, root) = util::server_config(kind);
             server.groups = vec![group];
+            server.cipher_suites = vec![suite];
             let mut client = client_config(root);
             client.cipher_suites = vec![suite];
             client.key_shares = vec![group];
@@ -279,6 +283,38 @@ fn server_preference_picks_suite_and_group() {
     assert!(!n.hello_retry);
 }
 
+/// The CCM suites are offered and chosen only when configured (RFC 8446 §9.1 does not require
+/// them; the defaults stay the three of §9.1 and ChaCha20), and then by server preference.
+#[test]
+fn ccm_suites_only_when_configured() {
+    use CipherSuite as C;
+    let ccm = [C::TLS_AES_128_CCM_SHA256, C::TLS_AES_128_CCM_8_SHA256];
+    assert!(!ClientConfig::default()
+        .cipher_suites
+        .iter()
+        .any(|s| ccm.contains(s)));
+    let (server, root) = util::server_config(KeyKind::P256);
+    assert!(!server.cipher_suites.iter().any(|s| ccm.contains(s)));
+    // A client that prefers CCM-8, a default server: not CCM.
+    let mut client = client_config(root.clone());
+    client.cipher_suites = vec![ccm[1], ccm[0], C::TLS_AES_128_GCM_SHA256];
+    let p = run(client.clone(), server.clone(), 8);
+    assert_eq!(
+        p.client.negotiated().unwrap().suite,
+        C::TLS_AES_128_GCM_SHA256
+    );
+    // A server that prefers CCM-8: a default client does not offer it, this one does.
+    let mut ccm_server = server;
+    ccm_server.cipher_suites = vec![ccm[1], C::TLS_AES_128_GCM_SHA256];
+    let p = run(client_config(root), ccm_server.clone(), 9);
+    assert_eq!(
+        p.client.negotiated().unwrap().suite,
+        C::TLS_AES_128_GCM_SHA256
+    );
+    let p = run(client, ccm_server, 10);
+    assert_eq!(p.client.negotiated().unwrap().suite, ccm[1]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // HelloRetryRequest (§4.1.4)
 // ---------------------------------------------------------------------------------------------
@@ -289,6 +325,7 @@ fn hello_retry(cookie: Option<usize>, suite: CipherSuite) -> Pair {
     server.hrr_cookie = cookie;
     server.cipher_suites = vec![suite];
     let mut client = client_config(root);
+    client.cipher_suites = vec![suite];
     client.key_shares = vec![NamedGroup::X25519];
     let p = run(client, server, 21);
     let n = p.client.negotiated().unwrap();
@@ -1401,6 +1438,7 @@ fn sealing_in_place_matches_send_and_opens_in_place() {
                 client.padding = policy;
                 server.padding = policy;
                 server.cipher_suites = vec![suite];
+                client.cipher_suites = vec![suite];
                 connect(client, server, 40 + i as u64)
             };
             let mut a = mk();

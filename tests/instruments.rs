@@ -346,6 +346,28 @@ fn hello_edits_do_what_they_say() {
     assert_eq!(a.message_len, b.message_len);
 }
 
+/// The hello lab counts the CCM suites as TLS 1.3 suites (RFC 8446 §B.4; only the unknown
+/// 0x1399 is "not TLS 1.3"), and a ticket bound to the first of them, CCM_8, has a SHA-256
+/// binder.
+#[test]
+fn hello_lab_knows_the_ccm_suites() {
+    let out = tls13lab(&[
+        "hello",
+        "--suites",
+        "aes128ccm8,aes128ccm,0x1399,aes128gcm",
+        "--psk-ticket",
+        "40",
+        "--early-data",
+    ]);
+    for want in [
+        "2 + 4 suites × 2, 1 not TLS 1.3",
+        "bound to TLS_AES_128_CCM_8_SHA256 (binder 32 bytes), 0-RTT offered",
+        "1 identity of 40 bytes, binder of 32 bytes",
+    ] {
+        assert!(out.contains(want), "{want:?} in\n{out}");
+    }
+}
+
 fn r_hex(spec: &HelloSpec) -> String {
     report(spec, &Framing::default(), Link::default())
         .unwrap()
@@ -1135,18 +1157,33 @@ struct Conn {
 }
 
 /// Connections covering every epoch and shape: full (classical, hybrid), resumed, 0-RTT,
-/// HelloRetryRequest, client authentication, record padding, KeyUpdate, compatibility mode.
+/// HelloRetryRequest, client authentication, record padding, KeyUpdate, compatibility mode,
+/// and the CCM suites (CCM_8's 8-byte tags).
 fn corpus() -> Vec<Conn> {
     let mut out = Vec::new();
     let req = b"GET / HTTP/1.0\r\n\r\n";
     let resp = b"HTTP/1.0 200 OK\r\n\r\nhello";
-    for (name, group) in [
-        ("classical", NamedGroup::X25519),
-        ("hybrid", NamedGroup::X25519MLKEM768),
+    for (name, group, suite) in [
+        ("classical", NamedGroup::X25519, None),
+        ("hybrid", NamedGroup::X25519MLKEM768, None),
+        (
+            "ccm",
+            NamedGroup::X25519,
+            Some(CipherSuite::TLS_AES_128_CCM_SHA256),
+        ),
+        (
+            "ccm8",
+            NamedGroup::X25519,
+            Some(CipherSuite::TLS_AES_128_CCM_8_SHA256),
+        ),
     ] {
-        let (server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
+        let (mut server, root) = demo::server_config(1, demo::NOW_MS).unwrap();
         let mut client = demo::client_config(root);
         client.key_shares = vec![group];
+        if let Some(suite) = suite {
+            client.cipher_suites = vec![suite];
+            server.cipher_suites = vec![suite];
+        }
         let runs = demo::three_connections(
             Arc::new(client),
             Arc::new(server),
@@ -1158,7 +1195,9 @@ fn corpus() -> Vec<Conn> {
         .unwrap();
         let names: [&'static str; 3] = match name {
             "classical" => ["classical full", "classical resumed", "classical 0-RTT"],
-            _ => ["hybrid full", "hybrid resumed", "hybrid 0-RTT"],
+            "hybrid" => ["hybrid full", "hybrid resumed", "hybrid 0-RTT"],
+            "ccm" => ["CCM full", "CCM resumed", "CCM 0-RTT"],
+            _ => ["CCM_8 full", "CCM_8 resumed", "CCM_8 0-RTT"],
         };
         for (r, n) in runs.into_iter().zip(names) {
             out.push(Conn {
@@ -1244,7 +1283,7 @@ fn ledger_view(l: &Ledger) -> Vec<String> {
                 .map(|m| format!("{}:{}:{}/{}", m.typ, m.offset, m.bytes_here, m.len))
                 .collect();
             format!(
-                "{} {} {} {} wire={} plain={} pad={} seq={:?} flight={} [{}]",
+                "{} {} {} {} wire={} plain={} pad={} tag={} seq={:?} flight={} [{}]",
                 x.direction.arrow(),
                 x.epoch,
                 x.wire_type,
@@ -1252,6 +1291,7 @@ fn ledger_view(l: &Ledger) -> Vec<String> {
                 x.wire_len,
                 x.plaintext_len,
                 x.padding_len,
+                x.tag_len,
                 x.seq,
                 r.flight,
                 msgs.join(" ")

@@ -833,6 +833,24 @@ fn suite_name(s: CipherSuite) -> String {
     s.to_string()
 }
 
+/// OpenSSL 3.5 (not 3.0) lists TLS_AES_128_CCM_8_SHA256 only at security level 0 (its 8-byte
+/// tag: `openssl ciphers -s -ciphersuites TLS_AES_128_CCM_8_SHA256` is empty without
+/// `@SECLEVEL=0`), so cells with CCM_8 lower it on both s_server and s_client.
+const SECLEVEL_0: [&str; 2] = ["-cipher", "DEFAULT:@SECLEVEL=0"];
+
+/// `-groups G -ciphersuites S`, and [`SECLEVEL_0`] for CCM_8.
+fn group_suite_args(g: NamedGroup, s: CipherSuite) -> Vec<String> {
+    let mut v = vec!["-groups", ossl_group(g), "-ciphersuites"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    v.push(suite_name(s));
+    if s == CipherSuite::TLS_AES_128_CCM_8_SHA256 {
+        v.extend(SECLEVEL_0.map(String::from));
+    }
+    v
+}
+
 fn skip_unsupported(peer: &Peer, groups: &[NamedGroup]) -> Result<(), Skip> {
     for g in groups {
         if !we_support(*g) {
@@ -870,11 +888,9 @@ fn skip_unsupported(peer: &Peer, groups: &[NamedGroup]) -> Result<(), Skip> {
 fn our_client_to_s_server(peer: &Peer, g: NamedGroup, s: CipherSuite) -> CellResult {
     skip_unsupported(peer, &[g])?;
     let f = fixture(&format!("{}-c-{g}-{s}", peer.version));
-    let (mut p, port) = f.s_server(
-        peer,
-        1,
-        &["-groups", ossl_group(g), "-ciphersuites", &suite_name(s)],
-    );
+    let args = group_suite_args(g, s);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (mut p, port) = f.s_server(peer, 1, &args);
     let client = f.client(f.client_config(&[g], &[g], &[s]), 1, TicketStore::default());
     let t = client_session(&mut p, port, client, None);
     let n = t.negotiated();
@@ -894,11 +910,9 @@ fn s_client_to_our_server(peer: &Peer, g: NamedGroup, s: CipherSuite) -> CellRes
     let f = fixture(&format!("{}-s-{g}-{s}", peer.version));
     let config = Arc::new(f.server_config(&[g], &[s]));
     let (l, port) = listen();
-    let mut p = f.s_client(
-        peer,
-        port,
-        &["-groups", ossl_group(g), "-ciphersuites", &suite_name(s)],
-    );
+    let args = group_suite_args(g, s);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut p = f.s_client(peer, port, &args);
     let t = server_session(&mut p, &l, new_server(&config, 2));
     let n = t.negotiated();
     assert_eq!((n.suite, n.group), (s, Some(g)));
@@ -925,6 +939,107 @@ fn key_share_sizes(events: &[Event], g: NamedGroup) -> CellResult {
 }
 
 // ------------------------------------------------------------------------- feature cells
+
+/// The CCM suites (RFC 8446 §B.4), which neither OpenSSL nor we offer by default:
+/// `-ciphersuites` names them on both s_server and s_client.
+const CCM_SUITES: &[CipherSuite] = &[
+    CipherSuite::TLS_AES_128_CCM_SHA256,
+    CipherSuite::TLS_AES_128_CCM_8_SHA256,
+];
+const OSSL_CCM: &str = "TLS_AES_128_CCM_SHA256:TLS_AES_128_CCM_8_SHA256";
+
+/// Every protected record of ours carries the suite's tag: 16 bytes, 8 under CCM-8 (§5.2).
+fn assert_tags(events: &[Event], suite: CipherSuite) {
+    let tag = tls13lab::crypto::aead::suite_params(suite)
+        .expect("a suite we implement")
+        .aead
+        .tag_len();
+    let mut n = 0;
+    for e in events {
+        if let Event::Record(r) = e {
+            if r.seq.is_some() {
+                assert_eq!(r.tag_len, tag, "{suite}: {r:?}");
+                assert_eq!(r.payload_len, r.plaintext_len + 1 + r.padding_len + tag);
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 0, "{suite}: no protected record");
+}
+
+/// For each CCM suite: a full handshake from s_client, then a resumption with its ticket and
+/// 0-RTT, accepted by our server configured for that suite alone.
+fn ccm_tickets_early_s_client(peer: &Peer) -> CellResult {
+    for (i, &suite) in CCM_SUITES.iter().enumerate() {
+        let f = fixture(&format!("{}-ccm-early-s-{i}", peer.version));
+        let config = Arc::new(f.server_config(&[NamedGroup::X25519], &[suite]));
+        let (l, port) = listen();
+        let sess = f.dir.join("sess.pem").to_string_lossy().into_owned();
+        let early = f.dir.join("early.txt");
+        std::fs::write(&early, b"ccm-early-data-from-openssl\n").unwrap();
+        let early = early.to_string_lossy().into_owned();
+        let ccm = ["-ciphersuites", OSSL_CCM, SECLEVEL_0[0], SECLEVEL_0[1]];
+        let mut p = f.s_client(peer, port, &[&ccm[..], &["-sess_out", &sess]].concat());
+        let t = server_session(&mut p, &l, new_server(&config, 30 + i as u64));
+        assert_eq!(t.negotiated().suite, suite);
+        p.assert_has(&format!("New, TLSv1.3, Cipher is {suite}"));
+        let t = finish_server(&mut p, t);
+        assert_tags(&t.events, suite);
+        let resume = [&ccm[..], &["-sess_in", &sess, "-early_data", &early]].concat();
+        let mut p = f.s_client(peer, port, &resume);
+        let t = server_session(&mut p, &l, new_server(&config, 40 + i as u64));
+        let n = t.negotiated();
+        assert!(n.resumed && n.suite == suite, "{n:?}");
+        assert_eq!(n.early_data, EarlyDataStatus::Accepted);
+        assert_eq!(t.early, b"ccm-early-data-from-openssl\n");
+        p.assert_has(&format!("Reused, TLSv1.3, Cipher is {suite}"));
+        p.assert_has("Early data was accepted");
+        let t = finish_server(&mut p, t);
+        assert_tags(&t.events, suite);
+    }
+    Ok(String::new())
+}
+
+/// For each CCM suite: our client, offering that suite alone, gets tickets from s_server, then
+/// resumes with 0-RTT that s_server accepts and prints.
+fn ccm_tickets_early_our_client(peer: &Peer) -> CellResult {
+    for (i, &suite) in CCM_SUITES.iter().enumerate() {
+        let f = fixture(&format!("{}-ccm-early-c-{i}", peer.version));
+        let ccm = ["-early_data", "-ciphersuites", OSSL_CCM];
+        let (mut p, port) = f.s_server(peer, 2, &[&ccm[..], &SECLEVEL_0[..]].concat());
+        let config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], &[suite]);
+        let mut t = client_session(
+            &mut p,
+            port,
+            f.client(config.clone(), 50 + i as u64, TicketStore::default()),
+            None,
+        );
+        assert_eq!(t.negotiated().suite, suite);
+        t.until(&p, "tickets", |t| t.tls.tickets().len() >= 2);
+        let tickets = t.tls.tickets().clone();
+        assert!(tickets.tickets.iter().all(|t| t.suite == suite));
+        let t = finish_client(&mut p, t);
+        assert_tags(&t.events, suite);
+        let early = b"ccm-early-data-from-tls13lab\n";
+        let t = client_session(
+            &mut p,
+            port,
+            f.client(config, 60 + i as u64, tickets),
+            Some(early),
+        );
+        let n = t.negotiated();
+        assert!(n.resumed && n.suite == suite, "{n:?}");
+        assert_eq!(n.early_data, EarlyDataStatus::Accepted);
+        p.wait_for("Early data received:");
+        p.wait_for("End of early data");
+        p.assert_has("ccm-early-data-from-tls13lab");
+        p.assert_has(&format!("CIPHER is {suite}"));
+        let t = finish_client(&mut p, t);
+        assert_tags(&t.events, suite);
+        p.wait_exit();
+    }
+    Ok(String::new())
+}
 
 fn resumption_s_client(peer: &Peer) -> CellResult {
     let f = fixture(&format!("{}-resume-s", peer.version));
@@ -2181,6 +2296,18 @@ const FEATURES: &[(&str, &str, &str, FeatureFn)] = &[
         "`SSL_do_handshake -> 1` after `K`; ours: 4 KeyUpdates in order, data flows after each",
         key_update_our_client,
     ),
+    (
+        "CCM suites: tickets and 0-RTT",
+        "s_client -ciphersuites CCM:CCM_8 -sess_out, then -sess_in -early_data → ours (one CCM suite)",
+        "`Cipher is` the suite, `Reused`, `Early data was accepted`; ours: resumed, the file as 0-RTT data, every record's tag 16 B (CCM) or 8 B (CCM_8)",
+        ccm_tickets_early_s_client,
+    ),
+    (
+        "CCM suites: tickets and 0-RTT",
+        "ours (one CCM suite) → s_server -ciphersuites CCM:CCM_8 -early_data, twice",
+        "`CIPHER is` the suite, `Early data received:` … our bytes; ours: tickets of the suite, resumed, accepted, tags 16 B / 8 B",
+        ccm_tickets_early_our_client,
+    ),
 ];
 
 /// The other groups RFC 8446 §4.2.7 lists (issue 18): secp521r1, x448 and RFC 7919's FFDHE.
@@ -2202,7 +2329,12 @@ fn matrix_rows() -> Vec<(NamedGroup, CipherSuite)> {
         .iter()
         .flat_map(|g| SUITES.iter().map(move |s| (*g, *s)));
     let more = MORE_GROUPS.iter().map(|g| (*g, SUITES[0]));
-    all.chain(more).collect()
+    // The CCM suites with one classical and one hybrid group (their record layer is the new
+    // part; the key exchange is the same as above).
+    let ccm = [NamedGroup::X25519, NamedGroup::X25519MLKEM768]
+        .into_iter()
+        .flat_map(|g| CCM_SUITES.iter().map(move |s| (g, *s)));
+    all.chain(more).chain(ccm).collect()
 }
 
 #[test]
@@ -2319,7 +2451,10 @@ fn render(peers: &[Peer; 2], results: &[(String, Outcome)]) -> String {
          `Verify return code: 0 (ok)`); our events must report the same suite and group. \
          `pass` cells show the key_share sizes (client/server bytes) our KeyShare event saw. \
          secp521r1, x448 and the FFDHE groups run with one suite: their key exchange does not \
-         depend on it.\n"
+         depend on it. The CCM suites, in neither side's default list, are named with \
+         `-ciphersuites` and configured on ours; they run with X25519 and X25519MLKEM768. \
+         OpenSSL 3.5 offers TLS_AES_128_CCM_8_SHA256 (8-byte tag) only at security level 0: \
+         its cells add `-cipher DEFAULT:@SECLEVEL=0` on both sides.\n"
     );
     let _ = writeln!(
         s,

@@ -368,3 +368,87 @@ fn early_data_is_read_apart_and_under_back_pressure() {
     assert!(calls >= 3, "{calls} calls: the limit held input back");
     assert_eq!(got, early);
 }
+
+/// The CCM suites (RFC 8446 §B.4), configured on both sides: a full handshake, then a
+/// resumption with a ticket and 0-RTT accepted, each under the suite, its records carrying the
+/// suite's tag (16 bytes, 8 for AES-128-CCM-8; §5.2), the early data's included.
+#[test]
+fn ccm_suites_resume_with_tickets_and_zero_rtt() {
+    for (suite, tag) in [
+        (CipherSuite::TLS_AES_128_CCM_SHA256, 16),
+        (CipherSuite::TLS_AES_128_CCM_8_SHA256, 8),
+    ] {
+        for mode in [TicketMode::Stateless, TicketMode::Stateful] {
+            let (mut c, mut s) = configs();
+            c.cipher_suites = vec![suite];
+            s.cipher_suites = vec![suite];
+            s.ticket_mode = mode;
+            let (c, s) = (Arc::new(c), Arc::new(s));
+            let tickets = first(&c, &s);
+            assert!(
+                tickets.tickets.iter().all(|t| t.suite == suite),
+                "{suite} {mode:?}"
+            );
+            let p = request_response(c, s, 3, NOW + 1000, REQ, RESP, tickets).unwrap();
+            let n = negotiated(&p);
+            let what = format!("{suite} {mode:?}");
+            assert_eq!(n.suite, suite, "{what}");
+            assert!(n.resumed, "{what}");
+            assert_eq!(n.early_data, EarlyDataStatus::Accepted, "{what}");
+            assert_eq!(p.server_early, REQ, "{what}");
+            assert_eq!(p.client_received(), RESP, "{what}");
+            assert_eq!(p.ledger().round_trips_to_first_response(), Some(1));
+            let l = p.ledger();
+            let protected: Vec<_> = l
+                .records
+                .iter()
+                .filter(|r| r.record.seq.is_some())
+                .collect();
+            assert!(protected
+                .iter()
+                .any(|r| r.record.epoch == tls13lab::events::Epoch::Early));
+            let count = protected.len();
+            for r in protected {
+                let rec = &r.record;
+                assert_eq!(rec.tag_len, tag, "{what}: {rec:?}");
+                assert_eq!(
+                    rec.payload_len,
+                    rec.plaintext_len + 1 + rec.padding_len + tag,
+                    "{what}"
+                );
+            }
+            let tags: usize = [l.totals.client_to_server, l.totals.server_to_client]
+                .iter()
+                .map(|t| t.tag_bytes)
+                .sum();
+            assert_eq!(tags, count * tag, "{what}: the ledger's tag bytes");
+        }
+    }
+}
+
+/// A CCM-8 ticket offered to a server that prefers AES-128-GCM (same hash): the PSK may be
+/// resumed under the other suite (§4.2.11), but 0-RTT needs the ticket's suite (§4.2.10), so
+/// the early data is rejected and sent again under the new keys.
+#[test]
+fn ccm8_ticket_under_another_suite_rejects_zero_rtt() {
+    let (mut c, mut s) = configs();
+    c.cipher_suites = vec![
+        CipherSuite::TLS_AES_128_CCM_8_SHA256,
+        CipherSuite::TLS_AES_128_GCM_SHA256,
+    ];
+    s.cipher_suites = vec![CipherSuite::TLS_AES_128_CCM_8_SHA256];
+    let (c, s) = (Arc::new(c), Arc::new(s));
+    let tickets = first(&c, &s);
+    let mut gcm = (*s).clone();
+    gcm.cipher_suites = vec![
+        CipherSuite::TLS_AES_128_GCM_SHA256,
+        CipherSuite::TLS_AES_128_CCM_8_SHA256,
+    ];
+    let p = request_response(c, Arc::new(gcm), 4, NOW + 1000, REQ, RESP, tickets).unwrap();
+    let n = negotiated(&p);
+    assert_eq!(n.suite, CipherSuite::TLS_AES_128_GCM_SHA256);
+    assert!(n.resumed);
+    assert_eq!(n.early_data, EarlyDataStatus::Rejected);
+    assert!(p.server_early.is_empty());
+    assert_eq!(p.client_received(), RESP);
+}

@@ -943,7 +943,7 @@ impl Primitives for OurPrimitives {
 }
 
 /// Ciphertext and tag by length.
-type SealedCache = std::collections::HashMap<usize, (Vec<u8>, [u8; 16])>;
+type SealedCache = std::collections::HashMap<usize, (Vec<u8>, tls13lab::crypto::aead::Tag)>;
 
 thread_local! {
     static SEALED: std::cell::RefCell<SealedCache> = Default::default();

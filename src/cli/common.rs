@@ -106,7 +106,7 @@ pub struct Offer {
     /// Groups that get a key share in the first ClientHello [default: the first group].
     #[arg(long, value_name = "LIST", value_parser = groups)]
     pub key_shares: Option<List<NamedGroup>>,
-    /// cipher_suites, in order (aes128gcm / TLS_AES_128_GCM_SHA256, aes256gcm, chacha20poly1305).
+    /// cipher_suites, in order (aes128gcm / TLS_AES_128_GCM_SHA256, aes256gcm, chacha20poly1305, aes128ccm, aes128ccm8; the CCM ones only when asked for).
     #[arg(long, value_name = "LIST", value_parser = suites)]
     pub suites: Option<List<CipherSuite>>,
     /// signature_algorithms, in order (ecdsa_secp256r1_sha256 / ECDSA+SHA256, ed25519, rsa_pss_rsae_sha256 / RSA-PSS+SHA256, ...).
@@ -1270,10 +1270,11 @@ mod tests {
             C::TLS_AES_128_GCM_SHA256,
             C::TLS_AES_256_GCM_SHA384
         ));
-        assert!(!same_hash(
-            C::TLS_AES_128_CCM_SHA256,
-            C::TLS_AES_128_CCM_SHA256
+        assert!(same_hash(
+            C::TLS_AES_128_CCM_8_SHA256,
+            C::TLS_AES_128_GCM_SHA256
         ));
+        assert!(!same_hash(C::Unknown(0x1399), C::Unknown(0x1399)));
     }
 
     #[test]

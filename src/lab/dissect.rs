@@ -112,6 +112,8 @@ struct Rec {
     epoch: Epoch,
     inner: Option<(ContentType, Vec<u8>, usize)>,
     seq: Option<u64>,
+    /// The tag of the AEAD that opened it: 16, 8 under AES-128-CCM-8, 0 if not opened.
+    tag_len: usize,
 }
 
 fn deframe(
@@ -138,6 +140,7 @@ fn deframe(
             epoch: Epoch::Plaintext,
             inner: None,
             seq: None,
+            tag_len: 0,
         });
         at += 5 + len;
     }
@@ -286,6 +289,7 @@ fn decrypt(
                 current = k;
                 r.epoch = *epoch;
                 r.seq = Some(seq);
+                r.tag_len = p.tag_len();
                 r.inner = Some((inner.typ, inner.content, inner.padding));
                 done = true;
                 break;
@@ -325,7 +329,6 @@ fn record_event(r: &Rec, origin_us: u64) -> RecordEvent {
         Some((t, c, p)) => (*t, c.clone(), *p),
         None => (wire_type, Vec::new(), 0),
     };
-    let protected = r.seq.is_some();
     let plaintext_len = if r.inner.is_some() {
         content.len()
     } else {
@@ -343,7 +346,7 @@ fn record_event(r: &Rec, origin_us: u64) -> RecordEvent {
         payload_len: r.payload.len(),
         plaintext_len,
         padding_len: padding,
-        tag_len: if protected { 16 } else { 0 },
+        tag_len: r.tag_len,
         seq: r.seq,
         content: if r.inner.is_some() {
             content

@@ -11,7 +11,7 @@
 
 use super::deframer::OpaqueRecord;
 use super::{RecordError, HEADER_LEN, LEGACY_RECORD_VERSION, MAX_CIPHERTEXT, MAX_PLAINTEXT};
-use crate::crypto::aead::{AeadAlg, AeadKey, NONCE_LEN, TAG_LEN};
+use crate::crypto::aead::{AeadAlg, AeadKey, NONCE_LEN};
 use crate::messages::enums::ContentType;
 
 /// A decrypted record (RFC 8446 §5.4) with its padding stripped.
@@ -53,9 +53,15 @@ impl RecordProtector {
         self.key.alg()
     }
 
-    /// Bytes of tag each record carries (16 for every TLS 1.3 AEAD).
+    /// Bytes of tag each record carries: 16, or 8 under AES-128-CCM-8.
     pub fn tag_len(&self) -> usize {
-        TAG_LEN
+        self.key.tag_len()
+    }
+
+    /// Length of the record this key makes of `content_len` bytes and `padding` zeros:
+    /// [`sealed_len`] with this key's tag.
+    pub fn sealed_len(&self, content_len: usize, padding: usize) -> usize {
+        sealed_len(content_len, padding, self.tag_len())
     }
 
     /// Sequence number of the next record.
@@ -103,7 +109,7 @@ impl RecordProtector {
     ) -> Result<(), RecordError> {
         self.check_seal(plaintext.len(), padding)?;
         let start = out.len();
-        out.reserve(HEADER_LEN + plaintext.len() + 1 + padding + TAG_LEN);
+        out.reserve(self.sealed_len(plaintext.len(), padding));
         out.extend_from_slice(&[0; HEADER_LEN]);
         out.extend_from_slice(plaintext);
         self.seal_in_place(inner_type, out, start, padding)
@@ -129,7 +135,7 @@ impl RecordProtector {
             out.truncate(start);
             return Err(e);
         }
-        out.resize(start + sealed_len(content_len, padding), 0);
+        out.resize(start + self.sealed_len(content_len, padding), 0);
         match self.seal_slice(inner_type, &mut out[start..], content_len, padding) {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -142,7 +148,7 @@ impl RecordProtector {
     /// Seals one record inside `buf`, which the caller owns: `buf[..HEADER_LEN]` is room for
     /// the header and `buf[HEADER_LEN..HEADER_LEN + content_len]` holds the content. Writes
     /// the type byte, `padding` zeros, encrypts in place, then the tag and the header (§5.2),
-    /// and returns the record's length, [`sealed_len`]`(content_len, padding)`. A `buf` shorter
+    /// and returns the record's length, [`sealed_len`](Self::sealed_len)`(content_len, padding)`. A `buf` shorter
     /// than that is refused with `PlaintextTooLong`, leaving it and the sequence number alone.
     pub fn seal_slice(
         &mut self,
@@ -152,7 +158,7 @@ impl RecordProtector {
         padding: usize,
     ) -> Result<usize, RecordError> {
         self.check_seal(content_len, padding)?;
-        let total = sealed_len(content_len, padding);
+        let total = self.sealed_len(content_len, padding);
         if buf.len() < total {
             return Err(RecordError::PlaintextTooLong);
         }
@@ -237,11 +243,11 @@ impl RecordProtector {
         if self.exhausted {
             return Err(RecordError::SeqExhausted);
         }
-        let Some(ct_len) = payload.len().checked_sub(TAG_LEN) else {
+        // Shorter than a tag: nothing can authenticate it (RFC 5116 §2.2 "FAIL").
+        let Some(ct_len) = payload.len().checked_sub(self.tag_len()) else {
             return Err(RecordError::BadRecordMac);
         };
         let (ct, tag) = payload.split_at_mut(ct_len);
-        let tag: &[u8; TAG_LEN] = (&*tag).try_into().map_err(|_| RecordError::BadRecordMac)?;
         let nonce = self.nonce();
         self.key
             .open_detached(&nonce, header, ct, tag)
@@ -264,9 +270,9 @@ impl RecordProtector {
 }
 
 /// Length of a protected record carrying `content_len` bytes and `padding` zeros: header,
-/// content, type byte, padding, tag (§5.2).
-pub fn sealed_len(content_len: usize, padding: usize) -> usize {
-    HEADER_LEN + content_len + 1 + padding + TAG_LEN
+/// content, type byte, padding, and a tag of `tag_len` bytes (§5.2; [`AeadAlg::tag_len`]).
+pub fn sealed_len(content_len: usize, padding: usize, tag_len: usize) -> usize {
+    HEADER_LEN + content_len + 1 + padding + tag_len
 }
 
 impl core::fmt::Debug for RecordProtector {
@@ -490,6 +496,97 @@ mod tests {
         );
     }
 
+    /// AES-128-CCM-8's 8-byte tag through every path: sealed length, seal into a flight
+    /// buffer, seal in a caller's slice, open, and the tag bytes authenticated.
+    #[test]
+    fn ccm8_records_carry_an_8_byte_tag() {
+        let mk = || RecordProtector::new(AeadAlg::Aes128Ccm8, &[4; 16], [6; 12]).unwrap();
+        let (mut s, mut r) = (mk(), mk());
+        assert_eq!(s.tag_len(), 8);
+        assert_eq!(s.sealed_len(2, 100), 5 + 2 + 1 + 100 + 8);
+        let rec = s.seal(ContentType::ApplicationData, b"hi", 100).unwrap();
+        assert_eq!(rec.len(), 5 + 2 + 1 + 100 + 8);
+        assert_eq!(&rec[3..5], &((2 + 1 + 100 + 8) as u16).to_be_bytes());
+        let inner = r.open(&parse(&rec)).unwrap();
+        assert_eq!((&inner.content[..], inner.padding), (&b"hi"[..], 100));
+
+        // The largest record: 2^14 of content, 8 bytes less than under GCM.
+        let max = vec![7u8; MAX_PLAINTEXT];
+        let rec = s.seal(ContentType::ApplicationData, &max, 0).unwrap();
+        assert_eq!(rec.len(), 5 + MAX_PLAINTEXT + 1 + 8);
+        assert_eq!(r.open_owned(parse(&rec)).unwrap().content, max);
+
+        // In a caller's buffer of exactly sealed_len bytes; one byte less is refused.
+        let mut buf = vec![0u8; s.sealed_len(5, 0)];
+        buf[5..10].copy_from_slice(b"hello");
+        let mut short = buf[..buf.len() - 1].to_vec();
+        assert_eq!(
+            s.seal_slice(ContentType::ApplicationData, &mut short, 5, 0),
+            Err(RecordError::PlaintextTooLong)
+        );
+        let n = s
+            .seal_slice(ContentType::ApplicationData, &mut buf, 5, 0)
+            .unwrap();
+        assert_eq!(n, 5 + 5 + 1 + 8);
+        let (typ, len, pad) = r
+            .open_slice(&buf[..5].try_into().unwrap(), &mut buf[5..n])
+            .unwrap();
+        assert_eq!(
+            (typ, &buf[5..5 + len], pad),
+            (ContentType::ApplicationData, &b"hello"[..], 0)
+        );
+
+        // Every bit of header, ciphertext and tag is authenticated: bad_record_mac.
+        let rec = s.seal(ContentType::Handshake, b"finished", 0).unwrap();
+        for i in 0..rec.len() * 8 {
+            let mut w = rec.clone();
+            w[i / 8] ^= 1 << (i % 8);
+            let bad = OpaqueRecord {
+                header: w[..5].try_into().unwrap(),
+                typ: ContentType::ApplicationData,
+                version: 0x0303,
+                payload: w[5..].to_vec(),
+            };
+            assert_eq!(r.open(&bad), Err(RecordError::BadRecordMac), "bit {i}");
+        }
+        assert_eq!(r.open(&parse(&rec)).unwrap().content, b"finished");
+        assert_eq!(RecordError::BadRecordMac.alert().name(), "bad_record_mac");
+
+        // Shorter than the tag; an empty inner plaintext under a valid tag has no type.
+        let short = OpaqueRecord::new(ContentType::ApplicationData, 0x0303, vec![0; 7]);
+        assert_eq!(r.open(&short), Err(RecordError::BadRecordMac));
+        let peer = mk();
+        let header = [23, 3, 3, 0, 8];
+        let tag = peer
+            .key
+            .seal_detached(&r.nonce(), &header, &mut [])
+            .unwrap();
+        let empty = OpaqueRecord {
+            header,
+            typ: ContentType::ApplicationData,
+            version: 0x0303,
+            payload: tag.to_vec(),
+        };
+        assert_eq!(r.open(&empty), Err(RecordError::NoContentType));
+    }
+
+    /// AES-128-CCM (16-byte tag) records: a 15-byte payload cannot hold the tag, and
+    /// a record sealed under CCM-8 with the same key does not open under CCM.
+    #[test]
+    fn ccm_and_ccm8_records_are_distinct() {
+        let mut s = RecordProtector::new(AeadAlg::Aes128Ccm, &[4; 16], [6; 12]).unwrap();
+        let mut s8 = RecordProtector::new(AeadAlg::Aes128Ccm8, &[4; 16], [6; 12]).unwrap();
+        let mut r = RecordProtector::new(AeadAlg::Aes128Ccm, &[4; 16], [6; 12]).unwrap();
+        let rec = s.seal(ContentType::ApplicationData, b"data", 0).unwrap();
+        assert_eq!(rec.len(), 5 + 4 + 1 + 16);
+        let rec8 = s8.seal(ContentType::ApplicationData, b"data", 0).unwrap();
+        assert_eq!(rec8.len(), 5 + 4 + 1 + 8);
+        assert_eq!(r.open(&parse(&rec8)), Err(RecordError::BadRecordMac));
+        assert_eq!(r.open(&parse(&rec)).unwrap().content, b"data");
+        let short = OpaqueRecord::new(ContentType::ApplicationData, 0x0303, vec![0; 15]);
+        assert_eq!(r.open(&short), Err(RecordError::BadRecordMac));
+    }
+
     #[test]
     fn sequence_number_never_wraps() {
         let mut s = RecordProtector::new(AeadAlg::Aes128Gcm, &[1; 16], [0; 12]).unwrap();
@@ -513,14 +610,21 @@ mod tests {
             content in proptest::collection::vec(proptest::num::u8::ANY, 1..600),
             padding in 0usize..300,
             typ in 21u8..=23,
-            alg in 0usize..3,
+            alg in 0usize..5,
         ) {
-            let alg = [AeadAlg::Aes128Gcm, AeadAlg::Aes256Gcm, AeadAlg::ChaCha20Poly1305][alg];
+            let alg = [
+                AeadAlg::Aes128Gcm,
+                AeadAlg::Aes256Gcm,
+                AeadAlg::ChaCha20Poly1305,
+                AeadAlg::Aes128Ccm,
+                AeadAlg::Aes128Ccm8,
+            ][alg];
             let key = vec![0x42; alg.key_len()];
             let mut s = RecordProtector::new(alg, &key, [5; 12]).unwrap();
             let mut r = RecordProtector::new(alg, &key, [5; 12]).unwrap();
             for _ in 0..2 {
                 let wire = s.seal(ContentType::from(typ), &content, padding).unwrap();
+                proptest::prop_assert_eq!(wire.len(), s.sealed_len(content.len(), padding));
                 let inner = r.open_owned(parse(&wire)).unwrap();
                 proptest::prop_assert_eq!(inner.typ, ContentType::from(typ));
                 proptest::prop_assert_eq!(&inner.content, &content);

@@ -132,7 +132,8 @@ pub fn records(events: &[Event]) -> Vec<&RecordEvent> {
 
 /// Checks the ledger's byte accounting (RFC 8446 §5.1, §5.2):
 /// - every record: `wire_len = 5 + payload_len`, the header says the same type and length;
-/// - protected: `payload = plaintext + 1 + padding + 16`, outer type application_data;
+/// - protected: `payload = plaintext + 1 + padding + tag`, outer type application_data, the tag
+///   the negotiated suite's (16 bytes, 8 under AES-128-CCM-8; 0-RTT records: the ticket's suite);
 /// - plaintext: `payload = plaintext`, no padding, no tag, epoch plaintext;
 /// - the totals are the sums of the records, and the bytes add up from their parts;
 /// - the handshake parts of each record add up to its plaintext, and the parts of every message
@@ -157,10 +158,18 @@ pub fn check_ledger(l: &Ledger) {
         assert_eq!(rec.content.len(), rec.plaintext_len, "{at}");
         if rec.seq.is_some() {
             assert_eq!(rec.wire_type, ContentType::ApplicationData, "{at}");
-            assert_eq!(rec.tag_len, 16, "{at}");
+            let suite_tag = l
+                .negotiated
+                .as_ref()
+                .and_then(|n| tls13lab::crypto::aead::suite_params(n.suite))
+                .map(|p| p.aead.tag_len());
+            match suite_tag {
+                Some(tag) if rec.epoch != Epoch::Early => assert_eq!(rec.tag_len, tag, "{at}"),
+                _ => assert!(matches!(rec.tag_len, 8 | 16), "{at}"),
+            }
             assert_eq!(
                 rec.payload_len,
-                rec.plaintext_len + 1 + rec.padding_len + 16,
+                rec.plaintext_len + 1 + rec.padding_len + rec.tag_len,
                 "{at}"
             );
             assert_ne!(rec.epoch, Epoch::Plaintext, "{at}");

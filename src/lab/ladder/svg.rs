@@ -1,7 +1,7 @@
 //! A ladder (sequence) diagram of one connection, drawn from its [`Ledger`] as a hand-written SVG.
 //!
 //! Two lanes, client left and server right; one arrow per record, labelled with the handshake
-//! messages it carries and its bytes (`5 + plaintext + 1 + padding + 16` for protected records);
+//! messages it carries and its bytes (`5 + plaintext + 1 + padding + tag` for protected records);
 //! the colour is the epoch (plaintext, 0-RTT, handshake, application keys); flights are grouped
 //! in bands and numbered; round trips are counted in the left margin, and the record that brings
 //! the first response byte is marked.
@@ -501,7 +501,7 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
     );
     let _ = writeln!(
         s,
-        r##"<text x="20" y="{}" fill="#6b7280" font-size="11">Record bytes: 5-byte header + plaintext (+ 1 inner content type + padding + 16-byte AEAD tag when protected), RFC 8446 §5. Dashed: ChangeCipherSpec.</text>"##,
+        r##"<text x="20" y="{}" fill="#6b7280" font-size="11">Record bytes: 5-byte header + plaintext (+ 1 inner content type + padding + AEAD tag when protected: 16 bytes, 8 under CCM_8), RFC 8446 §5. Dashed: ChangeCipherSpec.</text>"##,
         legend_y + 52
     );
     for (k, n) in notes.iter().enumerate() {
