@@ -528,7 +528,13 @@ fn server_loads_p521_and_rsa_pss_keys_from_openssl() {
         &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"],
         &["-sha512"],
     );
-    openssl_key_and_cert(&openssl, &t, "pss", &pss, &[&["-sha256"][..], &pss_sign].concat());
+    openssl_key_and_cert(
+        &openssl,
+        &t,
+        "pss",
+        &pss,
+        &[&["-sha256"][..], &pss_sign].concat(),
+    );
     openssl_key_and_cert(
         &openssl,
         &t,
@@ -549,10 +555,18 @@ fn server_loads_p521_and_rsa_pss_keys_from_openssl() {
     );
     for (stem, sigalgs, want) in [
         ("p521", None, "ecdsa_secp521r1_sha512"),
-        ("p521", Some("ecdsa_secp521r1_sha512"), "ecdsa_secp521r1_sha512"),
+        (
+            "p521",
+            Some("ecdsa_secp521r1_sha512"),
+            "ecdsa_secp521r1_sha512",
+        ),
         ("pss", None, "rsa_pss_pss_sha256"),
         ("pss", Some("rsa_pss_pss_sha512"), "rsa_pss_pss_sha512"),
-        ("pss", Some("rsa_pss_rsae_sha256,rsa_pss_pss_sha384"), "rsa_pss_pss_sha384"),
+        (
+            "pss",
+            Some("rsa_pss_rsae_sha256,rsa_pss_pss_sha384"),
+            "rsa_pss_pss_sha384",
+        ),
         ("pss384", None, "rsa_pss_pss_sha384"),
     ] {
         let (cert, key) = (t.s(&format!("{stem}.pem")), t.s(&format!("{stem}.key")));

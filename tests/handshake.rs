@@ -277,10 +277,26 @@ fn every_suite_and_group_with_an_rsa_pss_key() {
 fn each_rsa_pss_pss_hash_and_no_rsae_with_a_pss_key() {
     use SignatureScheme as S;
     for (kind, offer, want) in [
-        (KeyKind::RsaPss, S::rsa_pss_pss_sha256, Some(S::rsa_pss_pss_sha256)),
-        (KeyKind::RsaPss, S::rsa_pss_pss_sha384, Some(S::rsa_pss_pss_sha384)),
-        (KeyKind::RsaPss, S::rsa_pss_pss_sha512, Some(S::rsa_pss_pss_sha512)),
-        (KeyKind::RsaPssSha384, S::rsa_pss_pss_sha384, Some(S::rsa_pss_pss_sha384)),
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha256,
+            Some(S::rsa_pss_pss_sha256),
+        ),
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha384,
+            Some(S::rsa_pss_pss_sha384),
+        ),
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha512,
+            Some(S::rsa_pss_pss_sha512),
+        ),
+        (
+            KeyKind::RsaPssSha384,
+            S::rsa_pss_pss_sha384,
+            Some(S::rsa_pss_pss_sha384),
+        ),
         // §4.2.3: the key's parameters, or its type, rule these out: nothing in common.
         (KeyKind::RsaPssSha384, S::rsa_pss_pss_sha256, None),
         (KeyKind::RsaPss, S::rsa_pss_rsae_sha256, None),
@@ -1195,7 +1211,12 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
 #[test]
 fn same_seed_same_bytes_and_events() {
     // P-521's nonce and the PSS salts are drawn from the seed: they replay too.
-    for kind in [KeyKind::P256, KeyKind::Rsa2048, KeyKind::P521, KeyKind::RsaPss] {
+    for kind in [
+        KeyKind::P256,
+        KeyKind::Rsa2048,
+        KeyKind::P521,
+        KeyKind::RsaPss,
+    ] {
         let a = transcript(5, kind);
         let b = transcript(5, kind);
         assert!(a.wire.len() >= 6, "{kind:?}");

@@ -993,12 +993,21 @@ fn sig_our_client(peer: &Peer, i: usize) -> CellResult {
     let (mut p, port) = f.s_server(peer, 1, &[]);
     let mut config = f.client_config(&[NamedGroup::X25519], &[NamedGroup::X25519], SUITES);
     config.signature_schemes = vec![scheme];
-    let t = client_session(&mut p, port, f.client(config, 3, TicketStore::default()), None);
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 3, TicketStore::default()),
+        None,
+    );
     assert_eq!(t.negotiated().signature_scheme, Some(scheme));
     // The signature OpenSSL made is the one our client checked.
     assert_eq!(
-        handshake_msgs(&t.events, Direction::ServerToClient, HandshakeType::CertificateVerify)
-            .len(),
+        handshake_msgs(
+            &t.events,
+            Direction::ServerToClient,
+            HandshakeType::CertificateVerify
+        )
+        .len(),
         1
     );
     finish_client(&mut p, t);
@@ -2238,13 +2247,15 @@ fn openssl_interop_matrix() {
         }
         for (i, (scheme, _, _)) in SIG_SCHEMES.iter().enumerate() {
             let p = peer.clone();
-            cells.push(Cell::new(sig_name(peer, "ours→s_server", *scheme), move || {
-                sig_our_client(&p, i)
-            }));
+            cells.push(Cell::new(
+                sig_name(peer, "ours→s_server", *scheme),
+                move || sig_our_client(&p, i),
+            ));
             let p = peer.clone();
-            cells.push(Cell::new(sig_name(peer, "s_client→ours", *scheme), move || {
-                sig_s_client(&p, i)
-            }));
+            cells.push(Cell::new(
+                sig_name(peer, "s_client→ours", *scheme),
+                move || sig_s_client(&p, i),
+            ));
         }
     }
     let p35 = peers[0].clone();

@@ -298,7 +298,11 @@ impl fmt::Debug for SigningKey {
             SigningKey::Ed25519(_) => f.write_str("SigningKey::Ed25519(..)"),
             SigningKey::Rsa(k) => write!(f, "SigningKey::Rsa({} bits, ..)", k.n().bits()),
             SigningKey::RsaPss(k) => match k.restricted_to() {
-                Some(s) => write!(f, "SigningKey::RsaPss({} bits, {s} only, ..)", k.key.n().bits()),
+                Some(s) => write!(
+                    f,
+                    "SigningKey::RsaPss({} bits, {s} only, ..)",
+                    k.key.n().bits()
+                ),
                 None => write!(f, "SigningKey::RsaPss({} bits, ..)", k.key.n().bits()),
             },
         }
@@ -986,7 +990,6 @@ impl VerifyAlg {
             }
         }
     }
-
 }
 
 impl SignatureVerificationAlgorithm for VerifyAlg {
@@ -1120,8 +1123,7 @@ mod tests {
     // Written by OpenSSL 3.5 `genpkey` (tests/vectors/pem/gen-sigs.sh).
     const P521_KEY: &str = include_str!("../../tests/vectors/pem/p521_key.pem");
     const RSA_PSS_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_key.pem");
-    const RSA_PSS_SHA384_KEY: &str =
-        include_str!("../../tests/vectors/pem/rsa_pss_sha384_key.pem");
+    const RSA_PSS_SHA384_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_sha384_key.pem");
 
     fn pem_der(pem: &str) -> Vec<u8> {
         use rustls_pki_types::pem::PemObject;

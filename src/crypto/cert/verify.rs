@@ -955,8 +955,15 @@ mod tests {
         ];
         for (cert, key, scheme) in cases {
             let chain = vec![one_cert(cert)];
-            verify_chain(&chain, &chain, Some("localhost"), T_2024, Usage::Server, None)
-                .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+            verify_chain(
+                &chain,
+                &chain,
+                Some("localhost"),
+                T_2024,
+                Usage::Server,
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
             let key = SigningKey::from_pem(key).unwrap();
             let der = CertificateDer::from(chain[0].as_slice());
             let ee = EndEntityCert::try_from(&der).unwrap();
