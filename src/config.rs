@@ -212,14 +212,8 @@ impl Default for ClientConfig {
             ],
             key_shares: vec![NamedGroup::X25519],
             reuse_x25519: false,
-            signature_schemes: vec![
-                SignatureScheme::ecdsa_secp256r1_sha256,
-                SignatureScheme::ecdsa_secp384r1_sha384,
-                SignatureScheme::ed25519,
-                SignatureScheme::rsa_pss_rsae_sha256,
-                SignatureScheme::rsa_pss_rsae_sha384,
-                SignatureScheme::rsa_pss_rsae_sha512,
-            ],
+            // Every scheme crypto::sign verifies in CertificateVerify (§4.2.3).
+            signature_schemes: crate::crypto::sign::supported_verify_schemes().to_vec(),
             server_name: None,
             alpn: Vec::new(),
             // No trust anchor: nothing verifies until the caller gives roots (`ClientConfig::new`).
@@ -388,14 +382,8 @@ impl ServerConfig {
                 NamedGroup::MLKEM1024,
                 NamedGroup::MLKEM512,
             ],
-            signature_schemes: vec![
-                SignatureScheme::ecdsa_secp256r1_sha256,
-                SignatureScheme::ecdsa_secp384r1_sha384,
-                SignatureScheme::ed25519,
-                SignatureScheme::rsa_pss_rsae_sha256,
-                SignatureScheme::rsa_pss_rsae_sha384,
-                SignatureScheme::rsa_pss_rsae_sha512,
-            ],
+            // Every scheme crypto::sign verifies in CertificateVerify (§4.2.3).
+            signature_schemes: crate::crypto::sign::supported_verify_schemes().to_vec(),
             alpn: Vec::new(),
             client_auth: ClientAuth::None,
             post_handshake_auth: ClientAuth::None,

@@ -18,6 +18,7 @@ use tls13lab::crypto::aead::{suite_params, AeadAlg, AeadKey};
 use tls13lab::crypto::ffdhe;
 use tls13lab::crypto::kx::KxError;
 use tls13lab::crypto::random::SeededRandom;
+use tls13lab::crypto::sign::SigError;
 use tls13lab::events::{Epoch, Event, Side};
 use tls13lab::keyschedule::SecretName;
 use tls13lab::messages::codec::DecodeError;
@@ -2719,6 +2720,75 @@ fn certificate_verify_with_an_unoffered_scheme_is_illegal_parameter() {
         A::IllegalParameter,
     );
     assert!(matches!(e, Error::Signature(_)), "{e:?}");
+}
+
+#[test]
+fn legacy_schemes_in_certificate_verify_are_illegal_parameter_even_when_offered() {
+    // §4.2.3: rsa_pkcs1_* "refer solely to signatures which appear in certificates" and "are
+    // not defined for use in signed TLS handshake messages"; the SHA-1 schemes likewise. A peer
+    // may list them for TLS 1.2's sake (OpenSSL does), so a client that offers them must still
+    // refuse them in CertificateVerify (§4.4.3), and a server asking for them in its
+    // CertificateRequest too: illegal_parameter, from the signature check, not the offer check.
+    use SignatureScheme as S;
+    let legacy = [
+        S::rsa_pkcs1_sha256,
+        S::rsa_pkcs1_sha384,
+        S::rsa_pkcs1_sha512,
+        S::rsa_pkcs1_sha1,
+        S::ecdsa_sha1,
+    ];
+    for scheme in legacy {
+        // Server CertificateVerify to a client that offered the scheme.
+        let mut c = client_config();
+        c.signature_schemes.push(scheme);
+        let t = ToClient::new(c, server_config());
+        let mut msgs = t.encrypted();
+        with_cv_scheme(&mut msgs, scheme);
+        let w = t.wire_msgs(&msgs);
+        let e = t.rejects(&w, A::IllegalParameter);
+        assert_eq!(
+            e,
+            Error::Signature(SigError::UnsupportedScheme(scheme)),
+            "{scheme}"
+        );
+        // Client CertificateVerify to a server whose CertificateRequest listed it.
+        let (c, mut s) = client_auth_configs();
+        s.signature_schemes.push(scheme);
+        let mut t = to_server_with(c, s);
+        let mut msgs = t.messages();
+        with_cv_scheme(&mut msgs, scheme);
+        let w = t.seal(&msgs);
+        let e = t.server.rejects(&w, A::IllegalParameter);
+        assert_eq!(
+            e,
+            Error::Signature(SigError::UnsupportedScheme(scheme)),
+            "client {scheme}"
+        );
+    }
+}
+
+#[test]
+fn rsa_pss_key_certificate_verify_under_an_rsae_code_point_is_illegal_parameter() {
+    // §4.2.3: rsa_pss_rsae_* needs an rsaEncryption key and rsa_pss_pss_* an id-RSASSA-PSS one;
+    // both offered, the server's signature relabelled to the other kind does not fit the key.
+    use SignatureScheme as S;
+    for (kind, relabel) in [
+        (KeyKind::RsaPss, S::rsa_pss_rsae_sha256),
+        (KeyKind::Rsa2048, S::rsa_pss_pss_sha256),
+        (KeyKind::RsaPssSha384, S::rsa_pss_pss_sha512),
+    ] {
+        let (s, root) = util::server_config(kind);
+        let t = ToClient::new(util::client_config(root), s);
+        let mut msgs = t.encrypted();
+        with_cv_scheme(&mut msgs, relabel);
+        let w = t.wire_msgs(&msgs);
+        let e = t.rejects(&w, A::IllegalParameter);
+        assert_eq!(
+            e,
+            Error::Signature(SigError::KeyMismatch(relabel)),
+            "{kind:?} {relabel}"
+        );
+    }
 }
 
 #[test]

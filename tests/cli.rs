@@ -480,6 +480,154 @@ fn client_certificate_required_and_given() {
     assert!(line.contains("certificate_required"), "{line}");
 }
 
+/// The system `openssl` (or `TLS13LAB_OPENSSL30`), or `None` with a NOTICE; under CI=true its
+/// absence fails the test instead.
+fn system_openssl(what: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os("TLS13LAB_OPENSSL30")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("openssl"), PathBuf::from);
+    let ok = Command::new(&bin)
+        .arg("version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{}: not runnable under CI (apt-get install -y openssl)",
+        bin.display()
+    );
+    eprintln!("NOTICE: skipping {what}: {} is not runnable", bin.display());
+    None
+}
+
+/// `openssl genpkey GENPKEY…` and a self-signed certificate for localhost (`req -x509 REQ…`),
+/// written as `<stem>.key` / `<stem>.pem` in `t`, exactly as OpenSSL writes them.
+fn openssl_key_and_cert(openssl: &Path, t: &TempDir, stem: &str, genpkey: &[&str], req: &[&str]) {
+    let (key, cert) = (t.s(&format!("{stem}.key")), t.s(&format!("{stem}.pem")));
+    let run_openssl = |args: Vec<&str>| {
+        let o = Command::new(openssl)
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run openssl");
+        assert!(o.status.success(), "openssl {args:?}: {}", stderr(&o));
+    };
+    run_openssl([&["genpkey", "-out", &key], genpkey].concat());
+    let base = [
+        "req",
+        "-x509",
+        "-config",
+        "/dev/null",
+        "-key",
+        &key,
+        "-out",
+        &cert,
+        "-subj",
+        "/CN=localhost",
+        "-days",
+        "30",
+        "-addext",
+        "subjectAltName=DNS:localhost",
+    ];
+    run_openssl([&base[..], req].concat());
+}
+
+/// `server --cert/--key` loads a P-521 key and id-RSASSA-PSS keys (unrestricted, and restricted
+/// to SHA-384 by their parameters) as OpenSSL writes them; `client --sigalgs` takes the scheme
+/// names, and the summary reports the scheme the server signed with (RFC 8446 §4.2.3).
+#[test]
+fn server_loads_p521_and_rsa_pss_keys_from_openssl() {
+    let Some(openssl) = system_openssl("the P-521 / RSA-PSS key loading test") else {
+        return;
+    };
+    let t = TempDir::new("sigs");
+    let pss = ["-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048"];
+    let pss_sign = ["-sigopt", "rsa_pss_saltlen:digest"];
+    openssl_key_and_cert(
+        &openssl,
+        &t,
+        "p521",
+        &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"],
+        &["-sha512"],
+    );
+    openssl_key_and_cert(
+        &openssl,
+        &t,
+        "pss",
+        &pss,
+        &[&["-sha256"][..], &pss_sign].concat(),
+    );
+    openssl_key_and_cert(
+        &openssl,
+        &t,
+        "pss384",
+        &[
+            &pss[..],
+            &[
+                "-pkeyopt",
+                "rsa_pss_keygen_md:sha384",
+                "-pkeyopt",
+                "rsa_pss_keygen_mgf1_md:sha384",
+                "-pkeyopt",
+                "rsa_pss_keygen_saltlen:48",
+            ],
+        ]
+        .concat(),
+        &[&["-sha384"][..], &pss_sign].concat(),
+    );
+    for (stem, sigalgs, want) in [
+        ("p521", None, "ecdsa_secp521r1_sha512"),
+        (
+            "p521",
+            Some("ecdsa_secp521r1_sha512"),
+            "ecdsa_secp521r1_sha512",
+        ),
+        ("pss", None, "rsa_pss_pss_sha256"),
+        ("pss", Some("rsa_pss_pss_sha512"), "rsa_pss_pss_sha512"),
+        (
+            "pss",
+            Some("rsa_pss_rsae_sha256,rsa_pss_pss_sha384"),
+            "rsa_pss_pss_sha384",
+        ),
+        ("pss384", None, "rsa_pss_pss_sha384"),
+    ] {
+        let (cert, key) = (t.s(&format!("{stem}.pem")), t.s(&format!("{stem}.key")));
+        let server = ServerGuard::start(&["--cert", &cert, "--key", &key]);
+        let mut args = vec![
+            "client".to_string(),
+            format!("localhost:{}", server.port),
+            "--cafile".into(),
+            cert.clone(),
+        ];
+        if let Some(s) = sigalgs {
+            args.extend(["--sigalgs".to_string(), s.to_string()]);
+        }
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_ok(&o);
+        assert_eq!(
+            summary_value(&stdout(&o), "signature scheme"),
+            want,
+            "{stem} {sigalgs:?}"
+        );
+    }
+    // A PSS key never signs rsa_pss_rsae_*, and one restricted to SHA-384 not SHA-256: nothing
+    // in common, handshake_failure.
+    for (stem, sigalgs) in [
+        ("pss", "rsa_pss_rsae_sha256"),
+        ("pss384", "rsa_pss_pss_sha256"),
+    ] {
+        let (cert, key) = (t.s(&format!("{stem}.pem")), t.s(&format!("{stem}.key")));
+        let server = ServerGuard::start(&["--cert", &cert, "--key", &key]);
+        let target = format!("localhost:{}", server.port);
+        let o = run(&["client", &target, "--cafile", &cert, "--sigalgs", sigalgs]);
+        let line = assert_fails(&o, 5, "tls13lab: handshake failed: received alert");
+        assert!(line.contains("handshake_failure"), "{stem}: {line}");
+    }
+}
+
 #[test]
 fn echo_server_and_sslkeylogfile_beside_keylog() {
     let t = TempDir::new("echo");

@@ -266,6 +266,70 @@ fn every_suite_and_group_with_rsa_2048() {
 }
 
 #[test]
+fn every_suite_and_group_with_ecdsa_p521() {
+    matrix(KeyKind::P521, SignatureScheme::ecdsa_secp521r1_sha512);
+}
+
+#[test]
+fn every_suite_and_group_with_an_rsa_pss_key() {
+    // An id-RSASSA-PSS key signs rsa_pss_pss_*, never the rsae schemes the client lists first.
+    matrix(KeyKind::RsaPss, SignatureScheme::rsa_pss_pss_sha256);
+    matrix(KeyKind::RsaPssSha384, SignatureScheme::rsa_pss_pss_sha384);
+}
+
+#[test]
+fn each_rsa_pss_pss_hash_and_no_rsae_with_a_pss_key() {
+    use SignatureScheme as S;
+    for (kind, offer, want) in [
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha256,
+            Some(S::rsa_pss_pss_sha256),
+        ),
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha384,
+            Some(S::rsa_pss_pss_sha384),
+        ),
+        (
+            KeyKind::RsaPss,
+            S::rsa_pss_pss_sha512,
+            Some(S::rsa_pss_pss_sha512),
+        ),
+        (
+            KeyKind::RsaPssSha384,
+            S::rsa_pss_pss_sha384,
+            Some(S::rsa_pss_pss_sha384),
+        ),
+        // §4.2.3: the key's parameters, or its type, rule these out: nothing in common.
+        (KeyKind::RsaPssSha384, S::rsa_pss_pss_sha256, None),
+        (KeyKind::RsaPss, S::rsa_pss_rsae_sha256, None),
+        (KeyKind::Rsa2048, S::rsa_pss_pss_sha256, None),
+    ] {
+        let (server, root) = util::server_config(kind);
+        let mut client = client_config(root);
+        client.signature_schemes = vec![offer];
+        let what = format!("{kind:?} offered {offer}");
+        let mut p = Pair::new(Arc::new(client), Arc::new(server), 61, NOW).expect("pair");
+        match want {
+            Some(scheme) => {
+                p.handshake().expect(&what);
+                let n = p.client.negotiated().unwrap();
+                assert_eq!(n.signature_scheme, Some(scheme), "{what}");
+            }
+            None => {
+                let e = p.handshake().expect_err(&what);
+                assert_eq!(
+                    e.alert(),
+                    Some(tls13lab::messages::enums::AlertDescription::HandshakeFailure),
+                    "{what}: {e:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn server_preference_picks_suite_and_group() {
     let (mut server, root) = util::server_config(KeyKind::P256);
     server.cipher_suites = vec![
@@ -554,6 +618,9 @@ fn client_auth_with_every_key_kind() {
         (KeyKind::P256, SignatureScheme::ecdsa_secp256r1_sha256),
         (KeyKind::Ed25519, SignatureScheme::ed25519),
         (KeyKind::Rsa2048, SignatureScheme::rsa_pss_rsae_sha256),
+        (KeyKind::P521, SignatureScheme::ecdsa_secp521r1_sha512),
+        (KeyKind::RsaPss, SignatureScheme::rsa_pss_pss_sha256),
+        (KeyKind::RsaPssSha384, SignatureScheme::rsa_pss_pss_sha384),
     ] {
         let (ck, root) = util::certified(kind);
         let (mut client, server) = client_auth_configs(ClientAuth::Required(vec![root]), false);
@@ -1180,7 +1247,13 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
 
 #[test]
 fn same_seed_same_bytes_and_events() {
-    for kind in [KeyKind::P256, KeyKind::Rsa2048] {
+    // P-521's nonce and the PSS salts are drawn from the seed: they replay too.
+    for kind in [
+        KeyKind::P256,
+        KeyKind::Rsa2048,
+        KeyKind::P521,
+        KeyKind::RsaPss,
+    ] {
         let a = transcript(5, kind);
         let b = transcript(5, kind);
         assert!(a.wire.len() >= 6, "{kind:?}");

@@ -109,7 +109,7 @@ pub struct Offer {
     /// cipher_suites, in order (aes128gcm / TLS_AES_128_GCM_SHA256, aes256gcm, chacha20poly1305, aes128ccm, aes128ccm8; the CCM ones only when asked for).
     #[arg(long, value_name = "LIST", value_parser = suites)]
     pub suites: Option<List<CipherSuite>>,
-    /// signature_algorithms, in order (ecdsa_secp256r1_sha256 / ECDSA+SHA256, ed25519, rsa_pss_rsae_sha256 / RSA-PSS+SHA256, ...).
+    /// signature_algorithms, in order (ecdsa_secp256r1_sha256 / ECDSA+SHA256, ecdsa_secp521r1_sha512, ed25519, rsa_pss_rsae_sha256 / RSA-PSS+SHA256, rsa_pss_pss_sha256, ...).
     #[arg(long, value_name = "LIST", value_parser = sigalgs)]
     pub sigalgs: Option<List<SignatureScheme>>,
     /// ALPN protocols to offer, comma-separated (e.g. h2,http/1.1).

@@ -31,7 +31,7 @@ pub struct ServerArgs {
     /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost].
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
-    /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, ECDSA P-256, Ed25519).
+    /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, RSA-PSS, ECDSA P-256/384/521, Ed25519).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
     /// Write the server's certificate chain as PEM (e.g. the generated one, for a client's --cafile).

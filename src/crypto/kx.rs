@@ -492,7 +492,7 @@ pub(crate) fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScala
 /// A P-521 private scalar from 66-byte draws with the top 7 bits cleared: n is just below
 /// 2^521, so a raw 528-bit draw would be rejected 127 times in 128, a 521-bit one almost
 /// never. Otherwise as [`draw_scalar`] (a scalar below 2^521 is injected verbatim).
-fn draw_p521_scalar(rng: &mut dyn RandomSource) -> p521::NonZeroScalar {
+pub(crate) fn draw_p521_scalar(rng: &mut dyn RandomSource) -> p521::NonZeroScalar {
     use p256::elliptic_curve::{FieldBytes, NonZeroScalar};
     use rand_core::SeedableRng;
     let mut repr = Zeroizing::new(FieldBytes::<p521::NistP521>::default());

@@ -1,8 +1,10 @@
 //! Signatures for CertificateVerify (RFC 8446 §4.4.3) and certificate chains.
 //!
-//! Signing: ECDSA P-256 and P-384 (RFC 6979 deterministic, DER-encoded), Ed25519 (deterministic), and
-//! RSASSA-PSS with rsaEncryption keys (`rsa_pss_rsae_*`), whose salt (hash length, §4.2.3) is the
-//! only value drawn from the injected [`RandomSource`].
+//! Signing: ECDSA P-256 and P-384 (RFC 6979 deterministic, DER-encoded), Ed25519 (deterministic),
+//! ECDSA P-521 (its nonce hedged from one draw of the injected [`RandomSource`]: p521 0.13 has no
+//! RFC 6979), and RSASSA-PSS with rsaEncryption keys (`rsa_pss_rsae_*`) or id-RSASSA-PSS keys
+//! (`rsa_pss_pss_*`), whose salt (hash length, §4.2.3) is drawn from the [`RandomSource`].
+//! Ed448 and the brainpool schemes are not implemented (docs/interop.md says why).
 //!
 //! Verification: one set of [`VerifyAlg`]s implements rustls-pki-types'
 //! `SignatureVerificationAlgorithm` on RustCrypto. webpki uses them for certificate chains
@@ -12,11 +14,11 @@
 use core::fmt;
 
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
-use p256::ecdsa::signature::hazmat::PrehashVerifier;
+use p256::ecdsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
 use p256::ecdsa::signature::{Signer, Verifier};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRng, RngCore, SeedableRng};
-use rsa::pkcs1::DecodeRsaPrivateKey;
+use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey, EncodeRsaPublicKey};
 use rsa::traits::{PrivateKeyParts, PublicKeyParts};
 use rustls_pki_types::{
     alg_id, AlgorithmIdentifier, InvalidSignature, SignatureVerificationAlgorithm,
@@ -37,23 +39,33 @@ pub fn supported_verify_schemes() -> &'static [SignatureScheme] {
     &[
         SignatureScheme::ecdsa_secp256r1_sha256,
         SignatureScheme::ecdsa_secp384r1_sha384,
+        SignatureScheme::ecdsa_secp521r1_sha512,
         SignatureScheme::ed25519,
         SignatureScheme::rsa_pss_rsae_sha256,
         SignatureScheme::rsa_pss_rsae_sha384,
         SignatureScheme::rsa_pss_rsae_sha512,
+        SignatureScheme::rsa_pss_pss_sha256,
+        SignatureScheme::rsa_pss_pss_sha384,
+        SignatureScheme::rsa_pss_pss_sha512,
     ]
 }
 
 /// Schemes we can verify in certificates (for `signature_algorithms_cert`, §4.2.3): the above
-/// plus PKCS#1 v1.5, which §4.4.3 allows only in certificates.
+/// plus PKCS#1 v1.5, which §4.4.3 allows only in certificates. Not SHA-1: §4.2.3 permits
+/// rsa_pkcs1_sha1 and ecdsa_sha1 in certificates "solely for backward compatibility" and
+/// endpoints "SHOULD NOT negotiate" them; webpki has no SHA-1 either.
 pub fn supported_cert_schemes() -> &'static [SignatureScheme] {
     &[
         SignatureScheme::ecdsa_secp256r1_sha256,
         SignatureScheme::ecdsa_secp384r1_sha384,
+        SignatureScheme::ecdsa_secp521r1_sha512,
         SignatureScheme::ed25519,
         SignatureScheme::rsa_pss_rsae_sha256,
         SignatureScheme::rsa_pss_rsae_sha384,
         SignatureScheme::rsa_pss_rsae_sha512,
+        SignatureScheme::rsa_pss_pss_sha256,
+        SignatureScheme::rsa_pss_pss_sha384,
+        SignatureScheme::rsa_pss_pss_sha512,
         SignatureScheme::rsa_pkcs1_sha256,
         SignatureScheme::rsa_pkcs1_sha384,
         SignatureScheme::rsa_pkcs1_sha512,
@@ -166,6 +178,15 @@ impl Sha {
         }
     }
 
+    /// RSASSA-PSS with this hash, MGF1 with it and salt = hLen (RFC 4055 §3.1 encoding).
+    fn pss_alg_id(self) -> AlgorithmIdentifier {
+        match self {
+            Sha::S256 => alg_id::RSA_PSS_SHA256,
+            Sha::S384 => alg_id::RSA_PSS_SHA384,
+            Sha::S512 => alg_id::RSA_PSS_SHA512,
+        }
+    }
+
     fn pkcs1v15(self) -> rsa::Pkcs1v15Sign {
         match self {
             Sha::S256 => rsa::Pkcs1v15Sign::new::<sha2::Sha256>(),
@@ -185,6 +206,37 @@ fn pss_hash(scheme: SignatureScheme) -> Option<Sha> {
     }
 }
 
+/// The hash of an `rsa_pss_pss_*` scheme.
+fn pss_pss_hash(scheme: SignatureScheme) -> Option<Sha> {
+    match scheme {
+        SignatureScheme::rsa_pss_pss_sha256 => Some(Sha::S256),
+        SignatureScheme::rsa_pss_pss_sha384 => Some(Sha::S384),
+        SignatureScheme::rsa_pss_pss_sha512 => Some(Sha::S512),
+        _ => None,
+    }
+}
+
+/// id-RSASSA-PSS (RFC 4055 §1.2, OID 1.2.840.113549.1.1.10) with no parameters: a PSS key that
+/// may sign with any hash. OpenSSL's `genpkey -algorithm RSA-PSS` writes this by default.
+const RSASSA_PSS: AlgorithmIdentifier = AlgorithmIdentifier::from_slice(&[
+    0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a,
+]);
+
+/// What an id-RSASSA-PSS AlgorithmIdentifier (its contents) allows: `Some(None)` any hash,
+/// `Some(Some(h))` only `h` (parameters hash = MGF1 hash = h, saltLength = hLen, exactly as
+/// alg_id::RSA_PSS_SHA* and OpenSSL's `rsa_pss_keygen_md`/`_mgf1_md`/`_saltlen` write them).
+/// `None` for anything else: RFC 4055 defaults (SHA-1, MGF1-SHA-1, salt 20) and other
+/// combinations are not a TLS 1.3 scheme (§4.2.3: MGF1 with the scheme's hash, salt = hLen).
+fn rsassa_pss_restriction(alg: &[u8]) -> Option<Option<Sha>> {
+    if alg == RSASSA_PSS.as_ref() {
+        return Some(None);
+    }
+    [Sha::S256, Sha::S384, Sha::S512]
+        .into_iter()
+        .find(|h| alg == h.pss_alg_id().as_ref())
+        .map(Some)
+}
+
 /// EMSA-PSS needs emLen >= hLen + sLen + 2 with sLen = hLen (RFC 8017 §9.1.1), so e.g. a
 /// 1024-bit key cannot do rsa_pss_rsae_sha512.
 fn rsa_can_pss(modulus_bits: usize, h: Sha) -> bool {
@@ -201,10 +253,40 @@ pub enum SigningKey {
     EcdsaP256(p256::ecdsa::SigningKey),
     /// secp384r1; signs `ecdsa_secp384r1_sha384`.
     EcdsaP384(p384::ecdsa::SigningKey),
+    /// secp521r1; signs `ecdsa_secp521r1_sha512`.
+    EcdsaP521(p521::ecdsa::SigningKey),
     /// Signs `ed25519`.
     Ed25519(ed25519_dalek::SigningKey),
     /// rsaEncryption key; signs `rsa_pss_rsae_*` (never PKCS#1 v1.5 in TLS 1.3, §4.4.3).
     Rsa(rsa::RsaPrivateKey),
+    /// id-RSASSA-PSS key; signs `rsa_pss_pss_*` only.
+    RsaPss(RsaPssKey),
+}
+
+/// An RSA key whose algorithm is id-RSASSA-PSS (RFC 4055 §1.2), as `openssl genpkey -algorithm
+/// RSA-PSS` writes it: it may make RSASSA-PSS signatures only, so in TLS 1.3 only the
+/// `rsa_pss_pss_*` schemes, never `rsa_pss_rsae_*` (§4.2.3: those need rsaEncryption), and when
+/// its parameters name a hash, only the scheme with that hash.
+#[derive(Clone)]
+pub struct RsaPssKey {
+    key: rsa::RsaPrivateKey,
+    restricted: Option<Sha>,
+}
+
+impl RsaPssKey {
+    /// The one scheme the key's parameters allow, or `None` when they allow any hash.
+    pub fn restricted_to(&self) -> Option<SignatureScheme> {
+        self.restricted.map(|h| match h {
+            Sha::S256 => SignatureScheme::rsa_pss_pss_sha256,
+            Sha::S384 => SignatureScheme::rsa_pss_pss_sha384,
+            Sha::S512 => SignatureScheme::rsa_pss_pss_sha512,
+        })
+    }
+
+    /// The AlgorithmIdentifier (contents) of the key, as in its PKCS#8 and its certificate.
+    fn alg_id(&self) -> AlgorithmIdentifier {
+        self.restricted.map_or(RSASSA_PSS, Sha::pss_alg_id)
+    }
 }
 
 impl fmt::Debug for SigningKey {
@@ -212,14 +294,24 @@ impl fmt::Debug for SigningKey {
         match self {
             SigningKey::EcdsaP256(_) => f.write_str("SigningKey::EcdsaP256(..)"),
             SigningKey::EcdsaP384(_) => f.write_str("SigningKey::EcdsaP384(..)"),
+            SigningKey::EcdsaP521(_) => f.write_str("SigningKey::EcdsaP521(..)"),
             SigningKey::Ed25519(_) => f.write_str("SigningKey::Ed25519(..)"),
             SigningKey::Rsa(k) => write!(f, "SigningKey::Rsa({} bits, ..)", k.n().bits()),
+            SigningKey::RsaPss(k) => match k.restricted_to() {
+                Some(s) => write!(
+                    f,
+                    "SigningKey::RsaPss({} bits, {s} only, ..)",
+                    k.key.n().bits()
+                ),
+                None => write!(f, "SigningKey::RsaPss({} bits, ..)", k.key.n().bits()),
+            },
         }
     }
 }
 
 impl SigningKey {
-    /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, P-384, Ed25519 or RSA key.
+    /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, P-384, P-521, Ed25519, RSA
+    /// (rsaEncryption) or RSA-PSS (id-RSASSA-PSS) key.
     pub fn from_pkcs8_der(der: &[u8]) -> Result<Self, SigError> {
         // The EC decoders check the namedCurve parameter, so a P-384 key is never read as P-256.
         if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
@@ -228,15 +320,65 @@ impl SigningKey {
         if let Ok(k) = p384::ecdsa::SigningKey::from_pkcs8_der(der) {
             return Ok(SigningKey::EcdsaP384(k));
         }
+        if let Ok(sk) = p521::SecretKey::from_pkcs8_der(der) {
+            return Self::p521(&sk);
+        }
         if let Ok(k) = ed25519_dalek::SigningKey::from_pkcs8_der(der) {
             return Ok(SigningKey::Ed25519(k));
         }
         if let Ok(k) = rsa::RsaPrivateKey::from_pkcs8_der(der) {
             return Self::rsa(k);
         }
+        if let Some(k) = Self::rsa_pss_pkcs8(der) {
+            return k;
+        }
         Err(SigError::BadPrivateKey(
-            "not a PKCS#8 P-256, P-384, Ed25519 or RSA private key",
+            "not a PKCS#8 P-256, P-384, P-521, Ed25519, RSA or RSA-PSS private key",
         ))
+    }
+
+    /// An id-RSASSA-PSS PrivateKeyInfo (RFC 5208 §5): SEQUENCE { version 0, AlgorithmIdentifier,
+    /// OCTET STRING RSAPrivateKey }. The rsa crate only takes rsaEncryption, so the wrapper is
+    /// read here, every length bounded by its parent; `None` if this is not one at all.
+    fn rsa_pss_pkcs8(der: &[u8]) -> Option<Result<Self, SigError>> {
+        let (info, rest) = der_tlv(der, 0x30)?;
+        let (version, body) = der_tlv(info, 0x02)?;
+        let (alg, body) = der_tlv(body, 0x30)?;
+        if !rest.is_empty() || version != [0] || !alg.starts_with(RSASSA_PSS.as_ref()) {
+            return None;
+        }
+        let Some(restricted) = rsassa_pss_restriction(alg) else {
+            return Some(Err(SigError::BadPrivateKey(
+                "RSA-PSS key parameters other than SHA-256/384/512 with MGF1 of the same hash \
+                 and salt = hash length (§4.2.3)",
+            )));
+        };
+        // No attributes or public key after the key (OpenSSL writes none).
+        let (private_key, []) = der_tlv(body, 0x04)? else {
+            return None;
+        };
+        let key = match rsa::RsaPrivateKey::from_pkcs1_der(private_key) {
+            Ok(k) => k,
+            Err(_) => return Some(Err(SigError::BadPrivateKey("not a PKCS#1 RSA private key"))),
+        };
+        Some(Self::rsa(key).and_then(|k| match k {
+            SigningKey::Rsa(key) => {
+                if restricted.is_some_and(|h| !rsa_can_pss(key.n().bits(), h)) {
+                    return Err(SigError::BadPrivateKey(
+                        "RSA-PSS key restricted to a hash its modulus is too small for",
+                    ));
+                }
+                Ok(SigningKey::RsaPss(RsaPssKey { key, restricted }))
+            }
+            other => Ok(other),
+        }))
+    }
+
+    fn p521(sk: &p521::SecretKey) -> Result<Self, SigError> {
+        let bytes = Zeroizing::new(sk.to_bytes());
+        p521::ecdsa::SigningKey::from_bytes(&bytes)
+            .map(SigningKey::EcdsaP521)
+            .map_err(|_| SigError::BadPrivateKey("P-521 scalar out of range"))
     }
 
     /// Reads the first private key in a PEM text: "PRIVATE KEY" (PKCS#8), "EC PRIVATE KEY"
@@ -259,8 +401,8 @@ impl SigningKey {
         }
     }
 
-    /// SEC1 ECPrivateKey (RFC 5915) on P-256 or P-384. A namedCurve parameter, when present, must
-    /// match; without one the length of the private key (32 or 48 bytes) decides.
+    /// SEC1 ECPrivateKey (RFC 5915) on P-256, P-384 or P-521. A namedCurve parameter, when
+    /// present, must match; without one the length of the private key (32, 48, 66 bytes) decides.
     pub fn from_sec1_der(der: &[u8]) -> Result<Self, SigError> {
         if let Ok(sk) = p256::SecretKey::from_sec1_der(der) {
             return Ok(SigningKey::EcdsaP256(sk.into()));
@@ -268,8 +410,11 @@ impl SigningKey {
         if let Ok(sk) = p384::SecretKey::from_sec1_der(der) {
             return Ok(SigningKey::EcdsaP384(sk.into()));
         }
+        if let Ok(sk) = p521::SecretKey::from_sec1_der(der) {
+            return Self::p521(&sk);
+        }
         Err(SigError::BadPrivateKey(
-            "not a SEC1 P-256 or P-384 private key",
+            "not a SEC1 P-256, P-384 or P-521 private key",
         ))
     }
 
@@ -298,6 +443,14 @@ impl SigningKey {
         ))
     }
 
+    /// A fresh P-521 key whose scalar is drawn from `rng` as a secp521r1 key share's is (66
+    /// bytes, top 7 bits cleared, redrawn if 0 or >= n).
+    pub fn generate_p521(rng: &mut dyn RandomSource) -> Self {
+        let sk = p521::SecretKey::from(crate::crypto::kx::draw_p521_scalar(rng));
+        // A NonZeroScalar is always a valid key.
+        Self::p521(&sk).unwrap_or_else(|_| unreachable!("a nonzero scalar is in range"))
+    }
+
     /// A fresh Ed25519 key: the 32 drawn bytes are the RFC 8032 seed.
     pub fn generate_ed25519(rng: &mut dyn RandomSource) -> Self {
         let mut seed = Zeroizing::new([0u8; 32]);
@@ -306,11 +459,13 @@ impl SigningKey {
     }
 
     /// The schemes this key can produce, in preference order. An RSA key lists only the PSS
-    /// hashes its modulus is large enough for.
+    /// hashes its modulus is large enough for; an RSA-PSS key only `rsa_pss_pss_*`, and with
+    /// restricting parameters only the one they name.
     pub fn schemes(&self) -> &'static [SignatureScheme] {
         match self {
             SigningKey::EcdsaP256(_) => &[SignatureScheme::ecdsa_secp256r1_sha256],
             SigningKey::EcdsaP384(_) => &[SignatureScheme::ecdsa_secp384r1_sha384],
+            SigningKey::EcdsaP521(_) => &[SignatureScheme::ecdsa_secp521r1_sha512],
             SigningKey::Ed25519(_) => &[SignatureScheme::ed25519],
             SigningKey::Rsa(k) if rsa_can_pss(k.n().bits(), Sha::S512) => &[
                 SignatureScheme::rsa_pss_rsae_sha256,
@@ -321,11 +476,27 @@ impl SigningKey {
                 SignatureScheme::rsa_pss_rsae_sha256,
                 SignatureScheme::rsa_pss_rsae_sha384,
             ],
+            SigningKey::RsaPss(k) => match k.restricted {
+                Some(Sha::S256) => &[SignatureScheme::rsa_pss_pss_sha256],
+                Some(Sha::S384) => &[SignatureScheme::rsa_pss_pss_sha384],
+                // Loading checked that the modulus holds SHA-512.
+                Some(Sha::S512) => &[SignatureScheme::rsa_pss_pss_sha512],
+                None if rsa_can_pss(k.key.n().bits(), Sha::S512) => &[
+                    SignatureScheme::rsa_pss_pss_sha256,
+                    SignatureScheme::rsa_pss_pss_sha384,
+                    SignatureScheme::rsa_pss_pss_sha512,
+                ],
+                None => &[
+                    SignatureScheme::rsa_pss_pss_sha256,
+                    SignatureScheme::rsa_pss_pss_sha384,
+                ],
+            },
         }
     }
 
-    /// Signs `message` (for CertificateVerify: [`certificate_verify_message`]). Only RSA-PSS
-    /// draws from `rng`: exactly one `fill` of hash-length bytes, the salt.
+    /// Signs `message` (for CertificateVerify: [`certificate_verify_message`]). RSA-PSS draws
+    /// exactly one `fill` of hash-length bytes from `rng`, the salt; P-521 one `fill` of 32
+    /// bytes for its nonce; the other schemes draw nothing.
     pub fn sign(
         &self,
         scheme: SignatureScheme,
@@ -346,42 +517,65 @@ impl SigningKey {
                 let sig: p384::ecdsa::Signature = k.sign(message);
                 Ok(sig.to_der().as_bytes().to_vec())
             }
+            SigningKey::EcdsaP521(k) => {
+                // p521 0.13 signs with a random nonce only (no RFC 6979). Hedge it as ring does
+                // (crypto::ring_signer): k comes from a stream seeded by the secret scalar, the
+                // digest and 32 drawn bytes, so a seed replays the signature, and a reused seed
+                // still never gives two messages one nonce.
+                let digest = sha2::Sha512::digest(message);
+                let mut drawn = Zeroizing::new([0u8; 32]);
+                rng.fill(&mut drawn[..]);
+                let mut seed_hash = sha2::Sha256::new();
+                seed_hash.update(b"tls13lab p521 nonce");
+                seed_hash.update(Zeroizing::new(k.to_bytes()).as_slice());
+                seed_hash.update(digest);
+                seed_hash.update(&drawn[..]);
+                let mut seed = Zeroizing::new([0u8; 32]);
+                seed.copy_from_slice(&seed_hash.finalize());
+                let mut nonces = ChaCha20Rng::from_seed(*seed);
+                let sig: p521::ecdsa::Signature = k
+                    .sign_prehash_with_rng(&mut nonces, &digest)
+                    .map_err(|_| SigError::SigningFailed("P-521 ECDSA signing"))?;
+                Ok(sig.to_der().as_bytes().to_vec())
+            }
             SigningKey::Ed25519(k) => Ok(k.sign(message).to_bytes().to_vec()),
             SigningKey::Rsa(k) => {
                 let h = pss_hash(scheme).ok_or(SigError::CannotSign(scheme))?;
-                let hashed = h.digest(message);
-                let mut salt = vec![0u8; h.len()];
-                rng.fill(&mut salt);
-                // The rsa crate also wants randomness for blinding. Taking that from `rng` too
-                // would make the number of draws depend on bignum internals, so derive it from
-                // the secret exponent, message and salt: secret, unpredictable, reproducible.
-                let mut seed_hash = sha2::Sha256::new();
-                seed_hash.update(b"tls13lab rsa blinding");
-                seed_hash.update(Zeroizing::new(k.d().to_bytes_be()).as_slice());
-                seed_hash.update(&hashed);
-                seed_hash.update(&salt);
-                let mut seed = Zeroizing::new([0u8; 32]);
-                seed.copy_from_slice(&seed_hash.finalize());
-                let mut rng = SaltThenBlinding {
-                    salt: Some(salt),
-                    blinding: ChaCha20Rng::from_seed(*seed),
-                };
-                k.sign_with_rng(&mut rng, h.pss(), &hashed)
-                    .map_err(|_| SigError::SigningFailed("RSA-PSS signing"))
+                rsa_pss_sign(k, h, message, rng)
+            }
+            SigningKey::RsaPss(k) => {
+                let h = pss_pss_hash(scheme).ok_or(SigError::CannotSign(scheme))?;
+                rsa_pss_sign(&k.key, h, message, rng)
             }
         }
     }
 
     /// PKCS#8 DER of the private key (e.g. to write a PEM for a demo server).
     pub fn to_pkcs8_der(&self) -> Result<Vec<u8>, SigError> {
+        let failed = || SigError::SigningFailed("PKCS#8 encoding");
         let doc = match self {
             SigningKey::EcdsaP256(k) => k.to_pkcs8_der(),
             SigningKey::EcdsaP384(k) => k.to_pkcs8_der(),
+            SigningKey::EcdsaP521(k) => p521::SecretKey::from(k.as_nonzero_scalar()).to_pkcs8_der(),
             SigningKey::Ed25519(k) => k.to_pkcs8_der(),
             SigningKey::Rsa(k) => k.to_pkcs8_der(),
+            SigningKey::RsaPss(k) => {
+                // The PrivateKeyInfo rsa_pss_pkcs8 reads: version 0, the key's algorithm, the
+                // PKCS#1 RSAPrivateKey.
+                let inner = k.key.to_pkcs1_der().map_err(|_| failed())?;
+                let octets = Zeroizing::new(der_wrap(0x04, inner.as_bytes()));
+                let body = Zeroizing::new(
+                    [
+                        &[0x02, 0x01, 0x00][..],
+                        &der_wrap(0x30, k.alg_id().as_ref()),
+                        &octets,
+                    ]
+                    .concat(),
+                );
+                return Ok(der_wrap(0x30, &body));
+            }
         };
-        doc.map(|d| d.as_bytes().to_vec())
-            .map_err(|_| SigError::SigningFailed("PKCS#8 encoding"))
+        doc.map(|d| d.as_bytes().to_vec()).map_err(|_| failed())
     }
 
     /// SubjectPublicKeyInfo DER of the public key.
@@ -389,12 +583,55 @@ impl SigningKey {
         let doc = match self {
             SigningKey::EcdsaP256(k) => k.verifying_key().to_public_key_der(),
             SigningKey::EcdsaP384(k) => k.verifying_key().to_public_key_der(),
+            SigningKey::EcdsaP521(k) => p521::SecretKey::from(k.as_nonzero_scalar())
+                .public_key()
+                .to_public_key_der(),
             SigningKey::Ed25519(k) => k.verifying_key().to_public_key_der(),
             SigningKey::Rsa(k) => k.to_public_key().to_public_key_der(),
+            SigningKey::RsaPss(k) => {
+                // The same RSAPublicKey under the key's id-RSASSA-PSS identifier (RFC 4055 §1.2).
+                let pk = k
+                    .key
+                    .to_public_key()
+                    .to_pkcs1_der()
+                    .map_err(|_| SigError::SigningFailed("SPKI encoding"))?;
+                let bits = [&[0u8][..], pk.as_bytes()].concat();
+                let body = [der_wrap(0x30, k.alg_id().as_ref()), der_wrap(0x03, &bits)].concat();
+                return Ok(der_wrap(0x30, &body));
+            }
         };
         doc.map(|d| d.as_bytes().to_vec())
             .map_err(|_| SigError::SigningFailed("SPKI encoding"))
     }
+}
+
+/// RSASSA-PSS (RFC 8017 §8.1) with MGF1 of the same hash and a salt of hash length drawn in
+/// one `fill` from `rng` (§4.2.3), for rsaEncryption and id-RSASSA-PSS keys alike.
+fn rsa_pss_sign(
+    k: &rsa::RsaPrivateKey,
+    h: Sha,
+    message: &[u8],
+    rng: &mut dyn RandomSource,
+) -> Result<Vec<u8>, SigError> {
+    let hashed = h.digest(message);
+    let mut salt = vec![0u8; h.len()];
+    rng.fill(&mut salt);
+    // The rsa crate also wants randomness for blinding. Taking that from `rng` too
+    // would make the number of draws depend on bignum internals, so derive it from
+    // the secret exponent, message and salt: secret, unpredictable, reproducible.
+    let mut seed_hash = sha2::Sha256::new();
+    seed_hash.update(b"tls13lab rsa blinding");
+    seed_hash.update(Zeroizing::new(k.d().to_bytes_be()).as_slice());
+    seed_hash.update(&hashed);
+    seed_hash.update(&salt);
+    let mut seed = Zeroizing::new([0u8; 32]);
+    seed.copy_from_slice(&seed_hash.finalize());
+    let mut rng = SaltThenBlinding {
+        salt: Some(salt),
+        blinding: ChaCha20Rng::from_seed(*seed),
+    };
+    k.sign_with_rng(&mut rng, h.pss(), &hashed)
+        .map_err(|_| SigError::SigningFailed("RSA-PSS signing"))
 }
 
 /// RNG handed to the rsa crate: its first draw (the PSS salt, drawn before any blinding) is the
@@ -440,6 +677,8 @@ enum AlgKind {
     EcdsaP256(Sha),
     /// DER ECDSA-Sig-Value over a P-384 key.
     EcdsaP384(Sha),
+    /// DER ECDSA-Sig-Value over a P-521 key.
+    EcdsaP521(Sha),
     Ed25519,
     /// RSASSA-PKCS1-v1_5: certificates only.
     RsaPkcs1(Sha),
@@ -487,6 +726,27 @@ pub static ECDSA_P384_SHA256: VerifyAlg = VerifyAlg {
     name: "ecdsa_p384_sha256",
     kind: AlgKind::EcdsaP384(Sha::S256),
     public_key_alg_id: alg_id::ECDSA_P384,
+    signature_alg_id: alg_id::ECDSA_SHA256,
+};
+/// ECDSA P-521 with SHA-512 (`ecdsa_secp521r1_sha512`).
+pub static ECDSA_P521_SHA512: VerifyAlg = VerifyAlg {
+    name: "ecdsa_secp521r1_sha512",
+    kind: AlgKind::EcdsaP521(Sha::S512),
+    public_key_alg_id: alg_id::ECDSA_P521,
+    signature_alg_id: alg_id::ECDSA_SHA512,
+};
+/// ECDSA P-521 with SHA-384 (certificates only).
+pub static ECDSA_P521_SHA384: VerifyAlg = VerifyAlg {
+    name: "ecdsa_p521_sha384",
+    kind: AlgKind::EcdsaP521(Sha::S384),
+    public_key_alg_id: alg_id::ECDSA_P521,
+    signature_alg_id: alg_id::ECDSA_SHA384,
+};
+/// ECDSA P-521 with SHA-256 (certificates only).
+pub static ECDSA_P521_SHA256: VerifyAlg = VerifyAlg {
+    name: "ecdsa_p521_sha256",
+    kind: AlgKind::EcdsaP521(Sha::S256),
+    public_key_alg_id: alg_id::ECDSA_P521,
     signature_alg_id: alg_id::ECDSA_SHA256,
 };
 /// Ed25519 (RFC 8410 identifiers).
@@ -539,34 +799,105 @@ pub static RSA_PSS_RSAE_SHA512: VerifyAlg = VerifyAlg {
     signature_alg_id: alg_id::RSA_PSS_SHA512,
 };
 
+/// RSA-PSS SHA-256 with an id-RSASSA-PSS key (`rsa_pss_pss_sha256`), unrestricted.
+pub static RSA_PSS_PSS_SHA256: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha256",
+    kind: AlgKind::RsaPss(Sha::S256),
+    public_key_alg_id: RSASSA_PSS,
+    signature_alg_id: alg_id::RSA_PSS_SHA256,
+};
+/// RSA-PSS SHA-384 with an id-RSASSA-PSS key, unrestricted.
+pub static RSA_PSS_PSS_SHA384: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha384",
+    kind: AlgKind::RsaPss(Sha::S384),
+    public_key_alg_id: RSASSA_PSS,
+    signature_alg_id: alg_id::RSA_PSS_SHA384,
+};
+/// RSA-PSS SHA-512 with an id-RSASSA-PSS key, unrestricted.
+pub static RSA_PSS_PSS_SHA512: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha512",
+    kind: AlgKind::RsaPss(Sha::S512),
+    public_key_alg_id: RSASSA_PSS,
+    signature_alg_id: alg_id::RSA_PSS_SHA512,
+};
+// webpki matches a key's AlgorithmIdentifier byte for byte, so a PSS key whose parameters
+// restrict it to one hash needs its own object; the identifier is then the signature's.
+/// RSA-PSS SHA-256 with an id-RSASSA-PSS key restricted to SHA-256.
+pub static RSA_PSS_PSS_SHA256_ONLY: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha256",
+    kind: AlgKind::RsaPss(Sha::S256),
+    public_key_alg_id: alg_id::RSA_PSS_SHA256,
+    signature_alg_id: alg_id::RSA_PSS_SHA256,
+};
+/// RSA-PSS SHA-384 with an id-RSASSA-PSS key restricted to SHA-384.
+pub static RSA_PSS_PSS_SHA384_ONLY: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha384",
+    kind: AlgKind::RsaPss(Sha::S384),
+    public_key_alg_id: alg_id::RSA_PSS_SHA384,
+    signature_alg_id: alg_id::RSA_PSS_SHA384,
+};
+/// RSA-PSS SHA-512 with an id-RSASSA-PSS key restricted to SHA-512.
+pub static RSA_PSS_PSS_SHA512_ONLY: VerifyAlg = VerifyAlg {
+    name: "rsa_pss_pss_sha512",
+    kind: AlgKind::RsaPss(Sha::S512),
+    public_key_alg_id: alg_id::RSA_PSS_SHA512,
+    signature_alg_id: alg_id::RSA_PSS_SHA512,
+};
+
 /// Everything webpki may use to check certificate signatures (through
 /// [`SignatureMemo`](crate::crypto::cert::SignatureMemo)'s wrapper, crypto::cert::verify_chain).
-pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 11] = [
+pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 20] = [
     &ECDSA_P256_SHA256,
     &ECDSA_P256_SHA384,
     &ECDSA_P384_SHA384,
     &ECDSA_P384_SHA256,
+    &ECDSA_P521_SHA512,
+    &ECDSA_P521_SHA384,
+    &ECDSA_P521_SHA256,
     &ED25519,
     &RSA_PSS_RSAE_SHA256,
     &RSA_PSS_RSAE_SHA384,
     &RSA_PSS_RSAE_SHA512,
+    &RSA_PSS_PSS_SHA256,
+    &RSA_PSS_PSS_SHA384,
+    &RSA_PSS_PSS_SHA512,
+    &RSA_PSS_PSS_SHA256_ONLY,
+    &RSA_PSS_PSS_SHA384_ONLY,
+    &RSA_PSS_PSS_SHA512_ONLY,
     &RSA_PKCS1_SHA256,
     &RSA_PKCS1_SHA384,
     &RSA_PKCS1_SHA512,
 ];
 
-/// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
-/// or `None`.
-pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
+/// The algorithms for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1;
+/// §4.2.3: ed448 and brainpool are not implemented): one per key identifier it may meet.
+fn certificate_verify_algorithms(scheme: SignatureScheme) -> [Option<&'static VerifyAlg>; 2] {
+    let one = |a: &'static VerifyAlg| [Some(a), None];
     match scheme {
-        SignatureScheme::ecdsa_secp256r1_sha256 => Some(&ECDSA_P256_SHA256),
-        SignatureScheme::ecdsa_secp384r1_sha384 => Some(&ECDSA_P384_SHA384),
-        SignatureScheme::ed25519 => Some(&ED25519),
-        SignatureScheme::rsa_pss_rsae_sha256 => Some(&RSA_PSS_RSAE_SHA256),
-        SignatureScheme::rsa_pss_rsae_sha384 => Some(&RSA_PSS_RSAE_SHA384),
-        SignatureScheme::rsa_pss_rsae_sha512 => Some(&RSA_PSS_RSAE_SHA512),
-        _ => None,
+        SignatureScheme::ecdsa_secp256r1_sha256 => one(&ECDSA_P256_SHA256),
+        SignatureScheme::ecdsa_secp384r1_sha384 => one(&ECDSA_P384_SHA384),
+        SignatureScheme::ecdsa_secp521r1_sha512 => one(&ECDSA_P521_SHA512),
+        SignatureScheme::ed25519 => one(&ED25519),
+        SignatureScheme::rsa_pss_rsae_sha256 => one(&RSA_PSS_RSAE_SHA256),
+        SignatureScheme::rsa_pss_rsae_sha384 => one(&RSA_PSS_RSAE_SHA384),
+        SignatureScheme::rsa_pss_rsae_sha512 => one(&RSA_PSS_RSAE_SHA512),
+        SignatureScheme::rsa_pss_pss_sha256 => {
+            [Some(&RSA_PSS_PSS_SHA256), Some(&RSA_PSS_PSS_SHA256_ONLY)]
+        }
+        SignatureScheme::rsa_pss_pss_sha384 => {
+            [Some(&RSA_PSS_PSS_SHA384), Some(&RSA_PSS_PSS_SHA384_ONLY)]
+        }
+        SignatureScheme::rsa_pss_pss_sha512 => {
+            [Some(&RSA_PSS_PSS_SHA512), Some(&RSA_PSS_PSS_SHA512_ONLY)]
+        }
+        _ => [None, None],
     }
+}
+
+/// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
+/// or `None`. For `rsa_pss_pss_*`, the one for an unrestricted key.
+pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
+    certificate_verify_algorithms(scheme)[0]
 }
 
 impl VerifyAlg {
@@ -623,6 +954,17 @@ impl VerifyAlg {
                 };
                 ok.map_err(|_| SigError::BadSignature)
             }
+            AlgKind::EcdsaP521(h) => {
+                if public_key.len() != 133 || public_key[0] != 0x04 {
+                    return Err(SigError::BadKey("P-521 key is not an uncompressed point"));
+                }
+                let vk = p521::ecdsa::VerifyingKey::from_sec1_bytes(public_key)
+                    .map_err(|_| SigError::BadKey("P-521 key is not on the curve"))?;
+                let sig =
+                    p521::ecdsa::Signature::from_der(sig).map_err(|_| SigError::BadSignature)?;
+                vk.verify_prehash(&h.digest(message), &sig)
+                    .map_err(|_| SigError::BadSignature)
+            }
             AlgKind::Ed25519 => {
                 let pk: &[u8; 32] = public_key
                     .try_into()
@@ -647,15 +989,6 @@ impl VerifyAlg {
                     .map_err(|_| SigError::BadSignature)
             }
         }
-    }
-
-    /// Verifies against a whole SubjectPublicKeyInfo, checking its algorithm first.
-    fn verify_spki(&self, spki_der: &[u8], message: &[u8], sig: &[u8]) -> Result<(), SigError> {
-        let (alg, key) = parse_spki(spki_der).ok_or(SigError::BadKey("malformed SPKI"))?;
-        if alg != self.public_key_alg_id.as_ref() {
-            return Err(SigError::KeyMismatch(SignatureScheme::Unknown(0)));
-        }
-        self.verify(key, message, sig)
     }
 }
 
@@ -701,12 +1034,34 @@ pub fn verify_signature(
     message: &[u8],
     signature: &[u8],
 ) -> Result<(), SigError> {
-    let alg = certificate_verify_algorithm(scheme).ok_or(SigError::UnsupportedScheme(scheme))?;
-    alg.verify_spki(spki_der, message, signature)
-        .map_err(|e| match e {
-            SigError::KeyMismatch(_) => SigError::KeyMismatch(scheme),
-            other => other,
-        })
+    let algs = certificate_verify_algorithms(scheme);
+    if algs[0].is_none() {
+        return Err(SigError::UnsupportedScheme(scheme));
+    }
+    let (alg, key) = parse_spki(spki_der).ok_or(SigError::BadKey("malformed SPKI"))?;
+    // The key's algorithm decides (§4.2.3): rsaEncryption for rsa_pss_rsae_*, id-RSASSA-PSS
+    // (unrestricted or restricted to this hash) for rsa_pss_pss_*, the curve for ECDSA.
+    let alg = algs
+        .into_iter()
+        .flatten()
+        .find(|a| a.public_key_alg_id.as_ref() == alg)
+        .ok_or(SigError::KeyMismatch(scheme))?;
+    alg.verify(key, message, signature)
+}
+
+/// One DER TLV with a definite, minimal length (the writer beside [`der_tlv`]).
+fn der_wrap(tag: u8, contents: &[u8]) -> Vec<u8> {
+    let n = contents.len();
+    let mut out = Vec::with_capacity(n + 5);
+    out.push(tag);
+    match n {
+        0..=0x7f => out.push(n as u8),
+        0x80..=0xff => out.extend([0x81, n as u8]),
+        0x100..=0xffff => out.extend([0x82, (n >> 8) as u8, n as u8]),
+        _ => out.extend([0x83, (n >> 16) as u8, (n >> 8) as u8, n as u8]),
+    }
+    out.extend_from_slice(contents);
+    out
 }
 
 /// Splits a DER SubjectPublicKeyInfo into (AlgorithmIdentifier contents, subjectPublicKey bits).
@@ -765,6 +1120,18 @@ mod tests {
         include_str!("../../tests/vectors/pem/server_rsa_key.pem");
     pub(crate) const RFC8448_RSA_KEY_PKCS1: &str =
         include_str!("../../tests/vectors/pem/server_rsa_key_pkcs1.pem");
+    // Written by OpenSSL 3.5 `genpkey` (tests/vectors/pem/gen-sigs.sh).
+    const P521_KEY: &str = include_str!("../../tests/vectors/pem/p521_key.pem");
+    const RSA_PSS_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_key.pem");
+    const RSA_PSS_SHA384_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_sha384_key.pem");
+
+    fn pem_der(pem: &str) -> Vec<u8> {
+        use rustls_pki_types::pem::PemObject;
+        rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(pem.as_bytes())
+            .unwrap()
+            .secret_pkcs8_der()
+            .to_vec()
+    }
 
     struct Counting<'a>(&'a mut dyn RandomSource, Vec<usize>);
     impl RandomSource for Counting<'_> {
@@ -781,6 +1148,9 @@ mod tests {
             SigningKey::generate_p384(&mut rng),
             SigningKey::generate_ed25519(&mut rng),
             SigningKey::from_pem(RFC8448_RSA_KEY_PKCS8).unwrap(),
+            SigningKey::generate_p521(&mut rng),
+            SigningKey::from_pem(RSA_PSS_KEY).unwrap(),
+            SigningKey::from_pem(RSA_PSS_SHA384_KEY).unwrap(),
         ]
     }
 
@@ -967,10 +1337,12 @@ mod tests {
         let spki = key.public_key_spki_der().unwrap();
         for s in [
             SignatureScheme::rsa_pkcs1_sha256,
+            SignatureScheme::rsa_pkcs1_sha384,
+            SignatureScheme::rsa_pkcs1_sha512,
             SignatureScheme::rsa_pkcs1_sha1,
             SignatureScheme::ecdsa_sha1,
-            SignatureScheme::rsa_pss_pss_sha256,
-            SignatureScheme::ecdsa_secp521r1_sha512,
+            SignatureScheme::ed448,
+            SignatureScheme::ecdsa_brainpoolP256r1tls13_sha256,
             SignatureScheme::Unknown(0xfefe),
         ] {
             let err = verify_signature(s, &spki, b"m", b"s").unwrap_err();
@@ -1108,6 +1480,192 @@ mod tests {
     }
 
     #[test]
+    fn p521_nonce_is_one_draw_hedged_with_key_and_message() {
+        let key = SigningKey::generate_p521(&mut SeededRandom::from_seed(21));
+        let scheme = SignatureScheme::ecdsa_secp521r1_sha512;
+        assert_eq!(key.schemes(), &[scheme]);
+        let sign = |seed: u64, msg: &[u8]| {
+            let mut inner = SeededRandom::from_seed(seed);
+            let mut c = Counting(&mut inner, vec![]);
+            let sig = key.sign(scheme, msg, &mut c).unwrap();
+            assert_eq!(c.1, vec![32], "one 32-byte draw per signature");
+            sig
+        };
+        // Replays from the seed; another seed, another signature.
+        assert_eq!(sign(3, b"m1"), sign(3, b"m1"));
+        assert_ne!(sign(3, b"m1"), sign(4, b"m1"));
+        // The same draws for two messages: two nonces (r differs), so a reused seed never
+        // reveals the key.
+        let r = |der: &[u8]| {
+            let sig = p521::ecdsa::Signature::from_der(der).unwrap();
+            sig.r().to_bytes().to_vec()
+        };
+        assert_ne!(r(&sign(3, b"m1")), r(&sign(3, b"m2")));
+        let spki = key.public_key_spki_der().unwrap();
+        verify_signature(scheme, &spki, b"m2", &sign(3, b"m2")).unwrap();
+        // The curve is part of the scheme both ways.
+        let p384 = keys()[1].public_key_spki_der().unwrap();
+        assert_eq!(
+            verify_signature(scheme, &p384, b"m", &sign(3, b"m")),
+            Err(SigError::KeyMismatch(scheme))
+        );
+        assert!(matches!(
+            ECDSA_P521_SHA512.verify(&[4; 97], b"m", &sign(3, b"m")),
+            Err(SigError::BadKey(_))
+        ));
+        // Seeded generation is reproducible.
+        let again = SigningKey::generate_p521(&mut SeededRandom::from_seed(21));
+        assert_eq!(again.to_pkcs8_der(), key.to_pkcs8_der());
+    }
+
+    #[test]
+    fn p521_keys_load_as_openssl_writes_them() {
+        let key = SigningKey::from_pem(P521_KEY).unwrap();
+        assert!(matches!(key, SigningKey::EcdsaP521(_)));
+        assert!(format!("{key:?}").contains("EcdsaP521"));
+        // PKCS#8 and SEC1 round trips.
+        let der = key.to_pkcs8_der().unwrap();
+        let back = SigningKey::from_pkcs8_der(&der).unwrap();
+        assert_eq!(back.public_key_spki_der(), key.public_key_spki_der());
+        let SigningKey::EcdsaP521(sk) = &key else {
+            unreachable!()
+        };
+        let sec1 = p521::SecretKey::from(sk.as_nonzero_scalar())
+            .to_sec1_der()
+            .unwrap();
+        let back = SigningKey::from_sec1_der(&sec1).unwrap();
+        assert_eq!(back.public_key_spki_der(), key.public_key_spki_der());
+        for cut in 0..sec1.len() {
+            assert!(SigningKey::from_sec1_der(&sec1[..cut]).is_err());
+        }
+    }
+
+    #[test]
+    fn rsa_pss_keys_sign_only_rsa_pss_pss() {
+        let msg = certificate_verify_message(true, &[9; 32]);
+        let pss = SigningKey::from_pem(RSA_PSS_KEY).unwrap();
+        let rsae = SigningKey::from_pem(RFC8448_RSA_KEY_PKCS8).unwrap();
+        let SigningKey::RsaPss(k) = &pss else {
+            panic!("{pss:?}")
+        };
+        assert_eq!(k.restricted_to(), None);
+        assert_eq!(
+            pss.schemes(),
+            &[
+                SignatureScheme::rsa_pss_pss_sha256,
+                SignatureScheme::rsa_pss_pss_sha384,
+                SignatureScheme::rsa_pss_pss_sha512
+            ]
+        );
+        // §4.2.3: rsa_pss_rsae_* needs an rsaEncryption key, and rsa_pss_pss_* an
+        // id-RSASSA-PSS one, in signing and in verification alike.
+        let (pss_spki, rsae_spki) = (
+            pss.public_key_spki_der().unwrap(),
+            rsae.public_key_spki_der().unwrap(),
+        );
+        let mut rng = SeededRandom::from_seed(1);
+        for (rsae_scheme, pss_scheme) in [
+            (
+                SignatureScheme::rsa_pss_rsae_sha256,
+                SignatureScheme::rsa_pss_pss_sha256,
+            ),
+            (
+                SignatureScheme::rsa_pss_rsae_sha384,
+                SignatureScheme::rsa_pss_pss_sha384,
+            ),
+        ] {
+            assert_eq!(
+                pss.sign(rsae_scheme, &msg, &mut rng),
+                Err(SigError::CannotSign(rsae_scheme))
+            );
+            assert_eq!(
+                rsae.sign(pss_scheme, &msg, &mut rng),
+                Err(SigError::CannotSign(pss_scheme))
+            );
+            let sig = pss.sign(pss_scheme, &msg, &mut rng).unwrap();
+            verify_signature(pss_scheme, &pss_spki, &msg, &sig).unwrap();
+            // The same PSS signature under the rsae code point, or with the other key type.
+            assert_eq!(
+                verify_signature(rsae_scheme, &pss_spki, &msg, &sig),
+                Err(SigError::KeyMismatch(rsae_scheme))
+            );
+            let sig = rsae.sign(rsae_scheme, &msg, &mut rng).unwrap();
+            assert_eq!(
+                verify_signature(pss_scheme, &rsae_spki, &msg, &sig),
+                Err(SigError::KeyMismatch(pss_scheme))
+            );
+        }
+        // The salt is the one draw, as for rsaEncryption keys; replays from the seed.
+        let scheme = SignatureScheme::rsa_pss_pss_sha512;
+        let mut inner = SeededRandom::from_seed(5);
+        let mut c = Counting(&mut inner, vec![]);
+        let a = pss.sign(scheme, &msg, &mut c).unwrap();
+        assert_eq!(c.1, vec![64]);
+        assert_eq!(
+            a,
+            pss.sign(scheme, &msg, &mut SeededRandom::from_seed(5))
+                .unwrap()
+        );
+        // Encodings: our PKCS#8 is OpenSSL's byte for byte.
+        assert_eq!(pss.to_pkcs8_der().unwrap(), pem_der(RSA_PSS_KEY));
+    }
+
+    #[test]
+    fn restricted_rsa_pss_key_signs_its_one_hash() {
+        let key = SigningKey::from_pem(RSA_PSS_SHA384_KEY).unwrap();
+        let only = SignatureScheme::rsa_pss_pss_sha384;
+        assert_eq!(key.schemes(), &[only]);
+        assert!(format!("{key:?}").contains("rsa_pss_pss_sha384 only"));
+        let mut rng = SeededRandom::from_seed(2);
+        for other in [
+            SignatureScheme::rsa_pss_pss_sha256,
+            SignatureScheme::rsa_pss_pss_sha512,
+            SignatureScheme::rsa_pss_rsae_sha384,
+        ] {
+            assert_eq!(
+                key.sign(other, b"m", &mut rng),
+                Err(SigError::CannotSign(other))
+            );
+        }
+        let spki = key.public_key_spki_der().unwrap();
+        let sig = key.sign(only, b"m", &mut rng).unwrap();
+        verify_signature(only, &spki, b"m", &sig).unwrap();
+        // Its parameters restrict verification too: the SHA-256 scheme does not fit the key.
+        let unrestricted = SigningKey::from_pem(RSA_PSS_KEY).unwrap();
+        let sig256 = unrestricted
+            .sign(SignatureScheme::rsa_pss_pss_sha256, b"m", &mut rng)
+            .unwrap();
+        assert_eq!(
+            verify_signature(SignatureScheme::rsa_pss_pss_sha256, &spki, b"m", &sig256),
+            Err(SigError::KeyMismatch(SignatureScheme::rsa_pss_pss_sha256))
+        );
+        let der = pem_der(RSA_PSS_SHA384_KEY);
+        assert_eq!(key.to_pkcs8_der().unwrap(), der);
+        // Parameters that are no TLS 1.3 scheme: SHA-384 with the default MGF1-SHA-1 (what
+        // `genpkey -pkeyopt rsa_pss_keygen_md:sha384` alone writes).
+        let (info, _) = der_tlv(&der, 0x30).unwrap();
+        let (_, rest) = der_tlv(info, 0x02).unwrap();
+        let (_, rest) = der_tlv(rest, 0x30).unwrap();
+        let md_only_params = [
+            0x30, 0x11, 0xa0, 0x0f, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03,
+            0x04, 0x02, 0x02, 0x05, 0x00,
+        ];
+        let alg = [RSASSA_PSS.as_ref(), &md_only_params].concat();
+        let odd = der_wrap(
+            0x30,
+            &[&[0x02, 0x01, 0x00][..], &der_wrap(0x30, &alg), rest].concat(),
+        );
+        assert!(matches!(
+            SigningKey::from_pkcs8_der(&odd),
+            Err(SigError::BadPrivateKey(why)) if why.starts_with("RSA-PSS key parameters")
+        ));
+        // Truncations of an OpenSSL PSS key never load and never panic.
+        for cut in 0..der.len() {
+            assert!(SigningKey::from_pkcs8_der(&der[..cut]).is_err(), "{cut}");
+        }
+    }
+
+    #[test]
     fn der_tlv_edges() {
         assert_eq!(der_tlv(&[0x30, 0x00], 0x30), Some((&[][..], &[][..])));
         assert_eq!(der_tlv(&[0x30, 0x01], 0x30), None);
@@ -1118,5 +1676,11 @@ mod tests {
         let mut long = vec![0x04, 0x81, 0x80];
         long.extend([0u8; 0x80]);
         assert_eq!(der_tlv(&long, 0x04).map(|(c, _)| c.len()), Some(0x80));
+        // What der_wrap writes, der_tlv reads back, at every length form.
+        for n in [0, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000] {
+            let contents = vec![0xab; n];
+            let w = der_wrap(0x04, &contents);
+            assert_eq!(der_tlv(&w, 0x04), Some((&contents[..], &[][..])), "{n}");
+        }
     }
 }

@@ -28,13 +28,18 @@ pub enum KeyKind {
     Ed25519,
     /// RSA-2048 (certificate from rcgen).
     Rsa2048,
+    /// ECDSA P-521 (key and certificate from OpenSSL: tests/vectors/pem/gen-sigs.sh).
+    P521,
+    /// RSA-2048 id-RSASSA-PSS key, any hash (from OpenSSL, as P521).
+    RsaPss,
+    /// RSA-2048 id-RSASSA-PSS key restricted to SHA-384 (from OpenSSL, as P521).
+    RsaPssSha384,
 }
 
 /// A key of `kind` with a self-signed certificate for `localhost` (and its DER, to trust as a
 /// root). Made once per kind and process: RSA key generation is slow.
 pub fn certified(kind: KeyKind) -> (CertifiedKey, Vec<u8>) {
-    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 6] = [const { OnceLock::new() }; 6];
     let i = kind as usize;
     CELLS[i]
         .get_or_init(|| make_certified(kind, 0x5e12_0000 + i as u64))
@@ -81,12 +86,34 @@ fn make_certified(kind: KeyKind, seed: u64) -> (CertifiedKey, Vec<u8>) {
             let cert = rcgen_self_signed(&key, &rcgen::PKCS_RSA_SHA256);
             (key, cert)
         }
+        // rcgen makes neither (P-521 needs its aws-lc backend, PSS keys ring lacks): OpenSSL's
+        // own files, valid 2023-01-01..2033-01-01, around NOW.
+        KeyKind::P521 => openssl_made(
+            include_str!("../vectors/pem/p521_key.pem"),
+            include_str!("../vectors/pem/p521_certificate.pem"),
+        ),
+        KeyKind::RsaPss => openssl_made(
+            include_str!("../vectors/pem/rsa_pss_key.pem"),
+            include_str!("../vectors/pem/rsa_pss_certificate.pem"),
+        ),
+        KeyKind::RsaPssSha384 => openssl_made(
+            include_str!("../vectors/pem/rsa_pss_sha384_key.pem"),
+            include_str!("../vectors/pem/rsa_pss_sha384_certificate.pem"),
+        ),
     };
     let ck = CertifiedKey {
         chain: vec![cert.clone()],
         key: Arc::new(key),
     };
     (ck, cert)
+}
+
+/// A key and its one self-signed certificate, from PEM.
+fn openssl_made(key: &str, cert: &str) -> (SigningKey, Vec<u8>) {
+    let key = SigningKey::from_pem(key).expect("OpenSSL key");
+    let mut certs = tls13lab::crypto::cert::certs_from_pem(cert).expect("OpenSSL certificate");
+    assert_eq!(certs.len(), 1);
+    (key, certs.remove(0))
 }
 
 /// rcgen signs the certificate with its own copy of the key (PKCS#8 through ring).

@@ -121,8 +121,12 @@ fn rcgen_key(key: &SigningKey) -> Result<rcgen::KeyPair, CertGenError> {
             key: key.clone(),
             alg: &rcgen::PKCS_ED25519,
         },
-        SigningKey::Rsa(_) => {
+        SigningKey::Rsa(_) | SigningKey::RsaPss(_) => {
             return Err(CertGenError("RSA certificates are not generated".into()));
+        }
+        // rcgen has P-521 only on aws-lc-rs; tests take P-521 certificates from OpenSSL.
+        SigningKey::EcdsaP521(_) => {
+            return Err(CertGenError("P-521 certificates are not generated".into()));
         }
     };
     rcgen::KeyPair::from_remote(Box::new(remote)).map_err(|e| CertGenError(e.to_string()))
@@ -150,7 +154,9 @@ impl rcgen::RemoteKeyPair for RemoteKey {
                 Ok(sig.to_der().as_bytes().to_vec())
             }
             SigningKey::Ed25519(k) => Ok(k.sign(msg).to_bytes().to_vec()),
-            SigningKey::Rsa(_) => Err(rcgen::Error::RemoteKeyError),
+            SigningKey::EcdsaP521(_) | SigningKey::Rsa(_) | SigningKey::RsaPss(_) => {
+                Err(rcgen::Error::RemoteKeyError)
+            }
         }
     }
 

@@ -928,4 +928,69 @@ mod tests {
         verify_chain(&chain, &chain, None, T_2020, Usage::Server, Some(&none)).unwrap();
         assert!(none.is_empty());
     }
+
+    /// OpenSSL-made certificates (tests/vectors/pem/gen-sigs.sh) for the schemes webpki does
+    /// not ship on RustCrypto: ecdsa-with-SHA512 on P-521, RSASSA-PSS with id-RSASSA-PSS keys
+    /// (unrestricted, and restricted to SHA-384), each its own root, and CertificateVerify with
+    /// its key.
+    #[test]
+    fn p521_and_rsa_pss_key_certificates_verify() {
+        const T_2024: u64 = 1_704_067_200;
+        let cases = [
+            (
+                include_str!("../../../tests/vectors/pem/p521_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/p521_key.pem"),
+                SignatureScheme::ecdsa_secp521r1_sha512,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/rsa_pss_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/rsa_pss_key.pem"),
+                SignatureScheme::rsa_pss_pss_sha512,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/rsa_pss_sha384_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/rsa_pss_sha384_key.pem"),
+                SignatureScheme::rsa_pss_pss_sha384,
+            ),
+        ];
+        for (cert, key, scheme) in cases {
+            let chain = vec![one_cert(cert)];
+            verify_chain(
+                &chain,
+                &chain,
+                Some("localhost"),
+                T_2024,
+                Usage::Server,
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+            let key = SigningKey::from_pem(key).unwrap();
+            let der = CertificateDer::from(chain[0].as_slice());
+            let ee = EndEntityCert::try_from(&der).unwrap();
+            assert_eq!(
+                key.public_key_spki_der().unwrap(),
+                ee.subject_public_key_info().as_ref(),
+                "{scheme}: our SPKI is the certificate's"
+            );
+            let m = certificate_verify_message(true, &[3; 48]);
+            let sig = key
+                .sign(scheme, &m, &mut SeededRandom::from_seed(1))
+                .unwrap();
+            verify_with_leaf(&chain[0], scheme, &m, &sig).unwrap();
+            assert_eq!(
+                verify_with_leaf(&chain[0], scheme, b"other", &sig),
+                Err(SigError::BadSignature)
+            );
+            // The certificate's own signature, one bit off, no longer verifies.
+            let mut bad = chain[0].clone();
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            let bad = vec![bad];
+            assert_eq!(
+                verify_chain(&bad, &chain, None, T_2024, Usage::Server, None),
+                Err(CertError::BadSignature),
+                "{scheme}"
+            );
+        }
+    }
 }
