@@ -88,11 +88,39 @@ pub enum ClientAuth {
     /// Do not send CertificateRequest.
     #[default]
     None,
-    /// Ask; an empty Certificate is accepted. A non-empty one must validate against the roots
-    /// (or anything if the list is empty).
+    /// Ask; an empty Certificate is accepted. A non-empty one must validate against the roots:
+    /// with none, every chain fails (unknown_ca).
     Optional(Vec<Vec<u8>>),
-    /// Ask and insist (certificate_required otherwise).
+    /// Ask and insist (certificate_required otherwise); the chain must validate against the
+    /// roots.
     Required(Vec<Vec<u8>>),
+    /// Ask, and accept any chain without validating it — research servers that want to see what
+    /// clients send. The CertificateVerify is still checked against the end-entity key. Insecure,
+    /// so it has to be asked for by name; `required` insists on a certificate.
+    InsecureAcceptAny {
+        /// Whether an empty Certificate is certificate_required.
+        required: bool,
+    },
+}
+
+impl ClientAuth {
+    /// Whether an empty Certificate is refused (certificate_required).
+    pub(crate) fn requires_certificate(&self) -> bool {
+        matches!(
+            self,
+            ClientAuth::Required(_) | ClientAuth::InsecureAcceptAny { required: true }
+        )
+    }
+
+    /// The roots a client chain must validate against; `None` when no certificate is asked
+    /// for; `Some(None)` when any chain is accepted by name.
+    pub(crate) fn roots(&self) -> Option<Option<&[Vec<u8>]>> {
+        match self {
+            ClientAuth::None => None,
+            ClientAuth::Optional(r) | ClientAuth::Required(r) => Some(Some(r)),
+            ClientAuth::InsecureAcceptAny { .. } => Some(None),
+        }
+    }
 }
 
 /// An externally provisioned PSK (RFC 8446 §4.2.11). The key is erased on drop and never shown

@@ -1016,7 +1016,7 @@ impl Server {
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         if chain.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
-            if let ClientAuth::Required(_) = self.side.config.client_auth {
+            if self.side.config.client_auth.requires_certificate() {
                 return Err(PeerMisbehaved::NoClientCertificate.into());
             }
             return Ok(State::ExpectFinished(Box::new(ExpectFinished {
@@ -1024,17 +1024,14 @@ impl Server {
                 client_verified: None,
             })));
         }
-        let roots = match &self.side.config.client_auth {
-            ClientAuth::Required(r) | ClientAuth::Optional(r) => r,
+        let Some(roots) = self.side.config.client_auth.roots() else {
             // Not reached: this state follows our CertificateRequest, which the (immutable)
             // configuration asked for.
-            ClientAuth::None => {
-                return Err(PeerMisbehaved::UnexpectedMessage {
-                    expected: "Finished",
-                    got: HandshakeType::Certificate,
-                }
-                .into())
+            return Err(PeerMisbehaved::UnexpectedMessage {
+                expected: "Finished",
+                got: HandshakeType::Certificate,
             }
+            .into());
         };
         self.verify_client_chain(&chain, roots)?;
         // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
@@ -1063,12 +1060,17 @@ impl Server {
         })))
     }
 
-    /// The client's chain against `roots` (§4.4.2.4), in the handshake or after it; an empty
-    /// list accepts any chain (its CertificateVerify is still checked).
-    fn verify_client_chain(&self, chain: &[Vec<u8>], roots: &[Vec<u8>]) -> Result<(), Error> {
-        if roots.is_empty() {
+    /// The client's chain against `roots` (§4.4.2.4), in the handshake or after it. `None`:
+    /// the configuration asked by name to accept any chain (`ClientAuth::InsecureAcceptAny`;
+    /// its CertificateVerify is still checked). An empty list of roots validates nothing.
+    fn verify_client_chain(
+        &self,
+        chain: &[Vec<u8>],
+        roots: Option<&[Vec<u8>]>,
+    ) -> Result<(), Error> {
+        let Some(roots) = roots else {
             return Ok(());
-        }
+        };
         let now = self
             .side
             .config
@@ -1387,14 +1389,12 @@ impl Server {
         let certificates = chain.len();
         let step = if chain.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
-            if let ClientAuth::Required(_) = self.side.config.post_handshake_auth {
+            if self.side.config.post_handshake_auth.requires_certificate() {
                 return Err(PeerMisbehaved::NoClientCertificate.into());
             }
             PhaStep::ExpectFinished(None)
         } else {
-            let (ClientAuth::Required(roots) | ClientAuth::Optional(roots)) =
-                &self.side.config.post_handshake_auth
-            else {
+            let Some(roots) = self.side.config.post_handshake_auth.roots() else {
                 return Err(Error::InvalidState("post-handshake authentication off"));
             };
             self.verify_client_chain(&chain, roots)?;
@@ -1669,7 +1669,7 @@ mod tests {
     fn client_certificate_verify_is_checked_with_the_first_certificate() {
         let run = |leaf_first: bool| {
             let (mut server, root) = server_config(1, NOW_MS).expect("server");
-            server.client_auth = ClientAuth::Required(Vec::new());
+            server.client_auth = ClientAuth::InsecureAcceptAny { required: true };
             let mut identity = server_config(2, NOW_MS).expect("client identity").0.cert;
             let leaf = identity.chain[0].clone();
             let other = server_config(3, NOW_MS).expect("another certificate").1;

@@ -4351,7 +4351,7 @@ fn certificate_request_to_a_client_without_post_handshake_auth_is_unexpected_mes
 #[test]
 fn post_handshake_certificate_request_without_signature_algorithms_is_missing_extension() {
     // §4.3.2: "The "signature_algorithms" extension MUST be specified"; §9.2 missing_extension.
-    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
     let cr = encode(HandshakePayload::CertificateRequest(CertificateRequest {
         context: b"ctx".to_vec(),
         // The list cannot be empty (§4.3.2 `extensions<2..2^16-1>`): an unknown extension
@@ -4389,7 +4389,7 @@ fn post_handshake_certificate_with_a_context_never_sent_is_illegal_parameter() {
     // §4.4.2: certificate_request_context echoes the CertificateRequest answered; §4.3.2 makes
     // it the server's means to tell answers apart. One we never sent answers nothing of ours.
     for other in [&b""[..], b"cty", b"ctx-longer"] {
-        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
         let mut msgs = pha_answer(&mut c, b"ctx");
         msgs[0] = with_context(&msgs[0], other);
         let e = c
@@ -4408,7 +4408,7 @@ fn post_handshake_certificate_with_a_context_never_sent_is_illegal_parameter() {
 fn post_handshake_answer_repeated_is_illegal_parameter() {
     // An answer replayed for a context already answered, while another request is outstanding:
     // each context is answered once (§4.3.2 "unique").
-    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
     let first = pha_answer(&mut c, b"one");
     c.server.feed(&pha_seal(&c, 0, &first)).unwrap();
     assert_eq!(pha_events(&c.server.events), 1);
@@ -4429,11 +4429,11 @@ fn post_handshake_certificate_verify_wrong_is_decrypt_error() {
     // §4.4.3: "If the verification fails, the receiver MUST terminate the handshake with a
     // "decrypt_error" alert." The signature covers the post-handshake context (§4.4.1).
     let probe = pha_answer(
-        &mut pha_connected(ClientAuth::Optional(Vec::new()), true),
+        &mut pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true),
         b"ctx",
     );
     for i in [8, 12, 40, probe[1].len() - 1] {
-        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
         let mut msgs = pha_answer(&mut c, b"ctx");
         msgs[1][i] ^= 0x01;
         let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
@@ -4446,7 +4446,7 @@ fn post_handshake_finished_wrong_is_decrypt_error() {
     // §4.4.4: "Recipients of Finished messages MUST verify that the contents are correct and
     // if incorrect MUST terminate the connection with a "decrypt_error" alert."
     for (byte, bit) in [(4, 0), (17, 5), (35, 7)] {
-        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
         let mut msgs = pha_answer(&mut c, b"ctx");
         msgs[2][byte] ^= 1 << bit;
         let e = c.server.rejects(&pha_seal(&c, 0, &msgs), A::DecryptError);
@@ -4459,7 +4459,7 @@ fn post_handshake_finished_under_the_handshake_finished_key_is_decrypt_error() {
     // §4.4.4: after the handshake the Finished key is derived from
     // client_application_traffic_secret_N, not the handshake secret: the Finished of an
     // implementation that keeps the old key is caught.
-    let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+    let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
     let mut msgs = pha_answer(&mut c, b"ctx");
     // The client's handshake Finished is the same length, computed with the wrong key.
     let handshake_fin = util::handshake_messages(
@@ -4479,7 +4479,7 @@ fn post_handshake_finished_under_the_handshake_finished_key_is_decrypt_error() {
 fn post_handshake_empty_certificate_when_required_is_certificate_required() {
     // §4.4.2.4: "If the client does not send any certificates ..., the server MAY ... abort
     // the handshake with a "certificate_required" alert."
-    let mut c = pha_connected(ClientAuth::Required(Vec::new()), false);
+    let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: true }, false);
     let msgs = pha_answer(&mut c, b"ctx");
     assert_eq!(msgs.len(), 2, "empty Certificate and Finished");
     let e = c
@@ -4495,7 +4495,7 @@ fn unsolicited_post_handshake_certificate_and_finished_are_unexpected_message() 
     // or not the server could have asked.
     for could_ask in [false, true] {
         let auth = if could_ask {
-            ClientAuth::Optional(Vec::new())
+            ClientAuth::InsecureAcceptAny { required: false }
         } else {
             ClientAuth::None
         };
@@ -4524,7 +4524,7 @@ fn post_handshake_answer_out_of_order_is_unexpected_message() {
     // After a non-empty Certificate only its CertificateVerify may come (§4.4): a Finished or a
     // KeyUpdate in between is unexpected_message.
     for cut in ["finished first", "key update between"] {
-        let mut c = pha_connected(ClientAuth::Optional(Vec::new()), true);
+        let mut c = pha_connected(ClientAuth::InsecureAcceptAny { required: false }, true);
         let mut msgs = pha_answer(&mut c, b"ctx");
         match cut {
             "finished first" => {

@@ -756,6 +756,43 @@ fn a_default_client_trusts_no_certificate() {
     }
 }
 
+/// The server side of secure by default: client authentication with no roots validates no
+/// chain — the client's certificate is refused with unknown_ca, in the handshake and after it —
+/// and accepting any chain takes `ClientAuth::InsecureAcceptAny`, which says so.
+#[test]
+fn client_auth_without_roots_trusts_no_client_certificate() {
+    for (auth, accepted) in [
+        (ClientAuth::Required(Vec::new()), false),
+        (ClientAuth::Optional(Vec::new()), false),
+        (ClientAuth::InsecureAcceptAny { required: true }, true),
+        (ClientAuth::Required(vec![util::client_identity().1]), true),
+    ] {
+        let (mut server, root) = util::server_config(KeyKind::P256);
+        server.client_auth = auth.clone();
+        let mut client = client_config(root);
+        client.client_cert = Some(util::client_identity().0);
+        let mut p = Pair::new(Arc::new(client), Arc::new(server), 67, NOW).unwrap();
+        let r = p.handshake();
+        if accepted {
+            r.unwrap();
+            assert!(p
+                .server
+                .negotiated()
+                .unwrap()
+                .client_signature_scheme
+                .is_some());
+        } else {
+            let e = r.unwrap_err();
+            assert_eq!(
+                e.alert(),
+                Some(AlertDescription::UnknownCa),
+                "{auth:?}: {e:?}"
+            );
+            assert!(!p.server.is_connected());
+        }
+    }
+}
+
 #[test]
 fn alpn_without_overlap_is_no_application_protocol() {
     let (mut server, root) = util::server_config(KeyKind::P256);
@@ -1992,7 +2029,7 @@ fn post_handshake_auth_twice_with_data_and_key_update_between() {
 /// Requests outstanding at once are answered in turn, each with its context.
 #[test]
 fn post_handshake_auth_requests_outstanding_at_once() {
-    let mut p = pha_pair(ClientAuth::Optional(Vec::new()), true, 91);
+    let mut p = pha_pair(ClientAuth::InsecureAcceptAny { required: false }, true, 91);
     let a = p.server.request_client_certificate(Some(b"a")).unwrap();
     let b = p.server.request_client_certificate(Some(b"b")).unwrap();
     // A context in use is refused: each answer must name one request (§4.3.2).
@@ -2014,7 +2051,7 @@ fn post_handshake_auth_requests_outstanding_at_once() {
 /// for which that is optional reports it (§4.4.2.4).
 #[test]
 fn post_handshake_auth_empty_certificate_when_optional() {
-    let mut p = pha_pair(ClientAuth::Optional(Vec::new()), false, 92);
+    let mut p = pha_pair(ClientAuth::InsecureAcceptAny { required: false }, false, 92);
     let ctx = p.server.request_client_certificate(None).unwrap();
     p.settle().unwrap();
     exchange_data(&mut p, 1);
@@ -2038,7 +2075,7 @@ fn post_handshake_auth_empty_certificate_when_optional() {
 /// certificate_required.
 #[test]
 fn post_handshake_auth_missing_certificate_when_required() {
-    let mut p = pha_pair(ClientAuth::Required(Vec::new()), false, 93);
+    let mut p = pha_pair(ClientAuth::InsecureAcceptAny { required: true }, false, 93);
     p.server.request_client_certificate(None).unwrap();
     p.server_to_client().unwrap();
     assert_eq!(
@@ -2073,7 +2110,7 @@ fn post_handshake_auth_request_is_refused_when_not_allowed() {
     };
     // Before the handshake completes.
     let (mut server, root) = util::server_config(KeyKind::P256);
-    server.post_handshake_auth = ClientAuth::Optional(Vec::new());
+    server.post_handshake_auth = ClientAuth::InsecureAcceptAny { required: false };
     let mut client = client_config(root.clone());
     client.client_cert = Some(util::client_identity().0);
     let mut p = Pair::new(Arc::new(client.clone()), Arc::new(server.clone()), 95, NOW).unwrap();

@@ -1212,7 +1212,7 @@ fn corpus() -> Vec<Conn> {
     server.groups = vec![NamedGroup::X25519];
     server.strict_group_preference = true;
     server.padding = tls13lab::record::PaddingPolicy::ToMultiple(64);
-    server.client_auth = tls13lab::ClientAuth::Optional(Vec::new());
+    server.client_auth = tls13lab::ClientAuth::InsecureAcceptAny { required: false };
     let mut client = demo::client_config(root);
     client.groups = vec![NamedGroup::secp256r1, NamedGroup::X25519];
     client.key_shares = vec![NamedGroup::secp256r1];

@@ -332,6 +332,16 @@ pub struct Policy {
     pub require_client_cert: bool,
 }
 
+/// How the CLI server checks client certificates: against `--client-ca`, or — research mode,
+/// which the server's page and summary say — any chain, its CertificateVerify still checked.
+pub fn client_auth(roots: Vec<Vec<u8>>, required: bool) -> ClientAuth {
+    match (roots.is_empty(), required) {
+        (true, required) => ClientAuth::InsecureAcceptAny { required },
+        (false, true) => ClientAuth::Required(roots),
+        (false, false) => ClientAuth::Optional(roots),
+    }
+}
+
 impl Policy {
     /// Apply to a server configuration; `client_roots` validate client certificates (empty: any).
     pub fn apply(&self, s: &mut ServerConfig, client_roots: Vec<Vec<u8>>) {
@@ -350,10 +360,8 @@ impl Policy {
         if self.hrr_cookie.is_some() {
             s.hrr_cookie = self.hrr_cookie;
         }
-        if self.require_client_cert {
-            s.client_auth = ClientAuth::Required(client_roots);
-        } else if self.request_client_cert {
-            s.client_auth = ClientAuth::Optional(client_roots);
+        if self.require_client_cert || self.request_client_cert {
+            s.client_auth = client_auth(client_roots, self.require_client_cert);
         }
     }
 }

@@ -281,7 +281,7 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
         None => Vec::new(),
     };
     if a.post_handshake_auth {
-        s.post_handshake_auth = ClientAuth::Optional(roots.clone());
+        s.post_handshake_auth = super::common::client_auth(roots.clone(), false);
     }
     a.policy.apply(&mut s, roots);
     Ok(s)
