@@ -32,10 +32,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use subtle::ConstantTimeEq;
-
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
 use crate::conn::Conn;
+use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
@@ -1133,15 +1132,7 @@ impl Client {
         let expected: &[u8] = &hs
             .server_hs
             .verify_data(hs.transcript.current_hash().as_ref(), ev);
-        if verify_data.len() != expected.len() {
-            return Err(crate::messages::codec::DecodeError::Invalid {
-                what: "Finished length",
-            }
-            .into());
-        }
-        if !bool::from(expected.ct_eq(verify_data)) {
-            return Err(PeerMisbehaved::BadFinished.into());
-        }
+        check_verify_data(expected, verify_data)?;
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
         let master = hs.secret.into_master(ev);
         let client_app = master.client_application_traffic_secret(&hs.transcript, ev);

@@ -37,6 +37,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::{apply_extension_order, AntiReplay, ClientAuth, ServerConfig, TicketMode};
 use crate::conn::Conn;
+use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
@@ -1125,15 +1126,7 @@ impl Server {
         let expected: &[u8] = &hs
             .client_hs
             .verify_data(hs.transcript.current_hash().as_ref(), ev);
-        if verify_data.len() != expected.len() {
-            return Err(DecodeError::Invalid {
-                what: "Finished length",
-            }
-            .into());
-        }
-        if !bool::from(expected.ct_eq(verify_data)) {
-            return Err(PeerMisbehaved::BadFinished.into());
-        }
+        check_verify_data(expected, verify_data)?;
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
         self.early_skip = None;
         self.conn
@@ -1450,20 +1443,6 @@ impl Server {
             }
         }
     }
-}
-
-/// A Finished's verify_data against the value we computed, in constant time (§4.4.4).
-fn check_verify_data(expected: &[u8], got: &[u8]) -> Result<(), Error> {
-    if got.len() != expected.len() {
-        return Err(DecodeError::Invalid {
-            what: "Finished length",
-        }
-        .into());
-    }
-    if !bool::from(expected.ct_eq(got)) {
-        return Err(PeerMisbehaved::BadFinished.into());
-    }
-    Ok(())
 }
 
 /// §4.1.2: the second ClientHello repeats the first "without modification, except": the

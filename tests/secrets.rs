@@ -396,17 +396,20 @@ fn key_schedule_key_shares_and_keys_show_no_secret_in_debug() {
 fn finished_and_binder_comparisons_are_constant_time() {
     // §4.4.4 verify_data and §4.2.11.2 binders are MACs: comparing them with `==` would leak,
     // through timing, how many leading bytes of a forgery are right. The state machines compare
-    // them with `subtle::ConstantTimeEq`; this guards against a refactor that forgets.
+    // them with `subtle::ConstantTimeEq` (Finished through one helper both sides call, in the
+    // handshake and after it); this guards against a refactor that forgets.
     let root = env!("CARGO_MANIFEST_DIR");
+    let ct = "use subtle::ConstantTimeEq;";
+    let check = "check_verify_data(expected, verify_data)";
     for (file, wanted) in [
-        ("src/client.rs", &["expected.ct_eq(verify_data)"][..]),
+        ("src/connection.rs", &[ct, "expected.ct_eq(got)"][..]),
+        ("src/client.rs", &[check][..]),
         (
             "src/server.rs",
-            &["expected.ct_eq(verify_data)", "expected.ct_eq(&p.binder)"][..],
+            &[ct, check, "expected.ct_eq(&p.binder)"][..],
         ),
     ] {
         let src = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
-        assert!(src.contains("use subtle::ConstantTimeEq;"), "{file}");
         for w in wanted {
             assert!(src.contains(w), "{file} no longer has {w}");
         }
