@@ -1346,18 +1346,21 @@ fn get_renegcert_makes_the_server_ask_for_a_client_certificate() {
     let cert = format!("{PEM}/server_rsa_certificate.pem");
     let key = format!("{PEM}/server_rsa_key.pem");
     let request = r"GET /renegcert HTTP/1.0\r\n\r\n";
+    let with_cert = |addr: &str| {
+        run(&[
+            "client",
+            addr,
+            "--insecure",
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--request",
+            request,
+        ])
+    };
     let mut server = ServerGuard::start(&["--naccept", "2", "--post-handshake-auth"]);
-    let o = run(&[
-        "client",
-        &server.addr(),
-        "--insecure",
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-        "--request",
-        request,
-    ]);
+    let o = with_cert(&server.addr());
     assert_ok(&o);
     let out = stdout(&o);
     assert!(
@@ -1387,17 +1390,7 @@ fn get_renegcert_makes_the_server_ask_for_a_client_certificate() {
     assert!(server.wait_exit().success());
 
     let mut server = ServerGuard::start(&["--naccept", "1"]);
-    let o = run(&[
-        "client",
-        &server.addr(),
-        "--insecure",
-        "--cert",
-        &cert,
-        "--key",
-        &key,
-        "--request",
-        request,
-    ]);
+    let o = with_cert(&server.addr());
     assert_ok(&o);
     let out = stdout(&o);
     assert!(

@@ -3385,11 +3385,7 @@ fn s_client_gets_a_key_update_from_the_cli_server() {
             "1",
         ],
     );
-    let port: u16 = srv
-        .line_starting("listening on 127.0.0.1:")
-        .trim_start_matches("listening on 127.0.0.1:")
-        .parse()
-        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
+    let port = cli_server_port(&srv);
     let mut c = f.s_client(&peer, port, &["-trace"]);
     c.send_line("GET /keyupd HTTP/1.0\n"); // s_client sends what it reads, LF line ends
     assert_eq!(c.exit_code(), Some(0), "s_client failed\n{}", c.context());
@@ -3445,11 +3441,7 @@ fn s_client_answers_post_handshake_auth_from_the_cli_server() {
             "1",
         ],
     );
-    let port: u16 = srv
-        .line_starting("listening on 127.0.0.1:")
-        .trim_start_matches("listening on 127.0.0.1:")
-        .parse()
-        .unwrap_or_else(|e| panic!("no port ({e})\n{}", srv.context()));
+    let port = cli_server_port(&srv);
     let mut c = f.s_client(
         &peer,
         port,

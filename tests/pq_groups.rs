@@ -270,9 +270,16 @@ fn hello_retry_request_to_a_hybrid_group() {
         &[NamedGroup::X25519],
         &[NamedGroup::X25519MLKEM768],
     );
-    let p = connect(client, server, 4);
+    let share = share_after_retry(&connect(client, server, 4), NamedGroup::X25519MLKEM768);
+    assert_eq!(share.group, NamedGroup::X25519MLKEM768);
+    assert_eq!(share.key_exchange.len(), 1216);
+}
+
+/// The one key share of ClientHello 2 after a HelloRetryRequest to `group`, which was
+/// negotiated.
+fn share_after_retry(p: &Pair, group: NamedGroup) -> KeyShareEntry {
     let n = negotiated(&p.client_events);
-    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    assert_eq!(n.group, Some(group));
     assert!(n.hello_retry);
     let ch = messages(
         &p.client_events,
@@ -280,10 +287,9 @@ fn hello_retry_request_to_a_hybrid_group() {
         HandshakeType::ClientHello,
     );
     assert_eq!(ch.len(), 2);
-    let second = client_shares(&ch[1]);
+    let mut second = client_shares(&ch[1]);
     assert_eq!(second.len(), 1);
-    assert_eq!(second[0].group, NamedGroup::X25519MLKEM768);
-    assert_eq!(second[0].key_exchange.len(), 1216);
+    second.remove(0)
 }
 
 #[test]
@@ -292,19 +298,8 @@ fn hello_retry_request_to_ffdhe_and_x448() {
     // share of the group's full size.
     for (g, len) in [(NamedGroup::ffdhe3072, 384), (NamedGroup::X448, 56)] {
         let (client, server) = configs(&[NamedGroup::X25519, g], &[NamedGroup::X25519], &[g]);
-        let p = connect(client, server, 12);
-        let n = negotiated(&p.client_events);
-        assert_eq!(n.group, Some(g));
-        assert!(n.hello_retry);
-        let ch = messages(
-            &p.client_events,
-            Direction::ClientToServer,
-            HandshakeType::ClientHello,
-        );
-        assert_eq!(ch.len(), 2);
-        let second = client_shares(&ch[1]);
-        assert_eq!(second.len(), 1);
-        assert_eq!((second[0].group, second[0].key_exchange.len()), (g, len));
+        let share = share_after_retry(&connect(client, server, 12), g);
+        assert_eq!((share.group, share.key_exchange.len()), (g, len));
     }
 }
 

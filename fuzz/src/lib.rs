@@ -220,25 +220,13 @@ fn inner_plaintext_round_trip(key: &AeadKey, inner: &[u8]) {
 // kx
 // =============================================================================================
 
-const GROUPS: [NamedGroup; 17] = [
-    NamedGroup::X25519,
-    NamedGroup::secp256r1,
-    NamedGroup::secp384r1,
-    NamedGroup::X25519MLKEM768,
-    NamedGroup::SecP256r1MLKEM768,
-    NamedGroup::SecP384r1MLKEM1024,
-    NamedGroup::MLKEM512,
-    NamedGroup::MLKEM768,
-    NamedGroup::MLKEM1024,
-    NamedGroup::secp521r1,
-    NamedGroup::X448,
-    NamedGroup::ffdhe2048,
-    NamedGroup::ffdhe3072,
-    NamedGroup::ffdhe4096,
-    NamedGroup::ffdhe6144,
-    NamedGroup::ffdhe8192,
-    NamedGroup::Unknown(0x1234),
-];
+/// Every group we implement (`kx::supported_groups`, in its order: corpus entries name a group
+/// by its index) and one we do not.
+fn groups() -> Vec<NamedGroup> {
+    let mut v = tls13lab::crypto::kx::supported_groups().to_vec();
+    v.push(NamedGroup::Unknown(0x1234));
+    v
+}
 
 /// The first byte picks a group; the rest is the peer's key_exchange, given to the server side
 /// (a client's share: points, encapsulation keys) and to the client side (a server's share:
@@ -248,7 +236,8 @@ pub fn kx(data: &[u8]) {
     let Some((&g, share)) = data.split_first() else {
         return;
     };
-    let group = GROUPS[usize::from(g) % GROUPS.len()];
+    let groups = groups();
+    let group = groups[usize::from(g) % groups.len()];
     match server_respond(group, share, &mut SeededRandom::from_seed(1)) {
         Ok((ours, result)) => {
             assert!(!ours.is_empty() && !result.shared_secret.is_empty());
@@ -952,7 +941,7 @@ pub fn seeds(rfc8448_json: &str) -> Vec<(&'static str, String, Vec<u8>)> {
         }
     }
     // Key shares: ours for every group (as a client's share) and a server's answer to it.
-    for (i, g) in GROUPS.iter().enumerate() {
+    for (i, g) in groups().iter().enumerate() {
         if let Ok(share) = KeyShareSecret::generate(*g, &mut SeededRandom::from_seed(2)) {
             out.push((
                 "kx",
