@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the `openssl` command-line tool of OpenSSL 3.5 (post-quantum groups: X25519MLKEM768,
-# SecP256r1MLKEM768, SecP384r1MLKEM1024, MLKEM512/768/1024) from the source that the `openssl-src`
-# crate bundles. openssl-src is a dev-dependency of tls13lab only so that cargo fetches that source;
-# this script is what turns it into a binary for the interop tests (tests/interop_openssl.rs).
+# SecP256r1MLKEM768, SecP384r1MLKEM1024, MLKEM512/768/1024) or OpenSSL 4.0 (also ECH and
+# certificate compression with zlib, brotli and zstd) from the source that the `openssl-src` crate
+# bundles. openssl-src (300.x and, renamed, 400.x) is a dev-dependency of tls13lab only so that
+# cargo fetches that source; this script turns it into a binary for the interop tests.
 #
 # Usage: scripts/build-openssl.sh [CACHE_ROOT]
 #   CACHE_ROOT  default $TLS13LAB_CACHE or ~/.cache/tls13lab
@@ -11,7 +12,9 @@
 # touching cargo or the network. Concurrent runs (several test binaries) wait on one lock.
 #
 # Env (optional; each one is part of the cache key, so changing it rebuilds):
-#   OPENSSL_SRC_VERSION  exact openssl-src crate version, default 300.5.5 (OpenSSL 3.5.5)
+#   OPENSSL_SRC_VERSION  exact openssl-src crate version, default 300.5.5 (OpenSSL 3.5.5);
+#                        400.0.2 is OpenSSL 4.0.3, built with zlib, brotli and zstd (RFC 8879),
+#                        which needs zlib1g-dev, libbrotli-dev and libzstd-dev
 #   OPENSSL_CFLAGS       default -O1 (the tests need a working peer, not a fast one)
 #   JOBS                 make parallelism, default $(nproc)
 set -euo pipefail
@@ -30,7 +33,10 @@ main() {
   # The crate version 300.X.Y bundles OpenSSL 3.X.Y.
   case $CRATE_VERSION in
     300.*.*) OPENSSL_VERSION=3.${CRATE_VERSION#300.} ;;
-    *) log "only openssl-src 300.x (OpenSSL 3.x) is supported, not $CRATE_VERSION"; exit 2 ;;
+    # 400.0.2 bundles 4.0.3: the crate's patch number lags, so the version is read from the
+    # source (VERSION.dat) once it is found.
+    400.*.*) OPENSSL_VERSION=4 ;;
+    *) log "only openssl-src 300.x and 400.x are supported, not $CRATE_VERSION"; exit 2 ;;
   esac
 
   # Configure options.
@@ -45,10 +51,18 @@ main() {
   no-camellia no-cast no-des no-idea no-md4 no-mdc2 no-rc2 no-rc4 no-rmd160 no-seed no-sm2 no-sm3 \
   no-sm4 no-whirlpool no-gost no-ec2m no-siv no-ocb no-srp no-ts no-cms no-cmp no-ct no-dsa \
   no-rfc3779 no-nextprotoneg no-srtp"
+  # OpenSSL 4: ENGINEs are gone (no-engine only warns), and certificate compression (RFC 8879)
+  # is what 4.0 is here for, so zlib, brotli and zstd are on.
+  case $CRATE_VERSION in
+    400.*) OPTS=${OPTS/no-engine /}; OPTS=${OPTS/no-comp no-zlib /}
+      OPTS="$OPTS enable-comp enable-zlib enable-brotli enable-zstd" ;;
+  esac
   OPTS=$(echo $OPTS) # normalise whitespace
 
   KEY="rev=$SCRIPT_REV crate=$CRATE_VERSION opts=$OPTS cflags=$CFLAGS_OPT arch=$(uname -m) cc=$(${CC:-cc} -dumpfullversion 2>/dev/null || echo unknown)"
   PREFIX="$CACHE_ROOT/openssl-$OPENSSL_VERSION"
+  # The 4.x cache directory is named by the crate version (its OpenSSL patch is only known later).
+  case $CRATE_VERSION in 400.*) PREFIX="$CACHE_ROOT/openssl-src-$CRATE_VERSION" ;; esac
   BIN="$PREFIX/bin/openssl"
 
   cache_hit() { [ -x "$BIN" ] && [ "$(sed -n 's/^key: //p' "$PREFIX/BUILDINFO" 2>/dev/null)" = "$KEY" ]; }
@@ -83,6 +97,7 @@ if ! SRC=$(find_src); then
   SRC=$(find_src) || { log "no OpenSSL source for openssl-src $CRATE_VERSION (is it still a dev-dependency?)"; exit 1; }
 fi
 FOUND=$(. "$SRC/VERSION.dat" && echo "$MAJOR.$MINOR.$PATCH")
+case $OPENSSL_VERSION in 4) [ "${FOUND%%.*}" = 4 ] && OPENSSL_VERSION=$FOUND ;; esac
 [ "$FOUND" = "$OPENSSL_VERSION" ] || { log "$SRC is OpenSSL $FOUND, expected $OPENSSL_VERSION"; exit 1; }
 log "building OpenSSL $FOUND from $SRC (one time; about 2 CPU-minutes)"
 

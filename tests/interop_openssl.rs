@@ -50,16 +50,35 @@ impl Peer {
     }
 }
 
-/// Run scripts/build-openssl.sh once per process (it returns at once on a cache hit).
+/// OpenSSL 3.5: `TLS13LAB_OPENSSL`, else what scripts/build-openssl.sh builds (once per process;
+/// a cache hit returns at once).
 fn openssl35() -> Peer {
     static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let bin = BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL").filter(|p| !p.is_empty()) {
+    built_peer(&BIN, "TLS13LAB_OPENSSL", "300.5.5", "3.5")
+}
+
+/// OpenSSL 4.0.3 (ECH, certificate compression with zlib, brotli and zstd; ML-DSA as in 3.5):
+/// `TLS13LAB_OPENSSL40`, else scripts/build-openssl.sh with openssl-src 400.0.2.
+#[allow(dead_code)] // the 4.0 column of the matrix and the ML-DSA, compression and ECH cells use it
+fn openssl40() -> Peer {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    built_peer(&BIN, "TLS13LAB_OPENSSL40", "400.0.2", "4.0")
+}
+
+fn built_peer(
+    cell: &'static OnceLock<Result<PathBuf, String>>,
+    env: &str,
+    crate_version: &str,
+    want: &str,
+) -> Peer {
+    let bin = cell.get_or_init(|| {
+        if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
             return Ok(PathBuf::from(p));
         }
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-openssl.sh");
         let mut child = Command::new("bash")
             .arg(&script)
+            .env("OPENSSL_SRC_VERSION", crate_version)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -86,15 +105,17 @@ fn openssl35() -> Peer {
         }
         Ok(PathBuf::from(path))
     });
-    let bin = bin.clone().unwrap_or_else(|e| panic!("OpenSSL 3.5: {e}"));
+    let bin = bin
+        .clone()
+        .unwrap_or_else(|e| panic!("OpenSSL {want}: {e}"));
     let v = version_of(&bin);
     assert!(
-        v.starts_with("3.5"),
-        "{} is OpenSSL {v}, not 3.5",
+        v.starts_with(want),
+        "{} is OpenSSL {v}, not {want}",
         bin.display()
     );
     Peer {
-        version: "3.5".into(),
+        version: want.into(),
         bin,
     }
 }
