@@ -37,6 +37,27 @@ pub fn server_config(seed: u64, now_ms: u64) -> Result<(ServerConfig, Vec<u8>), 
     Ok((config, cert))
 }
 
+/// A client identity: a fresh self-signed ECDSA P-256 certificate for `client.tls13lab.test`,
+/// made deterministically from `seed` like [`server_config`]'s. Returns it with the
+/// certificate's DER (the root a server that asks for it trusts).
+pub fn client_identity(seed: u64, now_ms: u64) -> Result<(CertifiedKey, Vec<u8>), Error> {
+    let mut rng = SeededRandom::from_seed(seed ^ 0xc11e_0001);
+    let key = SigningKey::generate_p256(&mut rng);
+    let now_s = now_ms / 1000;
+    let cert = self_signed_p256(
+        &["client.tls13lab.test"],
+        &key,
+        now_s - 86_400,
+        now_s + 365 * 86_400,
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
+    let ck = CertifiedKey {
+        chain: vec![cert.clone()],
+        key: Arc::new(key),
+    };
+    Ok((ck, cert))
+}
+
 /// A client and a server connected in memory.
 pub struct Pair {
     /// The client.

@@ -2609,11 +2609,7 @@ fn render(peers: &[Peer], results: &[(String, Outcome)]) -> String {
     use std::fmt::Write as _;
     // One pair of columns per peer, in the order of `peers`.
     let dirs = |f: &dyn Fn(&Peer) -> [String; 2]| -> String {
-        peers
-            .iter()
-            .flat_map(f)
-            .collect::<Vec<_>>()
-            .join(" | ")
+        peers.iter().flat_map(f).collect::<Vec<_>>().join(" | ")
     };
     let both_heads = dirs(&|p| {
         [

@@ -135,3 +135,17 @@ fn in_memory_options() {
     assert!(out.contains("client_early_traffic_secret"));
     assert!(!out.contains("exporter_label_secret"));
 }
+
+/// `--post-handshake-auth 2`: each answer's Finished under client_application_traffic_secret_0,
+/// with its own Handshake Context (RFC 8446 §4.4.1), on both sides.
+#[test]
+fn post_handshake_authentication_in_the_tree() {
+    for side in ["client", "server"] {
+        let (ok, out, err) = keys(&["--post-handshake-auth", "2", "--side", side, "--explain"]);
+        assert!(ok, "{err}");
+        assert!(out.contains("post-handshake authentication ×2"), "{out}");
+        let pha = "HMAC(finished_key, Transcript-Hash(ClientHello..client Finished + CertificateRequest..client CertificateVerify))";
+        assert_eq!(out.matches(pha).count(), 2, "{side}: {out}");
+        assert!(out.contains("RFC 8446 §4.4.1, §4.6.2"));
+    }
+}

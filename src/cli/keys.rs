@@ -37,6 +37,10 @@ pub struct KeysArgs {
     /// After the handshake, update keys both ways (KeyUpdate), to show "traffic upd".
     #[arg(long)]
     pub key_update: bool,
+    /// After the handshake, the server asks for the client's certificate N times (RFC 8446
+    /// §4.6.2): each answer's Finished and the context it covers (§4.4.1).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub post_handshake_auth: u8,
     /// Whose events to show: client or server.
     #[arg(long, value_name = "SIDE", default_value = "client", value_parser = side)]
     pub side: Side,
@@ -80,6 +84,7 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
     a.offer.apply_to_server(&run.client, &mut run.server);
     run.connection = a.connection;
     run.key_update = a.key_update;
+    run.post_handshake_auth = a.post_handshake_auth;
     explain::in_memory_tree(&run, a.side, export)
 }
 

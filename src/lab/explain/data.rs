@@ -240,10 +240,14 @@ impl KeyTree {
 
 /// Transcript hashes of every prefix of `messages` (handshake messages in order, post-handshake
 /// ones skipped) under `alg`, with what each covers; ClientHello1 becomes `message_hash` after
-/// a HelloRetryRequest (RFC 8446 §4.4.1).
+/// a HelloRetryRequest (RFC 8446 §4.4.1). After the handshake (the second Finished) each
+/// CertificateRequest starts its own context: the handshake's transcript followed by that
+/// request and its answer alone (§4.4.1, §4.6.2).
 fn transcript_contexts(messages: &[Vec<u8>], alg: HashAlg) -> Vec<(Vec<u8>, String)> {
     let mut t = Transcript::new();
     let mut out = Vec::new();
+    let mut finished = 0;
+    let mut handshake: Option<Transcript> = None;
     for m in messages {
         let Some(&typ) = m.first() else { continue };
         let typ = HandshakeType::from(typ);
@@ -252,6 +256,11 @@ fn transcript_contexts(messages: &[Vec<u8>], alg: HashAlg) -> Vec<(Vec<u8>, Stri
             HandshakeType::NewSessionTicket | HandshakeType::KeyUpdate
         ) {
             continue;
+        }
+        if typ == HandshakeType::CertificateRequest {
+            if let Some(h) = &handshake {
+                t = h.clone();
+            }
         }
         let hrr = typ == HandshakeType::ServerHello && m.get(6..38) == Some(&HRR_RANDOM[..]);
         if hrr && t.replace_with_message_hash().is_err() {
@@ -262,6 +271,12 @@ fn transcript_contexts(messages: &[Vec<u8>], alg: HashAlg) -> Vec<(Vec<u8>, Stri
             return out;
         }
         out.push((t.current_hash().to_vec(), t.covers()));
+        if typ == HandshakeType::Finished {
+            finished += 1;
+            if finished == 2 {
+                handshake = Some(t.clone());
+            }
+        }
     }
     out
 }
@@ -292,6 +307,11 @@ pub struct InMemory {
     /// Whether the client updates its keys after the handshake and asks the server to do the
     /// same (RFC 8446 §4.6.3), so generation 1 of the application secrets appears.
     pub key_update: bool,
+    /// How many times the server asks for the client's certificate after the handshake
+    /// (RFC 8446 §4.6.2); the client has one and offers post_handshake_auth when this is not 0.
+    /// Each answer's Finished is keyed from client_application_traffic_secret_N over its own
+    /// Handshake Context (§4.4.1).
+    pub post_handshake_auth: u8,
 }
 
 impl InMemory {
@@ -305,6 +325,7 @@ impl InMemory {
             server,
             connection: Connection::Full,
             key_update: false,
+            post_handshake_auth: 0,
         })
     }
 
@@ -333,6 +354,12 @@ pub fn in_memory(
     let (mut client, mut server) = (o.client.clone(), o.server.clone());
     client.observe = crate::events::Observe::ALL_WITH_SECRETS;
     server.observe = crate::events::Observe::ALL_WITH_SECRETS;
+    if o.post_handshake_auth > 0 {
+        let (id, root) = demo::client_identity(o.seed, demo::NOW_MS)?;
+        client.client_cert = Some(id);
+        client.post_handshake_auth = Some(true);
+        server.post_handshake_auth = crate::config::ClientAuth::Required(vec![root]);
+    }
     let (client, server) = (Arc::new(client), Arc::new(server));
     let mut p = match o.connection {
         Connection::Full => Pair::new(client, server, o.seed, demo::NOW_MS)?,
@@ -371,6 +398,10 @@ pub fn in_memory(
         p.client.key_update(true)?;
         p.settle()?;
     }
+    for _ in 0..o.post_handshake_auth {
+        p.server.request_client_certificate(None)?;
+        p.settle()?;
+    }
     if let Some(label) = export {
         p.client.export(label, b"", 32)?;
         p.server.export(label, b"", 32)?;
@@ -391,6 +422,13 @@ pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result
     let mut title = format!("an in-memory {what}, seed {}", o.seed);
     if o.key_update {
         title.push_str(", KeyUpdate");
+    }
+    match o.post_handshake_auth {
+        0 => {}
+        1 => title.push_str(", post-handshake authentication"),
+        n => {
+            let _ = write!(title, ", post-handshake authentication ×{n}");
+        }
     }
     let _ = write!(title, " ({} view)", side_name(side));
     let events = if side == Side::Client { c } else { s };
@@ -505,6 +543,56 @@ mod tests {
         let svg = t.svg();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert!(svg.contains("ML-KEM-768"));
+    }
+
+    #[test]
+    fn post_handshake_authentication_has_a_context_per_request() {
+        let o = InMemory {
+            post_handshake_auth: 2,
+            ..InMemory::demo(3).unwrap()
+        };
+        let (client, server) = in_memory(&o, None).unwrap();
+        for (side, events) in [(Side::Client, client), (Side::Server, server)] {
+            let t = KeyTree::from_events("pha", &events);
+            let fin: Vec<&Node> = t
+                .nodes
+                .iter()
+                .filter(|n| {
+                    n.step.name == "verify_data"
+                        && n.parent.is_some_and(|p| {
+                            t.nodes[p].parent.is_some_and(|g| {
+                                t.nodes[g].step.name == "client_application_traffic_secret_0"
+                            })
+                        })
+                })
+                .collect();
+            assert_eq!(fin.len(), 2, "{side:?}: one Finished per request");
+            // Each names its own context: the handshake, then its request and answer alone.
+            for n in &fin {
+                assert_eq!(
+                    n.step.covers,
+                    "ClientHello..client Finished + CertificateRequest..client CertificateVerify",
+                    "{side:?}"
+                );
+            }
+            assert_ne!(fin[0].step.output, fin[1].step.output);
+            // A tree rebuilt from the messages alone (as from a ledger without covers) finds
+            // each Finished's transcript hash among the contexts it computes.
+            let messages: Vec<Vec<u8>> = events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Handshake(h) => Some(h.bytes.clone()),
+                    _ => None,
+                })
+                .collect();
+            let contexts = transcript_contexts(&messages, HashAlg::Sha256);
+            for n in &fin {
+                let h = n.step.transcript_hash().unwrap();
+                assert!(contexts.iter().any(|(c, _)| c == h), "{side:?}");
+            }
+        }
+        let t = in_memory_tree(&o, Side::Client, None).unwrap();
+        assert!(t.title.contains("post-handshake authentication ×2"));
     }
 
     #[test]

@@ -225,9 +225,19 @@ impl KeyTree {
                 "The IV of those records: each record's nonce is this IV XOR the record's \
                  sequence number (RFC 8446 §7.3, §5.3)."
             }
+            "finished_key" if self.parent_name(i).starts_with("client_application_traffic_secret") => {
+                "After the handshake, the HMAC key of a post-handshake authentication's Finished \
+                 comes from the client application traffic secret in use (RFC 8446 §4.4.4, \
+                 §4.6.2)."
+            }
             "finished_key" => {
                 "The HMAC key of the Finished message sent under its parent secret \
                  (RFC 8446 §4.4.4)."
+            }
+            "verify_data" if s.covers.contains(" + CertificateRequest") => {
+                "A post-handshake authentication's Finished: its Handshake Context is the \
+                 handshake through the client Finished, then this CertificateRequest and the \
+                 answer to it alone, so each request is independent (RFC 8446 §4.4.1, §4.6.2)."
             }
             "verify_data" => {
                 "The Finished value: HMAC over the transcript hash up to, not including, this \
