@@ -57,6 +57,7 @@ pub mod connection;
 pub mod crypto;
 #[cfg(feature = "certgen")]
 pub mod demo;
+pub mod ech;
 pub mod error;
 pub mod events;
 pub mod keyschedule;

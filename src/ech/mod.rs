@@ -1,0 +1,59 @@
+//! Encrypted ClientHello (RFC 9849): the pieces that do not need HPKE — the extension's wire
+//! forms ([`wire`]), EncodedClientHelloInner and ClientHelloOuterAAD ([`inner`]), and the
+//! acceptance confirmation ([`confirm`]). Sealing and opening the inner ClientHello is HPKE's
+//! (RFC 9180); the client and server state machines put the pieces together.
+
+pub mod confirm;
+pub mod inner;
+pub mod wire;
+
+use core::fmt;
+
+use crate::messages::codec::DecodeError;
+use crate::messages::enums::AlertDescription;
+
+/// What went wrong with an ECH structure; [`EchError::alert`] names the alert (RFC 9849 §7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EchError {
+    /// A structure did not decode (decode_error, or what the decode error maps to).
+    Decode(DecodeError),
+    /// EncodedClientHelloInner padding with a non-zero byte (§5.1: illegal_parameter).
+    NonZeroPadding,
+    /// EncodedClientHelloInner with a non-empty legacy_session_id: the client must empty it
+    /// (§5.1), and the server copies the outer one in (illegal_parameter).
+    InnerSessionId,
+    /// An `ech_outer_extensions` violation (§5.1: illegal_parameter).
+    OuterExtensions(&'static str),
+    /// Our own inputs were inconsistent (a caller's bug, never a peer's).
+    Local(&'static str),
+}
+
+impl EchError {
+    /// The alert for this error.
+    pub fn alert(&self) -> AlertDescription {
+        match self {
+            EchError::Decode(e) => e.alert(),
+            EchError::NonZeroPadding | EchError::InnerSessionId | EchError::OuterExtensions(_) => {
+                AlertDescription::IllegalParameter
+            }
+            EchError::Local(_) => AlertDescription::InternalError,
+        }
+    }
+}
+
+impl fmt::Display for EchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EchError::Decode(e) => write!(f, "ECH: {e}"),
+            EchError::NonZeroPadding => f.write_str("EncodedClientHelloInner padding is not zero"),
+            EchError::InnerSessionId => {
+                f.write_str("EncodedClientHelloInner carries a legacy_session_id")
+            }
+            EchError::OuterExtensions(why) => write!(f, "ech_outer_extensions: {why}"),
+            EchError::Local(why) => write!(f, "ECH: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EchError {}
