@@ -952,6 +952,22 @@ mod tests {
                 include_str!("../../../tests/vectors/pem/rsa_pss_sha384_key.pem"),
                 SignatureScheme::rsa_pss_pss_sha384,
             ),
+            // RFC 9881 keys and self-signatures, made by OpenSSL 3.5 (gen-mldsa.sh).
+            (
+                include_str!("../../../tests/vectors/pem/mldsa44_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa44_key.pem"),
+                SignatureScheme::mldsa44,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/mldsa65_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa65_key.pem"),
+                SignatureScheme::mldsa65,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/mldsa87_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa87_key.pem"),
+                SignatureScheme::mldsa87,
+            ),
         ];
         for (cert, key, scheme) in cases {
             let chain = vec![one_cert(cert)];
@@ -992,5 +1008,54 @@ mod tests {
                 "{scheme}"
             );
         }
+    }
+
+    /// An ML-DSA-87 root, ML-DSA-65 intermediate and ML-DSA-44 leaf made by OpenSSL: the path
+    /// validates through our id-ML-DSA-* algorithms; one flipped signature byte anywhere below
+    /// the root is bad_certificate.
+    #[test]
+    fn mldsa_chain_validates_and_a_flipped_signature_byte_does_not() {
+        const T_2024: u64 = 1_704_067_200;
+        let chain =
+            certs_from_pem(include_str!("../../../tests/vectors/pem/mldsa_chain.pem")).unwrap();
+        let roots =
+            certs_from_pem(include_str!("../../../tests/vectors/pem/mldsa_chain_root.pem"))
+                .unwrap();
+        assert_eq!(chain.len(), 2);
+        let memo = SignatureMemo::new(4);
+        let check = |chain: &[Vec<u8>]| {
+            verify_chain(chain, &roots, Some("localhost"), T_2024, Usage::Server, Some(&memo))
+        };
+        check(&chain).unwrap();
+        verify_chain(&chain, &roots, None, T_2024, Usage::Client, None).unwrap();
+        // Without the intermediate the leaf has no path.
+        assert!(matches!(
+            check(&chain[..1]),
+            Err(CertError::UnknownIssuer { .. })
+        ));
+        for i in 0..chain.len() {
+            let mut bad = chain.clone();
+            // The signature BIT STRING ends the certificate; its middle is well inside it.
+            let at = bad[i].len() - 1000;
+            bad[i][at] ^= 0x10;
+            let err = check(&bad).unwrap_err();
+            assert_eq!(err, CertError::BadSignature, "certificate {i}");
+            assert_eq!(err.alert(), AlertDescription::BadCertificate);
+        }
+        // The leaf signs CertificateVerify with its ML-DSA-44 key.
+        let key = SigningKey::from_pem(include_str!(
+            "../../../tests/vectors/pem/mldsa_chain_leaf_key.pem"
+        ))
+        .unwrap();
+        let m = certificate_verify_message(false, &[5; 32]);
+        let scheme = SignatureScheme::mldsa44;
+        let sig = key
+            .sign(scheme, &m, &mut SeededRandom::from_seed(2))
+            .unwrap();
+        verify_with_leaf(&chain[0], scheme, &m, &sig).unwrap();
+        assert_eq!(
+            verify_with_leaf(&chain[0], SignatureScheme::mldsa65, &m, &sig),
+            Err(SigError::KeyMismatch(SignatureScheme::mldsa65))
+        );
     }
 }
