@@ -1327,6 +1327,42 @@ fn certificate_verify_algorithms(scheme: SignatureScheme) -> [Option<&'static Ve
     }
 }
 
+/// The schemes (§4.2.3) that name a certificate signature with this signatureAlgorithm
+/// (AlgorithmIdentifier contents), for matching a chain against signature_algorithms_cert.
+/// ECDSA by its hash (the curve is the issuer's, which the scheme names only for TLS 1.3
+/// CertificateVerify); RSASSA-PSS under either key type. Empty for an algorithm we do not know.
+pub fn schemes_for_certificate_signature(alg: &[u8]) -> &'static [SignatureScheme] {
+    use SignatureScheme as S;
+    let table: [(AlgorithmIdentifier, &'static [SignatureScheme]); 13] = [
+        (alg_id::ECDSA_SHA256, &[S::ecdsa_secp256r1_sha256]),
+        (alg_id::ECDSA_SHA384, &[S::ecdsa_secp384r1_sha384]),
+        (alg_id::ECDSA_SHA512, &[S::ecdsa_secp521r1_sha512]),
+        (alg_id::ED25519, &[S::ed25519]),
+        (alg_id::RSA_PKCS1_SHA256, &[S::rsa_pkcs1_sha256]),
+        (alg_id::RSA_PKCS1_SHA384, &[S::rsa_pkcs1_sha384]),
+        (alg_id::RSA_PKCS1_SHA512, &[S::rsa_pkcs1_sha512]),
+        (
+            alg_id::RSA_PSS_SHA256,
+            &[S::rsa_pss_rsae_sha256, S::rsa_pss_pss_sha256],
+        ),
+        (
+            alg_id::RSA_PSS_SHA384,
+            &[S::rsa_pss_rsae_sha384, S::rsa_pss_pss_sha384],
+        ),
+        (
+            alg_id::RSA_PSS_SHA512,
+            &[S::rsa_pss_rsae_sha512, S::rsa_pss_pss_sha512],
+        ),
+        (alg_id::ML_DSA_44, &[S::mldsa44]),
+        (alg_id::ML_DSA_65, &[S::mldsa65]),
+        (alg_id::ML_DSA_87, &[S::mldsa87]),
+    ];
+    table
+        .iter()
+        .find(|(id, _)| id.as_ref() == alg)
+        .map_or(&[], |(_, s)| *s)
+}
+
 /// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
 /// or `None`. For `rsa_pss_pss_*`, the one for an unrestricted key.
 pub fn certificate_verify_algorithm(scheme: SignatureScheme) -> Option<&'static VerifyAlg> {
@@ -1517,7 +1553,7 @@ fn parse_spki(der: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Reads one DER TLV with the expected tag; returns (contents, remainder).
-fn der_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+pub(crate) fn der_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     let (&t, rest) = input.split_first()?;
     if t != tag {
         return None;

@@ -558,6 +558,40 @@ pub fn verify_chain(
     Ok(())
 }
 
+/// Whether every certificate of `chain` (DER, leaf first) is signed with a scheme in `accepted`
+/// (§4.4.2.2, for choosing among several chains by signature_algorithms_cert). A self-signed
+/// certificate (issuer = subject) is exempt: it starts a path, so its signature is not checked
+/// (§4.2.3). An unparseable certificate, or an algorithm we cannot name, does not match.
+pub fn chain_signed_with(chain: &[Vec<u8>], accepted: &[SignatureScheme]) -> bool {
+    chain.iter().all(|der| {
+        certificate_signature(der).is_some_and(|(alg, self_signed)| {
+            self_signed
+                || sign::schemes_for_certificate_signature(alg)
+                    .iter()
+                    .any(|s| accepted.contains(s))
+        })
+    })
+}
+
+/// Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue } (RFC 5280
+/// §4.1): the signatureAlgorithm's contents, and whether the issuer Name equals the subject's.
+fn certificate_signature(der: &[u8]) -> Option<(&[u8], bool)> {
+    use sign::der_tlv;
+    let (cert, []) = der_tlv(der, 0x30)? else {
+        return None;
+    };
+    let (tbs, rest) = der_tlv(cert, 0x30)?;
+    let (alg, _) = der_tlv(rest, 0x30)?;
+    // tbsCertificate: [0] version (optional), serialNumber, signature, issuer, validity, subject.
+    let tbs = der_tlv(tbs, 0xa0).map_or(tbs, |(_, rest)| rest);
+    let (_, tbs) = der_tlv(tbs, 0x02)?;
+    let (_, tbs) = der_tlv(tbs, 0x30)?;
+    let (issuer, tbs) = der_tlv(tbs, 0x30)?;
+    let (_, tbs) = der_tlv(tbs, 0x30)?;
+    let (subject, _) = der_tlv(tbs, 0x30)?;
+    Some((alg, issuer == subject))
+}
+
 /// CertificateVerify check (§4.4.3): `signature` by the key of `leaf_der` over `message`
 /// (see [`sign::certificate_verify_message`]) with `scheme`.
 pub fn verify_with_leaf(
