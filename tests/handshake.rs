@@ -344,7 +344,11 @@ fn a_server_with_two_chains_picks_by_the_clients_signature_algorithms() {
             HandshakePayload::Certificate(c) => c.entries[0].cert_data.clone(),
             other => panic!("{other:?}"),
         };
-        let want_root = if want == SignatureScheme::mldsa65 { 1 } else { 0 };
+        let want_root = if want == SignatureScheme::mldsa65 {
+            1
+        } else {
+            0
+        };
         assert_eq!(leaf, roots[want_root], "{offer:?}");
     }
     // Neither key's scheme offered: handshake_failure, as with one chain.
@@ -353,7 +357,10 @@ fn a_server_with_two_chains_picks_by_the_clients_signature_algorithms() {
     client.signature_schemes = vec![SignatureScheme::ed25519, SignatureScheme::mldsa87];
     let (e, seen) = handshake_rejected_by_server(client, server);
     assert_eq!(e, Error::Peer(PeerMisbehaved::NoCommonSignatureScheme));
-    assert_eq!(seen, Error::AlertReceived(AlertDescription::HandshakeFailure));
+    assert_eq!(
+        seen,
+        Error::AlertReceived(AlertDescription::HandshakeFailure)
+    );
 }
 
 #[test]

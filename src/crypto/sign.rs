@@ -834,9 +834,15 @@ impl MlDsaKey {
     pub fn from_seed(level: MlDsaLevel, seed: &[u8; 32]) -> MlDsaKey {
         let xi = ml_dsa::B32::from(*seed);
         let key = match level {
-            MlDsaLevel::L44 => MlDsaExpanded::L44(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
-            MlDsaLevel::L65 => MlDsaExpanded::L65(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
-            MlDsaLevel::L87 => MlDsaExpanded::L87(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
+            MlDsaLevel::L44 => {
+                MlDsaExpanded::L44(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
+            MlDsaLevel::L65 => {
+                MlDsaExpanded::L65(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
+            MlDsaLevel::L87 => {
+                MlDsaExpanded::L87(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
         };
         MlDsaKey {
             key,
@@ -972,8 +978,8 @@ impl MlDsaKey {
             return Self::from_expanded(level, expanded);
         }
         if let Some((both, [])) = der_tlv(der, 0x30) {
-            let (seed, rest) = der_tlv(both, 0x04)
-                .ok_or(SigError::BadPrivateKey("ML-DSA both: no seed"))?;
+            let (seed, rest) =
+                der_tlv(both, 0x04).ok_or(SigError::BadPrivateKey("ML-DSA both: no seed"))?;
             let Some((expanded, [])) = der_tlv(rest, 0x04) else {
                 return Err(SigError::BadPrivateKey("ML-DSA both: no expanded key"));
             };
@@ -1597,8 +1603,7 @@ mod tests {
     // One ML-DSA-65 key in RFC 9881's three forms, written by OpenSSL 3.5
     // (tests/vectors/pem/gen-mldsa.sh).
     const MLDSA65_SEED: &str = include_str!("../../tests/vectors/pem/mldsa65_seed_key.pem");
-    const MLDSA65_EXPANDED: &str =
-        include_str!("../../tests/vectors/pem/mldsa65_expanded_key.pem");
+    const MLDSA65_EXPANDED: &str = include_str!("../../tests/vectors/pem/mldsa65_expanded_key.pem");
     const MLDSA65_BOTH: &str = include_str!("../../tests/vectors/pem/mldsa65_both_key.pem");
 
     fn pem_der(pem: &str) -> Vec<u8> {
@@ -2174,13 +2179,16 @@ mod tests {
         let msg = certificate_verify_message(true, &[7; 32]);
         for key in [&seed, &expanded, &both] {
             assert_eq!(key.schemes(), &[scheme]);
-            let sig = key.sign(scheme, &msg, &mut SeededRandom::from_seed(1)).unwrap();
+            let sig = key
+                .sign(scheme, &msg, &mut SeededRandom::from_seed(1))
+                .unwrap();
             assert_eq!(sig.len(), MlDsaLevel::L65.signature_len());
             verify_signature(scheme, &spki, &msg, &sig).unwrap();
             // The expanded key is the one the seed expands to: the same signature.
             assert_eq!(
                 sig,
-                seed.sign(scheme, &msg, &mut SeededRandom::from_seed(1)).unwrap()
+                seed.sign(scheme, &msg, &mut SeededRandom::from_seed(1))
+                    .unwrap()
             );
             for other in [SignatureScheme::mldsa44, SignatureScheme::ed25519] {
                 assert_eq!(
@@ -2280,7 +2288,11 @@ mod tests {
                 verify_signature(scheme, &spki, b"m", &flipped),
                 Err(SigError::BadSignature)
             );
-            for wrong in [&sig[..sig.len() - 1], &[sig.as_slice(), &[0]].concat()[..], &[]] {
+            for wrong in [
+                &sig[..sig.len() - 1],
+                &[sig.as_slice(), &[0]].concat()[..],
+                &[],
+            ] {
                 let err = verify_signature(scheme, &spki, b"m", wrong).unwrap_err();
                 assert_eq!(err, SigError::BadSignature);
                 assert_eq!(err.alert(), AlertDescription::DecryptError);

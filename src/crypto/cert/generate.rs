@@ -161,9 +161,7 @@ impl rcgen::RemoteKeyPair for RemoteKey {
             SigningKey::EcdsaP521(_)
             | SigningKey::Rsa(_)
             | SigningKey::RsaPss(_)
-            | SigningKey::MlDsa(_) => {
-                Err(rcgen::Error::RemoteKeyError)
-            }
+            | SigningKey::MlDsa(_) => Err(rcgen::Error::RemoteKeyError),
         }
     }
 

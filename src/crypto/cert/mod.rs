@@ -18,5 +18,6 @@ mod verify;
 pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
 pub use pem::certs_from_pem;
 pub use verify::{
-    chain_signed_with, verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo, Usage,
+    chain_signed_with, verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo,
+    Usage,
 };

@@ -1052,13 +1052,21 @@ mod tests {
         const T_2024: u64 = 1_704_067_200;
         let chain =
             certs_from_pem(include_str!("../../../tests/vectors/pem/mldsa_chain.pem")).unwrap();
-        let roots =
-            certs_from_pem(include_str!("../../../tests/vectors/pem/mldsa_chain_root.pem"))
-                .unwrap();
+        let roots = certs_from_pem(include_str!(
+            "../../../tests/vectors/pem/mldsa_chain_root.pem"
+        ))
+        .unwrap();
         assert_eq!(chain.len(), 2);
         let memo = SignatureMemo::new(4);
         let check = |chain: &[Vec<u8>]| {
-            verify_chain(chain, &roots, Some("localhost"), T_2024, Usage::Server, Some(&memo))
+            verify_chain(
+                chain,
+                &roots,
+                Some("localhost"),
+                T_2024,
+                Usage::Server,
+                Some(&memo),
+            )
         };
         check(&chain).unwrap();
         verify_chain(&chain, &roots, None, T_2024, Usage::Client, None).unwrap();
