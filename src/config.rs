@@ -323,6 +323,13 @@ pub enum AntiReplay {
 pub struct ServerConfig {
     /// The server's certificate chain and key.
     pub cert: CertifiedKey,
+    /// Further chains and keys, as dual-certificate servers hold an ECDSA and an ML-DSA chain
+    /// side by side. The server answers with the first of `cert`, then these, whose key signs a
+    /// scheme the client offers in signature_algorithms and whose chain is signed only with
+    /// schemes it offers (signature_algorithms_cert when sent, §4.2.3, §4.4.2.2); failing that,
+    /// the first whose key fits (§4.4.2.2: the server "SHOULD continue the handshake" with a
+    /// chain of its choice); failing that, handshake_failure.
+    pub more_certs: Vec<CertifiedKey>,
     /// Suites in server preference order.
     pub cipher_suites: Vec<CipherSuite>,
     /// Groups in server preference order.
@@ -394,6 +401,7 @@ impl ServerConfig {
     pub fn new(cert: CertifiedKey) -> Self {
         ServerConfig {
             cert,
+            more_certs: Vec::new(),
             cipher_suites: vec![
                 CipherSuite::TLS_AES_128_GCM_SHA256,
                 CipherSuite::TLS_AES_256_GCM_SHA384,
@@ -437,6 +445,13 @@ impl ServerConfig {
             external_psks: Vec::new(),
             sessions: Arc::new(ServerSessions::new()),
         }
+    }
+}
+
+impl ServerConfig {
+    /// `cert`, then `more_certs`: the credentials in the order the server tries them.
+    pub fn credentials(&self) -> impl Iterator<Item = &CertifiedKey> {
+        core::iter::once(&self.cert).chain(&self.more_certs)
     }
 }
 

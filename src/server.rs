@@ -253,7 +253,7 @@ const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 impl Server {
     /// A server for `config`, drawing every random value from `rng`.
     pub fn new(config: Arc<ServerConfig>, rng: Box<dyn RandomSource>) -> Result<Server, Error> {
-        if config.cert.chain.is_empty() {
+        if config.credentials().any(|c| c.chain.is_empty()) {
             return Err(Error::Config("the server needs a certificate".into()));
         }
         let mut conn = Conn::new(
@@ -455,12 +455,13 @@ impl Server {
         } = prior;
         let Offer { psk, share } = offer;
         let offers_early = ch.find(ExtensionType::EarlyData).is_some();
-        // Certificate authentication needs a common signature scheme (§4.2.3).
-        let scheme = if psk.is_none() {
-            Some(self.choose_scheme(ch)?)
+        // Certificate authentication needs a credential and a common signature scheme (§4.2.3).
+        let credential = if psk.is_none() {
+            Some(self.choose_credential(ch)?)
         } else {
             None
         };
+        let scheme = credential.map(|(_, scheme)| scheme);
 
         // The binder proves the client holds the PSK and binds it to this ClientHello
         // (§4.2.11.2): verify it over the transcript so far plus the truncated ClientHello.
@@ -580,7 +581,7 @@ impl Server {
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
         let asked_client =
             scheme.is_some() && !matches!(self.side.config.client_auth, ClientAuth::None);
-        if let Some(scheme) = scheme {
+        if let Some((credential, scheme)) = credential {
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
                     context: Vec::new(),
@@ -593,7 +594,7 @@ impl Server {
                     self.conn.send_handshake(&cr),
                 );
             }
-            self.send_certificate(&mut transcript, scheme)?;
+            self.send_certificate(&mut transcript, credential, scheme)?;
         }
 
         // Finished (§4.4.4), then the application keys for our side.
@@ -657,25 +658,27 @@ impl Server {
         })
     }
 
-    /// Certificate and CertificateVerify (§4.4.2, §4.4.3).
+    /// Certificate and CertificateVerify (§4.4.2, §4.4.3) with credential number `credential`
+    /// of [`ServerConfig::credentials`].
     fn send_certificate(
         &mut self,
         transcript: &mut Transcript,
+        credential: usize,
         scheme: SignatureScheme,
     ) -> Result<(), Error> {
+        let config = Arc::clone(&self.side.config);
+        let ck = config
+            .credentials()
+            .nth(credential)
+            .ok_or_else(|| Error::Config("credential chosen out of range".into()))?;
         // Sent from the configured chain as it is, without copying it into a message value.
         let cert = OutgoingMessage::Certificate {
             context: &[],
-            chain: &self.side.config.cert.chain,
+            chain: &ck.chain,
         };
         transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert));
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
-        let signature = self
-            .side
-            .config
-            .cert
-            .key
-            .sign(scheme, &content, self.conn.rng.as_mut())?;
+        let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
         let cv = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
         transcript.add(
             HandshakeType::CertificateVerify,
@@ -699,8 +702,12 @@ impl Server {
             .ok_or(PeerMisbehaved::NoCommonCipherSuite.into())
     }
 
-    /// The first signature scheme of our key that the client accepts (§4.2.3).
-    fn choose_scheme(&self, ch: &ClientHello) -> Result<SignatureScheme, Error> {
+    /// The credential (its index in [`ServerConfig::credentials`]) and the scheme of its key to
+    /// sign with: the first whose key signs a scheme we allow and the client offers (§4.2.3),
+    /// preferring one whose chain is signed only with schemes the client accepts for
+    /// certificates (signature_algorithms_cert, else signature_algorithms: §4.2.3); when no chain
+    /// is, the first whose key fits anyway (§4.4.2.2 "SHOULD continue the handshake").
+    fn choose_credential(&self, ch: &ClientHello) -> Result<(usize, SignatureScheme), Error> {
         let client_schemes = match ch.find(ExtensionType::SignatureAlgorithms) {
             Some(Extension::SignatureAlgorithms(s)) => s,
             _ => {
@@ -709,15 +716,28 @@ impl Server {
                 )
             }
         };
-        self.side
-            .config
-            .cert
-            .key
-            .schemes()
-            .into_iter()
-            .filter(|s| self.side.config.signature_schemes.contains(s))
-            .find(|s| client_schemes.contains(s))
-            .ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
+        let cert_schemes = match ch.find(ExtensionType::SignatureAlgorithmsCert) {
+            Some(Extension::SignatureAlgorithmsCert(s)) => s,
+            _ => client_schemes,
+        };
+        let config = &self.side.config;
+        let mut fallback = None;
+        for (i, ck) in config.credentials().enumerate() {
+            let Some(scheme) = ck
+                .key
+                .schemes()
+                .into_iter()
+                .filter(|s| config.signature_schemes.contains(s))
+                .find(|s| client_schemes.contains(s))
+            else {
+                continue;
+            };
+            if config.more_certs.is_empty() || cert::chain_signed_with(&ck.chain, cert_schemes) {
+                return Ok((i, scheme));
+            }
+            fallback.get_or_insert((i, scheme));
+        }
+        fallback.ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
     }
 
     /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client

@@ -2108,6 +2108,149 @@ fn wrong_client_certificate_verify_is_decrypt_error() {
     assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
 }
 
+/// `cv` (a whole CertificateVerify message) carrying `signature` instead of its own, the
+/// lengths re-encoded.
+fn cv_with_signature(cv: &[u8], signature: Vec<u8>) -> Vec<u8> {
+    match decode(cv) {
+        HandshakePayload::CertificateVerify(mut c) => {
+            c.signature = signature;
+            encode(HandshakePayload::CertificateVerify(c))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The signature in a CertificateVerify message.
+fn cv_signature(cv: &[u8]) -> Vec<u8> {
+    match decode(cv) {
+        HandshakePayload::CertificateVerify(c) => c.signature,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A client that authenticates with an ML-DSA-65 certificate, and a server that trusts it.
+fn mldsa_client_auth_configs() -> (ClientConfig, ServerConfig) {
+    let (ck, root) = util::certified(KeyKind::MlDsa65);
+    let mut c = client_config();
+    c.client_cert = Some(ck);
+    let mut s = server_config();
+    s.client_auth = ClientAuth::Required(vec![root]);
+    (c, s)
+}
+
+#[test]
+fn wrong_mldsa_certificate_verify_is_decrypt_error() {
+    // §4.4.3: a signature that does not verify is decrypt_error; in ML-DSA's c~ (the start),
+    // z (the middle) or the hint (the end), from a server of each level and from a client.
+    for kind in [KeyKind::MlDsa44, KeyKind::MlDsa65, KeyKind::MlDsa87] {
+        let (s, root) = util::server_config(kind);
+        let fresh = || ToClient::new(util::client_config(root.clone()), s.clone());
+        let msgs = fresh().encrypted();
+        let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+        let sig = cv_signature(&msgs[cv]);
+        for i in [0, sig.len() / 2, sig.len() - 1] {
+            let mut bad = sig.clone();
+            bad[i] ^= 0x04;
+            let t = fresh();
+            let mut m = msgs.clone();
+            m[cv] = cv_with_signature(&m[cv], bad);
+            let w = t.wire_msgs(&m);
+            let e = t.rejects(&w, A::DecryptError);
+            assert_eq!(
+                e,
+                peer(PeerMisbehaved::BadCertificateVerify),
+                "{kind:?} {i}"
+            );
+        }
+    }
+    let (c, s) = mldsa_client_auth_configs();
+    let mut t = to_server_with(c, s);
+    let mut msgs = t.messages();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let mut sig = cv_signature(&msgs[cv]);
+    sig[100] ^= 1;
+    msgs[cv] = cv_with_signature(&msgs[cv], sig);
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::DecryptError);
+    assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
+}
+
+#[test]
+fn mldsa_chain_with_a_flipped_signature_byte_is_bad_certificate() {
+    // §4.4.2.4 / RFC 9881: an ML-DSA-65 intermediate's signature on the ML-DSA-44 leaf, or the
+    // ML-DSA-87 root's on the intermediate, one byte off: the path does not validate, and §6.2
+    // calls a certificate whose signature did not verify bad_certificate. Unchanged, it does.
+    let pem = |s: &str| tls13lab::crypto::cert::certs_from_pem(s).unwrap();
+    let chain = pem(include_str!("vectors/pem/mldsa_chain.pem"));
+    let root = pem(include_str!("vectors/pem/mldsa_chain_root.pem")).remove(0);
+    let key = tls13lab::crypto::sign::SigningKey::from_pem(include_str!(
+        "vectors/pem/mldsa_chain_leaf_key.pem"
+    ))
+    .unwrap();
+    let config = |chain: Vec<Vec<u8>>| {
+        let s = ServerConfig::new(tls13lab::config::CertifiedKey {
+            chain,
+            key: std::sync::Arc::new(key.clone()),
+        });
+        (util::client_config(root.clone()), s)
+    };
+    let (c, s) = config(chain.clone());
+    let mut t = ToClient::new(c, s);
+    let w = t.wire_msgs(&t.encrypted());
+    t.client.feed(&w).unwrap();
+    assert!(t.client.tls.is_connected());
+    for i in 0..chain.len() {
+        let mut bad = chain.clone();
+        let at = bad[i].len() - 1000;
+        bad[i][at] ^= 0x10;
+        let (c, s) = config(bad);
+        let t = ToClient::new(c, s);
+        let w = t.wire_msgs(&t.encrypted());
+        let e = t.rejects(&w, A::BadCertificate);
+        assert_eq!(
+            e,
+            Error::Certificate(tls13lab::crypto::cert::CertError::BadSignature),
+            "certificate {i}"
+        );
+    }
+}
+
+#[test]
+fn mldsa_certificate_verify_of_the_wrong_length_is_decrypt_error() {
+    // FIPS 204 signatures have one length per parameter set; any other does not verify, which
+    // §4.4.3 answers with decrypt_error (not decode_error: the message itself parses). One byte
+    // short or long, empty, and another level's length.
+    let (s, root) = util::server_config(KeyKind::MlDsa65);
+    let fresh = || ToClient::new(util::client_config(root.clone()), s.clone());
+    let msgs = fresh().encrypted();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let sig = cv_signature(&msgs[cv]);
+    assert_eq!(sig.len(), 3309);
+    for bad in [
+        sig[..sig.len() - 1].to_vec(),
+        [&sig[..], &[0]].concat(),
+        Vec::new(),
+        sig[..2420].to_vec(),
+    ] {
+        let len = bad.len();
+        let t = fresh();
+        let mut m = msgs.clone();
+        m[cv] = cv_with_signature(&m[cv], bad);
+        let w = t.wire_msgs(&m);
+        let e = t.rejects(&w, A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify), "{len}");
+    }
+    let (c, s) = mldsa_client_auth_configs();
+    let mut t = to_server_with(c, s);
+    let mut msgs = t.messages();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let sig = cv_signature(&msgs[cv]);
+    msgs[cv] = cv_with_signature(&msgs[cv], sig[..sig.len() - 1].to_vec());
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::DecryptError);
+    assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
+}
+
 #[test]
 fn client_authentication_flight_is_checked() {
     use HandshakeType as T;

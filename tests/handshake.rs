@@ -278,6 +278,142 @@ fn every_suite_and_group_with_an_rsa_pss_key() {
 }
 
 #[test]
+fn every_suite_and_group_with_mldsa_44_65_87() {
+    // draft-ietf-tls-mldsa: OpenSSL-made keys and certificates; CertificateVerify carries the
+    // FIPS 204 signature of its parameter set.
+    for (kind, scheme, sig_len) in [
+        (KeyKind::MlDsa44, SignatureScheme::mldsa44, 2420),
+        (KeyKind::MlDsa65, SignatureScheme::mldsa65, 3309),
+        (KeyKind::MlDsa87, SignatureScheme::mldsa87, 4627),
+    ] {
+        matrix(kind, scheme);
+        let (server, root) = util::server_config(kind);
+        let p = run(client_config(root), server, 7);
+        let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+        let cv = s2c
+            .iter()
+            .find(|(t, _)| *t == HandshakeType::CertificateVerify)
+            .unwrap();
+        // Header 4, scheme 2, length 2, signature.
+        assert_eq!(cv.1.len(), 8 + sig_len, "{kind:?}");
+    }
+}
+
+/// An ECDSA P-256 chain and an ML-DSA-65 chain on one server (issue 16 item 3).
+fn dual_credential_server() -> (ServerConfig, Vec<Vec<u8>>) {
+    let (mut server, ecdsa_root) = util::server_config(KeyKind::P256);
+    let (mldsa, mldsa_root) = util::certified(KeyKind::MlDsa65);
+    server.more_certs = vec![mldsa];
+    (server, vec![ecdsa_root, mldsa_root])
+}
+
+#[test]
+fn a_server_with_two_chains_picks_by_the_clients_signature_algorithms() {
+    let cases: [(&[SignatureScheme], SignatureScheme); 4] = [
+        // The default offer lists ML-DSA last: the ECDSA chain, which is tried first.
+        (
+            tls13lab::crypto::sign::supported_verify_schemes(),
+            SignatureScheme::ecdsa_secp256r1_sha256,
+        ),
+        (
+            &[SignatureScheme::ecdsa_secp256r1_sha256],
+            SignatureScheme::ecdsa_secp256r1_sha256,
+        ),
+        (&[SignatureScheme::mldsa65], SignatureScheme::mldsa65),
+        (
+            &[SignatureScheme::mldsa65, SignatureScheme::ed25519],
+            SignatureScheme::mldsa65,
+        ),
+    ];
+    for (offer, want) in cases {
+        let (server, roots) = dual_credential_server();
+        let mut client = ClientConfig::new(roots.clone());
+        client.server_name = Some("localhost".into());
+        client.fixed_validation_time_ms = Some(NOW);
+        client.signature_schemes = offer.to_vec();
+        let p = run(client, server, 61);
+        let n = p.client.negotiated().unwrap();
+        assert_eq!(n.signature_scheme, Some(want), "{offer:?}");
+        // The chain sent is the one whose key signed.
+        let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+        let cert = s2c
+            .iter()
+            .find(|(t, _)| *t == HandshakeType::Certificate)
+            .unwrap();
+        let leaf = match decode(&cert.1) {
+            HandshakePayload::Certificate(c) => c.entries[0].cert_data.clone(),
+            other => panic!("{other:?}"),
+        };
+        let want_root = if want == SignatureScheme::mldsa65 {
+            1
+        } else {
+            0
+        };
+        assert_eq!(leaf, roots[want_root], "{offer:?}");
+    }
+    // Neither key's scheme offered: handshake_failure, as with one chain.
+    let (server, roots) = dual_credential_server();
+    let mut client = ClientConfig::new(roots);
+    client.signature_schemes = vec![SignatureScheme::ed25519, SignatureScheme::mldsa87];
+    let (e, seen) = handshake_rejected_by_server(client, server);
+    assert_eq!(e, Error::Peer(PeerMisbehaved::NoCommonSignatureScheme));
+    assert_eq!(
+        seen,
+        Error::AlertReceived(AlertDescription::HandshakeFailure)
+    );
+}
+
+#[test]
+fn signature_algorithms_cert_decides_between_chains_whose_keys_both_fit() {
+    // Two ML-DSA credentials: an ML-DSA-44 leaf under an ML-DSA-65 intermediate and ML-DSA-87
+    // root, then the self-signed ML-DSA-44 one. A client that takes mldsa44 in CertificateVerify
+    // gets the chain only when its signature_algorithms_cert (§4.2.3) covers every signature in
+    // it, else the self-signed one (whose own signature does not count: it starts the path).
+    let pem = |s: &str| tls13lab::crypto::cert::certs_from_pem(s).unwrap();
+    let chain = pem(include_str!("vectors/pem/mldsa_chain.pem"));
+    let chain_root = pem(include_str!("vectors/pem/mldsa_chain_root.pem")).remove(0);
+    let chain_key = tls13lab::crypto::sign::SigningKey::from_pem(include_str!(
+        "vectors/pem/mldsa_chain_leaf_key.pem"
+    ))
+    .unwrap();
+    let (single, single_root) = util::certified(KeyKind::MlDsa44);
+    use SignatureScheme as S;
+    for (cert_schemes, want_chain_len) in [
+        (vec![S::mldsa44], 1),
+        // The intermediate is signed by the ML-DSA-87 root: mldsa65 alone is not enough.
+        (vec![S::mldsa44, S::mldsa65], 1),
+        (vec![S::mldsa44, S::mldsa65, S::mldsa87], 2),
+    ] {
+        let mut server = ServerConfig::new(tls13lab::config::CertifiedKey {
+            chain: chain.clone(),
+            key: Arc::new(chain_key.clone()),
+        });
+        server.more_certs = vec![single.clone()];
+        let mut client = ClientConfig::new(vec![chain_root.clone(), single_root.clone()]);
+        client.server_name = Some("localhost".into());
+        client.fixed_validation_time_ms = Some(NOW);
+        client.signature_schemes = vec![SignatureScheme::mldsa44];
+        client.extra_extensions = vec![Extension::SignatureAlgorithmsCert(cert_schemes.clone())];
+        let p = run(client, server, 62);
+        let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+        let cert = s2c
+            .iter()
+            .find(|(t, _)| *t == HandshakeType::Certificate)
+            .unwrap();
+        match decode(&cert.1) {
+            HandshakePayload::Certificate(c) => {
+                assert_eq!(c.entries.len(), want_chain_len, "{cert_schemes:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            p.client.negotiated().unwrap().signature_scheme,
+            Some(SignatureScheme::mldsa44)
+        );
+    }
+}
+
+#[test]
 fn each_rsa_pss_pss_hash_and_no_rsae_with_a_pss_key() {
     use SignatureScheme as S;
     for (kind, offer, want) in [
@@ -621,6 +757,9 @@ fn client_auth_with_every_key_kind() {
         (KeyKind::P521, SignatureScheme::ecdsa_secp521r1_sha512),
         (KeyKind::RsaPss, SignatureScheme::rsa_pss_pss_sha256),
         (KeyKind::RsaPssSha384, SignatureScheme::rsa_pss_pss_sha384),
+        (KeyKind::MlDsa44, SignatureScheme::mldsa44),
+        (KeyKind::MlDsa65, SignatureScheme::mldsa65),
+        (KeyKind::MlDsa87, SignatureScheme::mldsa87),
     ] {
         let (ck, root) = util::certified(kind);
         let (mut client, server) = client_auth_configs(ClientAuth::Required(vec![root]), false);
@@ -1284,12 +1423,13 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
 
 #[test]
 fn same_seed_same_bytes_and_events() {
-    // P-521's nonce and the PSS salts are drawn from the seed: they replay too.
+    // P-521's nonce, the PSS salts and ML-DSA's rnd are drawn from the seed: they replay too.
     for kind in [
         KeyKind::P256,
         KeyKind::Rsa2048,
         KeyKind::P521,
         KeyKind::RsaPss,
+        KeyKind::MlDsa65,
     ] {
         let a = transcript(5, kind);
         let b = transcript(5, kind);

@@ -1016,12 +1016,32 @@ const SIG_SCHEMES: &[(SignatureScheme, &[&str], &[&str])] = &[
         &["-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048"],
         &["-sha256", "-sigopt", "rsa_pss_saltlen:digest"],
     ),
+    // draft-ietf-tls-mldsa; OpenSSL writes the key as seed and expanded key ("both").
+    (SignatureScheme::mldsa44, &["-algorithm", "mldsa44"], &[]),
+    (SignatureScheme::mldsa65, &["-algorithm", "mldsa65"], &[]),
+    (SignatureScheme::mldsa87, &["-algorithm", "mldsa87"], &[]),
 ];
+
+/// OpenSSL 3.0 has no ML-DSA (3.5 added it).
+fn skip_unsupported_scheme(peer: &Peer, scheme: SignatureScheme) -> Result<(), Skip> {
+    let mldsa = matches!(
+        scheme,
+        SignatureScheme::mldsa44 | SignatureScheme::mldsa65 | SignatureScheme::mldsa87
+    );
+    if mldsa && !peer.pq() {
+        return Err(Skip::NotApplicable(format!(
+            "OpenSSL {} has no {scheme}",
+            peer.version
+        )));
+    }
+    Ok(())
+}
 
 /// Our client, offering only `scheme`, ↔ s_server with an OpenSSL key and certificate of its
 /// kind: OpenSSL signs CertificateVerify with it, we verify chain and signature.
 fn sig_our_client(peer: &Peer, i: usize) -> CellResult {
     let (scheme, genpkey, req) = SIG_SCHEMES[i];
+    skip_unsupported_scheme(peer, scheme)?;
     let mut f = fixture(&format!("{}-sig-c-{scheme}", peer.version));
     f.openssl_server_identity(peer, genpkey, req);
     let (mut p, port) = f.s_server(peer, 1, &[]);
@@ -1053,6 +1073,7 @@ fn sig_our_client(peer: &Peer, i: usize) -> CellResult {
 /// we sign, OpenSSL verifies and names the scheme.
 fn sig_s_client(peer: &Peer, i: usize) -> CellResult {
     let (scheme, genpkey, req) = SIG_SCHEMES[i];
+    skip_unsupported_scheme(peer, scheme)?;
     let mut f = fixture(&format!("{}-sig-s-{scheme}", peer.version));
     f.openssl_server_identity(peer, genpkey, req);
     let config = Arc::new(f.server_config(&[NamedGroup::X25519], SUITES));
@@ -1062,8 +1083,22 @@ fn sig_s_client(peer: &Peer, i: usize) -> CellResult {
     let t = server_session(&mut p, &l, new_server(&config, 4));
     assert_eq!(t.negotiated().signature_scheme, Some(scheme));
     p.assert_has("Verify return code: 0 (ok)");
-    // 3.5 names the TLS scheme; 3.0 prints the key type and digest.
+    // 3.5 names the TLS scheme; 3.0 prints the key type and digest. ML-DSA has no digest
+    // line: it signs the message itself.
     let printed = p.line_starting("Peer signature type:");
+    if let Some(level) = tls13lab::crypto::sign::MlDsaLevel::of_scheme(scheme) {
+        p.assert_has(&format!("Peer signature type: {scheme}\n"));
+        p.assert_has("Verification: OK");
+        // Its CertificateVerify carries the parameter set's one signature length.
+        let cv = handshake_msgs(
+            &t.events,
+            Direction::ServerToClient,
+            HandshakeType::CertificateVerify,
+        );
+        assert_eq!(cv[0].bytes.len(), 8 + level.signature_len());
+        finish_server(&mut p, t);
+        return Ok(format!("`{}`", printed.trim()));
+    }
     let digest = p.line_starting("Peer signing digest:");
     finish_server(&mut p, t);
     // (ECDSA signature lengths vary from run to run, so no sizes: the docs must not churn.)
@@ -3318,6 +3353,15 @@ fn cli_client_psk_to_s_server(peer: &Peer) -> CellResult {
 fn cli_binary_against_openssl() {
     const CELLS: &[(&str, FeatureFn, [&str; 3])] = &[
         (
+            "openssl-3.5 cli: ML-DSA both ways, and a server with two chains",
+            cli_mldsa,
+            [
+                "`tls13lab client --cafile mldsa65.crt --sigalgs mldsa65 --json F` → `s_server -cert mldsa65.crt` (`openssl req -x509 -newkey mldsa65`)",
+                "`s_client -sigalgs mldsa65` → `tls13lab server --cert ecdsa.crt --key ecdsa.key --cert mldsa65.crt --key mldsa65.key`",
+                "`s_client -sigalgs ecdsa_secp256r1_sha256` → the same server",
+            ],
+        ),
+        (
             "openssl-3.5 cli: tls13lab client → s_server",
             cli_client_to_s_server,
             [
@@ -3381,6 +3425,93 @@ fn cli_binary_against_openssl() {
     if let Err(e) = stale {
         panic!("{e}");
     }
+}
+
+/// Issue 16's acceptance, with OpenSSL-made ML-DSA-65 key and certificate: `tls13lab client
+/// --sigalgs mldsa65` against s_server (the JSON ledger names the scheme), and `tls13lab server`
+/// holding an ECDSA and an ML-DSA chain, which s_client gets by its `-sigalgs`.
+fn cli_mldsa(peer: &Peer) -> CellResult {
+    let mut f = fixture("3.5-cli-mldsa");
+    let (ecdsa_cert, ecdsa_key) = (f.server_cert.clone(), f.server_key.clone());
+    f.openssl_server_identity(peer, &["-algorithm", "mldsa65"], &[]);
+    let (mldsa_cert, mldsa_key) = (f.server_cert.clone(), f.server_key.clone());
+    let mut rows = Vec::new();
+
+    // 1. Our CLI client → s_server with the ML-DSA-65 certificate.
+    let (mut s, port) = f.s_server(peer, 1, &[]);
+    let target = format!("127.0.0.1:{port}");
+    let mut c = tls13lab(
+        &f.dir,
+        &[
+            "client",
+            &target,
+            "--cafile",
+            &mldsa_cert,
+            "--sni",
+            "localhost",
+            "--sigalgs",
+            "mldsa65",
+            "--json",
+            "mldsa.json",
+            "--request",
+            r"GET / HTTP/1.0\r\n\r\n",
+            "--linger",
+            "300",
+        ],
+    );
+    s.wait_for_from("GET / HTTP/1.0", &mut c);
+    s.send_line("HTTP/1.0 200 OK from-openssl-mldsa");
+    let (_, v) = client_done(&mut c, &f.dir.join("mldsa.json"));
+    assert_eq!(v["negotiated"]["signature_scheme"], "mldsa65", "{v}");
+    s.wait_exit();
+    rows.push("ledger: `negotiated.signature_scheme` = `mldsa65`".to_string());
+
+    // 2, 3. s_client → our CLI server with both chains; it trusts both certificates.
+    let both = f.dir.join("both.crt");
+    let text = |p: &str| std::fs::read_to_string(p).unwrap();
+    std::fs::write(&both, text(&ecdsa_cert) + &text(&mldsa_cert)).unwrap();
+    f.server_cert = both.to_string_lossy().into_owned();
+    let srv = tls13lab(
+        &f.dir,
+        &[
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &ecdsa_cert,
+            "--key",
+            &ecdsa_key,
+            "--cert",
+            &mldsa_cert,
+            "--key",
+            &mldsa_key,
+            "--json-dir",
+            "ledgers",
+            "--naccept",
+            "2",
+        ],
+    );
+    let port = cli_server_port(&srv);
+    for (n, sigalgs, printed) in [
+        (1, "mldsa65", "Peer signature type: mldsa65"),
+        (
+            2,
+            "ecdsa_secp256r1_sha256",
+            "Peer signature type: ecdsa_secp256r1_sha256",
+        ),
+    ] {
+        let mut c = f.s_client(peer, port, &["-sigalgs", sigalgs]);
+        c.send_line("GET / HTTP/1.0\n");
+        let (out, _, v) = cli_server_done(&mut c, &srv, &f.dir, n);
+        for needle in [printed, "Verification: OK", "Verify return code: 0 (ok)"] {
+            assert!(out.contains(needle), "no {needle:?}\n{}", c.context());
+        }
+        assert_eq!(v["negotiated"]["signature_scheme"], sigalgs, "{v}");
+        rows.push(format!(
+            "`{printed}`, `Verification: OK`; ledger: `{sigalgs}`"
+        ));
+    }
+    Ok(rows.join("\n"))
 }
 
 /// `s_client` asks `tls13lab server` for a KeyUpdate the way test clients ask `s_server -www`:

@@ -28,12 +28,12 @@ pub struct ServerArgs {
     /// Address to listen on; port 0 picks a free port. The first stdout line is `listening on IP:PORT`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4433")]
     pub listen: String,
-    /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost].
-    #[arg(long, value_name = "FILE", requires = "key")]
-    pub cert: Option<PathBuf>,
-    /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, RSA-PSS, ECDSA P-256/384/521, Ed25519).
-    #[arg(long, value_name = "FILE", requires = "cert")]
-    pub key: Option<PathBuf>,
+    /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost]. Repeatable, paired with --key in order: the server sends the first chain whose key and signatures the client's signature_algorithms (and signature_algorithms_cert) accept, e.g. an ECDSA and an ML-DSA chain side by side.
+    #[arg(long, value_name = "FILE", requires = "key", action = clap::ArgAction::Append)]
+    pub cert: Vec<PathBuf>,
+    /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, RSA-PSS, ECDSA P-256/384/521, Ed25519, ML-DSA-44/65/87 as seed, expanded or both). One per --cert.
+    #[arg(long, value_name = "FILE", requires = "cert", action = clap::ArgAction::Append)]
+    pub key: Vec<PathBuf>,
     /// Write the server's certificate chain as PEM (e.g. the generated one, for a client's --cafile).
     #[arg(long, value_name = "FILE")]
     pub cert_out: Option<PathBuf>,
@@ -229,14 +229,29 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
 }
 
 fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
-    let cert = match (&a.cert, &a.key) {
-        (Some(c), Some(k)) => load_certified_key(c, k)?,
-        _ => self_signed(a.seed)?,
+    if a.cert.len() != a.key.len() {
+        return Err(Failure::BadOption(format!(
+            "{} --cert but {} --key: give one key per certificate chain, in the same order",
+            a.cert.len(),
+            a.key.len()
+        )));
+    }
+    let mut creds = a
+        .cert
+        .iter()
+        .zip(&a.key)
+        .map(|(c, k)| load_certified_key(c, k))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
+    let cert = match creds.next() {
+        Some(first) => first,
+        None => self_signed(a.seed)?,
     };
     if let Some(path) = &a.cert_out {
         write_file(path, super::common::certs_to_pem(&cert.chain).as_bytes())?;
     }
     let mut s = ServerConfig::new(cert);
+    s.more_certs = creds.collect();
     if let Some(g) = &a.groups {
         s.groups = g.0.clone();
     }

@@ -4,6 +4,8 @@
 //! ECDSA P-521 (its nonce hedged from one draw of the injected [`RandomSource`]: p521 0.13 has no
 //! RFC 6979), and RSASSA-PSS with rsaEncryption keys (`rsa_pss_rsae_*`) or id-RSASSA-PSS keys
 //! (`rsa_pss_pss_*`), whose salt (hash length, §4.2.3) is drawn from the [`RandomSource`].
+//! ML-DSA-44/65/87 (FIPS 204, draft-ietf-tls-mldsa): pure ML-DSA with the empty context, hedged
+//! with 32 bytes drawn from the [`RandomSource`]; keys in RFC 9881's seed, expanded or both forms.
 //! Ed448 and the brainpool schemes are not implemented (docs/interop.md says why).
 //!
 //! Verification: one set of [`VerifyAlg`]s implements rustls-pki-types'
@@ -47,6 +49,11 @@ pub fn supported_verify_schemes() -> &'static [SignatureScheme] {
         SignatureScheme::rsa_pss_pss_sha256,
         SignatureScheme::rsa_pss_pss_sha384,
         SignatureScheme::rsa_pss_pss_sha512,
+        // Last, as OpenSSL 3.5 lists them: a client that offers them first would pull a
+        // dual-certificate server onto its (much larger) ML-DSA chain.
+        SignatureScheme::mldsa44,
+        SignatureScheme::mldsa65,
+        SignatureScheme::mldsa87,
     ]
 }
 
@@ -69,6 +76,9 @@ pub fn supported_cert_schemes() -> &'static [SignatureScheme] {
         SignatureScheme::rsa_pkcs1_sha256,
         SignatureScheme::rsa_pkcs1_sha384,
         SignatureScheme::rsa_pkcs1_sha512,
+        SignatureScheme::mldsa44,
+        SignatureScheme::mldsa65,
+        SignatureScheme::mldsa87,
     ]
 }
 
@@ -261,6 +271,8 @@ pub enum SigningKey {
     Rsa(rsa::RsaPrivateKey),
     /// id-RSASSA-PSS key; signs `rsa_pss_pss_*` only.
     RsaPss(RsaPssKey),
+    /// ML-DSA-44, -65 or -87 key; signs `mldsa44`, `mldsa65` or `mldsa87`.
+    MlDsa(MlDsaKey),
 }
 
 /// An RSA key whose algorithm is id-RSASSA-PSS (RFC 4055 §1.2), as `openssl genpkey -algorithm
@@ -305,14 +317,23 @@ impl fmt::Debug for SigningKey {
                 ),
                 None => write!(f, "SigningKey::RsaPss({} bits, ..)", k.key.n().bits()),
             },
+            SigningKey::MlDsa(k) => write!(
+                f,
+                "SigningKey::MlDsa({}, {}, ..)",
+                k.level().scheme(),
+                if k.has_seed() { "seed" } else { "expanded" }
+            ),
         }
     }
 }
 
 impl SigningKey {
     /// Parses a PKCS#8 PrivateKeyInfo holding a P-256, P-384, P-521, Ed25519, RSA
-    /// (rsaEncryption) or RSA-PSS (id-RSASSA-PSS) key.
+    /// (rsaEncryption), RSA-PSS (id-RSASSA-PSS) or ML-DSA (RFC 9881) key.
     pub fn from_pkcs8_der(der: &[u8]) -> Result<Self, SigError> {
+        if let Some(k) = MlDsaKey::from_pkcs8_der(der) {
+            return k.map(SigningKey::MlDsa);
+        }
         // The EC decoders check the namedCurve parameter, so a P-384 key is never read as P-256.
         if let Ok(k) = p256::ecdsa::SigningKey::from_pkcs8_der(der) {
             return Ok(SigningKey::EcdsaP256(k));
@@ -333,7 +354,7 @@ impl SigningKey {
             return k;
         }
         Err(SigError::BadPrivateKey(
-            "not a PKCS#8 P-256, P-384, P-521, Ed25519, RSA or RSA-PSS private key",
+            "not a PKCS#8 P-256, P-384, P-521, Ed25519, RSA, RSA-PSS or ML-DSA private key",
         ))
     }
 
@@ -458,6 +479,13 @@ impl SigningKey {
         SigningKey::Ed25519(ed25519_dalek::SigningKey::from_bytes(&seed))
     }
 
+    /// A fresh ML-DSA key: the 32 drawn bytes are its seed ξ (FIPS 204 Algorithm 6).
+    pub fn generate_mldsa(level: MlDsaLevel, rng: &mut dyn RandomSource) -> Self {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill(&mut seed[..]);
+        SigningKey::MlDsa(MlDsaKey::from_seed(level, &seed))
+    }
+
     /// The schemes this key can produce, in preference order. An RSA key lists only the PSS
     /// hashes its modulus is large enough for; an RSA-PSS key only `rsa_pss_pss_*`, and with
     /// restricting parameters only the one they name.
@@ -491,12 +519,18 @@ impl SigningKey {
                     SignatureScheme::rsa_pss_pss_sha384,
                 ],
             },
+            SigningKey::MlDsa(k) => match k.level() {
+                MlDsaLevel::L44 => &[SignatureScheme::mldsa44],
+                MlDsaLevel::L65 => &[SignatureScheme::mldsa65],
+                MlDsaLevel::L87 => &[SignatureScheme::mldsa87],
+            },
         }
     }
 
     /// Signs `message` (for CertificateVerify: [`certificate_verify_message`]). RSA-PSS draws
     /// exactly one `fill` of hash-length bytes from `rng`, the salt; P-521 one `fill` of 32
-    /// bytes for its nonce; the other schemes draw nothing.
+    /// bytes for its nonce; ML-DSA one `fill` of 32 bytes, FIPS 204's `rnd`; the other schemes
+    /// draw nothing.
     pub fn sign(
         &self,
         scheme: SignatureScheme,
@@ -547,6 +581,13 @@ impl SigningKey {
                 let h = pss_pss_hash(scheme).ok_or(SigError::CannotSign(scheme))?;
                 rsa_pss_sign(&k.key, h, message, rng)
             }
+            SigningKey::MlDsa(k) => {
+                // Hedged signing (FIPS 204 §3.4): rnd from the connection's source, so a seeded
+                // connection replays the signature byte for byte.
+                let mut rnd = Zeroizing::new([0u8; 32]);
+                rng.fill(&mut rnd[..]);
+                k.sign(message, &rnd)
+            }
         }
     }
 
@@ -574,6 +615,7 @@ impl SigningKey {
                 );
                 return Ok(der_wrap(0x30, &body));
             }
+            SigningKey::MlDsa(k) => return Ok(k.to_pkcs8_der().to_vec()),
         };
         doc.map(|d| d.as_bytes().to_vec()).map_err(|_| failed())
     }
@@ -598,6 +640,12 @@ impl SigningKey {
                 let bits = [&[0u8][..], pk.as_bytes()].concat();
                 let body = [der_wrap(0x30, k.alg_id().as_ref()), der_wrap(0x03, &bits)].concat();
                 return Ok(der_wrap(0x30, &body));
+            }
+            SigningKey::MlDsa(k) => {
+                // RFC 9881 §4: the encoded public key is the BIT STRING, no wrapping.
+                let bits = [&[0u8][..], &k.public_key()].concat();
+                let alg = der_wrap(0x30, k.level().alg_id().as_ref());
+                return Ok(der_wrap(0x30, &[alg, der_wrap(0x03, &bits)].concat()));
             }
         };
         doc.map(|d| d.as_bytes().to_vec())
@@ -669,6 +717,367 @@ impl RngCore for SaltThenBlinding {
 impl CryptoRng for SaltThenBlinding {}
 
 // ---------------------------------------------------------------------------------------------
+// ML-DSA (FIPS 204; draft-ietf-tls-mldsa; keys and certificates RFC 9881)
+
+/// An ML-DSA parameter set (FIPS 204 §4, Table 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MlDsaLevel {
+    /// ML-DSA-44 (`mldsa44`, id-ML-DSA-44).
+    L44,
+    /// ML-DSA-65 (`mldsa65`, id-ML-DSA-65).
+    L65,
+    /// ML-DSA-87 (`mldsa87`, id-ML-DSA-87).
+    L87,
+}
+
+impl MlDsaLevel {
+    /// All three, smallest first.
+    pub const ALL: [MlDsaLevel; 3] = [MlDsaLevel::L44, MlDsaLevel::L65, MlDsaLevel::L87];
+
+    /// The TLS 1.3 scheme (draft-ietf-tls-mldsa §3).
+    pub fn scheme(self) -> SignatureScheme {
+        match self {
+            MlDsaLevel::L44 => SignatureScheme::mldsa44,
+            MlDsaLevel::L65 => SignatureScheme::mldsa65,
+            MlDsaLevel::L87 => SignatureScheme::mldsa87,
+        }
+    }
+
+    /// The level of an ML-DSA scheme.
+    pub fn of_scheme(scheme: SignatureScheme) -> Option<MlDsaLevel> {
+        MlDsaLevel::ALL.into_iter().find(|l| l.scheme() == scheme)
+    }
+
+    /// id-ML-DSA-44/65/87 with absent parameters (RFC 9881 §2): the key's and the signature's.
+    fn alg_id(self) -> AlgorithmIdentifier {
+        match self {
+            MlDsaLevel::L44 => alg_id::ML_DSA_44,
+            MlDsaLevel::L65 => alg_id::ML_DSA_65,
+            MlDsaLevel::L87 => alg_id::ML_DSA_87,
+        }
+    }
+
+    /// Bytes of the encoded public key (FIPS 204 Table 2).
+    pub fn public_key_len(self) -> usize {
+        [1312, 1952, 2592][self as usize]
+    }
+
+    /// Bytes of a signature (FIPS 204 Table 2).
+    pub fn signature_len(self) -> usize {
+        [2420, 3309, 4627][self as usize]
+    }
+
+    /// Bytes of the expanded private key (skEncode, FIPS 204 Table 2).
+    pub fn expanded_key_len(self) -> usize {
+        [2560, 4032, 4896][self as usize]
+    }
+    /// Whether every s1 and s2 coefficient of an expanded key (ρ 32, K 32, tr 64, then s1 and
+    /// s2 as BitPack(η, η): η − s in bitlen(2η) bits, little-endian, FIPS 204 Algorithm 24)
+    /// encodes a value in [0, 2η]. The caller checked the length.
+    fn s1_s2_in_range(self, expanded: &[u8]) -> bool {
+        // (k + l, η, bits per coefficient)
+        let (polys, eta, bits) = match self {
+            MlDsaLevel::L44 => (8, 2, 3),
+            MlDsaLevel::L65 => (11, 4, 4),
+            MlDsaLevel::L87 => (15, 2, 3),
+        };
+        let Some(packed) = expanded.get(128..128 + polys * 32 * bits) else {
+            return false;
+        };
+        let (mut acc, mut have) = (0u32, 0u32);
+        let mut ok = true;
+        for &byte in packed {
+            acc |= u32::from(byte) << have;
+            have += 8;
+            while have >= bits as u32 {
+                // Not short-circuited: the key's bytes are secret.
+                ok &= acc & ((1 << bits) - 1) <= 2 * eta;
+                acc >>= bits;
+                have -= bits as u32;
+            }
+        }
+        ok
+    }
+}
+
+/// The expanded key FIPS 204 signs with, one type per parameter set (boxed: up to ~60 KB with
+/// its precomputed NTT matrix).
+#[derive(Clone)]
+enum MlDsaExpanded {
+    L44(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa44>>),
+    L65(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa65>>),
+    L87(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa87>>),
+}
+
+/// Runs `$body` with `$k` bound to the expanded key of whichever parameter set `$e` holds.
+macro_rules! mldsa_dispatch {
+    ($e:expr, $k:ident => $body:expr) => {
+        match $e {
+            MlDsaExpanded::L44($k) => $body,
+            MlDsaExpanded::L65($k) => $body,
+            MlDsaExpanded::L87($k) => $body,
+        }
+    };
+}
+
+/// An ML-DSA private key. RFC 9881 §6 lets a key be stored as its 32-byte seed ξ, its expanded
+/// key, or both; the seed is kept when it was given, so the key is written back the way it came
+/// (seed-only when both were given, the form RFC 9881 recommends).
+#[derive(Clone)]
+pub struct MlDsaKey {
+    key: MlDsaExpanded,
+    seed: Option<Zeroizing<[u8; 32]>>,
+}
+
+impl MlDsaKey {
+    /// The key of ML-DSA.KeyGen_internal(ξ) (FIPS 204 Algorithm 6).
+    pub fn from_seed(level: MlDsaLevel, seed: &[u8; 32]) -> MlDsaKey {
+        let xi = ml_dsa::B32::from(*seed);
+        let key = match level {
+            MlDsaLevel::L44 => {
+                MlDsaExpanded::L44(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
+            MlDsaLevel::L65 => {
+                MlDsaExpanded::L65(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
+            MlDsaLevel::L87 => {
+                MlDsaExpanded::L87(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+            }
+        };
+        MlDsaKey {
+            key,
+            seed: Some(Zeroizing::new(*seed)),
+        }
+    }
+
+    /// A key from its expanded form (skEncode, FIPS 204 Algorithm 24) alone. skDecode takes
+    /// any bytes, so the key is checked: it must re-encode to the same bytes (s1, s2 within η)
+    /// and sign a test message that its own public key verifies (tr = H(pk), t0 consistent).
+    pub fn from_expanded(level: MlDsaLevel, expanded: &[u8]) -> Result<MlDsaKey, SigError> {
+        #[allow(deprecated)] // the expandedKey form of RFC 9881 §6; checked below
+        fn decode<P: ml_dsa::MlDsaParams>(
+            bytes: &[u8],
+        ) -> Option<Box<ml_dsa::ExpandedSigningKey<P>>> {
+            let enc = ml_dsa::ExpandedSigningKeyBytes::<P>::try_from(bytes).ok()?;
+            let k = ml_dsa::ExpandedSigningKey::<P>::from_expanded(&enc);
+            (k.to_expanded() == enc).then(|| Box::new(k))
+        }
+        let bad = SigError::BadPrivateKey("not an ML-DSA expanded private key of this level");
+        // ml-dsa's skDecode asserts (panics) on an s1 or s2 coefficient outside [-η, η]: check
+        // those first (t0's 13-bit fields take every value).
+        if expanded.len() != level.expanded_key_len() || !level.s1_s2_in_range(expanded) {
+            return Err(bad);
+        }
+        let key = match level {
+            MlDsaLevel::L44 => MlDsaExpanded::L44(decode(expanded).ok_or(bad.clone())?),
+            MlDsaLevel::L65 => MlDsaExpanded::L65(decode(expanded).ok_or(bad.clone())?),
+            MlDsaLevel::L87 => MlDsaExpanded::L87(decode(expanded).ok_or(bad.clone())?),
+        };
+        let key = MlDsaKey { key, seed: None };
+        let probe = b"tls13lab ML-DSA expanded key check";
+        let sig = key.sign(probe, &[0; 32]).map_err(|_| bad.clone())?;
+        mldsa_verify(level, &key.public_key(), probe, &sig).map_err(|_| bad)?;
+        Ok(key)
+    }
+
+    /// The parameter set.
+    pub fn level(&self) -> MlDsaLevel {
+        match self.key {
+            MlDsaExpanded::L44(_) => MlDsaLevel::L44,
+            MlDsaExpanded::L65(_) => MlDsaLevel::L65,
+            MlDsaExpanded::L87(_) => MlDsaLevel::L87,
+        }
+    }
+
+    /// Whether the seed ξ is known (the key was generated or read from a seed form).
+    pub fn has_seed(&self) -> bool {
+        self.seed.is_some()
+    }
+
+    /// The encoded public key (pkEncode, FIPS 204 Algorithm 22).
+    pub fn public_key(&self) -> Vec<u8> {
+        mldsa_dispatch!(&self.key, k => k.verifying_key().encode().to_vec())
+    }
+
+    /// The expanded private key (skEncode), as RFC 9881's expandedKey holds it.
+    fn expanded(&self) -> Zeroizing<Vec<u8>> {
+        #[allow(deprecated)] // writes the expandedKey form; only for comparison and export
+        let v = mldsa_dispatch!(&self.key, k => k.to_expanded().to_vec());
+        Zeroizing::new(v)
+    }
+
+    /// Hedged ML-DSA.Sign (FIPS 204 Algorithm 2) with the empty context string
+    /// (draft-ietf-tls-mldsa §3.2), so M' = 0x00 || 0x00 || message, and `rnd` as its 32 random
+    /// bytes. FIPS 204 already mixes the secret K, rnd and μ into the signing nonce, so a
+    /// repeated `rnd` (a reused seed) over two messages still gives two nonces.
+    fn sign(&self, message: &[u8], rnd: &[u8; 32]) -> Result<Vec<u8>, SigError> {
+        let mut rng = OneDraw(Some(*rnd));
+        mldsa_dispatch!(&self.key, k => k
+            .sign_randomized(message, &[], &mut rng)
+            .map(|s| s.encode().to_vec()))
+        .map_err(|_| SigError::SigningFailed("ML-DSA signing"))
+    }
+
+    /// The PKCS#8 PrivateKeyInfo (RFC 9881 §6): version 0, id-ML-DSA-*, and the private key
+    /// CHOICE: `seed` [0] when it is known, else `expandedKey`.
+    fn to_pkcs8_der(&self) -> Zeroizing<Vec<u8>> {
+        let choice = match &self.seed {
+            Some(seed) => Zeroizing::new(der_wrap(0x80, &seed[..])),
+            None => Zeroizing::new(der_wrap(0x04, &self.expanded())),
+        };
+        let body = Zeroizing::new(
+            [
+                &[0x02, 0x01, 0x00][..],
+                &der_wrap(0x30, self.level().alg_id().as_ref()),
+                &der_wrap(0x04, &choice),
+            ]
+            .concat(),
+        );
+        Zeroizing::new(der_wrap(0x30, &body))
+    }
+
+    /// An ML-DSA PrivateKeyInfo (RFC 9881 §6, as OpenSSL 3.5/4.0 write it: version 0, no
+    /// attributes, no public key); `None` if it is no ML-DSA key at all.
+    fn from_pkcs8_der(der: &[u8]) -> Option<Result<MlDsaKey, SigError>> {
+        let (info, rest) = der_tlv(der, 0x30)?;
+        let (version, body) = der_tlv(info, 0x02)?;
+        let (alg, body) = der_tlv(body, 0x30)?;
+        let level = MlDsaLevel::ALL
+            .into_iter()
+            .find(|l| alg == l.alg_id().as_ref())?;
+        let Some((private_key, [])) = der_tlv(body, 0x04) else {
+            return Some(Err(SigError::BadPrivateKey(
+                "ML-DSA PKCS#8 without exactly one private key OCTET STRING",
+            )));
+        };
+        if !rest.is_empty() || version != [0] {
+            return Some(Err(SigError::BadPrivateKey(
+                "ML-DSA PKCS#8 other than version 0",
+            )));
+        }
+        Some(Self::from_private_key_choice(level, private_key))
+    }
+
+    /// ML-DSA-*-PrivateKey ::= CHOICE { seed [0] OCTET STRING (SIZE (32)), expandedKey OCTET
+    /// STRING, both SEQUENCE { seed, expandedKey } } (RFC 9881 §6). In `both`, the expanded key
+    /// must be the one the seed expands to (§8: a mismatch is an invalid key).
+    fn from_private_key_choice(level: MlDsaLevel, der: &[u8]) -> Result<MlDsaKey, SigError> {
+        let seed32 = |s: &[u8]| -> Result<[u8; 32], SigError> {
+            s.try_into()
+                .map_err(|_| SigError::BadPrivateKey("ML-DSA seed is not 32 bytes"))
+        };
+        if let Some((seed, [])) = der_tlv(der, 0x80) {
+            return Ok(Self::from_seed(level, &Zeroizing::new(seed32(seed)?)));
+        }
+        if let Some((expanded, [])) = der_tlv(der, 0x04) {
+            if expanded.len() != level.expanded_key_len() {
+                return Err(SigError::BadPrivateKey(
+                    "ML-DSA expanded key of the wrong length",
+                ));
+            }
+            return Self::from_expanded(level, expanded);
+        }
+        if let Some((both, [])) = der_tlv(der, 0x30) {
+            let (seed, rest) =
+                der_tlv(both, 0x04).ok_or(SigError::BadPrivateKey("ML-DSA both: no seed"))?;
+            let Some((expanded, [])) = der_tlv(rest, 0x04) else {
+                return Err(SigError::BadPrivateKey("ML-DSA both: no expanded key"));
+            };
+            let key = Self::from_seed(level, &Zeroizing::new(seed32(seed)?));
+            if !bool::from(subtle::ConstantTimeEq::ct_eq(&key.expanded()[..], expanded)) {
+                return Err(SigError::BadPrivateKey(
+                    "ML-DSA seed and expanded key do not agree",
+                ));
+            }
+            return Ok(key);
+        }
+        Err(SigError::BadPrivateKey(
+            "ML-DSA private key is neither seed, expandedKey nor both",
+        ))
+    }
+}
+
+/// ML-DSA.Verify (FIPS 204 Algorithm 3) with the empty context string, `public_key` the
+/// encoded key (the subjectPublicKey BIT STRING contents, RFC 9881 §4).
+fn mldsa_verify(
+    level: MlDsaLevel,
+    public_key: &[u8],
+    message: &[u8],
+    sig: &[u8],
+) -> Result<(), SigError> {
+    fn verify<P: ml_dsa::MlDsaParams>(
+        public_key: &[u8],
+        message: &[u8],
+        sig: &[u8],
+    ) -> Result<(), SigError> {
+        let enc = ml_dsa::EncodedVerifyingKey::<P>::try_from(public_key)
+            .map_err(|_| SigError::BadKey("ML-DSA public key of the wrong length"))?;
+        let vk = ml_dsa::VerifyingKey::<P>::decode(&enc);
+        // A signature of the wrong length, or whose hint or z is malformed, simply does not
+        // verify (§4.4.3: decrypt_error).
+        let sig = ml_dsa::Signature::<P>::try_from(sig).map_err(|_| SigError::BadSignature)?;
+        if vk.verify_with_context(message, &[], &sig) {
+            Ok(())
+        } else {
+            Err(SigError::BadSignature)
+        }
+    }
+    match level {
+        MlDsaLevel::L44 => verify::<ml_dsa::MlDsa44>(public_key, message, sig),
+        MlDsaLevel::L65 => verify::<ml_dsa::MlDsa65>(public_key, message, sig),
+        MlDsaLevel::L87 => verify::<ml_dsa::MlDsa87>(public_key, message, sig),
+    }
+}
+
+/// The RNG handed to ml-dsa's hedged signer: the 32 bytes we drew, once. Any further request
+/// fails, so the signer can never consume randomness that the RandomSource did not give.
+struct OneDraw(Option<[u8; 32]>);
+
+/// What [`OneDraw`] answers to a second request.
+#[derive(Debug)]
+struct DrawnOnce;
+
+impl fmt::Display for DrawnOnce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ML-DSA asked for more than its 32 random bytes")
+    }
+}
+
+impl std::error::Error for DrawnOnce {}
+
+impl ml_dsa::signature::rand_core::TryRng for OneDraw {
+    type Error = DrawnOnce;
+
+    fn try_next_u32(&mut self) -> Result<u32, DrawnOnce> {
+        Err(DrawnOnce)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, DrawnOnce> {
+        Err(DrawnOnce)
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), DrawnOnce> {
+        match self.0.take() {
+            Some(rnd) if rnd.len() == dst.len() => {
+                dst.copy_from_slice(&rnd);
+                Ok(())
+            }
+            _ => Err(DrawnOnce),
+        }
+    }
+}
+
+impl ml_dsa::signature::rand_core::TryCryptoRng for OneDraw {}
+
+impl Drop for OneDraw {
+    fn drop(&mut self) {
+        if let Some(rnd) = &mut self.0 {
+            zeroize::Zeroize::zeroize(rnd);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Verification
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -684,6 +1093,8 @@ enum AlgKind {
     RsaPkcs1(Sha),
     /// RSASSA-PSS, MGF1 with the same hash, salt length = hash length (§4.2.3).
     RsaPss(Sha),
+    /// Pure ML-DSA, empty context (draft-ietf-tls-mldsa §3.2, RFC 9881 §3).
+    MlDsa(MlDsaLevel),
 }
 
 /// A signature verification algorithm on RustCrypto, usable by webpki and by CertificateVerify.
@@ -844,9 +1255,31 @@ pub static RSA_PSS_PSS_SHA512_ONLY: VerifyAlg = VerifyAlg {
     signature_alg_id: alg_id::RSA_PSS_SHA512,
 };
 
+/// ML-DSA-44: id-ML-DSA-44 keys and signatures alike (RFC 9881 §2, §3).
+pub static ML_DSA_44: VerifyAlg = VerifyAlg {
+    name: "mldsa44",
+    kind: AlgKind::MlDsa(MlDsaLevel::L44),
+    public_key_alg_id: alg_id::ML_DSA_44,
+    signature_alg_id: alg_id::ML_DSA_44,
+};
+/// ML-DSA-65.
+pub static ML_DSA_65: VerifyAlg = VerifyAlg {
+    name: "mldsa65",
+    kind: AlgKind::MlDsa(MlDsaLevel::L65),
+    public_key_alg_id: alg_id::ML_DSA_65,
+    signature_alg_id: alg_id::ML_DSA_65,
+};
+/// ML-DSA-87.
+pub static ML_DSA_87: VerifyAlg = VerifyAlg {
+    name: "mldsa87",
+    kind: AlgKind::MlDsa(MlDsaLevel::L87),
+    public_key_alg_id: alg_id::ML_DSA_87,
+    signature_alg_id: alg_id::ML_DSA_87,
+};
+
 /// Everything webpki may use to check certificate signatures (through
 /// [`SignatureMemo`](crate::crypto::cert::SignatureMemo)'s wrapper, crypto::cert::verify_chain).
-pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 20] = [
+pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 23] = [
     &ECDSA_P256_SHA256,
     &ECDSA_P256_SHA384,
     &ECDSA_P384_SHA384,
@@ -867,6 +1300,9 @@ pub static CERTIFICATE_ALGORITHMS: [&VerifyAlg; 20] = [
     &RSA_PKCS1_SHA256,
     &RSA_PKCS1_SHA384,
     &RSA_PKCS1_SHA512,
+    &ML_DSA_44,
+    &ML_DSA_65,
+    &ML_DSA_87,
 ];
 
 /// The algorithms for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1;
@@ -890,8 +1326,47 @@ fn certificate_verify_algorithms(scheme: SignatureScheme) -> [Option<&'static Ve
         SignatureScheme::rsa_pss_pss_sha512 => {
             [Some(&RSA_PSS_PSS_SHA512), Some(&RSA_PSS_PSS_SHA512_ONLY)]
         }
+        SignatureScheme::mldsa44 => one(&ML_DSA_44),
+        SignatureScheme::mldsa65 => one(&ML_DSA_65),
+        SignatureScheme::mldsa87 => one(&ML_DSA_87),
         _ => [None, None],
     }
+}
+
+/// The schemes (§4.2.3) that name a certificate signature with this signatureAlgorithm
+/// (AlgorithmIdentifier contents), for matching a chain against signature_algorithms_cert.
+/// ECDSA by its hash (the curve is the issuer's, which the scheme names only for TLS 1.3
+/// CertificateVerify); RSASSA-PSS under either key type. Empty for an algorithm we do not know.
+pub fn schemes_for_certificate_signature(alg: &[u8]) -> &'static [SignatureScheme] {
+    use SignatureScheme as S;
+    let table: [(AlgorithmIdentifier, &'static [SignatureScheme]); 13] = [
+        (alg_id::ECDSA_SHA256, &[S::ecdsa_secp256r1_sha256]),
+        (alg_id::ECDSA_SHA384, &[S::ecdsa_secp384r1_sha384]),
+        (alg_id::ECDSA_SHA512, &[S::ecdsa_secp521r1_sha512]),
+        (alg_id::ED25519, &[S::ed25519]),
+        (alg_id::RSA_PKCS1_SHA256, &[S::rsa_pkcs1_sha256]),
+        (alg_id::RSA_PKCS1_SHA384, &[S::rsa_pkcs1_sha384]),
+        (alg_id::RSA_PKCS1_SHA512, &[S::rsa_pkcs1_sha512]),
+        (
+            alg_id::RSA_PSS_SHA256,
+            &[S::rsa_pss_rsae_sha256, S::rsa_pss_pss_sha256],
+        ),
+        (
+            alg_id::RSA_PSS_SHA384,
+            &[S::rsa_pss_rsae_sha384, S::rsa_pss_pss_sha384],
+        ),
+        (
+            alg_id::RSA_PSS_SHA512,
+            &[S::rsa_pss_rsae_sha512, S::rsa_pss_pss_sha512],
+        ),
+        (alg_id::ML_DSA_44, &[S::mldsa44]),
+        (alg_id::ML_DSA_65, &[S::mldsa65]),
+        (alg_id::ML_DSA_87, &[S::mldsa87]),
+    ];
+    table
+        .iter()
+        .find(|(id, _)| id.as_ref() == alg)
+        .map_or(&[], |(_, s)| *s)
 }
 
 /// The algorithm for a scheme allowed in CertificateVerify (§4.4.3: no PKCS#1 v1.5, no SHA-1),
@@ -988,6 +1463,7 @@ impl VerifyAlg {
                 pk.verify(h.pss(), &h.digest(message), sig)
                     .map_err(|_| SigError::BadSignature)
             }
+            AlgKind::MlDsa(level) => mldsa_verify(level, public_key, message, sig),
         }
     }
 }
@@ -1083,7 +1559,7 @@ fn parse_spki(der: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Reads one DER TLV with the expected tag; returns (contents, remainder).
-fn der_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+pub(crate) fn der_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     let (&t, rest) = input.split_first()?;
     if t != tag {
         return None;
@@ -1124,6 +1600,11 @@ mod tests {
     const P521_KEY: &str = include_str!("../../tests/vectors/pem/p521_key.pem");
     const RSA_PSS_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_key.pem");
     const RSA_PSS_SHA384_KEY: &str = include_str!("../../tests/vectors/pem/rsa_pss_sha384_key.pem");
+    // One ML-DSA-65 key in RFC 9881's three forms, written by OpenSSL 3.5
+    // (tests/vectors/pem/gen-mldsa.sh).
+    const MLDSA65_SEED: &str = include_str!("../../tests/vectors/pem/mldsa65_seed_key.pem");
+    const MLDSA65_EXPANDED: &str = include_str!("../../tests/vectors/pem/mldsa65_expanded_key.pem");
+    const MLDSA65_BOTH: &str = include_str!("../../tests/vectors/pem/mldsa65_both_key.pem");
 
     fn pem_der(pem: &str) -> Vec<u8> {
         use rustls_pki_types::pem::PemObject;
@@ -1681,6 +2162,172 @@ mod tests {
             let contents = vec![0xab; n];
             let w = der_wrap(0x04, &contents);
             assert_eq!(der_tlv(&w, 0x04), Some((&contents[..], &[][..])), "{n}");
+        }
+    }
+
+    #[test]
+    fn mldsa_keys_load_in_all_three_openssl_forms_and_sign() {
+        let seed = SigningKey::from_pem(MLDSA65_SEED).unwrap();
+        let expanded = SigningKey::from_pem(MLDSA65_EXPANDED).unwrap();
+        let both = SigningKey::from_pem(MLDSA65_BOTH).unwrap();
+        let spki = seed.public_key_spki_der().unwrap();
+        assert_eq!(expanded.public_key_spki_der().unwrap(), spki);
+        assert_eq!(both.public_key_spki_der().unwrap(), spki);
+        assert!(format!("{seed:?}").contains("mldsa65, seed"));
+        assert!(format!("{expanded:?}").contains("mldsa65, expanded"));
+        let scheme = SignatureScheme::mldsa65;
+        let msg = certificate_verify_message(true, &[7; 32]);
+        for key in [&seed, &expanded, &both] {
+            assert_eq!(key.schemes(), &[scheme]);
+            let sig = key
+                .sign(scheme, &msg, &mut SeededRandom::from_seed(1))
+                .unwrap();
+            assert_eq!(sig.len(), MlDsaLevel::L65.signature_len());
+            verify_signature(scheme, &spki, &msg, &sig).unwrap();
+            // The expanded key is the one the seed expands to: the same signature.
+            assert_eq!(
+                sig,
+                seed.sign(scheme, &msg, &mut SeededRandom::from_seed(1))
+                    .unwrap()
+            );
+            for other in [SignatureScheme::mldsa44, SignatureScheme::ed25519] {
+                assert_eq!(
+                    key.sign(other, &msg, &mut SeededRandom::from_seed(1)),
+                    Err(SigError::CannotSign(other))
+                );
+            }
+        }
+        // Written back as OpenSSL wrote them: seed-only when the seed is known (also for
+        // "both"), else expandedKey.
+        assert_eq!(seed.to_pkcs8_der().unwrap(), pem_der(MLDSA65_SEED));
+        assert_eq!(both.to_pkcs8_der().unwrap(), pem_der(MLDSA65_SEED));
+        assert_eq!(expanded.to_pkcs8_der().unwrap(), pem_der(MLDSA65_EXPANDED));
+    }
+
+    #[test]
+    fn mldsa_private_keys_that_disagree_or_are_cut_do_not_load() {
+        let both = pem_der(MLDSA65_BOTH);
+        // "both" whose expanded key is not the seed's: one byte of t0 changed.
+        let mut bad = both.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert_eq!(
+            SigningKey::from_pkcs8_der(&bad).unwrap_err(),
+            SigError::BadPrivateKey("ML-DSA seed and expanded key do not agree")
+        );
+        // An expanded key alone with that change: t0 no longer fits, so it cannot sign what
+        // its public key verifies.
+        let expanded = pem_der(MLDSA65_EXPANDED);
+        let mut bad = expanded.clone();
+        let i = bad.len() - 100;
+        bad[i] ^= 0x40;
+        assert!(matches!(
+            SigningKey::from_pkcs8_der(&bad),
+            Err(SigError::BadPrivateKey(_))
+        ));
+        // s1 out of range (η = 4: a 4-bit coefficient of 0xf).
+        let mut bad = expanded.clone();
+        let s1 = bad.len() - MlDsaLevel::L65.expanded_key_len() + 128;
+        bad[s1] = 0xff;
+        assert!(matches!(
+            SigningKey::from_pkcs8_der(&bad),
+            Err(SigError::BadPrivateKey(_))
+        ));
+        // Every truncation fails without a panic.
+        for der in [&both, &expanded, &pem_der(MLDSA65_SEED)] {
+            for cut in (0..der.len()).step_by(97).chain(der.len() - 3..der.len()) {
+                assert!(SigningKey::from_pkcs8_der(&der[..cut]).is_err(), "{cut}");
+            }
+        }
+        // A seed of 31 bytes.
+        let seed = pem_der(MLDSA65_SEED);
+        let (info, _) = der_tlv(&seed, 0x30).unwrap();
+        let (_, rest) = der_tlv(info, 0x02).unwrap();
+        let (alg, _) = der_tlv(rest, 0x30).unwrap();
+        let short = der_wrap(
+            0x30,
+            &[
+                &[0x02, 0x01, 0x00][..],
+                &der_wrap(0x30, alg),
+                &der_wrap(0x04, &der_wrap(0x80, &[1; 31])),
+            ]
+            .concat(),
+        );
+        assert_eq!(
+            SigningKey::from_pkcs8_der(&short).unwrap_err(),
+            SigError::BadPrivateKey("ML-DSA seed is not 32 bytes")
+        );
+    }
+
+    #[test]
+    fn mldsa_signing_draws_its_rnd_once_and_replays() {
+        for level in MlDsaLevel::ALL {
+            let key = SigningKey::generate_mldsa(level, &mut SeededRandom::from_seed(9));
+            let scheme = level.scheme();
+            let spki = key.public_key_spki_der().unwrap();
+            let sign = |seed: u64, msg: &[u8]| {
+                let mut inner = SeededRandom::from_seed(seed);
+                let mut c = Counting(&mut inner, vec![]);
+                let sig = key.sign(scheme, msg, &mut c).unwrap();
+                assert_eq!(c.1, vec![32], "one 32-byte draw: FIPS 204's rnd");
+                sig
+            };
+            assert_eq!(sign(3, b"m"), sign(3, b"m"));
+            assert_ne!(sign(3, b"m"), sign(4, b"m"), "hedged, not deterministic");
+            let sig = sign(3, b"m");
+            assert_eq!(sig.len(), level.signature_len());
+            verify_signature(scheme, &spki, b"m", &sig).unwrap();
+            // Another message, a flipped bit, a cut or padded signature: decrypt_error.
+            assert_eq!(
+                verify_signature(scheme, &spki, b"M", &sig),
+                Err(SigError::BadSignature)
+            );
+            let mut flipped = sig.clone();
+            flipped[10] ^= 1;
+            assert_eq!(
+                verify_signature(scheme, &spki, b"m", &flipped),
+                Err(SigError::BadSignature)
+            );
+            for wrong in [
+                &sig[..sig.len() - 1],
+                &[sig.as_slice(), &[0]].concat()[..],
+                &[],
+            ] {
+                let err = verify_signature(scheme, &spki, b"m", wrong).unwrap_err();
+                assert_eq!(err, SigError::BadSignature);
+                assert_eq!(err.alert(), AlertDescription::DecryptError);
+            }
+            // The key's parameter set is part of the scheme, both ways.
+            for other in MlDsaLevel::ALL.into_iter().filter(|l| *l != level) {
+                assert_eq!(
+                    verify_signature(other.scheme(), &spki, b"m", &sig),
+                    Err(SigError::KeyMismatch(other.scheme()))
+                );
+            }
+            let p256 = keys()[0].public_key_spki_der().unwrap();
+            assert_eq!(
+                verify_signature(scheme, &p256, b"m", &sig),
+                Err(SigError::KeyMismatch(scheme))
+            );
+            // A key of the wrong length under the right identifier.
+            let alg = certificate_verify_algorithm(scheme).unwrap();
+            assert_eq!(
+                alg.verify(&[0; 100], b"m", &sig),
+                Err(SigError::BadKey("ML-DSA public key of the wrong length"))
+            );
+            // Seeded generation is reproducible and round-trips through PKCS#8.
+            let der = key.to_pkcs8_der().unwrap();
+            assert_eq!(
+                SigningKey::generate_mldsa(level, &mut SeededRandom::from_seed(9))
+                    .to_pkcs8_der()
+                    .unwrap(),
+                der
+            );
+            let back = SigningKey::from_pkcs8_der(&der).unwrap();
+            assert_eq!(back.public_key_spki_der().unwrap(), spki);
+            assert!(CERTIFICATE_ALGORITHMS
+                .iter()
+                .any(|a| a.name() == scheme.name()));
         }
     }
 }

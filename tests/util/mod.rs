@@ -34,12 +34,18 @@ pub enum KeyKind {
     RsaPss,
     /// RSA-2048 id-RSASSA-PSS key restricted to SHA-384 (from OpenSSL, as P521).
     RsaPssSha384,
+    /// ML-DSA-44 (key and self-signed certificate from OpenSSL: tests/vectors/pem/gen-mldsa.sh).
+    MlDsa44,
+    /// ML-DSA-65 (from OpenSSL, as MlDsa44).
+    MlDsa65,
+    /// ML-DSA-87 (from OpenSSL, as MlDsa44).
+    MlDsa87,
 }
 
 /// A key of `kind` with a self-signed certificate for `localhost` (and its DER, to trust as a
 /// root). Made once per kind and process: RSA key generation is slow.
 pub fn certified(kind: KeyKind) -> (CertifiedKey, Vec<u8>) {
-    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 6] = [const { OnceLock::new() }; 6];
+    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 9] = [const { OnceLock::new() }; 9];
     let i = kind as usize;
     CELLS[i]
         .get_or_init(|| make_certified(kind, 0x5e12_0000 + i as u64))
@@ -99,6 +105,19 @@ fn make_certified(kind: KeyKind, seed: u64) -> (CertifiedKey, Vec<u8>) {
         KeyKind::RsaPssSha384 => openssl_made(
             include_str!("../vectors/pem/rsa_pss_sha384_key.pem"),
             include_str!("../vectors/pem/rsa_pss_sha384_certificate.pem"),
+        ),
+        // rcgen 0.13 has no ML-DSA.
+        KeyKind::MlDsa44 => openssl_made(
+            include_str!("../vectors/pem/mldsa44_key.pem"),
+            include_str!("../vectors/pem/mldsa44_certificate.pem"),
+        ),
+        KeyKind::MlDsa65 => openssl_made(
+            include_str!("../vectors/pem/mldsa65_key.pem"),
+            include_str!("../vectors/pem/mldsa65_certificate.pem"),
+        ),
+        KeyKind::MlDsa87 => openssl_made(
+            include_str!("../vectors/pem/mldsa87_key.pem"),
+            include_str!("../vectors/pem/mldsa87_certificate.pem"),
         ),
     };
     let ck = CertifiedKey {

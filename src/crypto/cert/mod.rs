@@ -17,4 +17,7 @@ mod verify;
 #[cfg(feature = "certgen")]
 pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
 pub use pem::certs_from_pem;
-pub use verify::{verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo, Usage};
+pub use verify::{
+    chain_signed_with, verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo,
+    Usage,
+};

@@ -558,6 +558,40 @@ pub fn verify_chain(
     Ok(())
 }
 
+/// Whether every certificate of `chain` (DER, leaf first) is signed with a scheme in `accepted`
+/// (§4.4.2.2, for choosing among several chains by signature_algorithms_cert). A self-signed
+/// certificate (issuer = subject) is exempt: it starts a path, so its signature is not checked
+/// (§4.2.3). An unparseable certificate, or an algorithm we cannot name, does not match.
+pub fn chain_signed_with(chain: &[Vec<u8>], accepted: &[SignatureScheme]) -> bool {
+    chain.iter().all(|der| {
+        certificate_signature(der).is_some_and(|(alg, self_signed)| {
+            self_signed
+                || sign::schemes_for_certificate_signature(alg)
+                    .iter()
+                    .any(|s| accepted.contains(s))
+        })
+    })
+}
+
+/// Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue } (RFC 5280
+/// §4.1): the signatureAlgorithm's contents, and whether the issuer Name equals the subject's.
+fn certificate_signature(der: &[u8]) -> Option<(&[u8], bool)> {
+    use sign::der_tlv;
+    let (cert, []) = der_tlv(der, 0x30)? else {
+        return None;
+    };
+    let (tbs, rest) = der_tlv(cert, 0x30)?;
+    let (alg, _) = der_tlv(rest, 0x30)?;
+    // tbsCertificate: [0] version (optional), serialNumber, signature, issuer, validity, subject.
+    let tbs = der_tlv(tbs, 0xa0).map_or(tbs, |(_, rest)| rest);
+    let (_, tbs) = der_tlv(tbs, 0x02)?;
+    let (_, tbs) = der_tlv(tbs, 0x30)?;
+    let (issuer, tbs) = der_tlv(tbs, 0x30)?;
+    let (_, tbs) = der_tlv(tbs, 0x30)?;
+    let (subject, _) = der_tlv(tbs, 0x30)?;
+    Some((alg, issuer == subject))
+}
+
 /// CertificateVerify check (§4.4.3): `signature` by the key of `leaf_der` over `message`
 /// (see [`sign::certificate_verify_message`]) with `scheme`.
 pub fn verify_with_leaf(
@@ -952,6 +986,22 @@ mod tests {
                 include_str!("../../../tests/vectors/pem/rsa_pss_sha384_key.pem"),
                 SignatureScheme::rsa_pss_pss_sha384,
             ),
+            // RFC 9881 keys and self-signatures, made by OpenSSL 3.5 (gen-mldsa.sh).
+            (
+                include_str!("../../../tests/vectors/pem/mldsa44_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa44_key.pem"),
+                SignatureScheme::mldsa44,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/mldsa65_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa65_key.pem"),
+                SignatureScheme::mldsa65,
+            ),
+            (
+                include_str!("../../../tests/vectors/pem/mldsa87_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/mldsa87_key.pem"),
+                SignatureScheme::mldsa87,
+            ),
         ];
         for (cert, key, scheme) in cases {
             let chain = vec![one_cert(cert)];
@@ -992,5 +1042,62 @@ mod tests {
                 "{scheme}"
             );
         }
+    }
+
+    /// An ML-DSA-87 root, ML-DSA-65 intermediate and ML-DSA-44 leaf made by OpenSSL: the path
+    /// validates through our id-ML-DSA-* algorithms; one flipped signature byte anywhere below
+    /// the root is bad_certificate.
+    #[test]
+    fn mldsa_chain_validates_and_a_flipped_signature_byte_does_not() {
+        const T_2024: u64 = 1_704_067_200;
+        let chain =
+            certs_from_pem(include_str!("../../../tests/vectors/pem/mldsa_chain.pem")).unwrap();
+        let roots = certs_from_pem(include_str!(
+            "../../../tests/vectors/pem/mldsa_chain_root.pem"
+        ))
+        .unwrap();
+        assert_eq!(chain.len(), 2);
+        let memo = SignatureMemo::new(4);
+        let check = |chain: &[Vec<u8>]| {
+            verify_chain(
+                chain,
+                &roots,
+                Some("localhost"),
+                T_2024,
+                Usage::Server,
+                Some(&memo),
+            )
+        };
+        check(&chain).unwrap();
+        verify_chain(&chain, &roots, None, T_2024, Usage::Client, None).unwrap();
+        // Without the intermediate the leaf has no path.
+        assert!(matches!(
+            check(&chain[..1]),
+            Err(CertError::UnknownIssuer { .. })
+        ));
+        for i in 0..chain.len() {
+            let mut bad = chain.clone();
+            // The signature BIT STRING ends the certificate; its middle is well inside it.
+            let at = bad[i].len() - 1000;
+            bad[i][at] ^= 0x10;
+            let err = check(&bad).unwrap_err();
+            assert_eq!(err, CertError::BadSignature, "certificate {i}");
+            assert_eq!(err.alert(), AlertDescription::BadCertificate);
+        }
+        // The leaf signs CertificateVerify with its ML-DSA-44 key.
+        let key = SigningKey::from_pem(include_str!(
+            "../../../tests/vectors/pem/mldsa_chain_leaf_key.pem"
+        ))
+        .unwrap();
+        let m = certificate_verify_message(false, &[5; 32]);
+        let scheme = SignatureScheme::mldsa44;
+        let sig = key
+            .sign(scheme, &m, &mut SeededRandom::from_seed(2))
+            .unwrap();
+        verify_with_leaf(&chain[0], scheme, &m, &sig).unwrap();
+        assert_eq!(
+            verify_with_leaf(&chain[0], SignatureScheme::mldsa65, &m, &sig),
+            Err(SigError::KeyMismatch(SignatureScheme::mldsa65))
+        );
     }
 }
