@@ -1,6 +1,7 @@
 //! Cryptographic backends for the sans-IO core (all RustCrypto, all randomness injected).
 //!
 //! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
+//! - [`hpke`]: HPKE (RFC 9180) base mode for Encrypted ClientHello, every step observable.
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4), with
 //!   [`x448`] (RFC 7748) and [`ffdhe`] (RFC 7919) written out on crypto-bigint.
@@ -21,6 +22,7 @@ pub mod cert;
 pub mod ffdhe;
 pub mod hash;
 pub(crate) mod hmac_key;
+pub mod hpke;
 pub mod kx;
 pub mod random;
 #[cfg(feature = "ring-sign")]
