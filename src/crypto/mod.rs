@@ -1,6 +1,7 @@
 //! Cryptographic backends for the sans-IO core (all RustCrypto, all randomness injected).
 //!
 //! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
+//! - [`ech`]: ECH key files (a PKCS#8 key and an ECHConfigList, as OpenSSL writes them).
 //! - [`hpke`]: HPKE (RFC 9180) base mode for Encrypted ClientHello, every step observable.
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4), with
@@ -19,6 +20,7 @@ pub mod aead;
 #[cfg(feature = "aws-lc-kx")]
 mod awslc;
 pub mod cert;
+pub mod ech;
 pub mod ffdhe;
 pub mod hash;
 pub(crate) mod hmac_key;
