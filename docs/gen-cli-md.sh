@@ -89,6 +89,7 @@ cat <<'EOF'
 | [`hello`](#tls13lab-hello) | the ClientHello size lab | [hello.md](hello.md) |
 | [`simulate`](#tls13lab-simulate) | whole connections over a virtual link | [simulate.md](simulate.md) |
 | [`dissect`](#tls13lab-dissect), `--pcap`, `--svg` | captures decoded and decrypted; ladder diagrams | [dissect.md](dissect.md), [ladder.md](ladder.md) |
+| [`ech keygen`](#tls13lab-ech-keygen) | an Encrypted ClientHello key file, as `openssl ech` writes it | [interop.md](interop.md) |
 
 ## `tls13lab demo` (the default)
 
@@ -238,6 +239,17 @@ show "tls13lab client 127.0.0.1:$PORT --insecure --pcap conn.pcapng --svg conn.s
 stop_server
 show "tls13lab dissect conn.pcapng" "$BIN" dissect conn.pcapng
 
+echo '## `tls13lab ech keygen`'
+echo
+echo 'An Encrypted ClientHello key (RFC 9849 §4): the PEM file `openssl ech` writes — a PKCS#8'
+echo '`PRIVATE KEY` (X25519, or P-256 with `--suite 0x10,…`) and an `ECHCONFIG` block holding the'
+echo 'base64 ECHConfigList — which OpenSSL 4.0'"'"'s `s_server -ech_key FILE` loads; stdout is the same'
+echo 'ECHConfigList for `s_client -ech_config_list`. `--seed` makes the key reproducible:'
+echo
+show "tls13lab ech keygen --public-name public.example --seed 1 --out ech.pem" \
+    "$BIN" ech keygen --public-name public.example --seed 1 --out ech.pem
+show "cat ech.pem" cat ech.pem
+
 echo '## Errors'
 echo
 start_server --suites chacha20 --require-client-cert --cert-out cert2.pem
@@ -269,8 +281,9 @@ echo '## Help'
 echo
 echo 'Every subcommand'"'"'s options (`tls13lab --help` is [at the top](#commands)).'
 echo
-for c in demo client server keys bench hello simulate dissect; do
-    show "tls13lab $c --help" "$BIN" "$c" --help
+for c in demo client server keys bench hello simulate dissect ech "ech keygen"; do
+    # shellcheck disable=SC2086 # "ech keygen" is two words
+    show "tls13lab $c --help" "$BIN" $c --help
 done
 } >"$OUT"
 echo "wrote $OUT"

@@ -1618,3 +1618,102 @@ fn bench_reports_every_figure_as_json() {
         }
     }
 }
+
+/// `tls13lab ech keygen`: the file reads back as an ECH key whose config is what the options
+/// asked for, stdout is its ECHConfigList in base64, a seed gives the same file, and bad suites
+/// are exit 2. (OpenSSL reading these files: tests/interop_openssl.rs.)
+#[test]
+fn ech_keygen_writes_a_key_file_and_prints_the_config_list() {
+    use tls13lab::crypto::cert::base64_decode;
+    use tls13lab::crypto::ech::EchKeyPair;
+    use tls13lab::messages::enums::{HpkeAeadId, HpkeKemId};
+    let t = TempDir::new("ech-keygen");
+    let keygen = |out: &str, extra: &[&str]| {
+        let o = run(&[
+            &[
+                "ech",
+                "keygen",
+                "--public-name",
+                "public.example",
+                "--out",
+                &t.s(out),
+            ][..],
+            extra,
+        ]
+        .concat());
+        assert_ok(&o);
+        let text = std::fs::read_to_string(t.path(out)).unwrap();
+        (stdout(&o), text)
+    };
+    let (b64, text) = keygen("a.pem", &["--seed", "3"]);
+    let k = EchKeyPair::from_pem(&text).unwrap();
+    assert_eq!(base64_decode(b64.trim()).unwrap(), k.list.encode());
+    let c = k.config.contents().unwrap();
+    assert_eq!(c.key_config.kem_id, HpkeKemId::DhkemX25519HkdfSha256);
+    assert_eq!(c.key_config.cipher_suites.len(), 1);
+    assert_eq!(c.key_config.cipher_suites[0].aead_id, HpkeAeadId::Aes128Gcm);
+    assert_eq!(
+        (c.public_name_str(), c.maximum_name_length),
+        (Some("public.example"), 0)
+    );
+    assert_eq!(
+        keygen("b.pem", &["--seed", "3"]),
+        (b64.clone(), text.clone())
+    );
+    assert_ne!(
+        keygen("c.pem", &[]).1,
+        text,
+        "without --seed the OS draws the key"
+    );
+    let (_, p) = keygen(
+        "p.pem",
+        &[
+            "--suite",
+            "0x10,1,3",
+            "--suite",
+            "16,1,2",
+            "--config-id",
+            "200",
+            "--max-name-len",
+            "64",
+        ],
+    );
+    let p = EchKeyPair::from_pem(&p).unwrap();
+    let c = p.config.contents().unwrap();
+    assert_eq!(c.key_config.kem_id, HpkeKemId::DhkemP256HkdfSha256);
+    assert_eq!(c.key_config.public_key.len(), 65);
+    assert_eq!(
+        c.key_config
+            .cipher_suites
+            .iter()
+            .map(|s| s.aead_id)
+            .collect::<Vec<_>>(),
+        [HpkeAeadId::ChaCha20Poly1305, HpkeAeadId::Aes256Gcm]
+    );
+    assert_eq!((c.key_config.config_id, c.maximum_name_length), (200, 64));
+    for (bad, why) in [
+        (&["--suite", "0x21,1,1"][..], "unsupported HPKE KEM"),
+        (&["--suite", "0x20,1,0xffff"][..], "unsupported HPKE AEAD"),
+        (&["--suite", "0x20,1"][..], "expected KEM,KDF,AEAD"),
+        (
+            &["--suite", "0x20,1,1", "--suite", "0x10,1,1"][..],
+            "same KEM",
+        ),
+    ] {
+        let o = run(&[
+            &[
+                "ech",
+                "keygen",
+                "--public-name",
+                "p",
+                "--out",
+                &t.s("x.pem"),
+            ][..],
+            bad,
+        ]
+        .concat());
+        let msg = assert_fails(&o, 2, "tls13lab: bad option: ");
+        assert!(msg.contains(why), "{bad:?}: {msg}");
+    }
+    assert!(!t.path("x.pem").exists());
+}

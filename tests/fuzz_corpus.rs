@@ -55,6 +55,22 @@ fn recorded_sessions_replay_to_the_end() {
     assert!(n > 100, "{n} replays");
 }
 
+#[test]
+fn ech_config_list_seeds_decode() {
+    // The messages target's ECHConfigList seeds must reach the decoder's success path, or
+    // mutations would start from inputs it refuses at the first length.
+    let seeds = seeds();
+    let ech: Vec<_> = seeds
+        .iter()
+        .filter(|(t, name, _)| *t == "messages" && name.starts_with("ech-config-"))
+        .collect();
+    assert_eq!(ech.len(), 3);
+    for (_, name, data) in ech {
+        let list = tls13lab::messages::ech::EchConfigList::decode(data);
+        assert!(list.is_ok(), "{name}: {list:?}");
+    }
+}
+
 /// Cheap stable fuzzing: byte flips, insertions, deletions and splices of seeds, from a fixed
 /// seed (`FUZZ_ITERATIONS` per target, default 300).
 #[test]

@@ -3635,3 +3635,102 @@ fn s_client_answers_post_handshake_auth_from_the_cli_server() {
         "{v}"
     );
 }
+
+// ------------------------------------------------------------------------- ECH key files
+
+/// ECH key files both ways with OpenSSL 4.0.3 (RFC 9849 §4): we read the file `openssl ech`
+/// writes (and write it back byte for byte), and OpenSSL serves ECH with a file `tls13lab ech
+/// keygen` wrote — `s_server -ech_key OURS.pem`, and an `s_client -ech_config_list` given the
+/// base64 we printed gets `ECH: success` with the inner and outer names. OpenSSL on both ends of
+/// the connection: the check is of our file's format (keys and ECHConfigList), not of our ECH.
+#[test]
+fn ech_key_files_work_with_openssl40() {
+    use tls13lab::crypto::ech::EchKeyPair;
+    let peer = openssl40();
+    let f = fixture("4.0-ech-keys");
+    // OpenSSL's file, read by the library.
+    let mut g = Proc::spawn(
+        &peer,
+        &f.dir,
+        &[
+            "ech",
+            "-public_name",
+            "public.example",
+            "-out",
+            "ossl-ech.pem",
+        ],
+    );
+    assert_eq!(g.exit_code(), Some(0), "{}", g.context());
+    let text = std::fs::read_to_string(f.dir.join("ossl-ech.pem")).unwrap();
+    let k = EchKeyPair::from_pem(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let c = k.config.contents().unwrap();
+    assert_eq!(c.public_name, b"public.example");
+    assert_eq!(k.to_pem(), text, "OpenSSL's layout, byte for byte");
+    // Ours, served by OpenSSL: X25519 with OpenSSL's default suite, P-256 with two suites.
+    for (stem, extra) in [
+        ("ours-x25519", &[][..]),
+        (
+            "ours-p256",
+            &[
+                "--suite",
+                "0x10,1,3",
+                "--suite",
+                "0x10,1,2",
+                "--config-id",
+                "77",
+            ][..],
+        ),
+    ] {
+        let file = format!("{stem}.pem");
+        let mut kg = tls13lab(
+            &f.dir,
+            &[
+                &[
+                    "ech",
+                    "keygen",
+                    "--public-name",
+                    "public.example",
+                    "--seed",
+                    "5",
+                    "--out",
+                    &file,
+                ][..],
+                extra,
+            ]
+            .concat(),
+        );
+        assert_eq!(kg.exit_code(), Some(0), "{}", kg.context());
+        let b64 = kg
+            .output()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let ours =
+            EchKeyPair::from_pem(&std::fs::read_to_string(f.dir.join(&file)).unwrap()).unwrap();
+        assert_eq!(
+            tls13lab::crypto::cert::base64_decode(&b64).unwrap(),
+            ours.list.encode(),
+            "stdout is the file's ECHConfigList"
+        );
+        let (srv, port) = f.s_server(&peer, 1, &["-ech_key", &file]);
+        srv.assert_has("Loaded 1 ECH key pairs in total");
+        let mut c = f.s_client(&peer, port, &["-ech_config_list", &b64]);
+        c.wait_for("ECH: success");
+        c.send_line("Q");
+        assert_eq!(c.exit_code(), Some(0), "{}", c.context());
+        for needle in [
+            "ECH: success: 1",
+            "ECH: inner: localhost",
+            "ECH: outer: public.example",
+        ] {
+            assert!(
+                c.output().contains(needle),
+                "{stem}: no {needle:?}\n{}\n{}",
+                c.context(),
+                srv.context()
+            );
+        }
+    }
+}

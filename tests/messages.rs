@@ -762,3 +762,194 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// ECHConfigList (RFC 9849 §4)
+// ---------------------------------------------------------------------------------------------
+
+mod ech_config {
+    use tls13lab::crypto::cert::{base64_decode, pem_blocks};
+    use tls13lab::messages::ech::*;
+    use tls13lab::messages::enums::{HpkeAeadId, HpkeKdfId, HpkeKemId};
+    use tls13lab::messages::DecodeError;
+
+    /// The ECHConfigList of `openssl ech -public_name public.example` (OpenSSL 4.0.3), from
+    /// tests/vectors/ech/openssl-x25519.pem.
+    fn openssl_list() -> Vec<u8> {
+        let pem = include_str!("vectors/ech/openssl-x25519.pem");
+        pem_blocks(pem, "ECHCONFIG").unwrap().remove(0)
+    }
+
+    /// A list with a 0xfe0d config carrying an unknown KEM, two suites (one unknown) and two
+    /// extensions (one mandatory), then a config of an unknown version.
+    fn exotic_list() -> Vec<u8> {
+        hex::decode(concat!(
+            "003b",
+            "fe0d",
+            "0029",
+            "07",
+            "0a0a",
+            "0003",
+            "010203",
+            "0008",
+            "0001",
+            "0002",
+            "1234",
+            "ffff",
+            "20",
+            "09",
+            "612e6578616d706c65",
+            "000a",
+            "0001",
+            "0000",
+            "fa00",
+            "0002",
+            "abcd",
+            "fe0e",
+            "000a",
+            "00112233445566778899",
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn openssl_config_decodes_and_round_trips() {
+        let bytes = openssl_list();
+        let list = EchConfigList::decode(&bytes).unwrap();
+        assert_eq!(list.encode(), bytes);
+        let [c] = list.configs.as_slice() else {
+            panic!("{list:?}")
+        };
+        assert_eq!(c.version, ECH_VERSION);
+        assert_eq!(c.raw, bytes[2..]);
+        let k = &c.contents().unwrap().key_config;
+        assert_eq!(k.kem_id, HpkeKemId::DhkemX25519HkdfSha256);
+        assert_eq!(k.public_key.len(), 32);
+        assert_eq!(
+            k.cipher_suites,
+            [HpkeSymmetricCipherSuite {
+                kdf_id: HpkeKdfId::HkdfSha256,
+                aead_id: HpkeAeadId::Aes128Gcm
+            }]
+        );
+        let contents = c.contents().unwrap();
+        assert_eq!(contents.public_name_str(), Some("public.example"));
+        assert_eq!(contents.maximum_name_length, 0);
+        assert!(contents.extensions.is_empty());
+        // The same bytes as base64 on a command line.
+        assert_eq!(
+            base64_decode("AEH+DQA9AwAgACCFE8T4blJK7zbl0wXKfFWKjxXXKS+GrvvZcZiVY8/4LwAEAAEAAQAOcHVibGljLmV4YW1wbGUAAA==").unwrap(),
+            bytes
+        );
+    }
+
+    #[test]
+    fn unknown_versions_kems_suites_and_extensions_are_kept() {
+        let bytes = exotic_list();
+        let list = EchConfigList::decode(&bytes).unwrap();
+        assert_eq!(list.encode(), bytes);
+        assert_eq!(list.configs.len(), 2);
+        let c = list.configs[0].contents().unwrap();
+        assert_eq!(c.key_config.kem_id, HpkeKemId::Unknown(0x0a0a));
+        assert_eq!(
+            c.key_config.cipher_suites[1].aead_id,
+            HpkeAeadId::ExportOnly
+        );
+        assert_eq!(
+            c.key_config.cipher_suites[1].kdf_id,
+            HpkeKdfId::Unknown(0x1234)
+        );
+        assert_eq!(c.maximum_name_length, 32);
+        assert_eq!(c.extensions.len(), 2);
+        assert!(!c.extensions[0].is_mandatory() && c.extensions[1].is_mandatory());
+        assert_eq!(list.configs[1].version, 0xfe0e);
+        assert_eq!(
+            list.configs[1].body,
+            EchConfigBody::Unknown(hex::decode("00112233445566778899").unwrap())
+        );
+        assert_eq!(list.configs[1].raw, bytes[bytes.len() - 14..]);
+        // A config built from its parts encodes as the decoded one did.
+        assert_eq!(EchConfig::new(c.clone()).raw, list.configs[0].raw);
+    }
+
+    #[test]
+    fn every_truncation_and_extension_is_an_error() {
+        for bytes in [openssl_list(), exotic_list()] {
+            for n in 0..bytes.len() {
+                assert!(EchConfigList::decode(&bytes[..n]).is_err(), "{n}");
+            }
+            let mut long = bytes.clone();
+            long.push(0);
+            assert_eq!(
+                EchConfigList::decode(&long),
+                Err(DecodeError::Trailing {
+                    what: "ECHConfigList"
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_contents_are_errors() {
+        let good = exotic_list();
+        // Each edit keeps every length consistent, so only the named rule can fail.
+        let cases: &[(&str, usize, &[u8], DecodeError)] = &[
+            // The second extension's type made equal to the first.
+            (
+                "duplicate extension",
+                41,
+                &[0x00, 0x01],
+                DecodeError::Invalid {
+                    what: "duplicate ECHConfigExtension",
+                },
+            ),
+        ];
+        for (what, at, patch, err) in cases {
+            let mut b = good.clone();
+            b[*at..*at + patch.len()].copy_from_slice(patch);
+            assert_eq!(EchConfigList::decode(&b).as_ref(), Err(err), "{what}");
+        }
+        // An empty public_name, cipher_suites of 6 bytes, an empty list, a 0-byte public key.
+        let config = |name: &str, suites: &str, pk: &str| {
+            let body = format!("01 0020 {pk} {suites} 00 {name} 0000").replace(' ', "");
+            let body = hex::decode(body).unwrap();
+            let mut c = vec![0xfe, 0x0d];
+            c.extend_from_slice(&(body.len() as u16).to_be_bytes());
+            c.extend_from_slice(&body);
+            let mut l = (c.len() as u16).to_be_bytes().to_vec();
+            l.extend_from_slice(&c);
+            EchConfigList::decode(&l)
+        };
+        assert!(config("016e", "000400010001", "000109").is_ok());
+        assert_eq!(
+            config("00", "000400010001", "000109"),
+            Err(DecodeError::Empty {
+                what: "public_name"
+            })
+        );
+        assert_eq!(
+            config("016e", "0006000100010001", "000109"),
+            Err(DecodeError::LengthNotMultiple {
+                what: "cipher_suites"
+            })
+        );
+        assert_eq!(
+            config("016e", "0000", "000109"),
+            Err(DecodeError::Empty {
+                what: "cipher_suites"
+            })
+        );
+        assert_eq!(
+            config("016e", "000400010001", "0000"),
+            Err(DecodeError::Empty {
+                what: "HpkePublicKey"
+            })
+        );
+        assert_eq!(
+            EchConfigList::decode(&[0, 0]),
+            Err(DecodeError::Empty {
+                what: "ECHConfigList"
+            })
+        );
+    }
+}

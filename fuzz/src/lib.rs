@@ -7,7 +7,7 @@
 //!
 //! | target | what it feeds | what must hold besides "no panic" |
 //! | --- | --- | --- |
-//! | [`messages`] | one handshake message, an extension block, an alert | a decoded message re-encodes to the same bytes; layouts stay in bounds |
+//! | [`messages`] | one handshake message, an extension block, an alert, an ECHConfigList | a decoded message re-encodes to the same bytes; layouts stay in bounds |
 //! | [`records`] | a byte stream to the deframer, joiner and record protection | chunking does not change the records; inner-plaintext parsing follows §5.4 |
 //! | [`client`], [`server`] | a peer's bytes after a prefix of a real handshake (see [`Session`]) | every error carries exactly the alert its type names; a failed endpoint stays failed |
 //! | [`kx`] | a peer's key share for each group | a bad share is illegal_parameter, never internal_error |
@@ -20,6 +20,7 @@ use tls13lab::crypto::kx::{server_respond, KeyShareSecret, KxError};
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::events::{Epoch, Event, RecordEvent, Side};
 use tls13lab::keyschedule::SecretName;
+use tls13lab::messages::ech::EchConfigList;
 use tls13lab::messages::enums::{AlertDescription, ContentType, NamedGroup};
 use tls13lab::messages::extensions::{decode_extensions, encode_extensions, ExtensionContext};
 use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage};
@@ -96,6 +97,44 @@ pub fn messages(data: &[u8]) {
     if let Ok(a) = Alert::decode(data) {
         assert_eq!(a.encode(), data);
     }
+    // ECHConfigList (RFC 9849 §4): unknown versions, KEMs and extensions round-trip, and each
+    // config keeps exactly its own wire bytes.
+    if let Ok(list) = EchConfigList::decode(data) {
+        assert_eq!(list.encode(), data, "ECHConfigList {list:?}");
+        let mut at = 2;
+        for c in &list.configs {
+            assert_eq!(c.raw, data[at..at + c.raw.len()]);
+            at += c.raw.len();
+        }
+    }
+}
+
+/// ECHConfigList seeds for [`messages`]: the two files OpenSSL 4.0.3 wrote
+/// (tests/vectors/ech/), and a list with an unknown version, KEM and extensions.
+fn ech_config_seeds() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (name, pem) in [
+        (
+            "x25519",
+            include_str!("../../tests/vectors/ech/openssl-x25519.pem"),
+        ),
+        (
+            "p256",
+            include_str!("../../tests/vectors/ech/openssl-p256.pem"),
+        ),
+    ] {
+        for block in tls13lab::crypto::cert::pem_blocks(pem, "ECHCONFIG").unwrap_or_default() {
+            out.push((format!("ech-config-openssl-{name}"), block));
+        }
+    }
+    let exotic = "003bfe0d0029070a0a0003010203000800010002\
+                  1234ffff2009612e6578616d706c65000a00010000fa000002abcd\
+                  fe0e000a00112233445566778899";
+    let exotic: Vec<u8> = (0..exotic.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&exotic[2 * i..2 * i + 2], 16).ok())
+        .collect();
+    out.push(("ech-config-exotic".into(), exotic));
+    out
 }
 
 fn check_span(span: &tls13lab::messages::Span, len: usize) {
@@ -880,6 +919,9 @@ pub fn seeds(rfc8448_json: &str) -> Vec<(&'static str, String, Vec<u8>)> {
                 [&[200u8][..], r].concat(),
             ));
         }
+    }
+    for (name, data) in ech_config_seeds() {
+        out.push(("messages", name, data));
     }
     for n in 0..SCENARIOS {
         let s = session(n);

@@ -10,6 +10,7 @@ mod client;
 mod common;
 mod demo;
 mod dissect;
+mod ech;
 mod hello;
 mod instruments;
 mod keys;
@@ -55,6 +56,8 @@ enum Command {
     Keys(keys::KeysArgs),
     /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
     Bench(bench::BenchArgs),
+    /// Encrypted ClientHello keys: `ech keygen` writes an ECH key file as OpenSSL does.
+    Ech(ech::EchArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -78,6 +81,7 @@ pub fn main() -> ExitCode {
         Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
         Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
+        Some(Command::Ech(a)) => ech::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

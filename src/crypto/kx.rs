@@ -1012,6 +1012,51 @@ impl MlKemPrivate {
     }
 }
 
+/// Static-key Diffie-Hellman for HPKE's DHKEM (RFC 9180 §4.1), on the same backends as the
+/// key shares: the private key is given, not drawn (HPKE derives it, §7.1.3).
+pub(crate) mod static_dh {
+    use super::*;
+
+    /// X25519 public key of `sk` (RFC 7748 §6.1).
+    pub(crate) fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
+        X25519Private::from_bytes(sk).public()
+    }
+
+    /// X25519(sk, pk); the all-zero output is an error (RFC 9180 §7.1.4, RFC 7748 §6.1).
+    pub(crate) fn x25519(sk: &[u8; 32], pk: &[u8]) -> Result<Zeroizing<[u8; 32]>, KxError> {
+        x25519_peer(pk)?;
+        let mut peer = [0u8; 32];
+        peer.copy_from_slice(pk);
+        X25519Private::from_bytes(sk)
+            .diffie_hellman(&peer)
+            .ok_or(KxError::ZeroSharedSecret)
+    }
+
+    /// The P-256 scalar of `sk`, which must be in [1, n) (RFC 9180 §7.1.2).
+    fn p256_secret(sk: &[u8; 32]) -> Result<p256::SecretKey, KxError> {
+        p256::SecretKey::from_bytes(sk.into())
+            .map_err(|_| KxError::InvalidPeerShare("P-256 private key not in [1, n)"))
+    }
+
+    /// Uncompressed P-256 public key of `sk` (SEC1, RFC 9180 §7.1.1).
+    pub(crate) fn p256_public(sk: &[u8; 32]) -> Result<[u8; 65], KxError> {
+        let point = p256_secret(sk)?.public_key().to_encoded_point(false);
+        let mut out = [0u8; 65];
+        out.copy_from_slice(point.as_bytes());
+        Ok(out)
+    }
+
+    /// The x-coordinate of sk·pk, with `pk` validated as a key share is (RFC 9180 §7.1.4).
+    pub(crate) fn p256(sk: &[u8; 32], pk: &[u8]) -> Result<Zeroizing<[u8; 32]>, KxError> {
+        let peer = p256_peer(pk)?;
+        let shared =
+            p256::ecdh::diffie_hellman(p256_secret(sk)?.to_nonzero_scalar(), peer.as_affine());
+        let mut out = Zeroizing::new([0u8; 32]);
+        out.copy_from_slice(shared.raw_secret_bytes());
+        Ok(out)
+    }
+}
+
 struct Hex<'a>(&'a [u8]);
 
 impl fmt::Debug for Hex<'_> {

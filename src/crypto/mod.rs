@@ -1,6 +1,8 @@
 //! Cryptographic backends for the sans-IO core (all RustCrypto, all randomness injected).
 //!
 //! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
+//! - [`ech`]: ECH key files (a PKCS#8 key and an ECHConfigList, as OpenSSL writes them).
+//! - [`hpke`]: HPKE (RFC 9180) base mode for Encrypted ClientHello, every step observable.
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4), with
 //!   [`x448`] (RFC 7748) and [`ffdhe`] (RFC 7919) written out on crypto-bigint.
@@ -18,9 +20,11 @@ pub mod aead;
 #[cfg(feature = "aws-lc-kx")]
 mod awslc;
 pub mod cert;
+pub mod ech;
 pub mod ffdhe;
 pub mod hash;
 pub(crate) mod hmac_key;
+pub mod hpke;
 pub mod kx;
 pub mod random;
 #[cfg(feature = "ring-sign")]

@@ -405,6 +405,21 @@ impl Prk<'_> {
     }
 }
 
+/// HKDF-Expand(PRK, info, L) with `info` given in up to six pieces (HPKE's LabeledExpand,
+/// RFC 9180 §4, has five); fails on L > 255 × Hash.length (RFC 5869 §2.3).
+pub(crate) fn expand_parts(
+    hash: HashAlg,
+    prk: &[u8],
+    info: &[&[u8]],
+    out: &mut [u8],
+) -> Result<(), HkdfError> {
+    if out.len() > 255 * hash.output_len() || info.len() > 6 {
+        return Err(HkdfError::OutputTooLong);
+    }
+    expand(hash, Prk::Bytes(prk), info, out);
+    Ok(())
+}
+
 /// HKDF-Expand (RFC 5869 §2.3): T(i) = HMAC(PRK, T(i-1) | info | i). `out` must be at most
 /// 255 × Hash.length bytes (callers check).
 fn expand(hash: HashAlg, prk: Prk<'_>, info: &[&[u8]], out: &mut [u8]) {

@@ -315,6 +315,36 @@ open_enum! {
     }
 }
 
+open_enum! {
+    /// HPKE KEM identifier (RFC 9180 §7.1), as ECHConfig's `kem_id` carries it (RFC 9849 §4).
+    HpkeKemId: u16 {
+        DhkemP256HkdfSha256 = 0x0010 => "DHKEM(P-256, HKDF-SHA256)",
+        DhkemP384HkdfSha384 = 0x0011 => "DHKEM(P-384, HKDF-SHA384)",
+        DhkemP521HkdfSha512 = 0x0012 => "DHKEM(P-521, HKDF-SHA512)",
+        DhkemX25519HkdfSha256 = 0x0020 => "DHKEM(X25519, HKDF-SHA256)",
+        DhkemX448HkdfSha512 = 0x0021 => "DHKEM(X448, HKDF-SHA512)",
+    }
+}
+
+open_enum! {
+    /// HPKE KDF identifier (RFC 9180 §7.2).
+    HpkeKdfId: u16 {
+        HkdfSha256 = 0x0001 => "HKDF-SHA256",
+        HkdfSha384 = 0x0002 => "HKDF-SHA384",
+        HkdfSha512 = 0x0003 => "HKDF-SHA512",
+    }
+}
+
+open_enum! {
+    /// HPKE AEAD identifier (RFC 9180 §7.3).
+    HpkeAeadId: u16 {
+        Aes128Gcm = 0x0001 => "AES-128-GCM",
+        Aes256Gcm = 0x0002 => "AES-256-GCM",
+        ChaCha20Poly1305 = 0x0003 => "ChaCha20Poly1305",
+        ExportOnly = 0xffff => "Export-only",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //!
 //! - [`codec`]: bounded [`Reader`] and length-back-filling [`Writer`] (§3).
 //! - [`enums`]: open code-point enums.
+//! - [`ech`]: ECHConfig and ECHConfigList (RFC 9849 §4).
 //! - [`extensions`]: [`Extension`], decoded per message context (§4.2).
 //! - [`handshake`]: [`HandshakeMessage`] = parse + exact wire bytes (§4).
 //! - [`layout`]: the [`Span`] tree naming every byte of an encoded message.
@@ -15,6 +16,7 @@
 //! produce the same bytes and layouts without copying that data first.
 
 pub mod codec;
+pub mod ech;
 pub mod enums;
 pub mod extensions;
 pub mod handshake;

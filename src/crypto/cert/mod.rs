@@ -16,7 +16,7 @@ mod verify;
 
 #[cfg(feature = "certgen")]
 pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
-pub use pem::certs_from_pem;
+pub use pem::{base64_decode, base64_encode, certs_from_pem, pem_blocks, pem_encode};
 pub use verify::{
     chain_signed_with, verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo,
     Usage,

@@ -37,14 +37,17 @@
 //!
 //! `model.rs` holds the tree's types, `data.rs` builds a tree from events or JSON and runs the
 //! connections they come from, `text.rs` writes it in RFC 8446 §7.1 notation and `svg.rs` draws
-//! it; every item is re-exported here.
+//! it, and `hpke.rs` writes HPKE's steps (RFC 9180, for ECH) as [`hpke_text`]; every item is
+//! re-exported here.
 //!
 //! [`Event::Derivation`]: crate::events::Event::Derivation
 
 mod data;
+mod hpke;
 mod model;
 mod svg;
 mod text;
 
 pub use self::data::{in_memory, in_memory_tree, rfc8448, Connection, InMemory, DEMO_REQUEST};
+pub use self::hpke::hpke_text;
 pub use self::model::{Ikm, KeyTree, Node, SharedSecret, Step};

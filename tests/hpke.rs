@@ -1,0 +1,327 @@
+//! HPKE (RFC 9180) base mode against the RFC's own vectors (tests/vectors/hpke/base.txt, from
+//! Appendix A) — every intermediate value, every listed encryption and export — and against an
+//! independent implementation (rustls' aws-lc-rs HPKE) for AES-256-GCM, which Appendix A has
+//! no vector for with these KEMs.
+
+use tls13lab::crypto::hpke::{
+    self, Aead, HpkeStep, HpkeValue, Kdf, Kem, KeyPair, ReceiverContext, SenderContext, Suite,
+};
+use tls13lab::crypto::random::{ScriptedRandom, SeededRandom};
+use tls13lab::keyschedule::NoSink;
+use tls13lab::messages::enums::{HpkeAeadId, HpkeKdfId, HpkeKemId};
+
+type Fields = Vec<(String, String)>;
+
+struct Case {
+    setup: Fields,
+    encryptions: Vec<Fields>,
+    exports: Vec<Fields>,
+}
+
+fn get<'a>(f: &'a Fields, k: &str) -> &'a str {
+    f.iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no {k}"))
+}
+
+fn bytes(f: &Fields, k: &str) -> Vec<u8> {
+    hex::decode(get(f, k)).unwrap()
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/hpke/base.txt"
+    ))
+    .unwrap();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut cur: Option<&mut Fields> = None;
+    for line in text.lines() {
+        match line {
+            "[suite]" => {
+                cases.push(Case {
+                    setup: Vec::new(),
+                    encryptions: Vec::new(),
+                    exports: Vec::new(),
+                });
+                cur = cases.last_mut().map(|c| &mut c.setup);
+            }
+            "[encryption]" | "[export]" => {
+                let c = cases.last_mut().unwrap();
+                let list = if line == "[encryption]" {
+                    &mut c.encryptions
+                } else {
+                    &mut c.exports
+                };
+                list.push(Vec::new());
+                cur = list.last_mut();
+            }
+            _ => {
+                let (k, v) = line.split_once(':').unwrap();
+                cur.as_mut()
+                    .unwrap()
+                    .push((k.to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    cases
+}
+
+fn suite_of(f: &Fields) -> Suite {
+    let id = |k| get(f, k).parse::<u16>().unwrap();
+    Suite::from_ids(
+        HpkeKemId::from(id("kem_id")),
+        HpkeKdfId::from(id("kdf_id")),
+        HpkeAeadId::from(id("aead_id")),
+    )
+    .unwrap()
+}
+
+/// The output of the one step named `name` (exactly one must be reported).
+fn step(steps: &[HpkeStep], name: HpkeValue) -> Vec<u8> {
+    let found: Vec<_> = steps.iter().filter(|s| s.name == name).collect();
+    assert_eq!(found.len(), 1, "{name}: {steps:?}");
+    found[0].output.clone()
+}
+
+fn check_schedule(f: &Fields, steps: &[HpkeStep], who: &str) {
+    for (name, key) in [
+        (HpkeValue::SharedSecret, "shared_secret"),
+        (HpkeValue::KeyScheduleContext, "key_schedule_context"),
+        (HpkeValue::Secret, "secret"),
+        (HpkeValue::ExporterSecret, "exporter_secret"),
+    ] {
+        assert_eq!(hex::encode(step(steps, name)), get(f, key), "{who} {key}");
+    }
+    // Export-only has neither key nor base_nonce (the vector lists them empty).
+    if !get(f, "key").is_empty() {
+        assert_eq!(
+            hex::encode(step(steps, HpkeValue::Key)),
+            get(f, "key"),
+            "{who}"
+        );
+        assert_eq!(
+            hex::encode(step(steps, HpkeValue::BaseNonce)),
+            get(f, "base_nonce"),
+            "{who}"
+        );
+    }
+}
+
+fn setup(c: &Case) -> (SenderContext, ReceiverContext, Vec<HpkeStep>, Vec<HpkeStep>) {
+    let f = &c.setup;
+    let suite = suite_of(f);
+    // DeriveKeyPair reproduces both key pairs from their ikm (RFC 9180 §7.1.3).
+    let r = suite
+        .kem
+        .derive_key_pair(&bytes(f, "ikmR"), &mut NoSink)
+        .unwrap();
+    assert_eq!(hex::encode(r.public_key()), get(f, "pkRm"));
+    assert_eq!(hex::encode(r.private_key()), get(f, "skRm"));
+    let e = suite
+        .kem
+        .derive_key_pair(&bytes(f, "ikmE"), &mut NoSink)
+        .unwrap();
+    assert_eq!(hex::encode(e.public_key()), get(f, "pkEm"));
+    assert_eq!(hex::encode(e.private_key()), get(f, "skEm"));
+    // The sender's ephemeral ikm is one draw from the injected source.
+    let mut rng = ScriptedRandom::new([bytes(f, "ikmE")], 0);
+    let mut s_steps = Vec::new();
+    let (enc, tx) = hpke::setup_base_s(
+        suite,
+        r.public_key(),
+        &bytes(f, "info"),
+        &mut rng,
+        &mut s_steps,
+    )
+    .unwrap();
+    assert!(rng.mismatches().is_empty() && rng.remaining() == 0 && rng.draws() == 1);
+    assert_eq!(hex::encode(&enc), get(f, "enc"));
+    // The first steps are DeriveKeyPair's: dkp_prk, then sk (X25519) or the accepted candidate.
+    assert_eq!(s_steps[0].name, HpkeValue::DkpPrk);
+    let sk = s_steps
+        .iter()
+        .rfind(|s| matches!(s.name, HpkeValue::Sk | HpkeValue::Candidate))
+        .unwrap();
+    assert_eq!(hex::encode(&sk.output), get(f, "skEm"));
+    check_schedule(f, &s_steps, "sender");
+    // The receiver from a key pair rebuilt from the serialized private key.
+    let r = KeyPair::from_private(suite.kem, &bytes(f, "skRm")).unwrap();
+    let mut r_steps = Vec::new();
+    let rx = hpke::setup_base_r(suite, &enc, &r, &bytes(f, "info"), &mut r_steps).unwrap();
+    check_schedule(f, &r_steps, "receiver");
+    (tx, rx, s_steps, r_steps)
+}
+
+#[test]
+fn rfc9180_base_vectors_key_schedule() {
+    let cases = cases();
+    assert_eq!(cases.len(), 5);
+    for c in &cases {
+        let (_, _, s_steps, r_steps) = setup(c);
+        // The sender derived its ephemeral pair, then both ran the same KEM and schedule.
+        let kem_steps = if suite_of(&c.setup).kem == Kem::P256HkdfSha256 {
+            // dkp_prk and at least one candidate.
+            3
+        } else {
+            2
+        };
+        assert!(s_steps.len() >= r_steps.len() + kem_steps - 1);
+        assert_eq!(
+            s_steps[s_steps.len() - r_steps.len()..],
+            r_steps[..],
+            "both sides' KEM and key schedule steps are equal"
+        );
+        assert_eq!(hex::encode(step(&r_steps, HpkeValue::KemContext)), {
+            let mut kc = get(&c.setup, "enc").to_string();
+            kc.push_str(get(&c.setup, "pkRm"));
+            kc
+        });
+    }
+}
+
+#[test]
+fn rfc9180_base_vectors_encryptions_and_exports() {
+    for c in &cases() {
+        let (mut tx, mut rx, _, _) = setup(c);
+        let suite = suite_of(&c.setup);
+        let listed: Vec<u64> = c
+            .encryptions
+            .iter()
+            .map(|e| get(e, "sequence_number").parse().unwrap())
+            .collect();
+        assert_eq!(
+            listed.is_empty(),
+            suite.aead == Aead::ExportOnly,
+            "{suite:?}"
+        );
+        if suite.aead == Aead::ExportOnly {
+            assert_eq!(tx.seal(b"", b"x"), Err(hpke::HpkeError::ExportOnly));
+        }
+        // Sequence numbers advance one per message, so seal (and open) every one up to the
+        // last listed; the vectors give pt, aad, nonce and ct for the listed ones.
+        for seq in 0..listed.iter().max().map_or(0, |&last| last + 1) {
+            assert_eq!(tx.sequence(), u128::from(seq));
+            let e = c
+                .encryptions
+                .iter()
+                .find(|e| get(e, "sequence_number") == seq.to_string());
+            let (aad, pt) = match e {
+                Some(e) => (bytes(e, "aad"), bytes(e, "pt")),
+                None => (format!("Count-{seq}").into_bytes(), b"filler".to_vec()),
+            };
+            if let Some(e) = e {
+                assert_eq!(hex::encode(tx.next_nonce()), get(e, "nonce"));
+                assert_eq!(hex::encode(rx.next_nonce()), get(e, "nonce"));
+            }
+            let ct = tx.seal(&aad, &pt).unwrap();
+            if let Some(e) = e {
+                assert_eq!(hex::encode(&ct), get(e, "ct"), "{suite:?} seq {seq}");
+            }
+            assert_eq!(rx.open(&aad, &ct).unwrap(), pt);
+        }
+        assert_eq!(c.exports.len(), 3);
+        for x in &c.exports {
+            let ctx = bytes(x, "exporter_context");
+            let len: usize = get(x, "L").parse().unwrap();
+            let mut steps = Vec::new();
+            let v = tx.export(&ctx, len, &mut steps).unwrap();
+            assert_eq!(hex::encode(&v), get(x, "exported_value"));
+            assert_eq!(rx.export(&ctx, len, &mut NoSink).unwrap(), v);
+            assert_eq!(steps.len(), 1);
+            assert_eq!((steps[0].label, &steps[0].output), ("sec", &v));
+        }
+    }
+}
+
+#[test]
+fn unsupported_suites_are_refused() {
+    assert!(Suite::from_ids(
+        HpkeKemId::DhkemX448HkdfSha512,
+        HpkeKdfId::HkdfSha256,
+        HpkeAeadId::Aes128Gcm
+    )
+    .is_err());
+    assert!(Suite::from_ids(
+        HpkeKemId::DhkemX25519HkdfSha256,
+        HpkeKdfId::Unknown(9),
+        HpkeAeadId::Aes128Gcm
+    )
+    .is_err());
+}
+
+/// AES-256-GCM, which Appendix A pairs only with P-521: both directions against rustls'
+/// aws-lc-rs HPKE, for both KEMs (and every other AEAD too, as a second opinion).
+#[test]
+fn interoperates_with_rustls_hpke_for_every_suite() {
+    use rustls::crypto::aws_lc_rs::hpke as r;
+    use rustls::crypto::hpke::{EncapsulatedSecret, Hpke, HpkePrivateKey, HpkePublicKey};
+    let theirs: [(&dyn Hpke, Kem, Aead); 6] = [
+        (
+            r::DH_KEM_X25519_HKDF_SHA256_AES_128,
+            Kem::X25519HkdfSha256,
+            Aead::Aes128Gcm,
+        ),
+        (
+            r::DH_KEM_X25519_HKDF_SHA256_AES_256,
+            Kem::X25519HkdfSha256,
+            Aead::Aes256Gcm,
+        ),
+        (
+            r::DH_KEM_X25519_HKDF_SHA256_CHACHA20_POLY1305,
+            Kem::X25519HkdfSha256,
+            Aead::ChaCha20Poly1305,
+        ),
+        (
+            r::DH_KEM_P256_HKDF_SHA256_AES_128,
+            Kem::P256HkdfSha256,
+            Aead::Aes128Gcm,
+        ),
+        (
+            r::DH_KEM_P256_HKDF_SHA256_AES_256,
+            Kem::P256HkdfSha256,
+            Aead::Aes256Gcm,
+        ),
+        (
+            r::DH_KEM_P256_HKDF_SHA256_CHACHA20_POLY1305,
+            Kem::P256HkdfSha256,
+            Aead::ChaCha20Poly1305,
+        ),
+    ];
+    let mut rng = SeededRandom::from_seed(9180);
+    for (them, kem, aead) in theirs {
+        let suite = Suite {
+            kem,
+            kdf: Kdf::HkdfSha256,
+            aead,
+        };
+        assert_eq!(u16::from(them.suite().sym.aead_id), aead.id().to_repr());
+        assert_eq!(u16::from(them.suite().kem), kem.id().to_repr());
+        // They seal to our key; we open, in sequence.
+        let ours = kem.generate_key_pair(&mut rng, &mut NoSink).unwrap();
+        let (enc, mut sealer) = them
+            .setup_sealer(b"info", &HpkePublicKey(ours.public_key().to_vec()))
+            .unwrap();
+        let mut rx = hpke::setup_base_r(suite, &enc.0, &ours, b"info", &mut NoSink).unwrap();
+        for i in 0..3u8 {
+            let ct = sealer.seal(&[i], b"to us").unwrap();
+            assert_eq!(rx.open(&[i], &ct).unwrap(), b"to us", "{suite:?}");
+        }
+        // We seal to their key; they open.
+        let (pk, sk) = them.generate_key_pair().unwrap();
+        let (enc, mut tx) =
+            hpke::setup_base_s(suite, &pk.0, b"ctx", &mut rng, &mut NoSink).unwrap();
+        let mut opener = them
+            .setup_opener(
+                &EncapsulatedSecret(enc),
+                b"ctx",
+                &HpkePrivateKey::from(sk.secret_bytes().to_vec()),
+            )
+            .unwrap();
+        for i in 0..3u8 {
+            let ct = tx.seal(&[i], b"to them").unwrap();
+            assert_eq!(opener.open(&[i], &ct).unwrap(), b"to them", "{suite:?}");
+        }
+    }
+}
