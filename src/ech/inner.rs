@@ -193,7 +193,8 @@ pub fn aad(outer: &[u8]) -> Result<Vec<u8>, EchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ech::wire::HpkeSymmetricSuite;
+    use crate::ech::wire::HpkeSymmetricCipherSuite;
+    use crate::messages::enums::{HpkeAeadId, HpkeKdfId};
 
     fn ext(typ: u16, data: &[u8]) -> Vec<u8> {
         let mut e = typ.to_be_bytes().to_vec();
@@ -220,7 +221,10 @@ mod tests {
     /// An outer ClientHello carrying `ech` (an outer ECHClientHello) after `exts`.
     fn outer(exts: &[Vec<u8>], payload_len: usize) -> Vec<u8> {
         let ech = EchClientHello::Outer {
-            suite: HpkeSymmetricSuite { kdf: 1, aead: 1 },
+            suite: HpkeSymmetricCipherSuite {
+                kdf_id: HpkeKdfId::HkdfSha256,
+                aead_id: HpkeAeadId::Aes128Gcm,
+            },
             config_id: 3,
             enc: vec![0xee; 32],
             payload: vec![0x55; payload_len],

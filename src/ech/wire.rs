@@ -4,20 +4,13 @@
 //! without re-encoding anything (the AAD and the transcript need the exact bytes).
 
 use crate::messages::codec::{DecodeError, Reader, Writer};
+pub use crate::messages::ech::HpkeSymmetricCipherSuite;
+use crate::messages::enums::{HpkeAeadId, HpkeKdfId};
 
 /// `encrypted_client_hello` (RFC 9849 §5).
 pub const ENCRYPTED_CLIENT_HELLO: u16 = 0xfe0d;
 /// `ech_outer_extensions` (RFC 9849 §5.1): only ever inside EncodedClientHelloInner.
 pub const ECH_OUTER_EXTENSIONS: u16 = 0xfd00;
-
-/// HpkeSymmetricCipherSuite (RFC 9849 §4): the KDF and AEAD the client chose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct HpkeSymmetricSuite {
-    /// HPKE KDF id (RFC 9180 §7.2), e.g. 0x0001 HKDF-SHA256.
-    pub kdf: u16,
-    /// HPKE AEAD id (RFC 9180 §7.3), e.g. 0x0001 AES-128-GCM.
-    pub aead: u16,
-}
 
 /// ECHClientHello (RFC 9849 §5): the ClientHello extension's payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +18,7 @@ pub enum EchClientHello {
     /// In ClientHelloOuter: what the client-facing server needs to decrypt the inner one.
     Outer {
         /// The suite that sealed `payload`.
-        suite: HpkeSymmetricSuite,
+        suite: HpkeSymmetricCipherSuite,
         /// ECHConfigContents.key_config.config_id of the chosen ECHConfig.
         config_id: u8,
         /// The HPKE encapsulated key; empty in the ClientHelloOuter after a HelloRetryRequest.
@@ -45,9 +38,9 @@ impl EchClientHello {
         let mut r = Reader::new(data);
         let v = match r.u8("ECHClientHelloType")? {
             0 => {
-                let suite = HpkeSymmetricSuite {
-                    kdf: r.u16("HpkeSymmetricCipherSuite.kdf_id")?,
-                    aead: r.u16("HpkeSymmetricCipherSuite.aead_id")?,
+                let suite = HpkeSymmetricCipherSuite {
+                    kdf_id: HpkeKdfId::from(r.u16("HpkeSymmetricCipherSuite.kdf_id")?),
+                    aead_id: HpkeAeadId::from(r.u16("HpkeSymmetricCipherSuite.aead_id")?),
                 };
                 let config_id = r.u8("config_id")?;
                 let enc = r.vec_u16("enc")?;
@@ -93,8 +86,8 @@ impl EchClientHello {
             } => {
                 w.span("type", |w| w.u8(0));
                 w.span("cipher_suite", |w| {
-                    w.u16(suite.kdf);
-                    w.u16(suite.aead);
+                    w.u16(suite.kdf_id.to_repr());
+                    w.u16(suite.aead_id.to_repr());
                 });
                 w.span("config_id", |w| w.u8(*config_id));
                 w.span("enc", |w| w.len_u16(|w| w.bytes(enc)));
@@ -261,7 +254,10 @@ mod tests {
 
     fn outer() -> EchClientHello {
         EchClientHello::Outer {
-            suite: HpkeSymmetricSuite { kdf: 1, aead: 1 },
+            suite: HpkeSymmetricCipherSuite {
+                kdf_id: HpkeKdfId::HkdfSha256,
+                aead_id: HpkeAeadId::Aes128Gcm,
+            },
             config_id: 7,
             enc: vec![0xee; 32],
             payload: vec![0xaa; 48],
