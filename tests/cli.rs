@@ -1027,7 +1027,7 @@ fn server_groups_from_encrypted_extensions() {
 
 /// A test CA (ECDSA P-256, through rcgen) that signs server certificates.
 struct TestCa {
-    key: rcgen::KeyPair,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     cert: rcgen::Certificate,
 }
 
@@ -1043,7 +1043,10 @@ impl TestCa {
             rcgen::KeyUsagePurpose::DigitalSignature,
         ];
         let cert = p.self_signed(&key).expect("CA certificate");
-        TestCa { key, cert }
+        TestCa {
+            issuer: rcgen::Issuer::new(p, key),
+            cert,
+        }
     }
 
     /// Write the CA certificate to `path`.
@@ -1064,7 +1067,7 @@ impl TestCa {
         p.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
         p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         let leaf = p
-            .signed_by(&leaf_key, &self.cert, &self.key)
+            .signed_by(&leaf_key, &self.issuer)
             .expect("leaf certificate");
         std::fs::write(cert, leaf.pem()).expect("write leaf");
         std::fs::write(key, leaf_key.serialize_pem()).expect("write key");

@@ -1,11 +1,12 @@
 //! The `tls13lab` command line (docs/cli.md): `demo` (the default), `client HOST:PORT` and
-//! `server --listen ADDR`.
+//! `server --listen ADDR`, the instruments, and `cert` (chains for experiments).
 //!
 //! Exit codes: 0 success; 2 bad option; 3 bad file; 4 network (refused, unreachable, timeout,
 //! peer hung up); 5 TLS (an alert was received or sent). A failure prints exactly one line,
 //! `tls13lab: <cause>`, on stderr.
 
 mod bench;
+mod cert;
 mod client;
 mod common;
 mod demo;
@@ -55,6 +56,8 @@ enum Command {
     Keys(keys::KeysArgs),
     /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
     Bench(bench::BenchArgs),
+    /// Certificate chains for experiments: root → intermediates → leaf, any algorithm per level (ML-DSA too), SCTs; seeded.
+    Cert(cert::CertArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -78,6 +81,7 @@ pub fn main() -> ExitCode {
         Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
         Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
+        Some(Command::Cert(a)) => cert::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
