@@ -55,7 +55,7 @@ pub struct CertArgs {
 #[derive(Clone, Debug)]
 pub struct AlgList(pub Vec<KeyAlg>);
 
-fn alg_list(s: &str) -> Result<AlgList, String> {
+pub fn alg_list(s: &str) -> Result<AlgList, String> {
     KeyAlg::parse_list(s).map(AlgList).map_err(|e| e.0)
 }
 

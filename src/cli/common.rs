@@ -1126,6 +1126,7 @@ impl Report<'_> {
             "round_trips_to_first_response": l.round_trips_to_first_response(),
             "totals": l.totals,
             "records": l.records,
+            "certificates": l.certificates,
             "messages": messages,
             "secrets": secrets,
             "key_shares": key_shares,
