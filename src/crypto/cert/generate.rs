@@ -1091,7 +1091,7 @@ mod tests {
         for name in ["localhost", "127.0.0.1"] {
             verify_chain(
                 &a.certs_der,
-                &[a.root_der.clone()],
+                std::slice::from_ref(&a.root_der),
                 Some(name),
                 now,
                 Usage::Server,
@@ -1102,7 +1102,7 @@ mod tests {
         // Without the intermediate there is no path.
         assert!(verify_chain(
             &a.certs_der[..1],
-            &[a.root_der.clone()],
+            std::slice::from_ref(&a.root_der),
             None,
             now,
             Usage::Server,
