@@ -88,6 +88,7 @@ cat <<'EOF'
 | [`bench`](#tls13lab-bench) | handshakes per second and bulk throughput | [performance.md](performance.md) |
 | [`hello`](#tls13lab-hello) | the ClientHello size lab | [hello.md](hello.md) |
 | [`simulate`](#tls13lab-simulate) | whole connections over a virtual link | [simulate.md](simulate.md) |
+| [`cert`](#tls13lab-cert) | seeded certificate chains for experiments, any algorithm per level (ML-DSA too), SCTs | [ledger.md](ledger.md) |
 | [`dissect`](#tls13lab-dissect), `--pcap`, `--svg` | captures decoded and decrypted; ladder diagrams | [dissect.md](dissect.md), [ladder.md](ladder.md) |
 | [`ech keygen`](#tls13lab-ech-keygen) | an Encrypted ClientHello key file, as `openssl ech` writes it | [interop.md](interop.md) |
 
@@ -224,6 +225,22 @@ echo 'unlimited bandwidth:'
 echo
 show "tls13lab simulate --bandwidth 0" "$BIN" simulate --bandwidth 0
 
+echo 'With a real chain instead of the padded certificate (`--chain`, as `tls13lab cert` makes it):'
+echo
+show "tls13lab simulate --bandwidth 0 --kx classical --chain ecdsa-p256,ecdsa-p256,ecdsa-p256 --scts 2" \
+    "$BIN" simulate --bandwidth 0 --kx classical --chain ecdsa-p256,ecdsa-p256,ecdsa-p256 --scts 2
+
+echo '## `tls13lab cert`'
+echo
+echo 'Certificate chains for experiments: root → intermediates → leaf, an algorithm per level, written'
+echo 'as PEM (each level'"'"'s NAME.pem and NAME.key, `chain.pem` leaf first as a server sends it,'
+echo '`intermediates.pem` for `openssl verify -untrusted`, `root.pem` the trust anchor). The same seed'
+echo 'writes the same bytes. ML-DSA keys are PKCS#8 in RFC 9881'"'"'s seed form, as OpenSSL 3.5 reads them.'
+echo
+show "tls13lab cert --chain mldsa87,mldsa65,mldsa44 --scts 2 --out pq" "$BIN" cert --chain mldsa87,mldsa65,mldsa44 --scts 2 --out pq
+show "tls13lab cert --chain rsa-2048,ecdsa-p384,ecdsa-p256 --aia http://ca.example/i.der --crl http://ca.example/i.crl --out web" \
+    "$BIN" cert --chain rsa-2048,ecdsa-p384,ecdsa-p256 --aia http://ca.example/i.der --crl http://ca.example/i.crl --out web
+
 echo '## `tls13lab dissect`'
 echo
 echo '`--pcap FILE` on `demo`, `client` and `server` writes the connection as pcapng with its key log'
@@ -281,7 +298,7 @@ echo '## Help'
 echo
 echo 'Every subcommand'"'"'s options (`tls13lab --help` is [at the top](#commands)).'
 echo
-for c in demo client server keys bench hello simulate dissect ech "ech keygen"; do
+for c in demo client server keys bench hello simulate cert dissect ech "ech keygen"; do
     # shellcheck disable=SC2086 # "ech keygen" is two words
     show "tls13lab $c --help" "$BIN" $c --help
 done

@@ -10,7 +10,11 @@ use std::fmt::Write as _;
 
 use serde::{Serialize, Serializer};
 
-use crate::events::{Direction, EarlyDataStatus, Epoch, Event, Negotiated, RecordEvent};
+use crate::crypto::cert::{cert_parts, CertParts};
+use crate::events::{
+    Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
+};
+use crate::messages::codec::{DecodeError, Reader};
 use crate::messages::enums::{ContentType, HandshakeType};
 
 /// One handshake message (or the part of it) inside a record.
@@ -38,6 +42,103 @@ pub struct LedgerRecord {
     pub record: RecordEvent,
     /// Handshake messages it carries.
     pub messages: Vec<MessagePart>,
+}
+
+/// One Certificate message (RFC 8446 §4.4.2) and where its bytes go, entry by entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CertificateMessage {
+    /// Which way it went.
+    pub direction: Direction,
+    /// The whole message, 4-byte header included:
+    /// `4 + 1 + context + 3 + Σ (3 + der + extensions)`.
+    pub len: usize,
+    /// certificate_request_context (empty for a server's).
+    pub context: usize,
+    /// One per CertificateEntry, end-entity first.
+    pub entries: Vec<CertificateEntrySizes>,
+}
+
+/// The bytes of one CertificateEntry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CertificateEntrySizes {
+    /// cert_data: the DER certificate.
+    pub der: usize,
+    /// The entry's extensions block (OCSP status, SCTs sent in TLS), its 2-byte length included.
+    pub extensions: usize,
+    /// Where the certificate's bytes go (public key, signature, SCT list, other extensions);
+    /// null if its DER does not parse.
+    pub parts: Option<CertParts>,
+}
+
+impl CertificateMessage {
+    /// The sizes of a Certificate message, from its bytes (header included); `None` if it does
+    /// not decode.
+    pub fn from_bytes(direction: Direction, bytes: &[u8]) -> Option<Self> {
+        Self::decode(direction, bytes).ok()
+    }
+
+    fn decode(direction: Direction, bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(bytes);
+        r.u8("msg_type")?;
+        let mut body = r.sub_u24("handshake message")?;
+        r.finish("handshake message")?;
+        let context = body.vec_u8("certificate_request_context")?.len();
+        let mut list = body.sub_u24("certificate_list")?;
+        body.finish("Certificate")?;
+        let mut entries = Vec::new();
+        while !list.is_empty() {
+            let der = list.sub_u24("cert_data")?.rest();
+            let extensions = 2 + list.sub_u16("extensions")?.remaining();
+            entries.push(CertificateEntrySizes {
+                der: der.len(),
+                extensions,
+                parts: cert_parts(der).ok(),
+            });
+        }
+        Ok(CertificateMessage {
+            direction,
+            len: bytes.len(),
+            context,
+            entries,
+        })
+    }
+
+    /// One line per entry for the table.
+    fn lines(&self) -> String {
+        let mut s = format!(
+            "certificate {} {} bytes, {} entries:",
+            self.direction.arrow(),
+            self.len,
+            self.entries.len()
+        );
+        for (i, e) in self.entries.iter().enumerate() {
+            match &e.parts {
+                Some(p) => {
+                    let _ = write!(
+                        s,
+                        "\n  #{i} der {} = public key info {} + signature {} + SCTs {} ({}) + other extensions {} + rest {}; entry extensions {}",
+                        e.der,
+                        p.spki,
+                        p.signature,
+                        p.sct_list,
+                        p.scts,
+                        p.other_extensions,
+                        p.der - p.spki - p.signature - p.sct_list - p.other_extensions,
+                        e.extensions
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        s,
+                        "\n  #{i} der {} (not X.509 DER); entry extensions {}",
+                        e.der, e.extensions
+                    );
+                }
+            }
+        }
+        s.push('\n');
+        s
+    }
 }
 
 /// Per-direction sums.
@@ -79,6 +180,8 @@ pub struct Ledger {
     pub records: Vec<LedgerRecord>,
     /// Sums.
     pub totals: Totals,
+    /// Every Certificate message, with the sizes of its certificates' parts.
+    pub certificates: Vec<CertificateMessage>,
     #[serde(skip)]
     splitters: [Splitter; 2],
     #[serde(skip)]
@@ -192,6 +295,14 @@ impl Ledger {
     pub fn observe(&mut self, e: &Event) {
         match e {
             Event::Record(r) => self.add_record(r),
+            Event::Handshake(HandshakeEvent {
+                typ: HandshakeType::Certificate,
+                direction,
+                bytes,
+                ..
+            }) => self
+                .certificates
+                .extend(CertificateMessage::from_bytes(*direction, bytes)),
             Event::Connected(n) => self.negotiated = Some(n.clone()),
             _ => {}
         }
@@ -325,6 +436,9 @@ impl Ledger {
                 breakdown,
                 msgs
             );
+        }
+        for c in &self.certificates {
+            s.push_str(&c.lines());
         }
         let t = &self.totals;
         for (name, d) in [("C→S", &t.client_to_server), ("S→C", &t.server_to_client)] {

@@ -1027,7 +1027,7 @@ fn server_groups_from_encrypted_extensions() {
 
 /// A test CA (ECDSA P-256, through rcgen) that signs server certificates.
 struct TestCa {
-    key: rcgen::KeyPair,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     cert: rcgen::Certificate,
 }
 
@@ -1043,7 +1043,10 @@ impl TestCa {
             rcgen::KeyUsagePurpose::DigitalSignature,
         ];
         let cert = p.self_signed(&key).expect("CA certificate");
-        TestCa { key, cert }
+        TestCa {
+            issuer: rcgen::Issuer::new(p, key),
+            cert,
+        }
     }
 
     /// Write the CA certificate to `path`.
@@ -1064,7 +1067,7 @@ impl TestCa {
         p.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
         p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         let leaf = p
-            .signed_by(&leaf_key, &self.cert, &self.key)
+            .signed_by(&leaf_key, &self.issuer)
             .expect("leaf certificate");
         std::fs::write(cert, leaf.pem()).expect("write leaf");
         std::fs::write(key, leaf_key.serialize_pem()).expect("write key");
@@ -1716,4 +1719,138 @@ fn ech_keygen_writes_a_key_file_and_prints_the_config_list() {
         assert!(msg.contains(why), "{bad:?}: {msg}");
     }
     assert!(!t.path("x.pem").exists());
+}
+
+// ------------------------------------------------------------------------------- cert
+
+/// Every file `tls13lab cert` wrote into `dir`, by name.
+fn cert_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .expect("cert dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).expect("read"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn cert_replays_from_its_seed() {
+    let t = TempDir::new("certseed");
+    let make = |dir: &str, seed: &str| {
+        let o = run(&[
+            "cert",
+            "--chain",
+            "mldsa65,ecdsa-p384,ed25519",
+            "--scts",
+            "2",
+            "--sct-alg",
+            "mldsa44",
+            "--aia",
+            "http://ca.test/i.der",
+            "--crl",
+            "http://ca.test/i.crl",
+            "--san",
+            "example.test",
+            "--out",
+            &t.s(dir),
+            "--seed",
+            seed,
+        ]);
+        assert_ok(&o);
+        stdout(&o)
+    };
+    let out = make("a", "7");
+    assert_eq!(make("b", "7"), out.replace("/a", "/b"));
+    make("c", "8");
+    let (a, b, c) = (
+        cert_files(&t.path("a")),
+        cert_files(&t.path("b")),
+        cert_files(&t.path("c")),
+    );
+    let names: Vec<&str> = a.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "chain.pem",
+            "intermediate-1.key",
+            "intermediate-1.pem",
+            "intermediates.pem",
+            "leaf.key",
+            "leaf.pem",
+            "root.key",
+            "root.pem"
+        ]
+    );
+    assert_eq!(a, b, "same seed, same bytes");
+    for ((name, x), (_, y)) in a.iter().zip(&c) {
+        assert_ne!(x, y, "{name} does not depend on the seed");
+    }
+    // The summary: the leaf carries the two ML-DSA-44 SCTs.
+    let leaf = out
+        .lines()
+        .find(|l| l.starts_with("leaf "))
+        .expect("leaf line");
+    assert!(leaf.contains("ed25519") && leaf.contains("(2)"), "{out}");
+    let o = run(&["cert", "--chain", "mldsa44,dsa", "--out", &t.s("d")]);
+    let line = assert_fails(&o, 2, "tls13lab: bad option:");
+    assert!(line.contains("unknown algorithm 'dsa'"), "{line}");
+}
+
+/// A 3-level ECDSA chain with 2 SCTs from `tls13lab cert`, served by `tls13lab server` and
+/// verified by `tls13lab client --cafile root.pem`; the JSON ledger breaks the Certificate down.
+#[test]
+fn handshake_over_a_generated_chain_with_scts() {
+    let t = TempDir::new("certchain");
+    for (dir, seed) in [("ca", "3"), ("other", "4")] {
+        assert_ok(&run(&[
+            "cert",
+            "--chain",
+            "ecdsa-p256,ecdsa-p256,ecdsa-p256",
+            "--scts",
+            "2",
+            "--out",
+            &t.s(dir),
+            "--seed",
+            seed,
+        ]));
+    }
+    let server =
+        ServerGuard::start(&["--cert", &t.s("ca/chain.pem"), "--key", &t.s("ca/leaf.key")]);
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--cafile",
+        &t.s("ca/root.pem"),
+        "--json",
+        &t.s("c.json"),
+    ]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("certificate S→C"), "{out}");
+    let j = json(&t.path("c.json"));
+    let certs = j["certificates"].as_array().expect("certificates");
+    assert_eq!(certs.len(), 1, "{certs:?}");
+    let entries = certs[0]["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 2);
+    let leaf = &entries[0]["parts"];
+    assert_eq!(leaf["scts"], 2);
+    assert_eq!(leaf["spki"], 91);
+    assert!(leaf["sct_list"].as_u64().unwrap_or(0) > 200, "{leaf}");
+    assert_eq!(entries[1]["parts"]["scts"], 0);
+    let sent: u64 = entries
+        .iter()
+        .map(|e| 3 + e["der"].as_u64().unwrap_or(0) + e["extensions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(certs[0]["len"].as_u64(), Some(4 + 1 + 3 + sent));
+    // Another seed's root does not anchor this chain.
+    let o = run(&["client", &server.addr(), "--cafile", &t.s("other/root.pem")]);
+    let line = assert_fails(&o, 5, "tls13lab:");
+    assert!(
+        line.contains("unknown_ca") || line.contains("issuer"),
+        "{line}"
+    );
 }

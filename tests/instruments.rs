@@ -2104,7 +2104,7 @@ fn p256_cert(dir: &Path) -> (PathBuf, PathBuf) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
     (cert, key)
 }
 

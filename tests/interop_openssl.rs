@@ -3734,3 +3734,117 @@ fn ech_key_files_work_with_openssl40() {
         }
     }
 }
+
+/// `tls13lab cert` chains, every algorithm and two mixed ones, as OpenSSL 3.5 reads them:
+/// `openssl verify -CAfile root.pem -untrusted intermediates.pem leaf.pem` accepts each chain,
+/// `openssl pkey` reads each key (ML-DSA in RFC 9881's seed form) and its public key is the
+/// certificate's. Then a full handshake over the ML-DSA-87 → 65 → 44 chain: `s_server` serves
+/// it, `s_client -CAfile root.pem` verifies it.
+#[test]
+fn tls13lab_cert_chains_verify_in_openssl() {
+    let peer = openssl35();
+    let f = fixture("3.5-cert");
+    let run_ok = |p: &mut Proc| {
+        assert_eq!(p.exit_code(), Some(0), "{}", p.context());
+        p.output()
+    };
+    // RSA-3072/4096 prime searches take seconds of CPU each (tens on a loaded machine): one
+    // such key, the root that signs a P-256 leaf; three levels of every other algorithm.
+    let mut chains: Vec<String> = tls13lab::crypto::cert::KeyAlg::ALL
+        .iter()
+        .map(|a| match a.name() {
+            "rsa-3072" | "rsa-4096" => format!("{a},ecdsa-p256"),
+            _ => format!("{a},{a},{a}"),
+        })
+        .collect();
+    chains.push("mldsa87,mldsa65,mldsa44".into());
+    chains.push("rsa-4096,ecdsa-p384,ed25519".into());
+    for chain in &chains {
+        let dir = chain.replace(',', "_");
+        let mut gen = tls13lab(
+            &f.dir,
+            &[
+                "cert", "--chain", chain, "--scts", "2", "--out", &dir, "--seed", "3",
+            ],
+        );
+        wait_until(Duration::from_secs(300), || {
+            matches!(gen.child.try_wait(), Ok(Some(_)))
+        });
+        run_ok(&mut gen);
+        let d = |file: &str| format!("{dir}/{file}");
+        let (root, inter, leaf) = (d("root.pem"), d("intermediates.pem"), d("leaf.pem"));
+        let levels: &[&str] = if chain.matches(',').count() == 2 {
+            &["root", "intermediate-1", "leaf"]
+        } else {
+            &["root", "leaf"]
+        };
+        let mut verify = vec!["verify", "-CAfile", &root];
+        if levels.len() == 3 {
+            verify.extend(["-untrusted", &inter]);
+        }
+        verify.push(&leaf);
+        let out = run_ok(&mut Proc::spawn(&peer, &f.dir, &verify));
+        assert!(out.contains(&format!("{leaf}: OK")), "{chain}: {out}");
+        for level in levels {
+            let (key, cert) = (d(&format!("{level}.key")), d(&format!("{level}.pem")));
+            let from_key = run_ok(&mut Proc::spawn(
+                &peer,
+                &f.dir,
+                &["pkey", "-in", &key, "-pubout"],
+            ));
+            let from_cert = run_ok(&mut Proc::spawn(
+                &peer,
+                &f.dir,
+                &["x509", "-in", &cert, "-pubkey", "-noout"],
+            ));
+            assert!(from_key.contains("BEGIN PUBLIC KEY"), "{key}: {from_key}");
+            assert_eq!(from_key, from_cert, "{key} is not {cert}'s key");
+        }
+    }
+    let dir = "mldsa87_mldsa65_mldsa44";
+    let d = |file: &str| format!("{dir}/{file}");
+    let (leaf, key, inter, root) = (
+        d("leaf.pem"),
+        d("leaf.key"),
+        d("intermediates.pem"),
+        d("root.pem"),
+    );
+    let (mut srv, port) = f.spawn_s_server(
+        &peer,
+        1,
+        &["-cert", &leaf, "-key", &key, "-cert_chain", &inter, "-www"],
+    );
+    let connect = format!("127.0.0.1:{port}");
+    let mut c = Proc::spawn(
+        &peer,
+        &f.dir,
+        &[
+            "s_client",
+            "-connect",
+            &connect,
+            "-servername",
+            "localhost",
+            "-tls1_3",
+            "-CAfile",
+            &root,
+            "-verify_return_error",
+            "-verify_hostname",
+            "localhost",
+        ],
+    );
+    c.send_line("GET / HTTP/1.0\n");
+    let out = run_ok(&mut c);
+    for needle in [
+        "Peer signature type: mldsa44",
+        "Verification: OK",
+        "Verify return code: 0 (ok)",
+    ] {
+        assert!(
+            out.contains(needle),
+            "no {needle:?}\n{}\n{}",
+            c.context(),
+            srv.context()
+        );
+    }
+    srv.wait_exit();
+}

@@ -693,35 +693,10 @@ pub fn load_certified_key(cert: &Path, key: &Path) -> Result<CertifiedKey, Failu
 
 /// DER certificates as PEM text.
 pub fn certs_to_pem(chain: &[Vec<u8>]) -> String {
-    let mut s = String::new();
-    for der in chain {
-        s.push_str("-----BEGIN CERTIFICATE-----\n");
-        let b64 = base64(der);
-        for line in b64.as_bytes().chunks(64) {
-            s.push_str(std::str::from_utf8(line).unwrap_or_default());
-            s.push('\n');
-        }
-        s.push_str("-----END CERTIFICATE-----\n");
-    }
-    s
-}
-
-fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
+    chain
+        .iter()
+        .map(|der| tls13lab::crypto::cert::pem_encode("CERTIFICATE", der))
+        .collect()
 }
 
 // ------------------------------------------------------------------------------------ key log
@@ -1151,6 +1126,7 @@ impl Report<'_> {
             "round_trips_to_first_response": l.round_trips_to_first_response(),
             "totals": l.totals,
             "records": l.records,
+            "certificates": l.certificates,
             "messages": messages,
             "secrets": secrets,
             "key_shares": key_shares,
@@ -1294,15 +1270,6 @@ mod tests {
         assert_eq!(unescape(r"\x41\\").unwrap(), b"A\\");
         assert!(unescape(r"\q").is_err());
         assert!(unescape("\\").is_err());
-    }
-
-    #[test]
-    fn base64_pads() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
     }
 
     #[test]

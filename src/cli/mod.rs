@@ -1,11 +1,12 @@
 //! The `tls13lab` command line (docs/cli.md): `demo` (the default), `client HOST:PORT` and
-//! `server --listen ADDR`.
+//! `server --listen ADDR`, the instruments, and `cert` (chains for experiments).
 //!
 //! Exit codes: 0 success; 2 bad option; 3 bad file; 4 network (refused, unreachable, timeout,
 //! peer hung up); 5 TLS (an alert was received or sent). A failure prints exactly one line,
 //! `tls13lab: <cause>`, on stderr.
 
 mod bench;
+mod cert;
 mod client;
 mod common;
 mod demo;
@@ -58,6 +59,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Encrypted ClientHello keys: `ech keygen` writes an ECH key file as OpenSSL does.
     Ech(ech::EchArgs),
+    /// Certificate chains for experiments: root → intermediates → leaf, any algorithm per level (ML-DSA too), SCTs; seeded.
+    Cert(cert::CertArgs),
 }
 
 /// Parse the command line, run the command, turn failures into one line and an exit code.
@@ -82,6 +85,7 @@ pub fn main() -> ExitCode {
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
         Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
         Some(Command::Ech(a)) => ech::run(a),
+        Some(Command::Cert(a)) => cert::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

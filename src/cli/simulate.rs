@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tls13lab::lab::simulate::{self, Kx, Network, Plan};
 use tls13lab::lab::tcp::Link;
 
-use super::common::{bytes, emit, write_file, Bytes, Failure};
+use super::common::{bytes, emit, read_text, write_file, Bytes, Failure};
 
 /// Options of `tls13lab simulate`.
 #[derive(clap::Args, Debug)]
@@ -33,6 +33,28 @@ pub struct SimulateArgs {
     /// Pad the server's certificate with subjectAltNames to at least this many bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub cert_bytes: usize,
+    /// A real chain instead of the padded certificate, generated as `tls13lab cert --chain LIST
+    /// --seed 1` makes it (root first; ecdsa-p256, rsa-2048, mldsa44 ...). The leaf's key must be
+    /// one this build signs CertificateVerify with.
+    #[arg(long, value_name = "LIST", value_parser = super::cert::alg_list,
+          conflicts_with_all = ["cert_bytes", "server_cert"])]
+    pub chain: Option<super::cert::AlgList>,
+    /// Embedded SCTs in the --chain leaf (RFC 6962 §3.3).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "chain",
+          value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub scts: u16,
+    /// The server's chain from a PEM file, leaf first (as chain.pem); the client trusts its last
+    /// certificate and checks no name. Needs --server-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "server_key",
+        conflicts_with = "cert_bytes"
+    )]
+    pub server_cert: Option<PathBuf>,
+    /// The --server-cert leaf's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "server_cert")]
+    pub server_key: Option<PathBuf>,
     /// Key exchanges to compare: classical (X25519), hybrid (X25519MLKEM768), or both.
     #[arg(long, value_name = "LIST", default_value = "classical,hybrid", value_parser = kx_list)]
     pub kx: KxList,
@@ -123,10 +145,22 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
         link,
         initcwnd: a.initcwnd,
     };
+    let chain = match (&a.chain, &a.server_cert, &a.server_key) {
+        (Some(levels), _, _) => Some(
+            simulate::ServerChain::generated(&levels.0, usize::from(a.scts))
+                .map_err(|e| Failure::BadOption(format!("--chain: {e}")))?,
+        ),
+        (None, Some(cert), Some(key)) => Some(
+            simulate::ServerChain::from_pem(&read_text(cert)?, &read_text(key)?)
+                .map_err(|e| Failure::file(cert, e))?,
+        ),
+        _ => None,
+    };
     let mut plan = Plan {
         net,
         kx: a.kx.0.clone(),
         cert_bytes: a.cert_bytes,
+        chain,
         response_len: a.response_bytes,
         seed: a.seed,
         ..Plan::default()

@@ -135,7 +135,7 @@ fn openssl_made(key: &str, cert: &str) -> (SigningKey, Vec<u8>) {
     (key, certs.remove(0))
 }
 
-/// rcgen signs the certificate with its own copy of the key (PKCS#8 through ring).
+/// rcgen signs the certificate with its own copy of the key (PKCS#8 through aws-lc-rs).
 fn rcgen_self_signed(key: &SigningKey, alg: &'static rcgen::SignatureAlgorithm) -> Vec<u8> {
     let pkcs8 = key.to_pkcs8_der().expect("PKCS#8 of our key");
     let der = rustls_pki_types::PrivatePkcs8KeyDer::from(pkcs8.as_slice());

@@ -5,17 +5,25 @@
 //!   with its one alert per reason, [`CertVerifier`] and the [`SignatureMemo`] of signatures
 //!   that already passed; [`verify_with_leaf`] for CertificateVerify (§4.4.3).
 //! - `pem.rs`: [`certs_from_pem`], DER certificates out of PEM text.
+//! - `parts.rs`: [`cert_parts`], where a certificate's bytes go (key, signature, SCTs, other
+//!   extensions), for the ledger.
 //! - `generate.rs`: [`self_signed_p256`] and [`self_signed_ecdsa`] (rcgen around our signing
-//!   keys) for the demo, the simulator, the CLI and the tests; the client, the server and
-//!   validation never call it.
+//!   keys) for the demo, the simulator, the CLI and the tests, and [`chain`] (`tls13lab cert`):
+//!   seeded chains of any algorithm per level; the client, the server and validation never
+//!   call it.
 
 #[cfg(feature = "certgen")]
 mod generate;
+mod parts;
 mod pem;
 mod verify;
 
 #[cfg(feature = "certgen")]
-pub use generate::{self_signed_ecdsa, self_signed_p256, CertGenError};
+pub use generate::{
+    chain, self_signed_ecdsa, self_signed_p256, CertGenError, ChainSpec, GeneratedChain,
+    GeneratedLevel, KeyAlg,
+};
+pub use parts::{cert_parts, tbs_range, CertParts, PartsError, SCT_LIST_OID};
 pub use pem::{base64_decode, base64_encode, certs_from_pem, pem_blocks, pem_encode};
 pub use verify::{
     chain_signed_with, verify_chain, verify_with_leaf, CertError, CertVerifier, SignatureMemo,
