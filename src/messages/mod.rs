@@ -22,7 +22,8 @@ pub mod layout;
 
 pub use codec::{DecodeError, Reader, Writer};
 pub use enums::{
-    AlertDescription, AlertLevel, CertificateStatusType, CipherSuite, ContentType, ExtensionType,
+    AlertDescription, AlertLevel, CertificateCompressionAlgorithm, CertificateStatusType,
+    CipherSuite, ContentType, ExtensionType,
     HandshakeType, KeyUpdateRequest, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
     ServerNameType, SignatureScheme,
 };
@@ -32,7 +33,7 @@ pub use extensions::{
 };
 pub use handshake::{
     handshake_header, CertificateEntry, CertificatePayload, CertificateRequest, CertificateVerify,
-    ClientHello, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
+    ClientHello, ClientHelloOut, CompressedCertificate, DecodeContext, HandshakeMessage, HandshakePayload,
     NewSessionTicket, OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12, HRR_RANDOM,
 };
 pub use layout::Span;
