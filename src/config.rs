@@ -402,8 +402,9 @@ pub struct ServerConfig {
     pub sessions: Arc<ServerSessions>,
     /// Certificate compression (RFC 8879), in preference order: our Certificate goes out
     /// compressed with the first of these the client's compress_certificate lists (when that is
-    /// smaller), and our CertificateRequests offer them for the client's. Empty: off. Default:
-    /// every algorithm of this build ([`crate::certcomp::supported`]).
+    /// smaller), and our CertificateRequests offer them for the client's. Empty (the default):
+    /// off, so a server's flight is what it was unless asked for (`tls13lab server
+    /// --cert-compression`); [`crate::certcomp::supported`] lists what this build has.
     pub cert_compression: Vec<CertificateCompressionAlgorithm>,
     /// Our chain compressed once per algorithm (and per chain), shared by every connection of
     /// this configuration; `None` compresses in every handshake.
@@ -457,7 +458,7 @@ impl ServerConfig {
             psk_modes: vec![PskKeyExchangeMode::PskDheKe, PskKeyExchangeMode::PskKe],
             external_psks: Vec::new(),
             sessions: Arc::new(ServerSessions::new()),
-            cert_compression: crate::certcomp::supported().to_vec(),
+            cert_compression: Vec::new(),
             compressed_certificates: Some(Arc::default()),
         }
     }
