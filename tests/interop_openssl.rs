@@ -3507,23 +3507,8 @@ fn s_client_answers_post_handshake_auth_from_the_cli_server() {
 /// The fixture with a server certificate that names localhost and a1.example … a60.example: a
 /// compressible one, as OpenSSL sends CompressedCertificate only when it is smaller (RFC 8879).
 fn compressible_fixture(cell: &str) -> Fixture {
-    use tls13lab::crypto::random::SeededRandom;
-    use tls13lab::crypto::sign::SigningKey;
     let mut f = fixture(cell);
-    let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(13));
-    let names: Vec<String> = std::iter::once("localhost".to_string())
-        .chain((1..=60).map(|i| format!("a{i}.example")))
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let now_s = now_ms() / 1000;
-    let cert_der =
-        tls13lab::crypto::cert::self_signed_p256(&names, &key, now_s - 86_400, now_s + 86_400)
-            .expect("certificate");
-    f.server_id = Identity {
-        key_der: key.to_pkcs8_der().unwrap(),
-        key,
-        cert_der,
-    };
+    f.server_id = Identity::compressible(13);
     let (c, k) = f.server_id.write(&f.dir, "server-comp");
     f.server_cert = c.to_string_lossy().into_owned();
     f.server_key = k.to_string_lossy().into_owned();
