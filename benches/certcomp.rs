@@ -35,11 +35,7 @@ fn certcomp(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(3));
     for &alg in supported() {
         let compressed = compress(alg, &body).expect("compress");
-        eprintln!(
-            "{alg}: {} -> {} bytes",
-            body.len(),
-            compressed.len()
-        );
+        eprintln!("{alg}: {} -> {} bytes", body.len(), compressed.len());
         g.bench_function(format!("compress/{alg}"), |b| {
             b.iter(|| compress(alg, &body))
         });

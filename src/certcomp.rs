@@ -113,9 +113,7 @@ impl DecompressError {
     pub fn as_str(self) -> &'static str {
         match self {
             DecompressError::LongerThanDeclared => "decompresses to more than uncompressed_length",
-            DecompressError::ShorterThanDeclared => {
-                "decompresses to less than uncompressed_length"
-            }
+            DecompressError::ShorterThanDeclared => "decompresses to less than uncompressed_length",
             DecompressError::Undecodable => "compressed_certificate_message does not decode",
             DecompressError::Unsupported => "algorithm not supported",
         }
@@ -384,7 +382,12 @@ mod tests {
         let data = sample();
         for &a in supported() {
             let c = compress(a, &data).unwrap();
-            assert!(c.len() < data.len() / 2, "{a}: {} of {}", c.len(), data.len());
+            assert!(
+                c.len() < data.len() / 2,
+                "{a}: {} of {}",
+                c.len(),
+                data.len()
+            );
             assert_eq!(decompress(a, &c, data.len()), Ok(data.clone()), "{a}");
         }
     }

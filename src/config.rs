@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
+use crate::certcomp::CompressionCache;
 use crate::crypto::cert::SignatureMemo;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
 use crate::events::Observe;
-use crate::certcomp::CompressionCache;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode,
     SignatureScheme,

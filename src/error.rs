@@ -149,9 +149,7 @@ impl PeerMisbehaved {
             P::UnofferedAlpn => A::IllegalParameter,
             P::NoApplicationProtocol => A::NoApplicationProtocol,
             P::UnofferedCompressionAlgorithm(_) => A::IllegalParameter,
-            P::CompressedCertificateTooLarge | P::BadCompressedCertificate(_) => {
-                A::BadCertificate
-            }
+            P::CompressedCertificateTooLarge | P::BadCompressedCertificate(_) => A::BadCertificate,
         }
     }
 }

@@ -4594,7 +4594,10 @@ fn compressed_certificate_over_the_certificate_limit_is_bad_certificate() {
         |_| compressed(C::Zlib, limit, vec![0xff; 16]),
         A::BadCertificate,
     );
-    assert!(matches!(e, Error::Peer(PeerMisbehaved::BadCompressedCertificate(_))));
+    assert!(matches!(
+        e,
+        Error::Peer(PeerMisbehaved::BadCompressedCertificate(_))
+    ));
 }
 
 #[test]
@@ -4606,7 +4609,13 @@ fn compressed_certificate_longer_than_declared_is_bad_certificate() {
     use tls13lab::messages::CertificateCompressionAlgorithm as C;
     let e = client_rejects_compressed(
         client_config(),
-        |body| compressed(C::Zlib, body.len(), compress(C::Zlib, &vec![0; 1 << 20]).unwrap()),
+        |body| {
+            compressed(
+                C::Zlib,
+                body.len(),
+                compress(C::Zlib, &vec![0; 1 << 20]).unwrap(),
+            )
+        },
         A::BadCertificate,
     );
     assert_eq!(
@@ -4709,7 +4718,9 @@ fn compressed_certificate_in_an_algorithm_not_offered_is_illegal_parameter() {
     );
     assert_eq!(
         e,
-        peer(PeerMisbehaved::UnofferedCompressionAlgorithm(C::Unknown(0x4001)))
+        peer(PeerMisbehaved::UnofferedCompressionAlgorithm(C::Unknown(
+            0x4001
+        )))
     );
 }
 

@@ -2233,9 +2233,11 @@ fn client_certificate_compressed_with_each_algorithm() {
                 _ => None,
             })
             .expect("CertificateRequest");
-        assert!(cr
-            .extensions
-            .contains(&Extension::CompressCertificate(vec![A::Zlib, A::Brotli, A::Zstd])));
+        assert!(cr.extensions.contains(&Extension::CompressCertificate(vec![
+            A::Zlib,
+            A::Brotli,
+            A::Zstd
+        ])));
         assert_eq!(
             p.server.negotiated().unwrap().client_signature_scheme,
             Some(SignatureScheme::ecdsa_secp256r1_sha256)
@@ -2249,8 +2251,16 @@ fn client_certificate_compressed_with_each_algorithm() {
 fn the_server_preference_picks_the_algorithm_and_off_means_uncompressed() {
     use CertificateCompressionAlgorithm as A;
     let cases: [(&[A], &[A], Option<A>); 5] = [
-        (&[A::Brotli, A::Zlib], &[A::Zstd, A::Zlib, A::Brotli], Some(A::Zlib)),
-        (&[A::Zstd, A::Unknown(0x4001)], &[A::Brotli, A::Zstd], Some(A::Zstd)),
+        (
+            &[A::Brotli, A::Zlib],
+            &[A::Zstd, A::Zlib, A::Brotli],
+            Some(A::Zlib),
+        ),
+        (
+            &[A::Zstd, A::Unknown(0x4001)],
+            &[A::Brotli, A::Zstd],
+            Some(A::Zstd),
+        ),
         (&[A::Zlib], &[A::Brotli], None),
         (&[], &[A::Brotli], None),
         (&[A::Brotli], &[], None),
@@ -2293,7 +2303,11 @@ fn post_handshake_client_certificate_is_compressed() {
     p.settle().expect("answer");
     assert!(p.server_events.iter().any(|e| matches!(
         e,
-        Event::PostHandshakeAuth { certificates: 1, scheme: Some(_), .. }
+        Event::PostHandshakeAuth {
+            certificates: 1,
+            scheme: Some(_),
+            ..
+        }
     )));
     let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
     assert_eq!(

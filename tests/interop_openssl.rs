@@ -3562,7 +3562,10 @@ fn comp_our_client(peer: &Peer, i: usize) -> CellResult {
         .expect("the ledger shows the compression");
     assert_eq!(info.algorithm, alg);
     assert_eq!(info.uncompressed_length, cc.uncompressed_length as usize);
-    assert_eq!(info.compressed_length, cc.compressed_certificate_message.len());
+    assert_eq!(
+        info.compressed_length,
+        cc.compressed_certificate_message.len()
+    );
     assert!(info.compressed_length < info.uncompressed_length);
     finish_client(&mut p, t);
     p.wait_exit();
@@ -3584,10 +3587,7 @@ fn comp_s_client(peer: &Peer, i: usize) -> CellResult {
     let mut p = f.s_client(peer, port, &["-trace"]);
     let t = server_session(&mut p, &l, new_server(&config, 5));
     p.assert_has("CompressedCertificate");
-    p.assert_has(&format!(
-        "Compression type={alg} (0x{:04x})",
-        alg.to_repr()
-    ));
+    p.assert_has(&format!("Compression type={alg} (0x{:04x})", alg.to_repr()));
     p.assert_has("Verify return code: 0 (ok)");
     let t = finish_server(&mut p, t);
     let cc = compressed_certificate(&t.events, Direction::ServerToClient);

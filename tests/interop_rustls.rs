@@ -1278,10 +1278,7 @@ fn rustls_decompressor(i: usize) -> &'static dyn rustls::compress::CertDecompres
 }
 
 /// The CompressedCertificate `dir` carried in `events` (exactly one, and no Certificate).
-fn sent_compressed(
-    events: &[Event],
-    dir: Direction,
-) -> tls13lab::messages::CompressedCertificate {
+fn sent_compressed(events: &[Event], dir: Direction) -> tls13lab::messages::CompressedCertificate {
     let msgs = handshake_msgs(events, dir, HandshakeType::CompressedCertificate);
     assert_eq!(msgs.len(), 1, "one CompressedCertificate");
     assert!(handshake_msgs(events, dir, HandshakeType::Certificate).is_empty());

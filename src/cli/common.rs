@@ -16,8 +16,9 @@ use tls13lab::events::{Direction, EarlyDataStatus, Epoch, Event, SecretEvent, Si
 use tls13lab::lab::dissect;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, Extension, ExtensionType, HandshakeMessage,
-    HandshakePayload, HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, Extension,
+    ExtensionType, HandshakeMessage, HandshakePayload, HandshakeType, NamedGroup,
+    PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
 use tls13lab::Error;
@@ -596,7 +597,9 @@ pub fn cert_compression(s: &str) -> Result<List<CertificateCompressionAlgorithm>
             .copied()
             .find(|a| a.name() == n)
             .or_else(|| number(x).map(CertificateCompressionAlgorithm::from))
-            .ok_or_else(|| format!("unknown certificate compression '{x}' (known: zlib, brotli, zstd, none)"))
+            .ok_or_else(|| {
+                format!("unknown certificate compression '{x}' (known: zlib, brotli, zstd, none)")
+            })
     })?;
     if l.0.len() > 127 {
         return Err("at most 127 algorithms fit compress_certificate".into());

@@ -18,9 +18,9 @@ use tls13lab::messages::{
 use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
-    alpn, cert_compression, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding, psk_modes,
-    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
-    PskUse, Report,
+    alpn, cert_compression, groups, ledger, load_certified_key, load_certs, observe_for, on_off,
+    padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List,
+    Policy, PskArgs, PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 

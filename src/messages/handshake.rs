@@ -194,9 +194,7 @@ impl HandshakePayload {
             }
             T::CertificateRequest => P::CertificateRequest(CertificateRequest::decode(r)?),
             T::Certificate => P::Certificate(CertificatePayload::decode(r)?),
-            T::CompressedCertificate => {
-                P::CompressedCertificate(CompressedCertificate::decode(r)?)
-            }
+            T::CompressedCertificate => P::CompressedCertificate(CompressedCertificate::decode(r)?),
             T::CertificateVerify => P::CertificateVerify(CertificateVerify {
                 scheme: r.u16("algorithm")?.into(),
                 signature: r.vec_u16("signature")?,
@@ -1036,7 +1034,11 @@ mod tests {
         ];
         for (out, payload) in cases {
             let bytes = HandshakeMessage::new(payload.clone()).encoded;
-            assert_eq!(out.body_bytes(), bytes[4..], "the body is the message less its header");
+            assert_eq!(
+                out.body_bytes(),
+                bytes[4..],
+                "the body is the message less its header"
+            );
             let mut sent = vec![0xee]; // appended after what the buffer holds
             sent.reserve(out.encoded_len());
             out.encode_into(&mut sent);

@@ -62,8 +62,8 @@ pub fn compressible_identity(seed: u64) -> (CertifiedKey, Vec<u8>) {
         .chain((1..=60).map(|i| format!("a{i}.example")))
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let cert = self_signed_p256(&names, &key, now_s - 86_400, now_s + 86_400 * 365)
-        .expect("certificate");
+    let cert =
+        self_signed_p256(&names, &key, now_s - 86_400, now_s + 86_400 * 365).expect("certificate");
     let ck = CertifiedKey {
         chain: vec![cert.clone()],
         key: Arc::new(key),
