@@ -458,7 +458,7 @@ pub fn ser_hex<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
 /// Parse lowercase/uppercase hex.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

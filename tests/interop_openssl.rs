@@ -3659,15 +3659,15 @@ fn comp_cli_client(peer: &Peer) -> CellResult {
 fn openssl40_certificate_compression() {
     let peer = openssl40();
     let mut cells = Vec::new();
-    for i in 0..COMPRESSION.len() {
+    for (i, alg) in COMPRESSION.into_iter().enumerate() {
         let p = peer.clone();
         cells.push(Cell::new(
-            format!("openssl-4.0 ours ← s_server -cert_comp, {}", COMPRESSION[i]),
+            format!("openssl-4.0 ours ← s_server -cert_comp, {alg}"),
             move || comp_our_client(&p, i),
         ));
         let p = peer.clone();
         cells.push(Cell::new(
-            format!("openssl-4.0 s_client -trace → ours, {}", COMPRESSION[i]),
+            format!("openssl-4.0 s_client -trace → ours, {alg}"),
             move || comp_s_client(&p, i),
         ));
     }

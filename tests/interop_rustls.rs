@@ -1351,8 +1351,7 @@ fn comp_rustls_client(i: usize) -> CellResult {
 #[test]
 fn rustls_certificate_compression() {
     let mut cells = Vec::new();
-    for i in 0..RUSTLS_COMPRESSION.len() {
-        let alg = RUSTLS_COMPRESSION[i];
+    for (i, alg) in RUSTLS_COMPRESSION.into_iter().enumerate() {
         cells.push(Cell::new(
             format!("ours ← rustls server, {alg}"),
             move || comp_our_client(i),

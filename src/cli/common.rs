@@ -287,7 +287,7 @@ impl PskArgs {
 /// Hex digits (either case) as bytes; `None` for anything else or an odd count.
 fn unhex(s: &str) -> Option<Vec<u8>> {
     let digits = s.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     digits

@@ -516,7 +516,7 @@ fn valid_ek(c: Component) -> Vec<u8> {
 /// Sets coefficient `i` of an encoded key to `value` (12 bits, ByteEncode12 layout).
 fn set_coefficient(ek: &mut [u8], i: usize, value: u16) {
     let at = 3 * (i / 2);
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         ek[at] = value as u8;
         ek[at + 1] = (ek[at + 1] & 0xf0) | (value >> 8) as u8;
     } else {
@@ -527,7 +527,7 @@ fn set_coefficient(ek: &mut [u8], i: usize, value: u16) {
 
 fn get_coefficient(ek: &[u8], i: usize) -> u16 {
     let at = 3 * (i / 2);
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         u16::from(ek[at]) | (u16::from(ek[at + 1] & 0x0f) << 8)
     } else {
         u16::from(ek[at + 1] >> 4) | (u16::from(ek[at + 2]) << 4)

@@ -930,7 +930,7 @@ pub fn http_response(len: usize) -> Vec<u8> {
 }
 
 fn fmt_ms(us: u64) -> String {
-    if us % 1000 == 0 {
+    if us.is_multiple_of(1000) {
         format!("{}", us / 1000)
     } else {
         format!("{:.1}", us as f64 / 1000.0)

@@ -52,7 +52,7 @@ impl Link {
     }
 
     fn new(mtu: usize, ip_header: usize, tcp_options: usize) -> Result<Link, String> {
-        if tcp_options > 40 || tcp_options % 4 != 0 {
+        if tcp_options > 40 || !tcp_options.is_multiple_of(4) {
             return Err(format!(
                 "TCP options are a multiple of 4 bytes, at most 40 (got {tcp_options})"
             ));

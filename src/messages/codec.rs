@@ -248,7 +248,7 @@ impl<'a> Reader<'a> {
 
     /// The body of a vector of 2-byte code points (`NamedGroup`, `CipherSuite`, ...).
     pub fn u16_items<T: From<u16>>(&mut self, what: &'static str) -> Result<Vec<T>, DecodeError> {
-        if self.remaining() % 2 != 0 {
+        if !self.remaining().is_multiple_of(2) {
             return Err(DecodeError::LengthNotMultiple { what });
         }
         // Fixed-size items: the count is known, so the vector is allocated once, exactly.

@@ -141,7 +141,7 @@ pub struct LadderOptions {
 }
 
 fn fmt_us(us: u64) -> String {
-    if us % 1000 == 0 {
+    if us.is_multiple_of(1000) {
         format!("{} ms", us / 1000)
     } else {
         format!("{:.1} ms", us as f64 / 1000.0)
