@@ -46,7 +46,8 @@ use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Si
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
-    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
+    ProtocolVersion, SignatureScheme,
 };
 use crate::messages::extensions::{Extension, ExtensionContext, OutgoingExtension};
 use crate::messages::handshake::{
@@ -181,10 +182,12 @@ struct ExpectCertificateOrRequest {
     ee: ServerExtensions,
 }
 
-/// A CertificateRequest (§4.3.2): the signature schemes the server accepts for ours. Its
-/// context is empty during the handshake (checked on arrival), so it is not kept.
+/// A CertificateRequest (§4.3.2): the signature schemes the server accepts for ours, and the
+/// compression algorithms it can decompress it with (RFC 8879 §3). Its context is empty during
+/// the handshake (checked on arrival), so it is not kept.
 struct CertificateRequested {
     schemes: Vec<SignatureScheme>,
+    compression: Vec<CertificateCompressionAlgorithm>,
 }
 
 /// After CertificateRequest.
@@ -248,6 +251,12 @@ impl Client {
                     "key share group {g} is not in the offered groups"
                 )));
             }
+        }
+        // RFC 8879 §3: algorithms<2..2^8-2>, two bytes each.
+        if config.cert_compression.len() > 127 {
+            return Err(Error::Config(
+                "at most 127 certificate compression algorithms fit compress_certificate".into(),
+            ));
         }
         let conn = Conn::new(
             Side::Client,
@@ -453,7 +462,7 @@ impl Client {
         retry: bool,
     ) -> ClientHelloOut<'a> {
         // Room for every extension this function may add, so the list is allocated once.
-        let mut exts = Vec::with_capacity(13 + cfg.extra_extensions.len());
+        let mut exts = Vec::with_capacity(14 + cfg.extra_extensions.len());
         if let Some(name) = &cfg.server_name {
             exts.push(OutgoingExtension::HostName(name.as_bytes()));
         }
@@ -485,6 +494,14 @@ impl Client {
         }
         if !cfg.alpn.is_empty() {
             exts.push(OutgoingExtension::Alpn(&cfg.alpn));
+        }
+        // RFC 8879 §3: the server's Certificate may come compressed with one of these. Offered
+        // as configured, so an experiment can offer an algorithm this build lacks (a
+        // CompressedCertificate in it is then bad_certificate: it cannot be decompressed, §4).
+        if !cfg.cert_compression.is_empty() {
+            exts.push(OutgoingExtension::CompressCertificate(
+                &cfg.cert_compression,
+            ));
         }
         if let Some(limit) = cfg.record_size_limit {
             exts.push(Extension::RecordSizeLimit(limit).into());
@@ -995,10 +1012,13 @@ impl Client {
                 Ok(State::ExpectCertificate(Box::new(ExpectCertificate {
                     hs,
                     ee,
-                    request: CertificateRequested { schemes },
+                    request: CertificateRequested {
+                        schemes,
+                        compression: requested_compression(cr),
+                    },
                 })))
             }
-            HandshakePayload::Certificate(_) => {
+            HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_) => {
                 let cert = self.accept_server_certificate(&mut hs.transcript, msg)?;
                 Ok(State::ExpectCertificateVerify(Box::new(
                     ExpectCertificateVerify {
@@ -1032,15 +1052,24 @@ impl Client {
         }))
     }
 
-    /// The server's Certificate (§4.4.2): its chain checked as configured (§4.4.2.4), and the
-    /// message added to the transcript.
+    /// The server's Certificate (§4.4.2), or its CompressedCertificate (RFC 8879 §4) in an
+    /// algorithm we offered: its chain checked as configured (§4.4.2.4), and the message as
+    /// received added to the transcript.
     fn accept_server_certificate(
         &self,
         transcript: &mut Transcript,
         msg: HandshakeMessage,
     ) -> Result<ServerCertificate, Error> {
-        let HandshakePayload::Certificate(c) = msg.payload else {
-            return Err(unexpected("Certificate", &msg));
+        let typ = msg.typ();
+        let c = match msg.payload {
+            HandshakePayload::Certificate(c) => c,
+            HandshakePayload::CompressedCertificate(ref cc) => crate::certcomp::certificate_from(
+                cc,
+                &self.side.config.cert_compression,
+                self.side.config.max_handshake_message,
+                "Certificate",
+            )?,
+            _ => return Err(unexpected("Certificate", &msg)),
         };
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
@@ -1074,7 +1103,7 @@ impl Client {
             )?,
             ServerVerification::InsecureAcceptAny => {}
         }
-        transcript.add(HandshakeType::Certificate, &msg.encoded);
+        transcript.add(typ, &msg.encoded);
         // Only the end-entity certificate is needed from here on; `chain` is not empty (above).
         Ok(ServerCertificate {
             leaf: chain.swap_remove(0),
@@ -1168,8 +1197,7 @@ impl Client {
             ..
         } = &auth
         {
-            client_scheme =
-                self.send_client_certificate(&mut hs.transcript, &[], &request.schemes)?;
+            client_scheme = self.send_client_certificate(&mut hs.transcript, &[], request)?;
         }
         let fin = hs
             .client_hs
@@ -1225,13 +1253,15 @@ impl Client {
 
     /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify, echoing
     /// the request's certificate_request_context: empty during the handshake (§4.3.2), the
-    /// server's chosen value after it (§4.6.2).
+    /// server's chosen value after it (§4.6.2). A certificate goes out compressed (RFC 8879
+    /// §4) when the request offered an algorithm we use and that makes it smaller.
     fn send_client_certificate(
         &mut self,
         transcript: &mut Transcript,
         context: &[u8],
-        schemes: &[SignatureScheme],
+        request: &CertificateRequested,
     ) -> Result<Option<SignatureScheme>, Error> {
+        let schemes = &request.schemes;
         // The certificate is sent from the configuration as it is (no copy of the chain).
         let config = Arc::clone(&self.side.config);
         let Some(ck) = &config.client_cert else {
@@ -1252,7 +1282,32 @@ impl Client {
             context,
             chain: &ck.chain,
         };
-        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
+        let compressed = if request.compression.is_empty() {
+            None
+        } else {
+            let body = m.body_bytes();
+            crate::certcomp::compress_for_peer(
+                &config.cert_compression,
+                &request.compression,
+                config.compressed_certificates.as_deref(),
+                &body,
+            )
+            .map(|(algorithm, bytes)| (algorithm, body.len() as u32, bytes))
+        };
+        let (typ, sent) = match &compressed {
+            // The transcript holds the CompressedCertificate as sent (RFC 8879 §4).
+            Some((algorithm, uncompressed_length, bytes)) => (
+                HandshakeType::CompressedCertificate,
+                self.conn
+                    .send_handshake(OutgoingMessage::CompressedCertificate {
+                        algorithm: *algorithm,
+                        uncompressed_length: *uncompressed_length,
+                        compressed: bytes,
+                    }),
+            ),
+            None => (HandshakeType::Certificate, self.conn.send_handshake(m)),
+        };
+        transcript.add(typ, sent);
         let content = certificate_verify_message(false, transcript.current_hash().as_ref());
         let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
         let m = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
@@ -1333,14 +1388,17 @@ impl Client {
         cr: &CertificateRequest,
         encoded: &[u8],
     ) -> Result<(), Error> {
-        let schemes = requested_schemes(cr)?;
+        let request = CertificateRequested {
+            schemes: requested_schemes(cr)?,
+            compression: requested_compression(cr),
+        };
         if self.conn.write_closed {
             // After our close_notify nothing may be sent (§6.1): the request goes unanswered.
             return Ok(());
         }
         let mut transcript = handshake.clone();
         transcript.add(HandshakeType::CertificateRequest, encoded);
-        let scheme = self.send_client_certificate(&mut transcript, &cr.context, &schemes)?;
+        let scheme = self.send_client_certificate(&mut transcript, &cr.context, &request)?;
         let Some(t) = self.traffic.as_deref() else {
             return Err(Error::InvalidState("no traffic secrets"));
         };
@@ -1389,6 +1447,18 @@ fn requested_schemes(cr: &CertificateRequest) -> Result<Vec<SignatureScheme>, Er
             _ => None,
         })
         .ok_or_else(|| PeerMisbehaved::MissingExtension(ExtensionType::SignatureAlgorithms).into())
+}
+
+/// RFC 8879 §3: the algorithms a CertificateRequest's compress_certificate offers for our
+/// certificate (none without the extension).
+fn requested_compression(cr: &CertificateRequest) -> Vec<CertificateCompressionAlgorithm> {
+    cr.extensions
+        .iter()
+        .find_map(|e| match e {
+            Extension::CompressCertificate(a) => Some(a.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Group and key_exchange of each share, as the ClientHello's key_share lists them (§4.2.8).

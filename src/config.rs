@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
+use crate::certcomp::CompressionCache;
 use crate::crypto::cert::SignatureMemo;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
 use crate::events::Observe;
 use crate::messages::enums::{
-    CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode,
+    SignatureScheme,
 };
 use crate::messages::extensions::Extension;
 use crate::record::PaddingPolicy;
@@ -222,6 +224,15 @@ pub struct ClientConfig {
     /// configuration ([`SignatureMemo`]: path, time and name are still checked each time).
     /// `None` verifies every signature every time.
     pub signature_memo: Option<Arc<SignatureMemo>>,
+    /// Certificate compression (RFC 8879), in preference order: offered in the ClientHello's
+    /// compress_certificate (the server's certificate may come compressed), and used for our
+    /// certificate when a CertificateRequest offers one of them. Empty: not offered, never
+    /// used. Default: every algorithm of this build ([`crate::certcomp::supported`]: brotli,
+    /// zstd, zlib), as OpenSSL 4.0 offers all three.
+    pub cert_compression: Vec<CertificateCompressionAlgorithm>,
+    /// Our certificate compressed once per algorithm, shared by the connections of this
+    /// configuration; `None` compresses every time.
+    pub compressed_certificates: Option<Arc<CompressionCache>>,
 }
 
 impl Default for ClientConfig {
@@ -261,6 +272,8 @@ impl Default for ClientConfig {
             observe: Observe::PUBLIC,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
+            cert_compression: crate::certcomp::supported().to_vec(),
+            compressed_certificates: Some(Arc::default()),
         }
     }
 }
@@ -394,6 +407,15 @@ pub struct ServerConfig {
     /// Resumption state shared by every connection of this server (ticket keys, cache, replay
     /// memory). Cloning the config shares it.
     pub sessions: Arc<ServerSessions>,
+    /// Certificate compression (RFC 8879), in preference order: our Certificate goes out
+    /// compressed with the first of these the client's compress_certificate lists (when that is
+    /// smaller), and our CertificateRequests offer them for the client's. Empty (the default):
+    /// off, so a server's flight is what it was unless asked for (`tls13lab server
+    /// --cert-compression`); [`crate::certcomp::supported`] lists what this build has.
+    pub cert_compression: Vec<CertificateCompressionAlgorithm>,
+    /// Our chain compressed once per algorithm (and per chain), shared by every connection of
+    /// this configuration; `None` compresses in every handshake.
+    pub compressed_certificates: Option<Arc<CompressionCache>>,
 }
 
 impl ServerConfig {
@@ -444,6 +466,8 @@ impl ServerConfig {
             psk_modes: vec![PskKeyExchangeMode::PskDheKe, PskKeyExchangeMode::PskKe],
             external_psks: Vec::new(),
             sessions: Arc::new(ServerSessions::new()),
+            cert_compression: Vec::new(),
+            compressed_certificates: Some(Arc::default()),
         }
     }
 }

@@ -96,6 +96,15 @@ pub enum PeerMisbehaved {
     NoApplicationProtocol,
     /// A record_size_limit below 64 (RFC 8449 §4).
     BadRecordSizeLimit,
+    /// A CompressedCertificate in an algorithm our compress_certificate did not list (RFC 8879
+    /// §4: "MUST be one of the algorithms listed in the peer's compress_certificate extension").
+    UnofferedCompressionAlgorithm(crate::messages::enums::CertificateCompressionAlgorithm),
+    /// A CompressedCertificate whose uncompressed_length is over our limit for a Certificate
+    /// (RFC 8879 §5: the same limit as without compression), refused before decompressing.
+    CompressedCertificateTooLarge,
+    /// A CompressedCertificate that does not decompress to exactly uncompressed_length bytes
+    /// (RFC 8879 §4: bad_certificate).
+    BadCompressedCertificate(&'static str),
 }
 
 impl PeerMisbehaved {
@@ -139,6 +148,8 @@ impl PeerMisbehaved {
             P::TooMuchEarlyData => A::UnexpectedMessage,
             P::UnofferedAlpn => A::IllegalParameter,
             P::NoApplicationProtocol => A::NoApplicationProtocol,
+            P::UnofferedCompressionAlgorithm(_) => A::IllegalParameter,
+            P::CompressedCertificateTooLarge | P::BadCompressedCertificate(_) => A::BadCertificate,
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::events::{
     Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
 };
 use crate::messages::codec::{DecodeError, Reader};
-use crate::messages::enums::{ContentType, HandshakeType};
+use crate::messages::enums::{CertificateCompressionAlgorithm, ContentType, HandshakeType};
 
 /// One handshake message (or the part of it) inside a record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -28,7 +28,25 @@ pub struct MessagePart {
     pub offset: usize,
     /// Bytes of it carried by this record (less than `len` when fragmented).
     pub bytes_here: usize,
+    /// A compressed_certificate's algorithm and sizes (RFC 8879 §4), on the part where the
+    /// message begins.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub compression: Option<CertCompression>,
 }
+
+/// What a CompressedCertificate says about itself (RFC 8879 §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CertCompression {
+    /// The algorithm.
+    pub algorithm: CertificateCompressionAlgorithm,
+    /// The Certificate body's length once decompressed (as the message declares it).
+    pub uncompressed_length: usize,
+    /// Bytes of compressed_certificate_message.
+    pub compressed_length: usize,
+}
+
+/// The first bytes of a CompressedCertificate body: algorithm (2) and uncompressed_length (3).
+const COMPRESSED_LEAD: usize = 5;
 
 /// One record in the ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -205,17 +223,23 @@ struct Splitter {
     /// Parts (record index, part index) holding the start of a header whose length is not known
     /// yet: their `len` is filled in when the header completes in a later record.
     awaiting_len: Vec<(usize, usize)>,
+    /// The part where the current message began (record index, part index).
+    start: (usize, usize),
+    /// A compressed_certificate's first body bytes, while fewer than [`COMPRESSED_LEAD`].
+    lead: Option<Vec<u8>>,
+}
+
+/// A correction to a part of an earlier (or this) record, known only once later bytes came.
+enum Fix {
+    Len(usize, usize, usize),
+    Compression(usize, usize, CertCompression),
 }
 
 impl Splitter {
     /// The parts of `content`, the content of record number `record` (0-based). Header bytes
     /// count in the record that carries them, so each record's parts add up to its content.
-    /// Returns the parts and the `(record, part, len)` fixes for earlier records.
-    fn split(
-        &mut self,
-        record: usize,
-        mut content: &[u8],
-    ) -> (Vec<MessagePart>, Vec<(usize, usize, usize)>) {
+    /// Returns the parts and the fixes for earlier records (or this one).
+    fn split(&mut self, record: usize, mut content: &[u8]) -> (Vec<MessagePart>, Vec<Fix>) {
         let mut parts: Vec<MessagePart> = Vec::new();
         let mut fixes = Vec::new();
         while !content.is_empty() {
@@ -227,7 +251,9 @@ impl Splitter {
                     len: self.len,
                     offset: self.len - self.remaining,
                     bytes_here: take,
+                    compression: None,
                 });
+                self.lead_bytes(&content[..take], &mut fixes);
                 self.remaining -= take;
                 content = &content[take..];
                 continue;
@@ -243,7 +269,11 @@ impl Splitter {
                 len: 0,
                 offset,
                 bytes_here: take,
+                compression: None,
             });
+            if offset == 0 {
+                self.start = (record, parts.len() - 1);
+            }
             if self.header.len() < 4 {
                 self.awaiting_len.push((record, parts.len() - 1));
                 break;
@@ -256,9 +286,11 @@ impl Splitter {
             self.len = body + 4;
             self.remaining = body;
             for (r, p) in self.awaiting_len.drain(..) {
-                fixes.push((r, p, body + 4));
+                fixes.push(Fix::Len(r, p, body + 4));
             }
+            self.lead = (typ == HandshakeType::CompressedCertificate).then(Vec::new);
             let take = self.remaining.min(content.len());
+            self.lead_bytes(&content[..take], &mut fixes);
             self.remaining -= take;
             content = &content[take..];
             if let Some(p) = parts.last_mut() {
@@ -267,6 +299,28 @@ impl Splitter {
             }
         }
         (parts, fixes)
+    }
+
+    /// Body bytes of the current message: a compressed_certificate's first ones are kept until
+    /// its algorithm and uncompressed_length are known, then reported on its first part.
+    fn lead_bytes(&mut self, body: &[u8], fixes: &mut Vec<Fix>) {
+        let Some(lead) = &mut self.lead else {
+            return;
+        };
+        let want = COMPRESSED_LEAD - lead.len();
+        lead.extend_from_slice(&body[..want.min(body.len())]);
+        if lead.len() == COMPRESSED_LEAD {
+            let info = CertCompression {
+                algorithm: u16::from_be_bytes([lead[0], lead[1]]).into(),
+                uncompressed_length: (usize::from(lead[2]) << 16)
+                    | (usize::from(lead[3]) << 8)
+                    | usize::from(lead[4]),
+                // Header (4), algorithm and uncompressed_length (5), the vector's length (3).
+                compressed_length: self.len.saturating_sub(4 + COMPRESSED_LEAD + 3),
+            };
+            fixes.push(Fix::Compression(self.start.0, self.start.1, info));
+            self.lead = None;
+        }
     }
 }
 
@@ -317,20 +371,10 @@ impl Ledger {
             Direction::ClientToServer => 0,
             Direction::ServerToClient => 1,
         };
-        let messages = if r.inner_type == ContentType::Handshake {
-            let (parts, fixes) = self.splitters[idx].split(self.records.len(), &r.content);
-            for (rec, part, len) in fixes {
-                if let Some(p) = self
-                    .records
-                    .get_mut(rec)
-                    .and_then(|r| r.messages.get_mut(part))
-                {
-                    p.len = len;
-                }
-            }
-            parts
+        let (messages, fixes) = if r.inner_type == ContentType::Handshake {
+            self.splitters[idx].split(self.records.len(), &r.content)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let t = match r.direction {
             Direction::ClientToServer => &mut self.totals.client_to_server,
@@ -355,6 +399,21 @@ impl Ledger {
             record: r.clone(),
             messages,
         });
+        for fix in fixes {
+            let (rec, part) = match fix {
+                Fix::Len(rec, part, _) | Fix::Compression(rec, part, _) => (rec, part),
+            };
+            if let Some(p) = self
+                .records
+                .get_mut(rec)
+                .and_then(|r| r.messages.get_mut(part))
+            {
+                match fix {
+                    Fix::Len(_, _, len) => p.len = len,
+                    Fix::Compression(_, _, info) => p.compression = Some(info),
+                }
+            }
+        }
     }
 
     /// Client→server flights sent before the first application-data byte arrived from the server:
@@ -410,10 +469,18 @@ impl Ledger {
                 .messages
                 .iter()
                 .map(|m| {
-                    if m.bytes_here == m.len {
-                        format!("{}({})", m.typ, m.len)
+                    let size = if m.bytes_here == m.len {
+                        m.len.to_string()
                     } else {
-                        format!("{}({}/{})", m.typ, m.bytes_here, m.len)
+                        format!("{}/{}", m.bytes_here, m.len)
+                    };
+                    match &m.compression {
+                        // e.g. compressed_certificate(1210; brotli 1198 of 3004)
+                        Some(c) => format!(
+                            "{}({size}; {} {} of {})",
+                            m.typ, c.algorithm, c.compressed_length, c.uncompressed_length
+                        ),
+                        None => format!("{}({size})", m.typ),
                     }
                 })
                 .collect();

@@ -50,6 +50,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod certcomp;
 pub mod client;
 pub mod config;
 pub(crate) mod conn;

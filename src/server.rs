@@ -52,13 +52,13 @@ use crate::keyschedule::schedule::{
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::codec::DecodeError;
 use crate::messages::enums::{
-    CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
-    SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
+    ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
-    CertificateRequest, CertificateVerify, ClientHello, DecodeContext, HandshakeMessage,
-    HandshakePayload, NewSessionTicket, OutgoingMessage, ServerHello, HRR_RANDOM,
+    CertificatePayload, CertificateRequest, CertificateVerify, ClientHello, DecodeContext,
+    HandshakeMessage, HandshakePayload, NewSessionTicket, OutgoingMessage, ServerHello, HRR_RANDOM,
 };
 use crate::session::ResumptionState;
 use crate::traffic::{receive_key_update, Traffic};
@@ -585,16 +585,18 @@ impl Server {
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
                     context: Vec::new(),
-                    extensions: vec![Extension::SignatureAlgorithms(
-                        self.side.config.signature_schemes.clone(),
-                    )],
+                    extensions: Self::certificate_request_extensions(&self.side.config),
                 });
                 transcript.add(
                     HandshakeType::CertificateRequest,
                     self.conn.send_handshake(&cr),
                 );
             }
-            self.send_certificate(&mut transcript, credential, scheme)?;
+            let compression = match ch.find(ExtensionType::CompressCertificate) {
+                Some(Extension::CompressCertificate(algorithms)) => algorithms.as_slice(),
+                _ => &[],
+            };
+            self.send_certificate(&mut transcript, credential, scheme, compression)?;
         }
 
         // Finished (§4.4.4), then the application keys for our side.
@@ -659,12 +661,15 @@ impl Server {
     }
 
     /// Certificate and CertificateVerify (§4.4.2, §4.4.3) with credential number `credential`
-    /// of [`ServerConfig::credentials`].
+    /// of [`ServerConfig::credentials`]. The Certificate goes out as a CompressedCertificate
+    /// (RFC 8879 §4) in the first algorithm of our preference list that the client's
+    /// compress_certificate (`client_compression`) lists, when that is smaller.
     fn send_certificate(
         &mut self,
         transcript: &mut Transcript,
         credential: usize,
         scheme: SignatureScheme,
+        client_compression: &[CertificateCompressionAlgorithm],
     ) -> Result<(), Error> {
         let config = Arc::clone(&self.side.config);
         let ck = config
@@ -676,7 +681,34 @@ impl Server {
             context: &[],
             chain: &ck.chain,
         };
-        transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert));
+        let compressed = if client_compression.is_empty() || config.cert_compression.is_empty() {
+            None
+        } else {
+            // Compressed once per chain and algorithm (the cache), not per handshake.
+            let body = cert.body_bytes();
+            crate::certcomp::compress_for_peer(
+                &config.cert_compression,
+                client_compression,
+                config.compressed_certificates.as_deref(),
+                &body,
+            )
+            .map(|(algorithm, bytes)| (algorithm, body.len() as u32, bytes))
+        };
+        match &compressed {
+            // The transcript holds the CompressedCertificate as sent (RFC 8879 §4).
+            Some((algorithm, uncompressed_length, bytes)) => {
+                let m = OutgoingMessage::CompressedCertificate {
+                    algorithm: *algorithm,
+                    uncompressed_length: *uncompressed_length,
+                    compressed: bytes,
+                };
+                transcript.add(
+                    HandshakeType::CompressedCertificate,
+                    self.conn.send_handshake(m),
+                );
+            }
+            None => transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert)),
+        }
         let content = certificate_verify_message(true, transcript.current_hash().as_ref());
         let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
         let cv = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
@@ -685,6 +717,41 @@ impl Server {
             self.conn.send_handshake(&cv),
         );
         Ok(())
+    }
+
+    /// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, and
+    /// compress_certificate when we decompress (RFC 8879 §3).
+    fn certificate_request_extensions(config: &ServerConfig) -> Vec<Extension> {
+        let mut exts = vec![Extension::SignatureAlgorithms(
+            config.signature_schemes.clone(),
+        )];
+        if !config.cert_compression.is_empty() {
+            exts.push(Extension::CompressCertificate(
+                config.cert_compression.clone(),
+            ));
+        }
+        exts
+    }
+
+    /// The client's Certificate, or its CompressedCertificate in an algorithm our
+    /// CertificateRequest offered (RFC 8879 §4), with the type to add it to the transcript as.
+    fn client_certificate(
+        &self,
+        msg: HandshakeMessage,
+        expected: &'static str,
+    ) -> Result<(CertificatePayload, HandshakeType, Vec<u8>), Error> {
+        let typ = msg.typ();
+        let c = match msg.payload {
+            HandshakePayload::Certificate(c) => c,
+            HandshakePayload::CompressedCertificate(ref cc) => crate::certcomp::certificate_from(
+                cc,
+                &self.side.config.cert_compression,
+                self.side.config.max_handshake_message,
+                expected,
+            )?,
+            _ => return Err(unexpected(expected, &msg)),
+        };
+        Ok((c, typ, msg.encoded))
     }
 
     fn early_skip_budget(&self) -> usize {
@@ -1022,18 +1089,12 @@ impl Server {
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         // Owned: the client's certificates move out of the message, not copied.
-        let HandshakeMessage {
-            payload: HandshakePayload::Certificate(c),
-            encoded,
-        } = msg
-        else {
-            return Err(unexpected("Certificate", &msg));
-        };
+        let (c, typ, encoded) = self.client_certificate(msg, "Certificate")?;
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
         let ExpectCertificate { mut hs } = *st;
-        hs.transcript.add(HandshakeType::Certificate, &encoded);
+        hs.transcript.add(typ, &encoded);
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         if chain.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
@@ -1315,9 +1376,7 @@ impl Server {
         }
         let cr = HandshakePayload::CertificateRequest(CertificateRequest {
             context: context.clone(),
-            extensions: vec![Extension::SignatureAlgorithms(
-                self.side.config.signature_schemes.clone(),
-            )],
+            extensions: Self::certificate_request_extensions(&self.side.config),
         });
         let mut transcript = pha.handshake.clone();
         transcript.add(
@@ -1363,11 +1422,10 @@ impl Server {
         pha: &mut PostHandshakeAuth,
         msg: HandshakeMessage,
     ) -> Result<(), Error> {
-        let HandshakeMessage {
-            payload: HandshakePayload::Certificate(c),
-            encoded,
-        } = msg
-        else {
+        if !matches!(
+            msg.payload,
+            HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_)
+        ) {
             if let HandshakePayload::KeyUpdate(req) = &msg.payload {
                 let Some(t) = self.traffic.as_deref_mut() else {
                     return Err(Error::InvalidState("no traffic secrets"));
@@ -1380,14 +1438,15 @@ impl Server {
                 "KeyUpdate or Certificate"
             };
             return Err(unexpected(expected, &msg));
-        };
+        }
         if pha.pending.is_empty() {
             return Err(PeerMisbehaved::UnexpectedMessage {
                 expected: "KeyUpdate",
-                got: HandshakeType::Certificate,
+                got: msg.typ(),
             }
             .into());
         }
+        let (c, typ, encoded) = self.client_certificate(msg, "KeyUpdate or Certificate")?;
         // §4.4.2: the context echoes the request answered; one we never sent, or one already
         // answered, is not a request of ours.
         let Some(i) = pha.pending.iter().position(|p| p.context == c.context) else {
@@ -1397,7 +1456,7 @@ impl Server {
             context,
             mut transcript,
         } = pha.pending.remove(i);
-        transcript.add(HandshakeType::Certificate, &encoded);
+        transcript.add(typ, &encoded);
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let certificates = chain.len();
         let step = if chain.is_empty() {

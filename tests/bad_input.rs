@@ -4684,3 +4684,213 @@ fn post_handshake_answer_out_of_order_is_unexpected_message() {
         );
     }
 }
+
+#[cfg(feature = "cert-compression")]
+mod cert_compression {
+    use super::*;
+
+    // =============================================================================================
+    // Certificate compression (RFC 8879)
+    // =============================================================================================
+
+    /// The server's Certificate replaced by a CompressedCertificate that `make` builds from the
+    /// Certificate's body; the client (configured with `ccfg`) must refuse it with `want`.
+    #[track_caller]
+    fn client_rejects_compressed(
+        ccfg: ClientConfig,
+        make: impl FnOnce(&[u8]) -> tls13lab::messages::CompressedCertificate,
+        want: A,
+    ) -> Error {
+        let t = ToClient::new(ccfg, server_config());
+        let mut msgs = t.encrypted();
+        let c = index_of(&msgs, HandshakeType::Certificate);
+        msgs[c] = encode(HandshakePayload::CompressedCertificate(make(&msgs[c][4..])));
+        let w = t.wire_msgs(&msgs);
+        t.rejects(&w, want)
+    }
+
+    fn compressed(
+        algorithm: tls13lab::messages::CertificateCompressionAlgorithm,
+        uncompressed_length: usize,
+        data: Vec<u8>,
+    ) -> tls13lab::messages::CompressedCertificate {
+        tls13lab::messages::CompressedCertificate {
+            algorithm,
+            uncompressed_length: uncompressed_length as u32,
+            compressed_certificate_message: data,
+        }
+    }
+
+    #[test]
+    fn compressed_certificate_over_the_certificate_limit_is_bad_certificate() {
+        // RFC 8879 §5: "they MUST apply the same limit as if no compression were used"; refused on
+        // the declared length, before any decompression (the data here is not even valid).
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        let limit = client_config().max_handshake_message;
+        for alg in [C::Zlib, C::Brotli, C::Zstd] {
+            let e = client_rejects_compressed(
+                client_config(),
+                |_| compressed(alg, limit + 1, vec![0xff; 16]),
+                A::BadCertificate,
+            );
+            assert_eq!(e, peer(PeerMisbehaved::CompressedCertificateTooLarge));
+        }
+        // At the limit the length is allowed, and then the data is what fails.
+        let e = client_rejects_compressed(
+            client_config(),
+            |_| compressed(C::Zlib, limit, vec![0xff; 16]),
+            A::BadCertificate,
+        );
+        assert!(matches!(
+            e,
+            Error::Peer(PeerMisbehaved::BadCompressedCertificate(_))
+        ));
+    }
+
+    #[test]
+    fn compressed_certificate_longer_than_declared_is_bad_certificate() {
+        // RFC 8879 §5: "MUST abort the connection if the size of the output of the decompression
+        // function exceeds that limit". A bomb (1 KiB of zlib expanding to 1 MiB) declared as the
+        // real body's length, and the real body declared one byte short, for each algorithm.
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        let e = client_rejects_compressed(
+            client_config(),
+            |body| {
+                compressed(
+                    C::Zlib,
+                    body.len(),
+                    compress(C::Zlib, &vec![0; 1 << 20]).unwrap(),
+                )
+            },
+            A::BadCertificate,
+        );
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::BadCompressedCertificate(
+                "decompresses to more than uncompressed_length"
+            ))
+        );
+        for alg in [C::Zlib, C::Brotli, C::Zstd] {
+            let e = client_rejects_compressed(
+                client_config(),
+                |body| compressed(alg, body.len() - 1, compress(alg, body).unwrap()),
+                A::BadCertificate,
+            );
+            assert_eq!(
+                e,
+                peer(PeerMisbehaved::BadCompressedCertificate(
+                    "decompresses to more than uncompressed_length"
+                )),
+                "{alg}"
+            );
+        }
+    }
+
+    #[test]
+    fn compressed_certificate_shorter_than_declared_is_bad_certificate() {
+        // RFC 8879 §4: "If after decompression the specified length does not match the actual
+        // length, the party receiving the invalid message MUST abort the connection with the
+        // "bad_certificate" alert."
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        for alg in [C::Zlib, C::Brotli, C::Zstd] {
+            let e = client_rejects_compressed(
+                client_config(),
+                |body| compressed(alg, body.len() + 1, compress(alg, body).unwrap()),
+                A::BadCertificate,
+            );
+            assert_eq!(
+                e,
+                peer(PeerMisbehaved::BadCompressedCertificate(
+                    "decompresses to less than uncompressed_length"
+                )),
+                "{alg}"
+            );
+        }
+    }
+
+    #[test]
+    fn compressed_certificate_that_does_not_decompress_is_bad_certificate() {
+        // RFC 8879 §4: "If the received CompressedCertificate message cannot be decompressed, the
+        // connection MUST be terminated with the "bad_certificate" alert." Garbage, a stream cut
+        // short, and a valid stream with a byte after it.
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        for alg in [C::Zlib, C::Brotli, C::Zstd] {
+            for case in 0..3 {
+                let e = client_rejects_compressed(
+                    client_config(),
+                    |body| {
+                        let mut data = compress(alg, body).unwrap();
+                        match case {
+                            0 => data = vec![0xff; 40],
+                            1 => data.truncate(data.len() / 2),
+                            _ => data.push(0),
+                        }
+                        compressed(alg, body.len(), data)
+                    },
+                    A::BadCertificate,
+                );
+                assert!(
+                    matches!(e, Error::Peer(PeerMisbehaved::BadCompressedCertificate(_))),
+                    "{alg} case {case}: {e:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn compressed_certificate_in_an_algorithm_not_offered_is_illegal_parameter() {
+        // RFC 8879 §4: the algorithm "MUST be one of the algorithms listed in the peer's
+        // compress_certificate extension"; a field inconsistent with the handshake (RFC 8446 §6.2).
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        let mut ccfg = client_config();
+        ccfg.cert_compression = vec![C::Brotli];
+        let e = client_rejects_compressed(
+            ccfg,
+            |body| compressed(C::Zlib, body.len(), compress(C::Zlib, body).unwrap()),
+            A::IllegalParameter,
+        );
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::UnofferedCompressionAlgorithm(C::Zlib))
+        );
+        // An unknown code point we did not offer either.
+        let e = client_rejects_compressed(
+            client_config(),
+            |body| compressed(C::Unknown(0x4001), body.len(), vec![1]),
+            A::IllegalParameter,
+        );
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::UnofferedCompressionAlgorithm(C::Unknown(
+                0x4001
+            )))
+        );
+    }
+
+    #[test]
+    fn unsolicited_compressed_certificate_is_unexpected_message() {
+        // RFC 8879 §4: compressed only "if the peer has indicated that it supports compression";
+        // a client that offered none did not expect one (RFC 8446 §6.2 unexpected_message). And a
+        // server that offered none in its CertificateRequest (none configured) likewise.
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        let mut ccfg = client_config();
+        ccfg.cert_compression = Vec::new();
+        let e = client_rejects_compressed(
+            ccfg,
+            |body| compressed(C::Zlib, body.len(), compress(C::Zlib, body).unwrap()),
+            A::UnexpectedMessage,
+        );
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::UnexpectedMessage {
+                expected: "Certificate",
+                got: HandshakeType::CompressedCertificate
+            })
+        );
+    }
+}

@@ -2277,3 +2277,188 @@ fn post_handshake_auth_request_is_refused_when_not_allowed() {
     p.handshake().unwrap();
     assert!(refused(&mut p));
 }
+
+#[cfg(feature = "cert-compression")]
+mod cert_compression {
+    use super::*;
+    use tls13lab::messages::enums::CertificateCompressionAlgorithm;
+
+    // ---------------------------------------------------------------------------------------------
+    // Certificate compression (RFC 8879)
+    // ---------------------------------------------------------------------------------------------
+
+    /// The CompressedCertificate among `msgs`, decoded, if there is one (and then no Certificate).
+    fn compressed_certificate(
+        msgs: &[(HandshakeType, Vec<u8>)],
+    ) -> Option<tls13lab::messages::CompressedCertificate> {
+        let mut found = None;
+        let mut plain = 0;
+        for (t, bytes) in msgs {
+            if let HandshakePayload::CompressedCertificate(cc) = decode(bytes) {
+                assert!(found.is_none(), "one CompressedCertificate");
+                found = Some(cc);
+            } else if *t == HandshakeType::Certificate {
+                plain += 1;
+            }
+        }
+        // One certificate message either way: compressed, or not.
+        assert_eq!(plain + usize::from(found.is_some()), 1, "one of the two");
+        found
+    }
+
+    /// A server with the compressible certificate, and the client that trusts it.
+    fn compression_configs(
+        client_algs: &[CertificateCompressionAlgorithm],
+        server_algs: &[CertificateCompressionAlgorithm],
+    ) -> (ClientConfig, ServerConfig) {
+        let (ck, root) = util::compressible_identity(0xc0_0001);
+        let mut server = ServerConfig::new(ck);
+        server.cert_compression = server_algs.to_vec();
+        let mut client = client_config(root);
+        client.cert_compression = client_algs.to_vec();
+        (client, server)
+    }
+
+    /// Each algorithm compresses the server's Certificate: the client validates the chain inside
+    /// and the handshake completes, so both transcripts held the same CompressedCertificate (§4);
+    /// both ledgers show its algorithm and sizes.
+    #[test]
+    fn server_certificate_compressed_with_each_algorithm() {
+        use CertificateCompressionAlgorithm as A;
+        for (i, alg) in [A::Zlib, A::Brotli, A::Zstd].into_iter().enumerate() {
+            let (client, server) = compression_configs(&[A::Zlib, A::Brotli, A::Zstd], &[alg]);
+            let p = run(client, server, 700 + i as u64);
+            let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+            let cc = compressed_certificate(&s2c).unwrap_or_else(|| panic!("{alg}: compressed"));
+            assert_eq!(cc.algorithm, alg);
+            let compressed = cc.compressed_certificate_message.len();
+            assert!(
+                compressed * 3 < cc.uncompressed_length as usize * 2,
+                "{alg}: {compressed} of {}",
+                cc.uncompressed_length
+            );
+            for ledger in [p.ledger(), Ledger::from_events(&p.server_events)] {
+                let info = ledger
+                    .records
+                    .iter()
+                    .flat_map(|r| &r.messages)
+                    .find_map(|m| m.compression)
+                    .expect("the ledger shows the compression");
+                assert_eq!(info.algorithm, alg);
+                assert_eq!(info.uncompressed_length, cc.uncompressed_length as usize);
+                assert_eq!(info.compressed_length, compressed);
+                assert!(ledger
+                    .table()
+                    .contains(&format!("{alg} {compressed} of {}", cc.uncompressed_length)));
+            }
+        }
+    }
+
+    /// The client's certificate, compressed as the server's CertificateRequest offered (§3), with
+    /// each algorithm; the server validates the chain inside and its CertificateVerify.
+    #[test]
+    fn client_certificate_compressed_with_each_algorithm() {
+        use CertificateCompressionAlgorithm as A;
+        let (client_ck, client_root) = util::compressible_identity(0xc0_0002);
+        for (i, alg) in [A::Zlib, A::Brotli, A::Zstd].into_iter().enumerate() {
+            // The server's certificate goes uncompressed: only the client's is under test.
+            let (mut client, mut server) =
+                compression_configs(&[alg], &[A::Zlib, A::Brotli, A::Zstd]);
+            server.client_auth = ClientAuth::Required(vec![client_root.clone()]);
+            client.client_cert = Some(client_ck.clone());
+            let p = run(client, server, 710 + i as u64);
+            let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
+            let cc = compressed_certificate(&c2s).unwrap_or_else(|| panic!("{alg}: compressed"));
+            assert_eq!(cc.algorithm, alg);
+            let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+            assert_eq!(compressed_certificate(&s2c).map(|c| c.algorithm), Some(alg));
+            let cr = s2c
+                .iter()
+                .find_map(|(_, b)| match decode(b) {
+                    HandshakePayload::CertificateRequest(cr) => Some(cr),
+                    _ => None,
+                })
+                .expect("CertificateRequest");
+            assert!(cr.extensions.contains(&Extension::CompressCertificate(vec![
+                A::Zlib,
+                A::Brotli,
+                A::Zstd
+            ])));
+            assert_eq!(
+                p.server.negotiated().unwrap().client_signature_scheme,
+                Some(SignatureScheme::ecdsa_secp256r1_sha256)
+            );
+        }
+    }
+
+    /// The server picks by its own preference among what the client offered (§4), and sends the
+    /// Certificate uncompressed when the client offers nothing it has, or either side is off.
+    #[test]
+    fn the_server_preference_picks_the_algorithm_and_off_means_uncompressed() {
+        use CertificateCompressionAlgorithm as A;
+        let cases: [(&[A], &[A], Option<A>); 5] = [
+            (
+                &[A::Brotli, A::Zlib],
+                &[A::Zstd, A::Zlib, A::Brotli],
+                Some(A::Zlib),
+            ),
+            (
+                &[A::Zstd, A::Unknown(0x4001)],
+                &[A::Brotli, A::Zstd],
+                Some(A::Zstd),
+            ),
+            (&[A::Zlib], &[A::Brotli], None),
+            (&[], &[A::Brotli], None),
+            (&[A::Brotli], &[], None),
+        ];
+        for (i, (client_algs, server_algs, want)) in cases.into_iter().enumerate() {
+            let (client, server) = compression_configs(client_algs, server_algs);
+            let p = run(client, server, 720 + i as u64);
+            let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+            assert_eq!(
+                compressed_certificate(&s2c).map(|c| c.algorithm),
+                want,
+                "{client_algs:?} / {server_algs:?}"
+            );
+            let ch = &client_hellos(&p)[0];
+            let offered = ch.find(ExtensionType::CompressCertificate);
+            if client_algs.is_empty() {
+                assert_eq!(offered, None, "nothing offered when off");
+            } else {
+                assert_eq!(
+                    offered,
+                    Some(&Extension::CompressCertificate(client_algs.to_vec()))
+                );
+            }
+        }
+    }
+
+    /// A post-handshake CertificateRequest offers compression too, and the client's answer is
+    /// compressed (§4.6.2 with RFC 8879 §3).
+    #[test]
+    fn post_handshake_client_certificate_is_compressed() {
+        use CertificateCompressionAlgorithm as A;
+        let (client_ck, client_root) = util::compressible_identity(0xc0_0003);
+        let (mut client, mut server) = compression_configs(&[A::Brotli], &[A::Brotli]);
+        server.post_handshake_auth = ClientAuth::Required(vec![client_root]);
+        client.client_cert = Some(client_ck);
+        let mut p = connect(client, server, 730);
+        p.server
+            .request_client_certificate(Some(b"ctx"))
+            .expect("request");
+        p.settle().expect("answer");
+        assert!(p.server_events.iter().any(|e| matches!(
+            e,
+            Event::PostHandshakeAuth {
+                certificates: 1,
+                scheme: Some(_),
+                ..
+            }
+        )));
+        let c2s = handshake_messages(&p.server_events, Direction::ClientToServer);
+        assert_eq!(
+            compressed_certificate(&c2s).map(|c| c.algorithm),
+            Some(A::Brotli)
+        );
+    }
+}

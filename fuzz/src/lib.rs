@@ -337,7 +337,8 @@ pub fn session(n: u8) -> &'static Session {
 
 impl Session {
     /// 0: defaults (X25519, P-256 certificate). 1: a HelloRetryRequest (X25519 offered, P-256
-    /// wanted). 2: client authentication required, compatibility mode, record_size_limit.
+    /// wanted). 2: client authentication required, compatibility mode, record_size_limit, and
+    /// both certificates compressed (RFC 8879: CompressedCertificate each way).
     /// 3: resumption with 0-RTT (replays allowed, so every fresh server accepts it again).
     /// 4: X25519MLKEM768. Every connection ends with data both ways and a KeyUpdate.
     fn record(n: u8) -> Session {
@@ -357,6 +358,7 @@ impl Session {
                 c.compat_mode = true;
                 c.record_size_limit = Some(4000);
                 s.record_size_limit = Some(3000);
+                s.cert_compression = tls13lab::certcomp::supported().to_vec();
             }
             4 => {
                 c.key_shares = vec![NamedGroup::X25519MLKEM768];
@@ -923,6 +925,37 @@ pub fn seeds(rfc8448_json: &str) -> Vec<(&'static str, String, Vec<u8>)> {
     for (name, data) in ech_config_seeds() {
         out.push(("messages", name, data));
     }
+    // RFC 8879: a CompressedCertificate (each algorithm, and an unknown one) and a
+    // CertificateRequest offering compression, for the messages target.
+    for (i, alg) in [1u16, 2, 3, 0x4001].into_iter().enumerate() {
+        let cc = tls13lab::messages::CompressedCertificate {
+            algorithm: alg.into(),
+            uncompressed_length: 300,
+            compressed_certificate_message: vec![0x78, 0x9c, 3, 0, 0, 0, 0, 1],
+        };
+        let m = HandshakeMessage::new(tls13lab::messages::HandshakePayload::CompressedCertificate(
+            cc,
+        ));
+        out.push(("messages", format!("compressed-certificate-{i}"), m.encoded));
+    }
+    let cr = HandshakeMessage::new(tls13lab::messages::HandshakePayload::CertificateRequest(
+        tls13lab::messages::CertificateRequest {
+            context: vec![],
+            extensions: vec![
+                tls13lab::messages::Extension::SignatureAlgorithms(vec![0x0403.into()]),
+                tls13lab::messages::Extension::CompressCertificate(vec![
+                    2.into(),
+                    3.into(),
+                    1.into(),
+                ]),
+            ],
+        },
+    ));
+    out.push((
+        "messages",
+        "certificate-request-compress".into(),
+        cr.encoded,
+    ));
     for n in 0..SCENARIOS {
         let s = session(n);
         for (target, peer) in [("client", Side::Server), ("server", Side::Client)] {

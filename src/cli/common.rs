@@ -16,8 +16,9 @@ use tls13lab::events::{Direction, EarlyDataStatus, Epoch, Event, SecretEvent, Si
 use tls13lab::lab::dissect;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CipherSuite, ContentType, DecodeContext, Extension, ExtensionType, HandshakeMessage,
-    HandshakePayload, HandshakeType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, Extension,
+    ExtensionType, HandshakeMessage, HandshakePayload, HandshakeType, NamedGroup,
+    PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
 use tls13lab::Error;
@@ -124,6 +125,9 @@ pub struct Offer {
     /// Pad every protected record's inner plaintext to a multiple of N bytes (RFC 8446 §5.4; 0 = none).
     #[arg(long, value_name = "N")]
     pub padding: Option<usize>,
+    /// Certificate compression (RFC 8879) offered in compress_certificate and used for our certificate, in preference order: zlib, brotli, zstd (or a number); none turns it off [default: brotli,zstd,zlib].
+    #[arg(long, value_name = "LIST", value_parser = cert_compression)]
+    pub cert_compression: Option<List<CertificateCompressionAlgorithm>>,
 }
 
 impl Offer {
@@ -174,6 +178,9 @@ impl Offer {
         if let Some(n) = self.padding {
             c.padding = padding(n);
         }
+        if let Some(x) = &self.cert_compression {
+            c.cert_compression = x.0.clone();
+        }
         Ok(())
     }
 
@@ -191,6 +198,9 @@ impl Offer {
         }
         if let Some(x) = &self.alpn {
             s.alpn = x.0.clone();
+        }
+        if let Some(x) = &self.cert_compression {
+            s.cert_compression = x.0.clone();
         }
         s.padding = client.padding;
     }
@@ -573,6 +583,28 @@ pub fn suites(s: &str) -> Result<List<CipherSuite>, String> {
 /// `--sigalgs` value parser.
 pub fn sigalgs(s: &str) -> Result<List<SignatureScheme>, String> {
     list(s, sigalg)
+}
+
+/// `--cert-compression` value parser: algorithm names or numbers (RFC 8879 §3), or `none`.
+pub fn cert_compression(s: &str) -> Result<List<CertificateCompressionAlgorithm>, String> {
+    if norm(s) == "none" {
+        return Ok(List(Vec::new()));
+    }
+    let l = list(s, |x| {
+        let n = norm(x);
+        CertificateCompressionAlgorithm::KNOWN
+            .iter()
+            .copied()
+            .find(|a| a.name() == n)
+            .or_else(|| number(x).map(CertificateCompressionAlgorithm::from))
+            .ok_or_else(|| {
+                format!("unknown certificate compression '{x}' (known: zlib, brotli, zstd, none)")
+            })
+    })?;
+    if l.0.len() > 127 {
+        return Err("at most 127 algorithms fit compress_certificate".into());
+    }
+    Ok(l)
 }
 
 /// `--psk-modes` value parser.
@@ -1072,14 +1104,27 @@ impl Report<'_> {
                     events.push(json!({"event": event, "len": r.plaintext_len}))
                 }
                 Event::Record(_) => {}
-                Event::Handshake(h) => messages.push(json!({
-                    "direction": h.direction,
-                    "epoch": h.epoch,
-                    "type": h.typ,
-                    "len": h.bytes.len(),
-                    "bytes": tls13lab::events::hex(&h.bytes),
-                    "layout": h.layout,
-                })),
+                Event::Handshake(h) => {
+                    let mut m = json!({
+                        "direction": h.direction,
+                        "epoch": h.epoch,
+                        "type": h.typ,
+                        "len": h.bytes.len(),
+                        "bytes": tls13lab::events::hex(&h.bytes),
+                        "layout": h.layout,
+                    });
+                    // RFC 8879 §4: what a compressed_certificate says about itself.
+                    if let Ok(HandshakeMessage {
+                        payload: HandshakePayload::CompressedCertificate(cc),
+                        ..
+                    }) = HandshakeMessage::decode(&h.bytes, DecodeContext::default())
+                    {
+                        m["algorithm"] = json!(cc.algorithm);
+                        m["uncompressed_length"] = json!(cc.uncompressed_length);
+                        m["compressed_length"] = json!(cc.compressed_certificate_message.len());
+                    }
+                    messages.push(m)
+                }
                 Event::Secret(s) => {
                     let mut v = json!({
                         "name": s.name,

@@ -12,13 +12,15 @@ use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{EarlyDataStatus, Event, Side};
-use tls13lab::messages::{CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme};
+use tls13lab::messages::{
+    CertificateCompressionAlgorithm, CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+};
 use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
-    alpn, groups, ledger, load_certified_key, load_certs, observe_for, on_off, padding, psk_modes,
-    same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List, Policy, PskArgs,
-    PskUse, Report,
+    alpn, cert_compression, groups, ledger, load_certified_key, load_certs, observe_for, on_off,
+    padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List,
+    Policy, PskArgs, PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -49,6 +51,9 @@ pub struct ServerArgs {
     /// ALPN protocols the server speaks, in preference order.
     #[arg(long, value_name = "LIST", value_parser = alpn)]
     pub alpn: Option<List<Vec<u8>>>,
+    /// Certificate compression (RFC 8879) in preference order: our certificate goes compressed with the first the client offers (when smaller), and CertificateRequests offer them; zlib, brotli, zstd (or a number), none [default: none].
+    #[arg(long, value_name = "LIST", value_parser = cert_compression)]
+    pub cert_compression: Option<List<CertificateCompressionAlgorithm>>,
     /// List our groups in EncryptedExtensions (RFC 8446 §4.2.7), for the client to choose its key shares by next time.
     #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
     pub ee_groups: bool,
@@ -271,6 +276,9 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
         s.padding = padding(n);
     }
     s.send_supported_groups = a.ee_groups;
+    if let Some(x) = &a.cert_compression {
+        s.cert_compression = x.0.clone();
+    }
     if let Some(m) = &a.psk_modes {
         s.psk_modes = m.0.clone();
     }

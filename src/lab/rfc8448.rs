@@ -297,6 +297,8 @@ impl Section {
             }),
             // The RFC's ClientHellos do not offer post_handshake_auth (§4.2.6), certificate or not.
             post_handshake_auth: Some(false),
+            // Nor compress_certificate (RFC 8879 came later).
+            cert_compression: Vec::new(),
             fixed_validation_time_ms: Some(NOW_MS),
             // The replay checks every secret against the RFC's: it asks for them.
             observe: Observe::ALL_WITH_SECRETS,
@@ -331,6 +333,9 @@ impl Section {
             }
         }
         cfg.send_supported_groups = true;
+        // The RFC's server sends a plain Certificate (and its CertificateRequest in §6 offers
+        // no compression).
+        cfg.cert_compression = Vec::new();
         cfg.strict_group_preference = true;
         cfg.record_size_limit = Some(0x4001);
         cfg.compat_mode = true;

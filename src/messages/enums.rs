@@ -104,6 +104,8 @@ open_enum! {
         Finished = 20 => "finished",
         CertificateStatus = 22 => "certificate_status",
         KeyUpdate = 24 => "key_update",
+        /// RFC 8879 §4.
+        CompressedCertificate = 25 => "compressed_certificate",
         MessageHash = 254 => "message_hash",
     }
 }
@@ -127,6 +129,7 @@ open_enum! {
         Padding = 21 => "padding",
         EncryptThenMac = 22 => "encrypt_then_mac",
         ExtendedMasterSecret = 23 => "extended_master_secret",
+        /// RFC 8879 §3.
         CompressCertificate = 27 => "compress_certificate",
         /// RFC 8449.
         RecordSizeLimit = 28 => "record_size_limit",
@@ -271,6 +274,15 @@ open_enum! {
         UnknownPskIdentity = 115 => "unknown_psk_identity",
         CertificateRequired = 116 => "certificate_required",
         NoApplicationProtocol = 120 => "no_application_protocol",
+    }
+}
+
+open_enum! {
+    /// CertificateCompressionAlgorithm (RFC 8879 §3; 16384–65535 are for experiments, §7.3).
+    CertificateCompressionAlgorithm: u16 {
+        Zlib = 1 => "zlib",
+        Brotli = 2 => "brotli",
+        Zstd = 3 => "zstd",
     }
 }
 

@@ -14,7 +14,8 @@
 
 use super::codec::{DecodeError, Reader, Writer};
 use super::enums::{
-    ExtensionType, NamedGroup, ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
+    CertificateCompressionAlgorithm, ExtensionType, NamedGroup, ProtocolVersion,
+    PskKeyExchangeMode, ServerNameType, SignatureScheme,
 };
 use std::borrow::Cow;
 use std::fmt;
@@ -281,6 +282,9 @@ pub enum Extension {
     /// renegotiation_info in CH/SH: raw body, i.e. the `opaque<0..255>` with its length byte
     /// (RFC 5746 §3.2).
     RenegotiationInfo(Vec<u8>),
+    /// compress_certificate in CH/CR: `CertificateCompressionAlgorithm algorithms<2..2^8-2>`,
+    /// the algorithms the sender can decompress (RFC 8879 §3).
+    CompressCertificate(Vec<CertificateCompressionAlgorithm>),
     /// Any extension not modelled in this context, byte-exact.
     Unknown {
         /// extension_type.
@@ -314,6 +318,7 @@ impl Extension {
             E::StatusRequest(_) => T::StatusRequest,
             E::Sct(_) => T::SignedCertificateTimestamp,
             E::RenegotiationInfo(_) => T::RenegotiationInfo,
+            E::CompressCertificate(_) => T::CompressCertificate,
             E::Unknown { typ, .. } => *typ,
         }
     }
@@ -416,6 +421,13 @@ impl Extension {
             (T::RenegotiationInfo, C::ClientHello | C::ServerHello) => {
                 E::RenegotiationInfo(r.rest().to_vec())
             }
+            (T::CompressCertificate, C::ClientHello | C::CertificateRequest) => {
+                E::CompressCertificate(
+                    r.sub_u8("algorithms")?
+                        .at_least(2, "algorithms")?
+                        .u16_items("algorithms")?,
+                )
+            }
             _ => E::Unknown {
                 typ,
                 body: r.rest().to_vec(),
@@ -450,6 +462,7 @@ impl Extension {
             E::KeyShareServer(share) => w.span("server_share", |w| share.encode(w)),
             E::KeyShareHrr(group) => w.span("selected_group", |w| w.u16((*group).into())),
             E::PskKeyExchangeModes(modes) => ke_modes(w, modes),
+            E::CompressCertificate(algorithms) => compression_algorithms(w, algorithms),
             E::PreSharedKeyClient(psks) => psks.encode(w),
             E::PreSharedKeyServer(i) => w.span("selected_identity", |w| w.u16(*i)),
             E::EarlyDataMax(n) => w.span("max_early_data_size", |w| w.u32(*n)),
@@ -493,6 +506,8 @@ pub enum OutgoingExtension<'a> {
     PskKeyExchangeModes(&'a [PskKeyExchangeMode]),
     /// [`Extension::Alpn`].
     Alpn(&'a [Vec<u8>]),
+    /// [`Extension::CompressCertificate`].
+    CompressCertificate(&'a [CertificateCompressionAlgorithm]),
 }
 
 impl OutgoingExtension<'_> {
@@ -509,6 +524,7 @@ impl OutgoingExtension<'_> {
             O::SignatureAlgorithms(_) => T::SignatureAlgorithms,
             O::PskKeyExchangeModes(_) => T::PskKeyExchangeModes,
             O::Alpn(_) => T::ApplicationLayerProtocolNegotiation,
+            O::CompressCertificate(_) => T::CompressCertificate,
         }
     }
 
@@ -527,6 +543,7 @@ impl OutgoingExtension<'_> {
             O::SignatureAlgorithms(schemes) => signature_algorithms(w, schemes),
             O::PskKeyExchangeModes(modes) => ke_modes(w, modes),
             O::Alpn(protocols) => protocol_name_list(w, protocols),
+            O::CompressCertificate(algorithms) => compression_algorithms(w, algorithms),
         });
     }
 
@@ -554,6 +571,7 @@ impl OutgoingExtension<'_> {
             O::SignatureAlgorithms(schemes) => E::SignatureAlgorithms(schemes.to_vec()),
             O::PskKeyExchangeModes(modes) => E::PskKeyExchangeModes(modes.to_vec()),
             O::Alpn(protocols) => E::Alpn(protocols.to_vec()),
+            O::CompressCertificate(algorithms) => E::CompressCertificate(algorithms.to_vec()),
         }
     }
 }
@@ -613,6 +631,11 @@ fn protocol_name_list(w: &mut Writer, protocols: &[Vec<u8>]) {
             }
         })
     })
+}
+
+/// `CertificateCompressionAlgorithm algorithms<2..2^8-2>` (RFC 8879 §3).
+fn compression_algorithms(w: &mut Writer, algorithms: &[CertificateCompressionAlgorithm]) {
+    w.span("algorithms", |w| w.len_u8(|w| code_points(w, algorithms)))
 }
 
 /// `ProtocolVersion versions<2..254>` (§4.2.1).
@@ -977,6 +1000,10 @@ mod tests {
             OutgoingExtension::Alpn(&alpn),
             OutgoingExtension::Ext(Cow::Borrowed(&extra)),
             Extension::RecordSizeLimit(512).into(),
+            OutgoingExtension::CompressCertificate(&[
+                CertificateCompressionAlgorithm::Brotli,
+                CertificateCompressionAlgorithm::Unknown(0x4001),
+            ]),
         ];
         for out in &all {
             let owned = out.to_extension();

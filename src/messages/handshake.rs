@@ -12,7 +12,10 @@
 //! hash must cover what arrived on the wire (§4.4.1), not our re-encoding of it.
 
 use super::codec::{DecodeError, Reader, Writer};
-use super::enums::{CipherSuite, ExtensionType, HandshakeType, KeyUpdateRequest, SignatureScheme};
+use super::enums::{
+    CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, KeyUpdateRequest,
+    SignatureScheme,
+};
 use super::extensions::{
     decode_extension_block, decode_extensions, encode_extensions, encode_outgoing_extensions,
     Extension, ExtensionContext, OutgoingExtension,
@@ -130,6 +133,8 @@ pub enum HandshakePayload {
     CertificateRequest(CertificateRequest),
     /// §4.4.2.
     Certificate(CertificatePayload),
+    /// RFC 8879 §4: a Certificate, compressed; it replaces the Certificate message.
+    CompressedCertificate(CompressedCertificate),
     /// §4.4.3.
     CertificateVerify(CertificateVerify),
     /// `struct { opaque verify_data[Hash.length]; } Finished;` (§4.4.4).
@@ -163,6 +168,7 @@ impl HandshakePayload {
             P::EncryptedExtensions(_) => T::EncryptedExtensions,
             P::CertificateRequest(_) => T::CertificateRequest,
             P::Certificate(_) => T::Certificate,
+            P::CompressedCertificate(_) => T::CompressedCertificate,
             P::CertificateVerify(_) => T::CertificateVerify,
             P::Finished(_) => T::Finished,
             P::NewSessionTicket(_) => T::NewSessionTicket,
@@ -188,6 +194,7 @@ impl HandshakePayload {
             }
             T::CertificateRequest => P::CertificateRequest(CertificateRequest::decode(r)?),
             T::Certificate => P::Certificate(CertificatePayload::decode(r)?),
+            T::CompressedCertificate => P::CompressedCertificate(CompressedCertificate::decode(r)?),
             T::CertificateVerify => P::CertificateVerify(CertificateVerify {
                 scheme: r.u16("algorithm")?.into(),
                 signature: r.vec_u16("signature")?,
@@ -247,6 +254,12 @@ impl HandshakePayload {
                 c.entries
                     .iter()
                     .map(|e| (e.cert_data.as_slice(), e.extensions.as_slice())),
+            ),
+            P::CompressedCertificate(cc) => compressed_certificate_body(
+                w,
+                cc.algorithm,
+                cc.uncompressed_length,
+                &cc.compressed_certificate_message,
             ),
             P::CertificateVerify(cv) => {
                 w.span("algorithm", |w| w.u16(cv.scheme.into()));
@@ -489,6 +502,16 @@ pub enum OutgoingMessage<'a> {
         /// The certificates.
         chain: &'a [Vec<u8>],
     },
+    /// [`HandshakePayload::CompressedCertificate`] (RFC 8879 §4) of compressed bytes the
+    /// sender keeps (a cache per credential).
+    CompressedCertificate {
+        /// The algorithm.
+        algorithm: CertificateCompressionAlgorithm,
+        /// Length of the Certificate message body the bytes decompress to.
+        uncompressed_length: u32,
+        /// compressed_certificate_message.
+        compressed: &'a [u8],
+    },
 }
 
 impl<'a> From<&'a HandshakePayload> for OutgoingMessage<'a> {
@@ -505,6 +528,7 @@ impl OutgoingMessage<'_> {
             OutgoingMessage::ClientHello(_) => HandshakeType::ClientHello,
             OutgoingMessage::Finished(_) => HandshakeType::Finished,
             OutgoingMessage::Certificate { .. } => HandshakeType::Certificate,
+            OutgoingMessage::CompressedCertificate { .. } => HandshakeType::CompressedCertificate,
         }
     }
 
@@ -532,10 +556,24 @@ impl OutgoingMessage<'_> {
         w.into_layout().1
     }
 
+    /// The body alone, without the 4-byte header: what RFC 8879 §4 compresses (the
+    /// Certificate's body, as BoringSSL, OpenSSL and rustls do; uncompressed_length counts it).
+    pub fn body_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::measuring();
+        self.write_body(&mut w);
+        let mut out = Writer::appending(Vec::with_capacity(w.len()));
+        self.write_body(&mut out);
+        out.into_bytes()
+    }
+
     /// Header (spans "msg_type", "length") and body.
     fn write(&self, w: &mut Writer) {
         w.span("msg_type", |w| w.u8(self.typ().into()));
-        w.len_u24(|w| match self {
+        w.len_u24(|w| self.write_body(w));
+    }
+
+    fn write_body(&self, w: &mut Writer) {
+        match self {
             OutgoingMessage::Payload(p) => p.write_body(w),
             OutgoingMessage::ClientHello(ch) => ch.encode(w),
             OutgoingMessage::Finished(verify_data) => finished_body(w, verify_data),
@@ -544,7 +582,12 @@ impl OutgoingMessage<'_> {
                 context,
                 chain.iter().map(|c| (c.as_slice(), &[] as &[Extension])),
             ),
-        });
+            OutgoingMessage::CompressedCertificate {
+                algorithm,
+                uncompressed_length,
+                compressed,
+            } => compressed_certificate_body(w, *algorithm, *uncompressed_length, compressed),
+        }
     }
 }
 
@@ -698,6 +741,15 @@ pub struct CertificateEntry {
 }
 
 impl CertificatePayload {
+    /// Decodes a Certificate body given without its handshake header: what a
+    /// CompressedCertificate decompresses to (RFC 8879 §4).
+    pub fn from_body(body: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(body);
+        let c = Self::decode(&mut r)?;
+        r.finish(HandshakeType::Certificate.name())?;
+        Ok(c)
+    }
+
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let context = r.vec_u8("certificate_request_context")?;
         let entries = r
@@ -714,6 +766,53 @@ impl CertificatePayload {
             })?;
         Ok(CertificatePayload { context, entries })
     }
+}
+
+/// ```text
+/// struct {
+///      CertificateCompressionAlgorithm algorithm;
+///      uint24 uncompressed_length;
+///      opaque compressed_certificate_message<1..2^24-1>;
+/// } CompressedCertificate;
+/// ```
+/// RFC 8879 §4. Decoding checks the grammar only; whether the algorithm was offered, the
+/// length is within the limit and the bytes decompress to it is the state machine's call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressedCertificate {
+    /// One of the algorithms the receiver's compress_certificate extension listed.
+    pub algorithm: CertificateCompressionAlgorithm,
+    /// Length of the Certificate message (its body) once decompressed.
+    pub uncompressed_length: u32,
+    /// The compressed Certificate message body.
+    pub compressed_certificate_message: Vec<u8>,
+}
+
+impl CompressedCertificate {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(CompressedCertificate {
+            algorithm: r.u16("algorithm")?.into(),
+            uncompressed_length: r.u24("uncompressed_length")?,
+            compressed_certificate_message: r
+                .sub_u24("compressed_certificate_message")?
+                .at_least(1, "compressed_certificate_message")?
+                .rest()
+                .to_vec(),
+        })
+    }
+}
+
+/// `CompressedCertificate` (RFC 8879 §4).
+fn compressed_certificate_body(
+    w: &mut Writer,
+    algorithm: CertificateCompressionAlgorithm,
+    uncompressed_length: u32,
+    compressed: &[u8],
+) {
+    w.span("algorithm", |w| w.u16(algorithm.into()));
+    w.span("uncompressed_length", |w| w.u24(uncompressed_length));
+    w.span("compressed_certificate_message", |w| {
+        w.opaque_u24(compressed)
+    });
 }
 
 /// ```text
@@ -920,9 +1019,26 @@ mod tests {
                         .collect(),
                 }),
             ),
+            (
+                OutgoingMessage::CompressedCertificate {
+                    algorithm: CertificateCompressionAlgorithm::Zstd,
+                    uncompressed_length: 300,
+                    compressed: &[1, 2, 3],
+                },
+                HandshakePayload::CompressedCertificate(CompressedCertificate {
+                    algorithm: CertificateCompressionAlgorithm::Zstd,
+                    uncompressed_length: 300,
+                    compressed_certificate_message: vec![1, 2, 3],
+                }),
+            ),
         ];
         for (out, payload) in cases {
             let bytes = HandshakeMessage::new(payload.clone()).encoded;
+            assert_eq!(
+                out.body_bytes(),
+                bytes[4..],
+                "the body is the message less its header"
+            );
             let mut sent = vec![0xee]; // appended after what the buffer holds
             sent.reserve(out.encoded_len());
             out.encode_into(&mut sent);

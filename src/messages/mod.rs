@@ -24,9 +24,9 @@ pub mod layout;
 
 pub use codec::{DecodeError, Reader, Writer};
 pub use enums::{
-    AlertDescription, AlertLevel, CertificateStatusType, CipherSuite, ContentType, ExtensionType,
-    HandshakeType, KeyUpdateRequest, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
-    ServerNameType, SignatureScheme,
+    AlertDescription, AlertLevel, CertificateCompressionAlgorithm, CertificateStatusType,
+    CipherSuite, ContentType, ExtensionType, HandshakeType, KeyUpdateRequest, NamedGroup,
+    ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
 };
 pub use extensions::{
     decode_extensions, encode_extensions, encode_outgoing_extensions, Extension, ExtensionContext,
@@ -34,8 +34,9 @@ pub use extensions::{
 };
 pub use handshake::{
     handshake_header, CertificateEntry, CertificatePayload, CertificateRequest, CertificateVerify,
-    ClientHello, ClientHelloOut, DecodeContext, HandshakeMessage, HandshakePayload,
-    NewSessionTicket, OutgoingMessage, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12, HRR_RANDOM,
+    ClientHello, ClientHelloOut, CompressedCertificate, DecodeContext, HandshakeMessage,
+    HandshakePayload, NewSessionTicket, OutgoingMessage, ServerHello, DOWNGRADE_TLS11,
+    DOWNGRADE_TLS12, HRR_RANDOM,
 };
 pub use layout::Span;
 

@@ -84,6 +84,26 @@ impl Identity {
         }
     }
 
+    /// A P-256 identity whose self-signed certificate names localhost and a1.example …
+    /// a60.example: compressible, as RFC 8879 tests need (OpenSSL sends CompressedCertificate only
+    /// when it is smaller). Fixed dates (2020-01-01 to 2040-01-01), so the certificate, its
+    /// signature's length and the sizes docs/interop.md shows are the same in every run.
+    pub fn compressible(seed: u64) -> Identity {
+        let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(seed));
+        let names: Vec<String> = std::iter::once("localhost".to_string())
+            .chain((1..=60).map(|i| format!("a{i}.example")))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let cert_der = self_signed_p256(&names, &key, 1_577_836_800, 2_208_988_800)
+            .expect("self-signed certificate");
+        let key_der = key.to_pkcs8_der().expect("pkcs8");
+        Identity {
+            key,
+            cert_der,
+            key_der,
+        }
+    }
+
     /// The certificate as PEM.
     pub fn cert_pem(&self) -> String {
         pem("CERTIFICATE", &self.cert_der)

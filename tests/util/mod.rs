@@ -59,6 +59,24 @@ pub fn client_identity() -> (CertifiedKey, Vec<u8>) {
         .clone()
 }
 
+/// A P-256 identity whose certificate names `localhost` and 60 more hosts: compressible, as a
+/// real certificate with many subjectAltNames is (RFC 8879 tests). `seed` picks the key.
+pub fn compressible_identity(seed: u64) -> (CertifiedKey, Vec<u8>) {
+    let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(seed));
+    let now_s = NOW / 1000;
+    let names: Vec<String> = std::iter::once("localhost".to_string())
+        .chain((1..=60).map(|i| format!("a{i}.example")))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let cert =
+        self_signed_p256(&names, &key, now_s - 86_400, now_s + 86_400 * 365).expect("certificate");
+    let ck = CertifiedKey {
+        chain: vec![cert.clone()],
+        key: Arc::new(key),
+    };
+    (ck, cert)
+}
+
 /// A self-signed P-256 certificate for another name: a trust anchor that issued nothing we use.
 pub fn unrelated_root() -> Vec<u8> {
     let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(0xbad_c0de));

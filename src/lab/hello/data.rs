@@ -673,6 +673,8 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         ),
         Extension::Padding(p) => format!("{} zero bytes", p.len()),
         Extension::RecordSizeLimit(n) => format!("{n}"),
+        // RFC 8879 §3: the algorithms the client decompresses a server Certificate with.
+        Extension::CompressCertificate(a) => names(a.iter().map(|x| x.to_string()).collect()),
         Extension::Unknown { typ, body } if is_grease(typ.to_repr()) => {
             format!("RFC 8701, {} byte body", body.len())
         }

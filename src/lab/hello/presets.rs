@@ -159,6 +159,8 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
             c.extra_extensions = extra;
             c.extension_order = order;
             c.psk_modes = vec![PskKeyExchangeMode::PskDheKe];
+            // Neither build links a compression library: no compress_certificate (RFC 8879).
+            c.cert_compression = Vec::new();
         }
         _ => return None,
     }
