@@ -13,6 +13,7 @@ use tls13lab::demo::{self, DemoRun};
 use tls13lab::events::Side;
 use tls13lab::lab::explain::{self, InMemory};
 use tls13lab::lab::ladder::ladder;
+use tls13lab::lab::pqauth;
 use tls13lab::messages::enums::{HandshakeType, NamedGroup};
 
 #[path = "../examples/sans_io.rs"]
@@ -39,6 +40,8 @@ const BLOCKS: &[&str] = &[
     "costs-hybrid-0rtt",
     "api-example",
     "api-output",
+    "pqauth-summary",
+    "pqauth-table",
 ];
 const EXPORT: &[u8] = b"EXPERIMENTAL tls13lab";
 const RESPONSE: &[u8] = b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nhello from tls13lab\n";
@@ -117,6 +120,15 @@ fn compare() -> String {
     s
 }
 
+/// docs/pq-auth.md's round-trip time.
+const PQ_RTT_MS: u64 = 50;
+
+/// docs/pq-auth.md's rows, computed once for both of its blocks.
+fn pq_rows() -> &'static [pqauth::Row] {
+    static ROWS: std::sync::OnceLock<Vec<pqauth::Row>> = std::sync::OnceLock::new();
+    ROWS.get_or_init(|| pqauth::table(PQ_RTT_MS).expect("the pq-auth table"))
+}
+
 /// The text between ```text fences of the key schedule figure in src/keyschedule/mod.rs.
 fn keyschedule_figure() -> String {
     let src = std::fs::read_to_string(
@@ -171,6 +183,8 @@ fn generate(name: &str) -> String {
             text(&format!("{}\n{}", ladder(&run.ledger), run.ledger.table()))
         }
         ["costs", "compare"] => compare(),
+        ["pqauth", "summary"] => pqauth::summary(pq_rows()),
+        ["pqauth", "table"] => pqauth::markdown(pq_rows(), PQ_RTT_MS),
         ["api", "example"] => format!("```rust\n{}```\n", include_str!("../examples/sans_io.rs")),
         ["api", "output"] => {
             let mut out = Vec::new();

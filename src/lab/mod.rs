@@ -13,6 +13,8 @@
 //! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
 //! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
 //!   reading.
+//! - [`pqauth`]: what post-quantum authentication (ML-DSA chains, SCTs, certificate
+//!   compression) does to the server's flight: the table of docs/pq-auth.md.
 //! - [`rfc8448`]: RFC 8448's example traces replayed byte for byte through our client and server.
 //! - [`simulate`]: complete connections over a virtual link (RTT, bandwidth, MTU, initial
 //!   congestion window): time to the first response byte and round trips.
@@ -24,6 +26,8 @@ pub mod explain;
 pub mod hello;
 pub mod keylog;
 pub mod ladder;
+#[cfg(all(feature = "certgen", feature = "cert-compression"))]
+pub mod pqauth;
 // pcapng writing and pcap/pcapng reading need the block format of `pcap-file` (feature `pcap`).
 #[cfg(feature = "pcap")]
 pub mod pcap;
