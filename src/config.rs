@@ -394,6 +394,13 @@ pub struct ServerConfig {
     /// Resumption state shared by every connection of this server (ticket keys, cache, replay
     /// memory). Cloning the config shares it.
     pub sessions: Arc<ServerSessions>,
+    /// ECH keys (RFC 9849 §7.1), each with the ECHConfig it publishes: a ClientHelloOuter
+    /// sealed to one of them is opened and its ClientHelloInner answered; their configs are the
+    /// retry_configs of a rejection. Empty: ECH is ignored (a server that does not know ECH).
+    pub ech_keys: Vec<crate::crypto::ech::EchKeyPair>,
+    /// Try every ECH key when the client's config_id names none (§7.1 method 2, for clients
+    /// that randomize config_id); off by default, as §7.1 requires unless configured.
+    pub ech_trial_decrypt: bool,
 }
 
 impl ServerConfig {
@@ -444,6 +451,8 @@ impl ServerConfig {
             psk_modes: vec![PskKeyExchangeMode::PskDheKe, PskKeyExchangeMode::PskKe],
             external_psks: Vec::new(),
             sessions: Arc::new(ServerSessions::new()),
+            ech_keys: Vec::new(),
+            ech_trial_decrypt: false,
         }
     }
 }

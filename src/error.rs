@@ -96,6 +96,8 @@ pub enum PeerMisbehaved {
     NoApplicationProtocol,
     /// A record_size_limit below 64 (RFC 8449 §4).
     BadRecordSizeLimit,
+    /// An Encrypted ClientHello violation (RFC 9849 §5, §7); the error names its alert.
+    Ech(crate::ech::EchError),
 }
 
 impl PeerMisbehaved {
@@ -139,6 +141,7 @@ impl PeerMisbehaved {
             P::TooMuchEarlyData => A::UnexpectedMessage,
             P::UnofferedAlpn => A::IllegalParameter,
             P::NoApplicationProtocol => A::NoApplicationProtocol,
+            P::Ech(e) => e.alert(),
         }
     }
 }
@@ -149,6 +152,7 @@ impl fmt::Display for PeerMisbehaved {
             PeerMisbehaved::UnexpectedMessage { expected, got } => {
                 write!(f, "unexpected {got} (expected {expected})")
             }
+            PeerMisbehaved::Ech(e) => write!(f, "{e}"),
             other => write!(f, "{other:?}"),
         }
     }
