@@ -416,6 +416,13 @@ pub struct ServerConfig {
     /// Our chain compressed once per algorithm (and per chain), shared by every connection of
     /// this configuration; `None` compresses in every handshake.
     pub compressed_certificates: Option<Arc<CompressionCache>>,
+    /// ECH keys (RFC 9849 §7.1), each with the ECHConfig it publishes: a ClientHelloOuter
+    /// sealed to one of them is opened and its ClientHelloInner answered; their configs are the
+    /// retry_configs of a rejection. Empty: ECH is ignored (a server that does not know ECH).
+    pub ech_keys: Vec<crate::crypto::ech::EchKeyPair>,
+    /// Try every ECH key when the client's config_id names none (§7.1 method 2, for clients
+    /// that randomize config_id); off by default, as §7.1 requires unless configured.
+    pub ech_trial_decrypt: bool,
 }
 
 impl ServerConfig {
@@ -468,6 +475,8 @@ impl ServerConfig {
             sessions: Arc::new(ServerSessions::new()),
             cert_compression: Vec::new(),
             compressed_certificates: Some(Arc::default()),
+            ech_keys: Vec::new(),
+            ech_trial_decrypt: false,
         }
     }
 }

@@ -105,6 +105,8 @@ pub enum PeerMisbehaved {
     /// A CompressedCertificate that does not decompress to exactly uncompressed_length bytes
     /// (RFC 8879 §4: bad_certificate).
     BadCompressedCertificate(&'static str),
+    /// An Encrypted ClientHello violation (RFC 9849 §5, §7); the error names its alert.
+    Ech(crate::ech::EchError),
 }
 
 impl PeerMisbehaved {
@@ -150,6 +152,7 @@ impl PeerMisbehaved {
             P::NoApplicationProtocol => A::NoApplicationProtocol,
             P::UnofferedCompressionAlgorithm(_) => A::IllegalParameter,
             P::CompressedCertificateTooLarge | P::BadCompressedCertificate(_) => A::BadCertificate,
+            P::Ech(e) => e.alert(),
         }
     }
 }
@@ -160,6 +163,7 @@ impl fmt::Display for PeerMisbehaved {
             PeerMisbehaved::UnexpectedMessage { expected, got } => {
                 write!(f, "unexpected {got} (expected {expected})")
             }
+            PeerMisbehaved::Ech(e) => write!(f, "{e}"),
             other => write!(f, "{other:?}"),
         }
     }

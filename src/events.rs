@@ -336,6 +336,65 @@ pub enum Event {
     },
     /// The connection is closed for reading (close_notify or fatal alert).
     Closed,
+    /// What became of ECH (RFC 9849): reported once the first ClientHello is decided (the
+    /// server) — accepted, rejected or not offered — so outer and inner can be told apart.
+    Ech(EchEvent),
+    /// The ClientHelloInner a server decrypted (RFC 9849 §7.1) or a client sealed: the message
+    /// the handshake really answers, beside the ClientHelloOuter of the Handshake event before
+    /// it. Never on the wire as such; bytes are the reconstructed message with its header.
+    InnerClientHello(HandshakeEvent),
+    /// One HPKE step (RFC 9180) of opening or sealing ClientHelloInner, with secret values:
+    /// reported only when derivations are observed.
+    Hpke(crate::crypto::hpke::HpkeStep),
+    /// The ECH acceptance confirmation (RFC 9849 §7.2, §7.2.1):
+    /// `HKDF-Expand-Label(HKDF-Extract(0, ClientHelloInner.random), label, transcript_hash, 8)`.
+    /// Reported when derivations are observed.
+    EchConfirmation {
+        /// `"ech accept confirmation"` or `"hrr ech accept confirmation"`.
+        label: &'static str,
+        /// ClientHelloInner.random.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        inner_random: Vec<u8>,
+        /// The inner transcript through the ServerHello or HelloRetryRequest whose
+        /// confirmation bytes are zero.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        transcript_hash: Vec<u8>,
+        /// The eight bytes.
+        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        confirmation: Vec<u8>,
+    },
+}
+
+/// Whether ECH was used (RFC 9849 §7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EchStatus {
+    /// The ClientHelloInner was decrypted and answered.
+    Accepted,
+    /// An outer ECH extension that no key opened (a stale config, or GREASE): the handshake
+    /// answered ClientHelloOuter and sent retry_configs.
+    Rejected,
+    /// No `encrypted_client_hello` in the ClientHello.
+    NotOffered,
+}
+
+/// The ECH outcome of a connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchEvent {
+    /// Accepted, rejected or not offered.
+    pub status: EchStatus,
+    /// The client's ECHClientHello.config_id, when it offered ECH.
+    pub config_id: Option<u8>,
+    /// The client's HPKE KDF and AEAD, when it offered ECH.
+    pub kdf: Option<crate::messages::enums::HpkeKdfId>,
+    /// See `kdf`.
+    pub aead: Option<crate::messages::enums::HpkeAeadId>,
+    /// server_name of ClientHelloOuter (the public name, usually).
+    pub outer_sni: Option<String>,
+    /// server_name of ClientHelloInner, when it was decrypted.
+    pub inner_sni: Option<String>,
+    /// Whether retry_configs went out in EncryptedExtensions (RFC 9849 §7.1).
+    pub retry_configs_sent: bool,
 }
 
 /// Which optional event kinds a connection records; each can be switched on alone. Turning them

@@ -41,19 +41,29 @@ use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
+use crate::crypto::hpke::{self, HpkeStep, HpkeValue, ReceiverContext};
 use crate::crypto::kx;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
+use crate::ech::confirm::{confirmation, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+use crate::ech::wire::{EchClientHello, HpkeSymmetricCipherSuite};
+use crate::ech::{inner, EchError};
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
+use crate::events::{
+    EarlyDataStatus, EchEvent, EchStatus, Epoch, Event, HandshakeEvent, KeyShareEvent, Negotiated,
+    SecretEvent, Side,
+};
+use crate::keyschedule::schedule::SecretName;
 use crate::keyschedule::schedule::{
     EarlySecret, ExporterSecret, HandshakeSecret, MasterSecret, TrafficSecret,
 };
 use crate::keyschedule::transcript::Transcript;
+use crate::keyschedule::NoSink;
 use crate::messages::codec::DecodeError;
+use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
+    ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
@@ -101,9 +111,35 @@ struct ExpectSecondClientHello {
     cookie: Option<Vec<u8>>,
     /// message_hash(ClientHello1) + HelloRetryRequest (§4.4.1).
     transcript: Transcript,
-    /// The first ClientHello, which the second must repeat (§4.1.2).
+    /// The first ClientHello, which the second must repeat (§4.1.2): ClientHelloInner when
+    /// ECH was accepted.
     first: ClientHello,
     ccs_sent: bool,
+    /// ECH as the first ClientHello decided it: the second is not decided again (RFC 9849
+    /// §7.1.1).
+    ech: EchState,
+}
+
+/// What the first ClientHello decided about ECH (RFC 9849 §7.1).
+enum EchState {
+    /// No `encrypted_client_hello`.
+    NotOffered,
+    /// Offered, and no key opened it (a stale config, or GREASE): the handshake answers
+    /// ClientHelloOuter, and EncryptedExtensions carries retry_configs.
+    Rejected,
+    /// Opened: the handshake answers ClientHelloInner.
+    Accepted(Box<EchAccepted>),
+}
+
+/// An accepted ECH: what confirms it and what opens the second ClientHelloOuter.
+struct EchAccepted {
+    /// The context that opened the first payload opens the second, as its second message
+    /// (§7.1.1).
+    ctx: ReceiverContext,
+    suite: HpkeSymmetricCipherSuite,
+    config_id: u8,
+    /// ClientHelloInner.random: the confirmation's key (§7.2).
+    inner_random: [u8; 32],
 }
 
 /// What every state between our Finished and the client's carries: the suite, the transcript,
@@ -227,6 +263,7 @@ struct Prior {
     hello_retry: bool,
     /// Whether our HelloRetryRequest was followed by a CCS (§D.4: only one is sent).
     ccs_sent: bool,
+    ech: EchState,
 }
 
 /// An offered PSK we can use, before its binder is checked.
@@ -328,7 +365,7 @@ impl Server {
     fn on_client_hello(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
         // Owned: a HelloRetryRequest keeps this ClientHello for the second to repeat.
         let HandshakeMessage {
-            payload: HandshakePayload::ClientHello(ch),
+            payload: HandshakePayload::ClientHello(outer),
             encoded,
         } = msg
         else {
@@ -336,6 +373,9 @@ impl Server {
         };
         // Once the first ClientHello is in, a dummy CCS may follow (§5).
         self.conn.ccs_allowed = true;
+        // RFC 9849 §7.1: ECH is decided before anything else is negotiated; from here on `ch`
+        // is ClientHelloInner when it was accepted.
+        let (ch, encoded, ech) = self.open_ech(outer, encoded)?;
         check_client_hello(&ch)?;
         self.conn.client_random = ch.random;
         let suite = self.choose_suite(&ch)?;
@@ -350,13 +390,14 @@ impl Server {
                     // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
                     self.early_skip = Some(self.early_skip_budget());
                 }
-                return self.send_hello_retry(ch, &encoded, suite, group);
+                return self.send_hello_retry(ch, &encoded, suite, group, ech);
             }
         };
         let prior = Prior {
             transcript,
             hello_retry: false,
             ccs_sent: false,
+            ech,
         };
         self.answer_hello(&encoded, &ch, suite, prior, offer)
     }
@@ -368,12 +409,30 @@ impl Server {
         st: Box<ExpectSecondClientHello>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
-        let HandshakePayload::ClientHello(ch) = &msg.payload else {
+        let HandshakeMessage {
+            payload: HandshakePayload::ClientHello(ch),
+            encoded,
+        } = msg
+        else {
             return Err(unexpected("ClientHello", &msg));
         };
         // §4.2.10: after a HelloRetryRequest only the 0-RTT records sent before the second
         // ClientHello may be skipped; nothing after it is early data.
         self.early_skip = None;
+        let mut st = st;
+        let ech = core::mem::replace(&mut st.ech, EchState::NotOffered);
+        let (ch, encoded, ech) = match ech {
+            EchState::Accepted(acc) => self.open_second_ech(acc, ch, encoded)?,
+            // Rejected or not offered: the second ClientHelloOuter is answered as it is, and
+            // its payload, if any, is not opened (§7.1.1).
+            other => {
+                if let Some(e) = ch.find(ExtensionType::EncryptedClientHello) {
+                    ech_offer(e)?;
+                }
+                (ch, encoded, other)
+            }
+        };
+        let ch = &ch;
         check_client_hello(ch)?;
         let suite = self.choose_suite(ch)?;
         if suite.suite != st.suite {
@@ -396,8 +455,9 @@ impl Server {
             transcript,
             hello_retry: true,
             ccs_sent,
+            ech,
         };
-        self.answer_hello(&msg.encoded, ch, suite, prior, offer)
+        self.answer_hello(&encoded, ch, suite, prior, offer)
     }
 
     /// PSK (§4.2.11) first: it decides whether we need a key share (§4.2.9). `asked`: the group
@@ -452,6 +512,7 @@ impl Server {
             mut transcript,
             hello_retry,
             ccs_sent,
+            ech,
         } = prior;
         let Offer { psk, share } = offer;
         let offers_early = ch.find(ExtensionType::EarlyData).is_some();
@@ -526,14 +587,24 @@ impl Server {
             }));
         }
         sh_exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
-        let sh = HandshakePayload::ServerHello(ServerHello {
+        let mut sh = ServerHello {
             legacy_version: 0x0303,
             random,
             legacy_session_id_echo: ch.legacy_session_id.clone(),
             cipher_suite: suite.suite,
             legacy_compression_method: 0,
             extensions: sh_exts,
-        });
+        };
+        if let EchState::Accepted(acc) = &ech {
+            // RFC 9849 §7.2: the last 8 bytes of random confirm ECH, computed over the inner
+            // transcript through this ServerHello with those bytes zero.
+            sh.random[24..].fill(0);
+            let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(sh.clone())).encoded;
+            let th = transcript.hash_of_prefix_with(&zeroed);
+            let c = self.ech_confirmation(suite.hash, &acc.inner_random, ACCEPT_LABEL, &th);
+            sh.random[24..].copy_from_slice(&c);
+        }
+        let sh = HandshakePayload::ServerHello(sh);
         // The early traffic secret covers ClientHello only (§7.1).
         let early_traffic = early_accepted
             .then(|| early_secret.client_early_traffic_secret(&transcript, &mut self.conn.ev));
@@ -570,6 +641,16 @@ impl Server {
         let mut ee = self.encrypted_extensions(ch, alpn.as_deref())?;
         if early_accepted {
             ee.push(Extension::EarlyDataEmpty);
+        }
+        // RFC 9849 §7.1: a rejected ECH is answered with our current configs.
+        let retry = matches!(ech, EchState::Rejected) && !self.side.config.ech_keys.is_empty();
+        if retry {
+            ee.push(Extension::Unknown {
+                typ: ExtensionType::EncryptedClientHello,
+                body: retry_configs(&self.side.config).encode(),
+            });
+        }
+        if early_accepted || retry {
             apply_extension_order(&mut ee, &self.side.config.extension_order, Extension::typ);
         }
         let ee = HandshakePayload::EncryptedExtensions(ee);
@@ -1006,6 +1087,7 @@ impl Server {
         encoded: &[u8],
         suite: SuiteParams,
         group: NamedGroup,
+        ech: EchState,
     ) -> Result<State, Error> {
         let mut exts = vec![Extension::KeyShareHrr(group)];
         let cookie = self.side.config.hrr_cookie.map(|len| {
@@ -1017,14 +1099,22 @@ impl Server {
             exts.push(Extension::Cookie(c.clone()));
         }
         exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
-        let hrr = HandshakePayload::ServerHello(ServerHello {
+        let accepted = matches!(ech, EchState::Accepted(_));
+        if accepted {
+            // RFC 9849 §7.2.1: eight bytes, zero while the confirmation is computed.
+            exts.push(Extension::Unknown {
+                typ: ExtensionType::EncryptedClientHello,
+                body: vec![0; 8],
+            });
+        }
+        let mut hrr = ServerHello {
             legacy_version: 0x0303,
             random: HRR_RANDOM,
             legacy_session_id_echo: ch.legacy_session_id.clone(),
             cipher_suite: suite.suite,
             legacy_compression_method: 0,
             extensions: exts,
-        });
+        };
         let mut transcript = Transcript::new();
         transcript
             .start_hash(suite.hash)
@@ -1033,6 +1123,17 @@ impl Server {
         transcript
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+        if let EchState::Accepted(acc) = &ech {
+            // hrr_accept_confirmation over message_hash(ClientHelloInner1) and this HRR with
+            // the extension's bytes zero (§7.2.1).
+            let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(hrr.clone())).encoded;
+            let th = transcript.hash_of_prefix_with(&zeroed);
+            let c = self.ech_confirmation(suite.hash, &acc.inner_random, HRR_ACCEPT_LABEL, &th);
+            if let Some(Extension::Unknown { body, .. }) = hrr.extensions.last_mut() {
+                body.copy_from_slice(&c);
+            }
+        }
+        let hrr = HandshakePayload::ServerHello(hrr);
         transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&hrr));
         let mut ccs_sent = false;
         if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() {
@@ -1047,8 +1148,256 @@ impl Server {
                 transcript,
                 first: ch,
                 ccs_sent,
+                ech,
             },
         )))
+    }
+
+    /// RFC 9849 §7.1 on the first ClientHello: find the candidate keys by config_id (all of
+    /// them with trial decryption when none matches), skip those whose config does not offer
+    /// the client's suite, and open the payload with the first that works. A payload no key
+    /// opens is a rejection, not an error (it may be GREASE); once one opens, every later
+    /// check is fatal. Returns the ClientHello to answer (ClientHelloInner when accepted).
+    fn open_ech(
+        &mut self,
+        outer: ClientHello,
+        encoded: Vec<u8>,
+    ) -> Result<(ClientHello, Vec<u8>, EchState), Error> {
+        let outer_sni = host_name(&outer);
+        let offer = match outer.find(ExtensionType::EncryptedClientHello) {
+            Some(e) => Some(ech_offer(e)?),
+            None => None,
+        };
+        let Some((suite, config_id, enc, payload)) = offer else {
+            self.ech_event(EchStatus::NotOffered, None, outer_sni, None);
+            return Ok((outer, encoded, EchState::NotOffered));
+        };
+        let config = Arc::clone(&self.side.config);
+        let body = encoded.get(4..).unwrap_or_default();
+        let aad = inner::aad(body).map_err(ech_error)?;
+        let id_of = |k: &&crate::crypto::ech::EchKeyPair| {
+            k.config.contents().map(|c| c.key_config.config_id)
+        };
+        let mut candidates: Vec<_> = config
+            .ech_keys
+            .iter()
+            .filter(|k| id_of(k) == Some(config_id))
+            .collect();
+        if candidates.is_empty() && config.ech_trial_decrypt {
+            candidates = config.ech_keys.iter().collect();
+        }
+        let observe = self.conn.observe();
+        let watch = observe.derivations || observe.secrets;
+        for key in candidates {
+            // §7.1: a config of another version, or without the client's suite, is skipped.
+            let Some(c) = key.config.contents() else {
+                continue;
+            };
+            if !c.key_config.cipher_suites.contains(&suite) {
+                continue;
+            }
+            let Ok(hsuite) =
+                hpke::Suite::from_ids(c.key_config.kem_id, suite.kdf_id, suite.aead_id)
+            else {
+                continue;
+            };
+            let mut info = b"tls ech\0".to_vec();
+            info.extend_from_slice(&key.config.raw);
+            let mut steps: Vec<HpkeStep> = Vec::new();
+            let mut none = NoSink;
+            let sink: &mut dyn hpke::HpkeSink = if watch { &mut steps } else { &mut none };
+            let Ok(mut ctx) = hpke::setup_base_r(hsuite, &enc, &key.key, &info, sink) else {
+                continue;
+            };
+            let Ok(encoded_inner) = ctx.open(&aad, &payload) else {
+                continue;
+            };
+            let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
+            self.ech_opened(&steps, &outer.random, &key.config.raw);
+            let inner_sni = host_name(&inner);
+            self.ech_event(
+                EchStatus::Accepted,
+                Some((suite, config_id)),
+                outer_sni,
+                inner_sni,
+            );
+            let acc = EchAccepted {
+                ctx,
+                suite,
+                config_id,
+                inner_random: inner.random,
+            };
+            return Ok((inner, inner_bytes, EchState::Accepted(Box::new(acc))));
+        }
+        self.ech_event(
+            EchStatus::Rejected,
+            Some((suite, config_id)),
+            outer_sni,
+            None,
+        );
+        Ok((outer, encoded, EchState::Rejected))
+    }
+
+    /// RFC 9849 §7.1.1: after a HelloRetryRequest that accepted ECH, the second
+    /// ClientHelloOuter must carry ECH (missing_extension) with the same suite and config_id
+    /// and an empty enc (illegal_parameter), and its payload must open with the first
+    /// context (decrypt_error).
+    fn open_second_ech(
+        &mut self,
+        mut acc: Box<EchAccepted>,
+        outer: ClientHello,
+        encoded: Vec<u8>,
+    ) -> Result<(ClientHello, Vec<u8>, EchState), Error> {
+        let Some(e) = outer.find(ExtensionType::EncryptedClientHello) else {
+            return Err(ech_error(EchError::MissingAfterRetry));
+        };
+        let (suite, config_id, enc, payload) = ech_offer(e)?;
+        if suite != acc.suite || config_id != acc.config_id {
+            return Err(ech_error(EchError::Illegal(
+                "the second ClientHelloOuter changed the ECH cipher suite or config_id",
+            )));
+        }
+        if !enc.is_empty() {
+            return Err(ech_error(EchError::Illegal(
+                "the second ClientHelloOuter's ECH enc is not empty",
+            )));
+        }
+        let body = encoded.get(4..).unwrap_or_default();
+        let aad = inner::aad(body).map_err(ech_error)?;
+        let encoded_inner = acc
+            .ctx
+            .open(&aad, &payload)
+            .map_err(|_| ech_error(EchError::DecryptFailed))?;
+        let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
+        acc.inner_random = inner.random;
+        Ok((inner, inner_bytes, EchState::Accepted(acc)))
+    }
+
+    /// ClientHelloInner from an opened EncodedClientHelloInner (§5.1), as a whole message,
+    /// with the §7.1 checks: an inner-type `encrypted_client_hello`, and TLS 1.3 only.
+    fn inner_hello(
+        &mut self,
+        encoded_inner: &[u8],
+        outer_body: &[u8],
+    ) -> Result<(ClientHello, Vec<u8>), Error> {
+        let body = inner::decode(encoded_inner, outer_body).map_err(ech_error)?;
+        let len = u32::try_from(body.len())
+            .ok()
+            .filter(|l| *l < 1 << 24)
+            .ok_or(ech_error(EchError::Illegal("ClientHelloInner too long")))?;
+        let mut bytes = Vec::with_capacity(4 + body.len());
+        bytes.push(1); // client_hello
+        bytes.extend_from_slice(&len.to_be_bytes()[1..]);
+        bytes.extend_from_slice(&body);
+        let msg = HandshakeMessage::decode(&bytes, DecodeContext { hash_len: 32 })?;
+        if self.conn.observe().handshake {
+            let layout = self.conn.observe().layouts.then(|| msg.layout());
+            self.conn.ev.push(Event::InnerClientHello(HandshakeEvent {
+                direction: self.conn.side.receiving(),
+                epoch: Epoch::Plaintext,
+                typ: HandshakeType::ClientHello,
+                bytes: bytes.clone(),
+                layout,
+            }));
+        }
+        let HandshakePayload::ClientHello(ch) = msg.payload else {
+            return Err(ech_error(EchError::Illegal(
+                "ClientHelloInner is not a ClientHello",
+            )));
+        };
+        match ch.find(ExtensionType::EncryptedClientHello) {
+            Some(Extension::Unknown { body, .. }) if body.as_slice() == [1] => {}
+            _ => {
+                return Err(ech_error(EchError::Illegal(
+                    "ClientHelloInner lacks an inner-type encrypted_client_hello",
+                )))
+            }
+        }
+        let tls13_only = match ch.find(ExtensionType::SupportedVersions) {
+            Some(Extension::SupportedVersionsClient(v)) => v.iter().all(|v| v.to_repr() > 0x0303),
+            _ => false,
+        };
+        if !tls13_only {
+            return Err(ech_error(EchError::Illegal(
+                "ClientHelloInner offers TLS 1.2 or below",
+            )));
+        }
+        Ok((ch, bytes))
+    }
+
+    /// Reports what opening ClientHelloInner derived, when asked: the HPKE steps (with
+    /// derivations), and `ECH_SECRET` / `ECH_CONFIG` keyed by the *outer* random (RFC 9850
+    /// §5).
+    fn ech_opened(&mut self, steps: &[HpkeStep], outer_random: &[u8; 32], config: &[u8]) {
+        let observe = self.conn.observe();
+        if observe.derivations {
+            for s in steps {
+                self.conn.ev.push(Event::Hpke(s.clone()));
+            }
+        }
+        if observe.secrets {
+            let shared = steps
+                .iter()
+                .rev()
+                .find(|s| s.name == HpkeValue::SharedSecret)
+                .map(|s| s.output.clone());
+            let lines = [
+                (SecretName::EchSecret, shared),
+                (SecretName::EchConfig, Some(config.to_vec())),
+            ];
+            for (name, secret) in lines {
+                let (Some(label), Some(secret)) = (name.nss_label(), secret) else {
+                    continue;
+                };
+                self.conn.ev.push(Event::Secret(SecretEvent {
+                    name,
+                    nss_label: label,
+                    client_random: outer_random.to_vec(),
+                    secret,
+                }));
+            }
+        }
+    }
+
+    /// The eight confirmation bytes (§7.2, §7.2.1), reported when derivations are observed.
+    fn ech_confirmation(
+        &mut self,
+        hash: crate::crypto::hash::HashAlg,
+        inner_random: &[u8; 32],
+        label: &'static str,
+        transcript_hash: &[u8],
+    ) -> [u8; 8] {
+        let c = confirmation(hash, inner_random, label, transcript_hash);
+        if self.conn.observe().derivations {
+            self.conn.ev.push(Event::EchConfirmation {
+                label,
+                inner_random: inner_random.to_vec(),
+                transcript_hash: transcript_hash.to_vec(),
+                confirmation: c.to_vec(),
+            });
+        }
+        c
+    }
+
+    /// The ECH outcome (RFC 9849 §7.1), once the first ClientHello decided it.
+    fn ech_event(
+        &mut self,
+        status: EchStatus,
+        offer: Option<(HpkeSymmetricCipherSuite, u8)>,
+        outer_sni: Option<String>,
+        inner_sni: Option<String>,
+    ) {
+        let retry_configs_sent =
+            status == EchStatus::Rejected && !self.side.config.ech_keys.is_empty();
+        self.conn.ev.push(Event::Ech(EchEvent {
+            status,
+            config_id: offer.map(|(_, id)| id),
+            kdf: offer.map(|(s, _)| s.kdf_id),
+            aead: offer.map(|(s, _)| s.aead_id),
+            outer_sni,
+            inner_sni,
+            retry_configs_sent,
+        }));
     }
 
     /// Our EncryptedExtensions (§4.3.1).
@@ -1529,6 +1878,66 @@ impl Server {
 /// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
 /// another hash dropped), and the padding extension added, removed or resized. Everything else
 /// — every other field, every other extension byte for byte, and their order — must match.
+/// The outer `encrypted_client_hello` of a ClientHello (RFC 9849 §5): suite, config_id, enc,
+/// payload. An inner-type one from the network and an unknown ECHClientHelloType are
+/// illegal_parameter (§7); one that does not parse is decode_error.
+fn ech_offer(e: &Extension) -> Result<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>), Error> {
+    let Extension::Unknown { body, .. } = e else {
+        return Err(DecodeError::Invalid {
+            what: "encrypted_client_hello",
+        }
+        .into());
+    };
+    match body.first() {
+        Some(0) => {}
+        Some(1) => {
+            return Err(ech_error(EchError::Illegal(
+                "an inner-type encrypted_client_hello from the network",
+            )))
+        }
+        Some(_) => return Err(ech_error(EchError::Illegal("unknown ECHClientHelloType"))),
+        None => {
+            return Err(DecodeError::Invalid {
+                what: "encrypted_client_hello",
+            }
+            .into())
+        }
+    }
+    match EchClientHello::decode(body)? {
+        EchClientHello::Outer {
+            suite,
+            config_id,
+            enc,
+            payload,
+        } => Ok((suite, config_id, enc, payload)),
+        EchClientHello::Inner => Err(ech_error(EchError::Illegal(
+            "an inner-type encrypted_client_hello from the network",
+        ))),
+    }
+}
+
+/// The ECHConfigList of every key: our retry_configs (RFC 9849 §7.1).
+fn retry_configs(config: &ServerConfig) -> EchConfigList {
+    EchConfigList {
+        configs: config.ech_keys.iter().map(|k| k.config.clone()).collect(),
+    }
+}
+
+fn ech_error(e: EchError) -> Error {
+    Error::Peer(PeerMisbehaved::Ech(e))
+}
+
+/// The first host_name of a ClientHello's server_name, for reports.
+fn host_name(ch: &ClientHello) -> Option<String> {
+    match ch.find(ExtensionType::ServerName) {
+        Some(Extension::ServerName(names)) => names
+            .iter()
+            .find(|n| n.typ == ServerNameType::HostName)
+            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
+        _ => None,
+    }
+}
+
 fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(), Error> {
     let first = &r.first;
     let mismatch = |what| Err(PeerMisbehaved::SecondClientHelloMismatch(what).into());
@@ -1576,9 +1985,13 @@ fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(
         match (before.next(), after.next()) {
             (None, None) => return Ok(()),
             (Some(a), Some(b)) if a.typ() == b.typ() => {
+                // ECH: the second ClientHelloOuter carries a new payload and an empty enc
+                // (RFC 9849 §6.1.5); §7.1.1 checks what must stay.
                 let may_change = matches!(
                     a.typ(),
-                    ExtensionType::KeyShare | ExtensionType::PreSharedKey
+                    ExtensionType::KeyShare
+                        | ExtensionType::PreSharedKey
+                        | ExtensionType::EncryptedClientHello
                 );
                 if !may_change && a != b {
                     return mismatch(a.typ().name());

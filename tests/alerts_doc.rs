@@ -104,8 +104,15 @@ fn alert_map(error_rs: &str) -> BTreeMap<String, String> {
             rest = &rest[1..];
         }
     }
+    // A variant that wraps an error with its own alert (`P::Ech(e) => e.alert()`): its rows
+    // name the inner error, whose alert the ECH tests check.
+    for v in pending {
+        out.insert(v, DELEGATED.to_string());
+    }
     out
 }
+
+const DELEGATED: &str = "(the wrapped error's)";
 
 /// Backticked spans of a line.
 fn code_spans(line: &str) -> Vec<&str> {
@@ -175,6 +182,9 @@ fn alerts_in_alerts_md_match_the_code() {
                 let want = map
                     .get(v)
                     .unwrap_or_else(|| panic!("unknown variant {span} in docs/alerts.md"));
+                if want == DELEGATED {
+                    continue;
+                }
                 assert!(
                     alert_cell.contains(want.as_str()),
                     "docs/alerts.md: {span} is answered with {want}, the row says {alert_cell:?}"

@@ -4894,3 +4894,404 @@ mod cert_compression {
         );
     }
 }
+
+// =============================================================================================
+// ECH at the server (RFC 9849 §5, §7): ClientHelloOuter sealed here with HPKE directly
+// =============================================================================================
+
+mod ech_server {
+    use super::*;
+    use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+    use tls13lab::crypto::hash::HashAlg;
+    use tls13lab::crypto::hpke::{self, Kem, SenderContext};
+    use tls13lab::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+    use tls13lab::ech::wire::{encode_outer_extensions, EchClientHello, ECH_OUTER_EXTENSIONS};
+    use tls13lab::ech::EchError;
+    use tls13lab::events::EchStatus;
+    use tls13lab::keyschedule::NoSink;
+    use tls13lab::messages::ech::HpkeSymmetricCipherSuite;
+    use tls13lab::messages::enums::{HpkeAeadId, HpkeKdfId};
+
+    const CONFIG_ID: u8 = 7;
+    const SUITE: HpkeSymmetricCipherSuite = HpkeSymmetricCipherSuite {
+        kdf_id: HpkeKdfId::HkdfSha256,
+        aead_id: HpkeAeadId::Aes128Gcm,
+    };
+    const ECH: ExtensionType = ExtensionType::EncryptedClientHello;
+
+    fn key() -> EchKeyPair {
+        let params = EchKeyParams {
+            public_name: "public.example".into(),
+            kem: Kem::X25519HkdfSha256,
+            suites: vec![SUITE],
+            config_id: Some(CONFIG_ID),
+            maximum_name_length: 0,
+        };
+        EchKeyPair::generate(&params, &mut SeededRandom::from_seed(40)).unwrap()
+    }
+
+    fn ech_server_config(groups: Option<Vec<NamedGroup>>) -> ServerConfig {
+        let mut s = server_config();
+        s.ech_keys = vec![key()];
+        if let Some(g) = groups {
+            s.groups = g;
+        }
+        s
+    }
+
+    fn ext(typ: ExtensionType, body: Vec<u8>) -> Extension {
+        Extension::Unknown { typ, body }
+    }
+
+    fn outer_ext(config_id: u8, enc: Vec<u8>, payload: Vec<u8>) -> Extension {
+        let e = EchClientHello::Outer {
+            suite: SUITE,
+            config_id,
+            enc,
+            payload,
+        };
+        ext(ECH, e.encode())
+    }
+
+    /// Our client's ClientHello as ClientHelloInner: the inner-type ECH extension added.
+    fn inner_hello() -> ClientHello {
+        let mut ch = client_hello();
+        ch.extensions.push(ext(ECH, vec![1]));
+        ch
+    }
+
+    /// EncodedClientHelloInner made by hand so that every §5.1 rule can be broken: session id
+    /// emptied, the key_share replaced by an `ech_outer_extensions` naming `refs`, `padding`
+    /// appended.
+    fn encoded(inner: &ClientHello, refs: &[u16], padding: &[u8]) -> Vec<u8> {
+        let mut e = inner.clone();
+        e.legacy_session_id.clear();
+        if let Some(i) = e
+            .extensions
+            .iter()
+            .position(|x| x.typ() == ExtensionType::KeyShare)
+        {
+            e.extensions[i] = ext(
+                ExtensionType::Unknown(ECH_OUTER_EXTENSIONS),
+                encode_outer_extensions(refs),
+            );
+        }
+        let mut b = encode(HandshakePayload::ClientHello(e))[4..].to_vec();
+        b.extend_from_slice(padding);
+        b
+    }
+
+    /// ClientHelloOuter around `encoded`: the inner's fields with another random and SNI, the
+    /// outer ECH extension in place of the inner one, payload sealed over the AAD (§5.2).
+    fn seal_outer(
+        inner: &ClientHello,
+        encoded: &[u8],
+        enc_ctx: Option<&mut SenderContext>,
+        seed: u64,
+        config_id: u8,
+    ) -> (ClientHello, Option<SenderContext>) {
+        let k = key();
+        let mut outer = inner.clone();
+        outer.random = [0x5a; 32];
+        set_ext(
+            &mut outer.extensions,
+            Extension::ServerName(vec![tls13lab::messages::extensions::ServerName {
+                typ: tls13lab::messages::enums::ServerNameType::HostName,
+                name: b"public.example".to_vec(),
+            }]),
+        );
+        let suite = hpke::Suite::from_ids(
+            tls13lab::messages::enums::HpkeKemId::DhkemX25519HkdfSha256,
+            SUITE.kdf_id,
+            SUITE.aead_id,
+        )
+        .unwrap();
+        let mut info = b"tls ech\0".to_vec();
+        info.extend_from_slice(&k.config.raw);
+        let (enc, mut fresh) = match enc_ctx {
+            Some(_) => (Vec::new(), None),
+            None => {
+                let (enc, ctx) = hpke::setup_base_s(
+                    suite,
+                    k.key.public_key(),
+                    &info,
+                    &mut SeededRandom::from_seed(seed),
+                    &mut NoSink,
+                )
+                .unwrap();
+                (enc, Some(ctx))
+            }
+        };
+        let len = encoded.len() + 16;
+        set_ext(
+            &mut outer.extensions,
+            outer_ext(config_id, enc.clone(), vec![0; len]),
+        );
+        let aad = encode(HandshakePayload::ClientHello(outer.clone()))[4..].to_vec();
+        let ctx = match (enc_ctx, fresh.as_mut()) {
+            (Some(c), _) => c,
+            (None, Some(c)) => c,
+            _ => unreachable!(),
+        };
+        let payload = ctx.seal(&aad, encoded).unwrap();
+        set_ext(&mut outer.extensions, outer_ext(config_id, enc, payload));
+        (outer, fresh)
+    }
+
+    fn sealed(inner: &ClientHello, refs: &[u16], padding: &[u8]) -> ClientHello {
+        seal_outer(inner, &encoded(inner, refs, padding), None, 41, CONFIG_ID).0
+    }
+
+    const KS: u16 = 0x0033;
+
+    fn ech_rejects(ch: &ClientHello, want: A) -> Error {
+        Ep::server(ech_server_config(None), SERVER_SEED).rejects(&ch_wire(ch), want)
+    }
+
+    fn ech_status(events: &[Event]) -> Option<EchStatus> {
+        events.iter().find_map(|e| match e {
+            Event::Ech(e) => Some(e.status),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_sealed_inner_hello_is_accepted_and_confirmed_and_replays() {
+        let inner = inner_hello();
+        let outer = sealed(&inner, &[KS], &[0; 13]);
+        let run = || {
+            let mut s = Ep::server(ech_server_config(None), SERVER_SEED);
+            s.feed(&ch_wire(&outer)).expect("accepted");
+            let recs = s.output();
+            (s, recs)
+        };
+        let (s, recs) = run();
+        assert_eq!(ech_status(&s.events), Some(EchStatus::Accepted));
+        // The inner hello the server answers is ours byte for byte (the key_share came back
+        // from the outer), and the event shows it beside the outer.
+        let inner_msg = encode(HandshakePayload::ClientHello(inner.clone()));
+        let shown = s.events.iter().find_map(|e| match e {
+            Event::InnerClientHello(h) => Some(h.bytes.clone()),
+            _ => None,
+        });
+        assert_eq!(shown.as_deref(), Some(inner_msg.as_slice()));
+        // §7.2: the last 8 bytes of ServerHello.random, recomputed here.
+        let sh = split_messages(&recs[0].content).remove(0);
+        let zero = confirm::zero_server_hello(&sh).unwrap();
+        let th = HashAlg::Sha256.hash(&[inner_msg.as_slice(), &zero].concat());
+        let want = confirm::confirmation(HashAlg::Sha256, &inner.random, ACCEPT_LABEL, th.as_ref());
+        assert_eq!(&sh[confirm::server_hello_range()], want.as_slice());
+        // The server answered the inner hello: it echoes the inner session id and its
+        // ServerHello is not that of the outer.
+        assert!(s.events.iter().any(|e| matches!(e,
+            Event::Secret(x) if x.nss_label == "ECH_SECRET" && x.client_random == outer.random)));
+        // Replay: the same seeds, the same bytes.
+        let (_, again) = run();
+        assert_eq!(wire(&recs), wire(&again));
+        // Without the key, the same hello is rejected and retry_configs go out.
+        let mut s = Ep::server(server_config(), SERVER_SEED);
+        s.feed(&ch_wire(&outer)).expect("answered as outer");
+        assert_eq!(ech_status(&s.events), Some(EchStatus::Rejected));
+    }
+
+    #[test]
+    fn a_stale_config_is_rejected_with_retry_configs() {
+        let inner = inner_hello();
+        // Sealed to our key under another config_id: no candidate (trial decryption is off).
+        let enc = encoded(&inner, &[KS], &[]);
+        let outer = seal_outer(&inner, &enc, None, 41, CONFIG_ID + 1).0;
+        let mut s = Ep::server(ech_server_config(None), SERVER_SEED);
+        s.feed(&ch_wire(&outer)).expect("answered as outer");
+        assert_eq!(ech_status(&s.events), Some(EchStatus::Rejected));
+        let ee = s.events.iter().find_map(|e| match e {
+            Event::Handshake(h) if h.typ == HandshakeType::EncryptedExtensions => {
+                Some(h.bytes.clone())
+            }
+            _ => None,
+        });
+        let HandshakePayload::EncryptedExtensions(exts) = decode(&ee.unwrap()) else {
+            panic!()
+        };
+        let retry = exts.iter().find_map(|e| match e {
+            Extension::Unknown { typ, body } if *typ == ECH => Some(body.clone()),
+            _ => None,
+        });
+        assert_eq!(retry, Some(key().list.encode()));
+        // With trial decryption the same hello opens.
+        let mut cfg = ech_server_config(None);
+        cfg.ech_trial_decrypt = true;
+        let mut s = Ep::server(cfg, SERVER_SEED);
+        s.feed(&ch_wire(&outer)).expect("trial decryption");
+        assert_eq!(ech_status(&s.events), Some(EchStatus::Accepted));
+    }
+
+    #[test]
+    fn malformed_or_misplaced_ech_extensions() {
+        let mut ch = client_hello();
+        // An inner-type extension from the network (§7): illegal_parameter.
+        ch.extensions.push(ext(ECH, vec![1]));
+        let e = ech_rejects(&ch, A::IllegalParameter);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::Ech(EchError::Illegal(_)))),
+            "{e:?}"
+        );
+        // An unknown ECHClientHelloType: illegal_parameter.
+        set_ext(&mut ch.extensions, ext(ECH, vec![2, 0, 1]));
+        ech_rejects(&ch, A::IllegalParameter);
+        // Truncated, empty, trailing bytes: decode_error.
+        for body in [vec![0, 0, 1], vec![], {
+            let mut b = EchClientHello::Outer {
+                suite: SUITE,
+                config_id: 1,
+                enc: vec![1; 32],
+                payload: vec![2; 20],
+            }
+            .encode();
+            b.push(0);
+            b
+        }] {
+            set_ext(&mut ch.extensions, ext(ECH, body.clone()));
+            ech_rejects(&ch, A::DecodeError);
+        }
+    }
+
+    #[test]
+    fn inner_hello_violations_are_illegal_parameter() {
+        let inner = inner_hello();
+        let cases: Vec<(&str, ClientHello)> = vec![
+            // §5.1: a reference to an extension the outer lacks.
+            (
+                "missing",
+                sealed_without(&inner, &[KS], ExtensionType::KeyShare),
+            ),
+            ("repeated", sealed(&inner, &[KS, KS], &[])),
+            ("reordered", sealed(&inner, &[KS, 0x000a], &[])),
+            ("encrypted_client_hello", sealed(&inner, &[0xfe0d], &[])),
+            ("non-zero padding", sealed(&inner, &[KS], &[0, 0, 1])),
+            ("TLS 1.2 offered", {
+                let mut i = inner.clone();
+                set_ext(
+                    &mut i.extensions,
+                    Extension::SupportedVersionsClient(vec![
+                        ProtocolVersion::TLSv1_3,
+                        ProtocolVersion::TLSv1_2,
+                    ]),
+                );
+                sealed(&i, &[KS], &[])
+            }),
+            ("no inner extension", {
+                let mut i = inner.clone();
+                remove_ext(&mut i.extensions, ECH);
+                sealed(&i, &[KS], &[])
+            }),
+        ];
+        for (what, ch) in cases {
+            let e = ech_rejects(&ch, A::IllegalParameter);
+            assert!(
+                matches!(e, Error::Peer(PeerMisbehaved::Ech(_))),
+                "{what}: {e:?}"
+            );
+        }
+    }
+
+    /// `inner` sealed with a reference to `refs`, in an outer that lacks `drop`.
+    fn sealed_without(inner: &ClientHello, refs: &[u16], drop: ExtensionType) -> ClientHello {
+        let mut shell = inner.clone();
+        remove_ext(&mut shell.extensions, drop);
+        let enc = encoded(inner, refs, &[]);
+        seal_outer(&shell, &enc, None, 41, CONFIG_ID).0
+    }
+
+    /// An ECH-accepting HelloRetryRequest (the server speaks only P-256; our client's share is
+    /// X25519), then the second ClientHelloOuter changed by `f`.
+    fn after_hrr(
+        f: impl FnOnce(&ClientHello, &mut SenderContext) -> ClientHello,
+        want: A,
+    ) -> Error {
+        let inner = inner_hello();
+        let enc = encoded(&inner, &[KS], &[]);
+        let (outer, ctx) = seal_outer(&inner, &enc, None, 41, CONFIG_ID);
+        let mut ctx = ctx.unwrap();
+        let mut s = Ep::server(
+            ech_server_config(Some(vec![NamedGroup::secp256r1])),
+            SERVER_SEED,
+        );
+        s.feed(&ch_wire(&outer)).expect("HelloRetryRequest");
+        let recs = s.output();
+        let hrr = split_messages(&recs[0].content).remove(0);
+        // §7.2.1: the confirmation in the HRR, recomputed over message_hash(ClientHelloInner1).
+        let inner_msg = encode(HandshakePayload::ClientHello(inner.clone()));
+        let mut mh = vec![254, 0, 0, 32];
+        mh.extend_from_slice(HashAlg::Sha256.hash(&inner_msg).as_ref());
+        let th = HashAlg::Sha256.hash(&[mh, confirm::zero_hrr(&hrr).unwrap()].concat());
+        let want_c = confirm::confirmation(
+            HashAlg::Sha256,
+            &inner.random,
+            HRR_ACCEPT_LABEL,
+            th.as_ref(),
+        );
+        assert_eq!(&hrr[confirm::hrr_range(&hrr).unwrap()], want_c.as_slice());
+        let second = f(&inner, &mut ctx);
+        s.rejects(
+            &record(22, 0x0303, &encode(HandshakePayload::ClientHello(second))),
+            want,
+        )
+    }
+
+    #[test]
+    fn second_client_hello_after_an_accepting_hrr() {
+        // No ECH at all: missing_extension (§7.1.1).
+        let e = after_hrr(
+            |inner, _| {
+                let mut o = inner.clone();
+                remove_ext(&mut o.extensions, ECH);
+                o
+            },
+            A::MissingExtension,
+        );
+        assert_eq!(e, peer(PeerMisbehaved::Ech(EchError::MissingAfterRetry)));
+        // Another config_id, a non-empty enc: illegal_parameter.
+        after_hrr(
+            |inner, _| {
+                let mut o = inner.clone();
+                set_ext(
+                    &mut o.extensions,
+                    outer_ext(CONFIG_ID + 1, vec![], vec![1; 40]),
+                );
+                o
+            },
+            A::IllegalParameter,
+        );
+        after_hrr(
+            |inner, _| {
+                let mut o = inner.clone();
+                set_ext(
+                    &mut o.extensions,
+                    outer_ext(CONFIG_ID, vec![9; 32], vec![1; 40]),
+                );
+                o
+            },
+            A::IllegalParameter,
+        );
+        // A payload the first context cannot open: decrypt_error.
+        let e = after_hrr(
+            |inner, _| {
+                let mut o = inner.clone();
+                set_ext(&mut o.extensions, outer_ext(CONFIG_ID, vec![], vec![1; 40]));
+                o
+            },
+            A::DecryptError,
+        );
+        assert_eq!(e, peer(PeerMisbehaved::Ech(EchError::DecryptFailed)));
+        // One sealed with the first context (its second message) opens: the failure is then
+        // past ECH (our inner hello still offers X25519 only: key_share mismatch).
+        let e = after_hrr(
+            |inner, ctx| {
+                let enc = encoded(inner, &[KS], &[]);
+                seal_outer(inner, &enc, Some(ctx), 0, CONFIG_ID).0
+            },
+            A::IllegalParameter,
+        );
+        assert!(!matches!(e, Error::Peer(PeerMisbehaved::Ech(_))), "{e:?}");
+    }
+}

@@ -4046,3 +4046,169 @@ fn openssl40_certificate_compression() {
         panic!("{e}");
     }
 }
+
+// ------------------------------------------------------------------------- ECH server
+
+/// `openssl s_client -ech_config_list B64` (OpenSSL 4.0.3) → `tls13lab server --ech-key K`
+/// (RFC 9849 §7): accepted with a key made by `openssl ech` and one made by `tls13lab ech
+/// keygen`, with the X25519MLKEM768 share, and through a HelloRetryRequest (a server that only
+/// speaks P-256, a client whose share is X25519: §7.2.1's confirmation); a stale config is
+/// rejected and s_client receives our retry_configs (and ends with ech_required); `-ech_grease`
+/// completes without ECH. Each time the server's log line and page say what it decided, and
+/// s_client's `ECH:` line agrees.
+#[test]
+fn s_client_ech_to_cli_server() {
+    let peer = openssl40();
+    let f = fixture("4.0-ech-server");
+    let mut g = Proc::spawn(
+        &peer,
+        &f.dir,
+        &["ech", "-public_name", "public.example", "-out", "ossl.pem"],
+    );
+    assert_eq!(g.exit_code(), Some(0), "{}", g.context());
+    let mut stale = Proc::spawn(
+        &peer,
+        &f.dir,
+        // Named for our certificate: a client whose ECH is rejected authenticates the outer
+        // handshake for the config's public name (§6.1.6) before it takes the retry_configs.
+        &["ech", "-public_name", "localhost", "-out", "stale.pem"],
+    );
+    assert_eq!(stale.exit_code(), Some(0), "{}", stale.context());
+    let b64_of = |file: &str| -> String {
+        let text = std::fs::read_to_string(f.dir.join(file)).unwrap();
+        text.split("-----BEGIN ECHCONFIG-----")
+            .nth(1)
+            .and_then(|t| t.split("-----END ECHCONFIG-----").next())
+            .unwrap_or_else(|| panic!("no ECHCONFIG in {file}\n{text}"))
+            .split_whitespace()
+            .collect()
+    };
+    let mut kg = tls13lab(
+        &f.dir,
+        &[
+            "ech",
+            "keygen",
+            "--public-name",
+            "public.example",
+            "--seed",
+            "9",
+            "--config-id",
+            "201",
+            "--out",
+            "ours.pem",
+        ],
+    );
+    assert_eq!(kg.exit_code(), Some(0), "{}", kg.context());
+    let (ossl, ours, stale) = (b64_of("ossl.pem"), b64_of("ours.pem"), b64_of("stale.pem"));
+    assert_ne!(
+        ossl[..20],
+        stale[..20],
+        "two openssl ech runs made the same config"
+    );
+
+    let server = |extra: &[&str], naccept: &str| {
+        let args = [
+            &[
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--cert",
+                &f.server_cert,
+                "--key",
+                &f.server_key,
+                "--ech-key",
+                "ossl.pem",
+                "--ech-key",
+                "ours.pem",
+                "--json-dir",
+                "ledgers",
+                "--naccept",
+                naccept,
+            ][..],
+            extra,
+        ]
+        .concat();
+        let srv = tls13lab(&f.dir, &args);
+        let port = cli_server_port(&srv);
+        (srv, port)
+    };
+    let (srv, port) = server(&[], "5");
+    let accepted = "ech            accepted (config_id ";
+    let mut n = 0;
+    for (config, groups, name) in [
+        (&ossl, None, "openssl ech key"),
+        (&ours, None, "tls13lab ech keygen key"),
+        (&ossl, Some("X25519MLKEM768"), "X25519MLKEM768 share"),
+    ] {
+        n += 1;
+        let mut args = vec!["-ech_config_list", config.as_str()];
+        if let Some(g) = groups {
+            args.extend(["-groups", g]);
+        }
+        let mut c = f.s_client(&peer, port, &args);
+        c.send_line("GET /ech HTTP/1.0\n");
+        let (out, line, _) = cli_server_done(&mut c, &srv, &f.dir, n);
+        for needle in [
+            "ECH: success: 1",
+            "ECH: inner: localhost",
+            "ECH: outer: public.example",
+            accepted,
+            "inner SNI localhost, outer SNI public.example)",
+        ] {
+            assert!(
+                out.contains(needle),
+                "{name}: no {needle:?}\n{}",
+                c.context()
+            );
+        }
+        assert!(line.contains("ECH accepted"), "{name}: {line}");
+        if let Some(g) = groups {
+            assert!(line.contains(g), "{name}: {line}");
+        }
+    }
+    assert!(
+        srv.has("config_id 201,"),
+        "our key's config_id\n{}",
+        srv.context()
+    );
+
+    // A stale config: nothing opens it, the outer handshake completes with retry_configs, and
+    // s_client (which required ECH) reports them and aborts with ech_required (RFC 9849 §6.1.6).
+    let mut c = f.s_client(&peer, port, &["-ech_config_list", &stale]);
+    c.send_line("GET /stale HTTP/1.0\n");
+    c.wait_for("ECH: Got 2 retry-configs"); // both keys' configs
+    c.wait_exit();
+    let out = c.output();
+    assert!(out.contains("ECH: failed+retry-configs"), "{}", c.context());
+    let line = srv.line_starting("conn #4 from ");
+    assert!(
+        line.contains("ECH rejected") && line.contains("retry_configs sent"),
+        "{line}"
+    );
+    assert!(line.contains("ech_required"), "{line}");
+
+    // GREASE: an outer ECH extension nobody can open; the handshake completes without ECH.
+    let mut c = f.s_client(&peer, port, &["-ech_grease"]);
+    c.send_line("GET /grease HTTP/1.0\n");
+    let (out, line, _) = cli_server_done(&mut c, &srv, &f.dir, 5);
+    assert!(out.contains("ECH: GREASE"), "{}", c.context());
+    assert!(out.contains("ech            rejected ("), "{}", c.context());
+    assert!(line.contains("ECH rejected"), "{line}");
+
+    // HelloRetryRequest: the server speaks P-256 only, the client sends an X25519 share.
+    let (srv, port) = server(&["--groups", "P-256"], "1");
+    let mut c = f.s_client(
+        &peer,
+        port,
+        &["-ech_config_list", &ossl, "-groups", "X25519:P-256"],
+    );
+    c.send_line("GET /hrr HTTP/1.0\n");
+    let (out, line, _) = cli_server_done(&mut c, &srv, &f.dir, 1);
+    for needle in ["ECH: success: 1", "hello retry    yes\n", accepted] {
+        assert!(out.contains(needle), "HRR: no {needle:?}\n{}", c.context());
+    }
+    assert!(
+        line.contains("secp256r1") && line.contains("ECH accepted"),
+        "{line}"
+    );
+}

@@ -107,6 +107,18 @@ pub fn messages(data: &[u8]) {
             at += c.raw.len();
         }
     }
+    // The server's ClientHelloInner path (RFC 9849 §5.1): the first byte splits the rest into
+    // an EncodedClientHelloInner and a ClientHelloOuter body. Whatever it rebuilds is one
+    // well-formed ClientHello body.
+    if let Some((&cut, rest)) = data.split_first() {
+        let cut = (usize::from(cut) * 8).min(rest.len());
+        let (encoded, outer) = rest.split_at(cut);
+        if let Ok(body) = tls13lab::ech::inner::decode(encoded, outer) {
+            if let Err(e) = tls13lab::ech::wire::HelloParts::parse(&body) {
+                panic!("rebuilt ClientHelloInner does not parse: {e}");
+            }
+        }
+    }
 }
 
 /// ECHConfigList seeds for [`messages`]: the two files OpenSSL 4.0.3 wrote

@@ -11,7 +11,7 @@ use tls13lab::config::CertifiedKey;
 use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::events::{EarlyDataStatus, Event, Side};
+use tls13lab::events::{EarlyDataStatus, EchStatus, Event, Side};
 use tls13lab::messages::{
     CertificateCompressionAlgorithm, CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
@@ -109,6 +109,12 @@ pub struct ServerArgs {
     /// Seed all randomness (certificate, connection N uses seed+N): replayable runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// ECH key file (RFC 9849): a PRIVATE KEY and an ECHCONFIG block, as `openssl ech` or `tls13lab ech keygen` writes it. Repeatable. A ClientHelloOuter sealed to one is opened and its inner ClientHello answered; a rejected ECH gets every key's config as retry_configs.
+    #[arg(long, value_name = "FILE", action = clap::ArgAction::Append)]
+    pub ech_key: Vec<PathBuf>,
+    /// Try every ECH key when the client's config_id matches none (RFC 9849 §7.1, for clients that randomize it).
+    #[arg(long, requires = "ech_key")]
+    pub ech_trial_decrypt: bool,
 }
 
 /// What every connection thread shares.
@@ -307,7 +313,41 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
         s.post_handshake_auth = super::common::client_auth(roots.clone(), false);
     }
     a.policy.apply(&mut s, roots);
+    for path in &a.ech_key {
+        let text = std::fs::read_to_string(path).map_err(|e| Failure::file(path, e))?;
+        let key = tls13lab::crypto::ech::EchKeyPair::from_pem(&text)
+            .map_err(|e| Failure::BadOption(format!("--ech-key {}: {e}", path.display())))?;
+        s.ech_keys.push(key);
+    }
+    s.ech_trial_decrypt = a.ech_trial_decrypt;
     Ok(s)
+}
+
+/// What became of ECH, for the summary line and the page; `None` when it was not offered.
+fn ech_text(events: &[Event]) -> Option<String> {
+    let e = events.iter().find_map(|e| match e {
+        Event::Ech(e) => Some(e),
+        _ => None,
+    })?;
+    let id = e
+        .config_id
+        .map_or(String::new(), |id| format!("config_id {id}, "));
+    let outer = e.outer_sni.as_deref().unwrap_or("none");
+    Some(match e.status {
+        EchStatus::NotOffered => return None,
+        EchStatus::Accepted => format!(
+            "accepted ({id}inner SNI {}, outer SNI {outer})",
+            e.inner_sni.as_deref().unwrap_or("none")
+        ),
+        EchStatus::Rejected => format!(
+            "rejected ({id}outer SNI {outer}{})",
+            if e.retry_configs_sent {
+                ", retry_configs sent"
+            } else {
+                ""
+            }
+        ),
+    })
 }
 
 /// A fresh ECDSA P-256 certificate for localhost, 127.0.0.1 and ::1, valid from a day ago for a year.
@@ -358,6 +398,10 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             super::common::early_text(Some(neg.early_data)),
         ),
         None => "no handshake".into(),
+    };
+    let what = match ech_text(&events) {
+        Some(ech) => format!("{what}, ECH {ech}"),
+        None => what,
     };
     let status = match &result {
         Ok(()) => "ok".to_string(),
@@ -718,6 +762,9 @@ pub fn page(
         line("psk", p.describe());
     }
     line("hello retry", if hrr { "yes" } else { "no" }.into());
+    if let Some(ech) = ech_text(events) {
+        line("ech", ech);
+    }
     let early_text = match early_status {
         Some(EarlyDataStatus::Accepted) => {
             format!("accepted, {} bytes: {}", early.len(), preview(early))

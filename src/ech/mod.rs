@@ -25,6 +25,17 @@ pub enum EchError {
     InnerSessionId,
     /// An `ech_outer_extensions` violation (§5.1: illegal_parameter).
     OuterExtensions(&'static str),
+    /// A server-side §7 check failed: an inner-type extension from the network, an unknown
+    /// ECHClientHelloType, a ClientHelloInner without its inner-type extension or offering
+    /// TLS 1.2, a second ClientHelloOuter with another suite or config_id or a non-empty enc
+    /// (illegal_parameter).
+    Illegal(&'static str),
+    /// The ClientHello after a HelloRetryRequest that accepted ECH carries none (§7.1.1:
+    /// missing_extension).
+    MissingAfterRetry,
+    /// The second ClientHelloOuter's payload does not open with the first one's HPKE context
+    /// (§7.1.1: decrypt_error).
+    DecryptFailed,
     /// Our own inputs were inconsistent (a caller's bug, never a peer's).
     Local(&'static str),
 }
@@ -34,9 +45,12 @@ impl EchError {
     pub fn alert(&self) -> AlertDescription {
         match self {
             EchError::Decode(e) => e.alert(),
-            EchError::NonZeroPadding | EchError::InnerSessionId | EchError::OuterExtensions(_) => {
-                AlertDescription::IllegalParameter
-            }
+            EchError::NonZeroPadding
+            | EchError::InnerSessionId
+            | EchError::OuterExtensions(_)
+            | EchError::Illegal(_) => AlertDescription::IllegalParameter,
+            EchError::MissingAfterRetry => AlertDescription::MissingExtension,
+            EchError::DecryptFailed => AlertDescription::DecryptError,
             EchError::Local(_) => AlertDescription::InternalError,
         }
     }
@@ -51,6 +65,13 @@ impl fmt::Display for EchError {
                 f.write_str("EncodedClientHelloInner carries a legacy_session_id")
             }
             EchError::OuterExtensions(why) => write!(f, "ech_outer_extensions: {why}"),
+            EchError::Illegal(why) => write!(f, "ECH: {why}"),
+            EchError::MissingAfterRetry => f.write_str(
+                "the ClientHello after an ECH-accepting HelloRetryRequest has no encrypted_client_hello",
+            ),
+            EchError::DecryptFailed => {
+                f.write_str("the second ClientHelloOuter's ECH payload does not decrypt")
+            }
             EchError::Local(why) => write!(f, "ECH: {why}"),
         }
     }

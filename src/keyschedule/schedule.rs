@@ -93,6 +93,10 @@ pub enum SecretName {
     ExporterLabelSecret,
     /// A TLS-Exporter output (§7.5).
     Exporter,
+    /// The HPKE KEM shared secret of ECH (RFC 9850 §5: `ECH_SECRET`).
+    EchSecret,
+    /// The ECHConfig ECH used, logged as a value (RFC 9850 §5: `ECH_CONFIG`).
+    EchConfig,
 }
 
 impl SecretName {
@@ -107,6 +111,8 @@ impl SecretName {
             SecretName::ServerApplicationTrafficSecret(0) => "SERVER_TRAFFIC_SECRET_0",
             SecretName::ExporterMasterSecret => "EXPORTER_SECRET",
             SecretName::EarlyExporterMasterSecret => "EARLY_EXPORTER_SECRET",
+            SecretName::EchSecret => "ECH_SECRET",
+            SecretName::EchConfig => "ECH_CONFIG",
             _ => return None,
         })
     }
@@ -147,6 +153,8 @@ impl SecretName {
             SecretName::VerifyData => "verify_data",
             SecretName::ExporterLabelSecret => "exporter_label_secret",
             SecretName::Exporter => "exporter",
+            SecretName::EchSecret => "ech_secret",
+            SecretName::EchConfig => "ech_config",
         }
     }
 }
