@@ -10,6 +10,7 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
 use crate::events::Observe;
+use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
@@ -165,6 +166,25 @@ pub enum HelloPadding {
     Avoid256To511,
 }
 
+/// Whether the client offers Encrypted ClientHello (RFC 9849).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum EchMode {
+    /// No `encrypted_client_hello` extension.
+    #[default]
+    Off,
+    /// A GREASE `encrypted_client_hello` (§6.2): it looks like ECH, and no server can open it.
+    Grease,
+    /// Offer ECH with the first usable ECHConfig of `list` (§6.1); when none is usable, send
+    /// GREASE if `grease_fallback`, else no ECH (§6.1: "SHOULD proceed as described in §6.2").
+    Config {
+        /// The ECHConfigList, as published (DNS, a retry, a key file).
+        list: EchConfigList,
+        /// GREASE when no config in `list` is usable.
+        grease_fallback: bool,
+    },
+}
+
 /// Client configuration.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -222,6 +242,8 @@ pub struct ClientConfig {
     /// configuration ([`SignatureMemo`]: path, time and name are still checked each time).
     /// `None` verifies every signature every time.
     pub signature_memo: Option<Arc<SignatureMemo>>,
+    /// Encrypted ClientHello (RFC 9849): off, GREASE, or a config to offer.
+    pub ech: EchMode,
 }
 
 impl Default for ClientConfig {
@@ -261,6 +283,7 @@ impl Default for ClientConfig {
             observe: Observe::PUBLIC,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
+            ech: EchMode::Off,
         }
     }
 }

@@ -271,6 +271,7 @@ open_enum! {
         UnknownPskIdentity = 115 => "unknown_psk_identity",
         CertificateRequired = 116 => "certificate_required",
         NoApplicationProtocol = 120 => "no_application_protocol",
+        EchRequired = 121 => "ech_required",
     }
 }
 
