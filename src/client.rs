@@ -40,9 +40,9 @@ use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
+use crate::crypto::hpke::{self, HpkeSink, HpkeStep, SenderContext};
 use crate::crypto::kx::KeyShareSecret;
 use crate::crypto::random::RandomSource;
-use crate::crypto::hpke::{self, HpkeSink, HpkeStep, SenderContext};
 use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::ech::client::{choose, compressible_run, Chosen};
 use crate::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
@@ -50,13 +50,13 @@ use crate::ech::inner::InnerLayout;
 use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientHello};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
-    EarlyDataStatus, EchEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent,
-    Negotiated, Side,
+    EarlyDataStatus, EchEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent, Negotiated,
+    Side,
 };
-use crate::keyschedule::NoSink;
-use crate::messages::ech::EchConfigList;
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
+use crate::keyschedule::NoSink;
+use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CipherSuite, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, SignatureScheme,
 };
@@ -755,12 +755,9 @@ impl Client {
         let types: Vec<ExtensionType> = inner.extensions.iter().map(|e| e.typ()).collect();
         let run = compressible_run(&types);
         let compress: Vec<u16> = run.iter().map(|t| t.to_repr()).collect();
-        let (encoded, layout) = crate::ech::inner::encode(
-            &inner_msg[4..],
-            &compress,
-            ech.chosen.maximum_name_length,
-        )
-        .map_err(|e| Error::Config(e.to_string()))?;
+        let (encoded, layout) =
+            crate::ech::inner::encode(&inner_msg[4..], &compress, ech.chosen.maximum_name_length)
+                .map_err(|e| Error::Config(e.to_string()))?;
         ech.layout = layout;
         if observe.handshake {
             let layout = observe

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use tls13lab::config::EchMode;
 use tls13lab::crypto::cert::{base64_decode, base64_encode, pem_blocks, CertVerifier};
-use tls13lab::messages::ech::EchConfigList;
-use tls13lab::Error;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{Event, Side};
+use tls13lab::messages::ech::EchConfigList;
 use tls13lab::session::TicketStore;
+use tls13lab::Error;
 use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
@@ -97,8 +97,8 @@ fn ech_config_list(arg: &str) -> Result<EchConfigList, Failure> {
     let path = std::path::Path::new(arg);
     let bytes = if path.is_file() {
         let text = read_text(path)?;
-        let blocks = pem_blocks(&text, "ECHCONFIG")
-            .ok_or_else(|| Failure::file(path, "bad PEM armour"))?;
+        let blocks =
+            pem_blocks(&text, "ECHCONFIG").ok_or_else(|| Failure::file(path, "bad PEM armour"))?;
         match <[Vec<u8>; 1]>::try_from(blocks) {
             Ok([b]) => b,
             Err(_) => return Err(Failure::file(path, "expected exactly one ECHCONFIG block")),

@@ -47,8 +47,7 @@ pub fn choose(list: &EchConfigList) -> Option<Chosen> {
             return None;
         }
         let c = config.contents()?;
-        if c.extensions.iter().any(|e| e.is_mandatory()) || !valid_public_name(&c.public_name)
-        {
+        if c.extensions.iter().any(|e| e.is_mandatory()) || !valid_public_name(&c.public_name) {
             return None;
         }
         let kem = hpke::Kem::from_id(c.key_config.kem_id)?;
@@ -134,7 +133,10 @@ pub const GREASE_SUITE: HpkeSymmetricCipherSuite = HpkeSymmetricCipherSuite {
 /// X25519 public key as `enc`, and `encoded_len` + 16 (AES-128-GCM's tag) random bytes as the
 /// payload, where `encoded_len` is what the EncodedClientHelloInner would be. All drawn from
 /// `rng`, in that order.
-pub fn grease(rng: &mut dyn RandomSource, encoded_len: usize) -> Result<EchClientHello, hpke::HpkeError> {
+pub fn grease(
+    rng: &mut dyn RandomSource,
+    encoded_len: usize,
+) -> Result<EchClientHello, hpke::HpkeError> {
     let mut id = [0u8; 1];
     rng.fill(&mut id);
     let kem = hpke::Kem::from_id(HpkeKemId::DhkemX25519HkdfSha256).ok_or(
@@ -144,7 +146,10 @@ pub fn grease(rng: &mut dyn RandomSource, encoded_len: usize) -> Result<EchClien
             aead: GREASE_SUITE.aead_id,
         },
     )?;
-    let enc = kem.generate_key_pair(rng, &mut NoSink)?.public_key().to_vec();
+    let enc = kem
+        .generate_key_pair(rng, &mut NoSink)?
+        .public_key()
+        .to_vec();
     let mut payload = vec![0u8; encoded_len + Aead::Aes128Gcm.tag_len()];
     rng.fill(&mut payload);
     Ok(EchClientHello::Outer {
@@ -175,12 +180,28 @@ mod tests {
 
     #[test]
     fn public_names_are_ldh_host_names_and_not_ipv4() {
-        for ok in ["public.example", "a", "x-1.example", "example.com1", "a.0x1g"] {
+        for ok in [
+            "public.example",
+            "a",
+            "x-1.example",
+            "example.com1",
+            "a.0x1g",
+        ] {
             assert!(valid_public_name(ok.as_bytes()), "{ok}");
         }
         for bad in [
-            "", ".a", "a.", "a..b", "-a.b", "a-.b", "a_b.c", "1.2.3.4", "example.123", "a.0x1f",
-            "a.0X", "ü.example",
+            "",
+            ".a",
+            "a.",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "a_b.c",
+            "1.2.3.4",
+            "example.123",
+            "a.0x1f",
+            "a.0X",
+            "ü.example",
         ] {
             assert!(!valid_public_name(bad.as_bytes()), "{bad}");
         }
@@ -213,7 +234,13 @@ mod tests {
             })
         });
         let ipv4_name = with(&|c| c.public_name = b"10.0.0.1".to_vec());
-        let bad = [other_version, unknown_kem, export_only, mandatory, ipv4_name];
+        let bad = [
+            other_version,
+            unknown_kem,
+            export_only,
+            mandatory,
+            ipv4_name,
+        ];
         for b in &bad {
             let list = EchConfigList {
                 configs: vec![b.clone()],
@@ -252,7 +279,10 @@ mod tests {
     fn grease_has_the_shape_of_a_real_offer() {
         let g = grease(&mut SeededRandom::from_seed(1), 224).unwrap();
         let EchClientHello::Outer {
-            suite, enc, payload, ..
+            suite,
+            enc,
+            payload,
+            ..
         } = &g
         else {
             panic!("outer");
