@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde::{Serialize, Serializer};
 
-use crate::events::{Direction, EarlyDataStatus, Epoch, Event, Negotiated, RecordEvent};
+use crate::events::{Direction, EarlyDataStatus, EchEvent, Epoch, Event, Negotiated, RecordEvent};
 use crate::messages::enums::{ContentType, HandshakeType};
 
 /// One handshake message (or the part of it) inside a record.
@@ -79,6 +79,13 @@ pub struct Ledger {
     pub records: Vec<LedgerRecord>,
     /// Sums.
     pub totals: Totals,
+    /// The ECH offer's outcome (RFC 9849), when the client made one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ech: Option<EchEvent>,
+    /// Lengths of the ClientHelloInner messages sealed into the outer ones (never on the wire,
+    /// so in no record): one per ClientHello the records carry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ech_inner_hellos: Vec<usize>,
     #[serde(skip)]
     splitters: [Splitter; 2],
     #[serde(skip)]
@@ -193,6 +200,8 @@ impl Ledger {
         match e {
             Event::Record(r) => self.add_record(r),
             Event::Connected(n) => self.negotiated = Some(n.clone()),
+            Event::Ech(e) => self.ech = Some(e.clone()),
+            Event::EchInnerHello(h) => self.ech_inner_hellos.push(h.bytes.len()),
             _ => {}
         }
     }
@@ -324,6 +333,25 @@ impl Ledger {
                 rec.wire_len,
                 breakdown,
                 msgs
+            );
+        }
+        if let Some(e) = &self.ech {
+            // The outer hellos are in the records above; the inner ones only here.
+            let inner: Vec<String> = self
+                .ech_inner_hellos
+                .iter()
+                .map(|n| format!("ClientHelloInner({n})"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "ECH {}: {} sealed as {} bytes (padding {}, ech_outer_extensions saved {}); SNI inner {}, outer {}",
+                e.outcome.as_str(),
+                if inner.is_empty() { "no inner hello".to_string() } else { inner.join(" ") },
+                e.encoded_inner_len,
+                e.padding,
+                e.saved,
+                e.inner_sni.as_deref().unwrap_or("-"),
+                e.outer_sni.as_deref().unwrap_or("-"),
             );
         }
         let t = &self.totals;
