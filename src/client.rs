@@ -571,6 +571,8 @@ impl Client {
     /// The ClientHello, its extensions in the configured order (pre_shared_key last, §4.2.11).
     /// It borrows what it carries from `cfg` and the key `shares` (see [`OutgoingExtension`]):
     /// building it copies none of the configuration or the (for ML-KEM, kilobyte-sized) keys.
+    // Each argument is one of the ClientHello's independent inputs; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     fn build_hello<'a>(
         &self,
         cfg: &'a ClientConfig,
@@ -718,7 +720,7 @@ impl Client {
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
             // binders list, so encode once with a placeholder binder of the right length.
             let mut encoded = Vec::with_capacity(hello.message_len());
-            OutgoingMessage::ClientHello(&hello).encode_into(&mut encoded);
+            OutgoingMessage::ClientHello(hello).encode_into(&mut encoded);
             let partial_len = encoded.len() - hello.binders_len();
             let binder = es
                 .binder_key(!t.external, &mut self.conn.ev)
@@ -1065,6 +1067,8 @@ impl Client {
             .ok_or_else(|| PeerMisbehaved::SelectedUnoffered("cipher suite").into())
     }
 
+    // What the ServerHello settled (the offer, 0-RTT, the retry, ECH) arrives from two states.
+    #[allow(clippy::too_many_arguments)]
     fn on_server_hello(
         &mut self,
         mut offer: Offer,

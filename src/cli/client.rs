@@ -368,7 +368,7 @@ fn connect_once(
 
     let timeout = Duration::from_secs(a.timeout.max(1));
     let started = net::now_ms();
-    let stream = net::connect(&host, port, timeout)
+    let stream = net::connect(host, port, timeout)
         .map_err(|e| Failure::io(&format!("{host}:{port}"), &e))?;
     let peer = stream.peer_addr().ok().map(|p| p.to_string());
     let addrs = stream.local_addr().ok().zip(stream.peer_addr().ok());
@@ -445,6 +445,8 @@ const MAX_EVENTS: usize = 100_000;
 /// Response bytes kept (each is held twice: in its record event and in the response).
 const MAX_RESPONSE_DATA: usize = 16 * 1024 * 1024;
 
+// The connection's inputs and its three outputs (events, key log, retry_configs).
+#[allow(clippy::too_many_arguments)]
 fn converse(
     d: &mut Driver<ClientSide>,
     events: &mut Vec<Event>,
