@@ -4873,3 +4873,71 @@ fn ech_server_hello_withdrawing_a_confirmed_hello_retry_is_illegal_parameter() {
     let e = r.client.rejects(&sh_record(&sh), A::IllegalParameter);
     assert_eq!(e, peer(PeerMisbehaved::EchAcceptanceWithdrawn));
 }
+
+/// §6.1.1, §5.2: what the client sends opens, as a server would open it (setup_base_r over
+/// the config's key, ClientHelloOuterAAD, §5.1 decoding), to exactly the ClientHelloInner it
+/// reported; and the whole outer hello replays byte for byte from the seed.
+#[test]
+fn ech_outer_hello_opens_to_the_reported_inner_hello_and_replays_from_the_seed() {
+    use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+    use tls13lab::crypto::hpke::{self, Kem, Suite};
+    use tls13lab::ech::wire::{EchClientHello, HelloParts};
+    let params = EchKeyParams {
+        public_name: "localhost".into(),
+        kem: Kem::X25519HkdfSha256,
+        suites: vec![tls13lab::ech::client::GREASE_SUITE],
+        config_id: Some(7),
+        maximum_name_length: 32,
+    };
+    let key = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap();
+    let hello = || {
+        let mut c = Ep::client(
+            ech_client_config("localhost", "secret.example"),
+            CLIENT_SEED,
+        );
+        let outer = c.output()[0].content.clone();
+        let inner = c
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::EchInnerHello(h) => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        (outer, inner)
+    };
+    let (outer, inner) = hello();
+    assert_eq!(
+        hello(),
+        (outer.clone(), inner.clone()),
+        "replays from the seed"
+    );
+    let body = &outer[4..];
+    let p = HelloParts::parse(body).unwrap();
+    let e = p.find(0xfe0d).expect("encrypted_client_hello");
+    assert_eq!(e.end, p.extensions.1, "last (no PSK offered)");
+    let EchClientHello::Outer {
+        config_id,
+        enc,
+        payload,
+        suite,
+        ..
+    } = EchClientHello::decode(&body[e.data_start..e.end]).unwrap()
+    else {
+        panic!("outer");
+    };
+    assert_eq!(config_id, 7);
+    let s = Suite::from_ids(key.key.kem().id(), suite.kdf_id, suite.aead_id).unwrap();
+    let mut info = b"tls ech\0".to_vec();
+    info.extend_from_slice(&key.config.raw);
+    let mut ctx =
+        hpke::setup_base_r(s, &enc, &key.key, &info, &mut tls13lab::keyschedule::NoSink).unwrap();
+    let aad = tls13lab::ech::inner::aad(body).unwrap();
+    let encoded = ctx.open(&aad, &payload).expect("the payload opens");
+    assert_eq!(encoded.len() % 32, 0, "padded to a multiple of 32 (§6.1.3)");
+    let decoded = tls13lab::ech::inner::decode(&encoded, body).unwrap();
+    assert_eq!(decoded, inner[4..], "the inner hello the client reported");
+    // The inner hello names the real server; the outer one only the public name.
+    assert!(inner.windows(14).any(|w| w == b"secret.example"));
+    assert!(!outer.windows(14).any(|w| w == b"secret.example"));
+}
