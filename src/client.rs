@@ -32,19 +32,31 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::config::{apply_extension_order, ClientConfig, HelloPadding, ServerVerification};
+use crate::config::{
+    apply_extension_order, ClientConfig, EchMode, HelloPadding, ServerVerification,
+};
 use crate::conn::Conn;
 use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
+use crate::crypto::hpke::{self, HpkeSink, HpkeStep, SenderContext};
 use crate::crypto::kx::KeyShareSecret;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
+use crate::ech::client::{choose, compressible_run, Chosen};
+use crate::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+use crate::ech::inner::InnerLayout;
+use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientHello};
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
+use crate::events::{
+    EarlyDataStatus, EchOfferEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent, Negotiated,
+    Side,
+};
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
+use crate::keyschedule::NoSink;
+use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
     ProtocolVersion, SignatureScheme,
@@ -125,6 +137,52 @@ struct Offer {
     /// The PSK's early secret, when a ticket is offered.
     early_secret: Option<EarlySecret>,
     ccs_sent: bool,
+    /// With a real ECH offer, `random`, `transcript` and `early_secret` are ClientHelloInner's
+    /// (§6.1.4: what an accepting server answers); the outer ones are kept here.
+    ech: OfferEch,
+}
+
+/// The ECH part of an offer (RFC 9849 §6), until the server's first answer settles it.
+enum OfferEch {
+    /// No `encrypted_client_hello` sent.
+    None,
+    /// A GREASE extension (its extension_data), which a second ClientHello repeats (§6.2).
+    Grease(Vec<u8>),
+    /// A sealed ClientHelloInner.
+    Real(Box<EchOffer>),
+}
+
+/// A real ECH offer (§6.1).
+struct EchOffer {
+    chosen: Chosen,
+    /// The HPKE context that sealed the first inner hello; it seals the second one too, with
+    /// the next nonce (§6.1.5).
+    context: SenderContext,
+    /// ClientHelloOuter.random (a second outer hello repeats it, RFC 8446 §4.1.2).
+    outer_random: [u8; 32],
+    /// The transcript of the outer hellos: the one a rejecting server hashes.
+    outer_transcript: Transcript,
+    /// The outer hello's GREASE pre_shared_key (§6.1.2), when the inner one offers a PSK.
+    grease_psk: Option<Extension>,
+    /// `Some(accepted)` once a HelloRetryRequest said whether it used the inner hello.
+    hrr_accepted: Option<bool>,
+    /// How the last EncodedClientHelloInner was padded, for the event.
+    layout: InnerLayout,
+}
+
+/// What ECH settled for the rest of the handshake.
+enum EchStatus {
+    /// Not offered, or accepted: an `encrypted_client_hello` in EncryptedExtensions was not
+    /// asked for (unsupported_extension).
+    Plain,
+    /// GREASE: the server's extension is checked for syntax and ignored (§6.2).
+    Grease,
+    /// Rejected (§6.1.6): the certificate must be valid for `public_name`, and the handshake
+    /// ends with ech_required.
+    Rejected {
+        public_name: String,
+        retry_configs: Option<Vec<u8>>,
+    },
 }
 
 /// After the first ClientHello: a ServerHello, or one HelloRetryRequest (§4.1.4).
@@ -156,6 +214,7 @@ struct Handshake {
     /// Our compatibility-mode CCS (§D.4) went out already: before 0-RTT or after a
     /// HelloRetryRequest.
     ccs_sent: bool,
+    ech: EchStatus,
 }
 
 /// After ServerHello.
@@ -376,11 +435,79 @@ impl Client {
             });
         let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
-        let hello = self.build_hello(&cfg, &random, &session_id, &share_list, None, false);
+        let chosen = match &cfg.ech {
+            EchMode::Off | EchMode::Grease => None,
+            EchMode::Config {
+                list,
+                grease_fallback,
+            } => {
+                let c = choose(list);
+                if c.is_none() && !grease_fallback {
+                    self.ech_event(EchOutcome::NotOffered, None, None, 0);
+                }
+                c
+            }
+        };
+        let grease = chosen.is_none()
+            && matches!(
+                cfg.ech,
+                EchMode::Grease
+                    | EchMode::Config {
+                        grease_fallback: true,
+                        ..
+                    }
+            );
+        let mut hello = self.build_hello(
+            &cfg,
+            &random,
+            &session_id,
+            &share_list,
+            None,
+            false,
+            chosen.is_some(),
+        );
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
-        let (transcript, early_secret, early_data_offered) =
-            self.finish_hello(hello, self.first_transcript()?)?;
+        let first = self.first_transcript()?;
+        let (transcript, early_secret, early_data_offered, ech) = if let Some(chosen) = chosen {
+            let outer_random: [u8; 32] = self.conn.random();
+            // The key log names the connection by the random on the wire.
+            self.conn.client_random = outer_random;
+            let observed = self.conn.observe().secrets;
+            let mut steps: Vec<HpkeStep> = Vec::new();
+            let sink: &mut dyn HpkeSink = if observed { &mut steps } else { &mut NoSink };
+            let (enc, context) = hpke::setup_base_s(
+                chosen.suite,
+                &chosen.public_key,
+                &chosen.info(),
+                self.conn.rng.as_mut(),
+                sink,
+            )
+            .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
+            for step in steps {
+                self.conn.ev.push(Event::Hpke(step));
+            }
+            let grease_psk = self.grease_psk();
+            let mut offer = Box::new(EchOffer {
+                chosen,
+                context,
+                outer_random,
+                outer_transcript: first.clone(),
+                grease_psk,
+                hrr_accepted: None,
+                layout: InnerLayout::default(),
+            });
+            let (t, e, d) = self.send_ech_hello(hello, first, &mut offer, &enc)?;
+            (t, e, d, OfferEch::Real(offer))
+        } else if grease {
+            let ext = self.grease_ech(&hello)?;
+            insert_before_psk(&mut hello, ech_extension(ext.clone()));
+            let (t, e, d) = self.finish_hello(hello, first)?;
+            (t, e, d, OfferEch::Grease(ext))
+        } else {
+            let (t, e, d) = self.finish_hello(hello, first)?;
+            (t, e, d, OfferEch::None)
+        };
         self.conn.flush()?;
         self.conn.plaintext_version = 0x0303;
         self.conn.ccs_allowed = true;
@@ -407,6 +534,7 @@ impl Client {
                 transcript,
                 early_secret,
                 ccs_sent,
+                ech,
             },
             early_data_offered,
         })
@@ -452,6 +580,8 @@ impl Client {
     /// The ClientHello, its extensions in the configured order (pre_shared_key last, §4.2.11).
     /// It borrows what it carries from `cfg` and the key `shares` (see [`OutgoingExtension`]):
     /// building it copies none of the configuration or the (for ML-KEM, kilobyte-sized) keys.
+    // Each argument is one of the ClientHello's independent inputs; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     fn build_hello<'a>(
         &self,
         cfg: &'a ClientConfig,
@@ -460,6 +590,7 @@ impl Client {
         shares: &'a [(NamedGroup, &'a [u8])],
         cookie: Option<Vec<u8>>,
         retry: bool,
+        ech_inner: bool,
     ) -> ClientHelloOut<'a> {
         // Room for every extension this function may add, so the list is allocated once.
         let mut exts = Vec::with_capacity(14 + cfg.extra_extensions.len());
@@ -510,6 +641,11 @@ impl Client {
             exts.push(Extension::PostHandshakeAuth.into());
         }
         apply_extension_order(&mut exts, &cfg.extension_order, OutgoingExtension::typ);
+        if ech_inner {
+            // RFC 9849 §6.1: ClientHelloInner carries the `inner` variant, outside the run of
+            // extensions the outer hello shares.
+            exts.push(ech_extension(EchClientHello::Inner.encode()));
+        }
         if let Some(t) = &self.side.offered_ticket {
             // Placeholder binder of the right length; filled in by `finish_hello`.
             let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
@@ -539,7 +675,8 @@ impl Client {
             legacy_compression_methods: &[0],
             extensions: exts,
         };
-        if cfg.hello_padding != HelloPadding::None {
+        // An inner hello is padded by ECH's own scheme (RFC 9849 §6.1.3) instead.
+        if cfg.hello_padding != HelloPadding::None && !ech_inner {
             // RFC 7685: a padding extension (4-byte header + zeros) brings the message to
             // `target`; it sits before pre_shared_key, which must stay last (§4.2.11).
             let len = hello.message_len();
@@ -570,6 +707,29 @@ impl Client {
         mut transcript: Transcript,
     ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
         let early_data_offered = hello.offers(ExtensionType::EarlyData);
+        let early = self.bind_psk(&mut hello, &transcript)?;
+        transcript.add(
+            HandshakeType::ClientHello,
+            self.conn
+                .send_handshake(OutgoingMessage::ClientHello(&hello)),
+        );
+        self.early_data_budget(early_data_offered);
+        Ok((transcript, early, early_data_offered))
+    }
+
+    fn early_data_budget(&mut self, early_data_offered: bool) {
+        if let (Some(t), true) = (&self.side.offered_ticket, early_data_offered) {
+            self.side.early_data.budget = t.max_early_data as usize;
+            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
+        }
+    }
+
+    /// §4.2.11.2: the binder of the offered PSK, written into `hello`; its early secret.
+    fn bind_psk(
+        &mut self,
+        hello: &mut ClientHelloOut<'_>,
+        transcript: &Transcript,
+    ) -> Result<Option<EarlySecret>, Error> {
         let mut early = None;
         if let Some(t) = &self.side.offered_ticket {
             let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
@@ -577,11 +737,11 @@ impl Client {
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
             // binders list, so encode once with a placeholder binder of the right length.
             let mut encoded = Vec::with_capacity(hello.message_len());
-            OutgoingMessage::ClientHello(&hello).encode_into(&mut encoded);
+            OutgoingMessage::ClientHello(hello).encode_into(&mut encoded);
             let partial_len = encoded.len() - hello.binders_len();
             let binder = es
                 .binder_key(!t.external, &mut self.conn.ev)
-                .binder_for(&transcript, &encoded[..partial_len], &mut self.conn.ev)
+                .binder_for(transcript, &encoded[..partial_len], &mut self.conn.ev)
                 .ok_or(Error::InvalidState(
                     "transcript hash differs from the ticket's",
                 ))?;
@@ -592,16 +752,163 @@ impl Client {
             }
             early = Some(es);
         }
-        transcript.add(
-            HandshakeType::ClientHello,
-            self.conn
-                .send_handshake(OutgoingMessage::ClientHello(&hello)),
-        );
-        if let (Some(t), true) = (&self.side.offered_ticket, early_data_offered) {
-            self.side.early_data.budget = t.max_early_data as usize;
-            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
+        Ok(early)
+    }
+
+    /// RFC 9849 §6.1, §6.1.1: send ClientHelloOuter with `inner` sealed into it, `enc` the
+    /// encapsulated key (empty in a second outer hello, §6.1.5). Returns what `finish_hello`
+    /// does, for the inner hello; the outer one is added to `ech.outer_transcript`.
+    fn send_ech_hello(
+        &mut self,
+        mut inner: ClientHelloOut<'_>,
+        mut transcript: Transcript,
+        ech: &mut EchOffer,
+        enc: &[u8],
+    ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
+        let early_data_offered = inner.offers(ExtensionType::EarlyData);
+        let early = self.bind_psk(&mut inner, &transcript)?;
+        let mut inner_msg = Vec::with_capacity(inner.message_len());
+        OutgoingMessage::ClientHello(&inner).encode_into(&mut inner_msg);
+        transcript.add(HandshakeType::ClientHello, &inner_msg);
+        let observe = self.conn.observe();
+        let types: Vec<ExtensionType> = inner.extensions.iter().map(|e| e.typ()).collect();
+        let run = compressible_run(&types);
+        let compress: Vec<u16> = run.iter().map(|t| t.to_repr()).collect();
+        let (encoded, layout) =
+            crate::ech::inner::encode(&inner_msg[4..], &compress, ech.chosen.maximum_name_length)
+                .map_err(|e| Error::Config(e.to_string()))?;
+        ech.layout = layout;
+        if observe.handshake {
+            let layout = observe
+                .layouts
+                .then(|| OutgoingMessage::ClientHello(&inner).layout());
+            self.conn.ev.push(Event::InnerClientHello(HandshakeEvent {
+                direction: self.conn.side.sending(),
+                epoch: self.conn.write_epoch,
+                typ: HandshakeType::ClientHello,
+                bytes: inner_msg,
+                layout,
+            }));
         }
+        // The outer hello: the public name, what it must share with the inner one (every
+        // compressed extension, in the same order, §5.1; and key_share, supported_versions,
+        // a cookie and psk_key_exchange_modes as a server that rejects ECH needs them,
+        // §6.1), early_data when the inner has it (§6.1), the ECH extension, and the
+        // GREASE pre_shared_key last (§6.1.2, RFC 8446 §4.2.11). ALPN and the rest stay inside.
+        let public_name = ech.chosen.public_name.clone();
+        let mut exts: Vec<OutgoingExtension<'_>> = Vec::with_capacity(10);
+        exts.push(OutgoingExtension::HostName(public_name.as_bytes()));
+        exts.extend(
+            inner
+                .extensions
+                .iter()
+                .filter(|e| OUTER_COPIES.contains(&e.typ()))
+                .cloned(),
+        );
+        let payload_len = encoded.len() + ech.chosen.suite.aead.tag_len();
+        let outer_ext = |payload: Vec<u8>| EchClientHello::Outer {
+            suite: ech.chosen.symmetric,
+            config_id: ech.chosen.config_id,
+            enc: enc.to_vec(),
+            payload,
+        };
+        exts.push(ech_extension(outer_ext(vec![0; payload_len]).encode()));
+        let ech_at = exts.len() - 1;
+        if let Some(psk) = &ech.grease_psk {
+            exts.push(OutgoingExtension::Ext(Cow::Borrowed(psk)));
+        }
+        let mut outer = ClientHelloOut {
+            legacy_version: 0x0303,
+            random: ech.outer_random,
+            legacy_session_id: inner.legacy_session_id,
+            cipher_suites: inner.cipher_suites,
+            legacy_compression_methods: &[0],
+            extensions: exts,
+        };
+        // With the payload all zeros, the serialized outer hello is ClientHelloOuterAAD (§5.2).
+        let mut aad = Vec::with_capacity(outer.message_len());
+        OutgoingMessage::ClientHello(&outer).encode_into(&mut aad);
+        let sealed = ech
+            .context
+            .seal(&aad[4..], &encoded)
+            .map_err(|e| Error::Config(format!("ECH seal: {e}")))?;
+        // Same length, so no length prefix changes (§6.1.1).
+        outer.extensions[ech_at] = ech_extension(outer_ext(sealed).encode());
+        let sent = self
+            .conn
+            .send_handshake(OutgoingMessage::ClientHello(&outer));
+        ech.outer_transcript.add(HandshakeType::ClientHello, sent);
+        self.early_data_budget(early_data_offered);
         Ok((transcript, early, early_data_offered))
+    }
+
+    /// §6.1.2: a pre_shared_key for the outer hello shaped like the inner one's, all random:
+    /// identity of the same length, a random obfuscated_ticket_age, a binder of the same length.
+    fn grease_psk(&mut self) -> Option<Extension> {
+        let t = self.side.offered_ticket.as_ref()?;
+        let mut identity = vec![0u8; t.ticket.len()];
+        let mut binder = vec![0u8; suite_params(t.suite).map_or(32, |s| s.hash.output_len())];
+        self.conn.rng.fill(&mut identity);
+        let age = u32::from_be_bytes(self.conn.random());
+        self.conn.rng.fill(&mut binder);
+        Some(Extension::PreSharedKeyClient(
+            crate::messages::extensions::OfferedPsks {
+                identities: vec![crate::messages::extensions::PskIdentity {
+                    identity,
+                    obfuscated_ticket_age: age,
+                }],
+                binders: vec![binder],
+            },
+        ))
+    }
+
+    /// §6.2: a GREASE `encrypted_client_hello` for `hello`, its payload as long as a real
+    /// offer's would be: `hello` as the inner one (plus the 5-byte inner extension), compressed
+    /// alike, padded with maximum_name_length 0 (§6.1.3), plus the tag. Reported as the event.
+    fn grease_ech(&mut self, hello: &ClientHelloOut<'_>) -> Result<Vec<u8>, Error> {
+        let mut msg = Vec::with_capacity(hello.message_len());
+        OutgoingMessage::ClientHello(hello).encode_into(&mut msg);
+        let types: Vec<ExtensionType> = hello.extensions.iter().map(|e| e.typ()).collect();
+        let compress: Vec<u16> = compressible_run(&types)
+            .iter()
+            .map(|t| t.to_repr())
+            .collect();
+        let (_, layout) = crate::ech::inner::encode(&msg[4..], &compress, 0)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let len = layout.client_hello + 5 + layout.name_padding;
+        let len = len + 31 - ((len - 1) % 32);
+        let g = crate::ech::client::grease(self.conn.rng.as_mut(), len)
+            .map_err(|e| Error::Config(format!("ECH GREASE: {e}")))?;
+        if let EchClientHello::Outer {
+            config_id, suite, ..
+        } = &g
+        {
+            let (id, suite) = (*config_id, *suite);
+            self.ech_event(EchOutcome::Grease, Some(id), Some(suite_name(suite)), len);
+        }
+        Ok(g.encode())
+    }
+
+    /// Reports [`Event::EchOffer`] for an offer without a config (GREASE, not offered).
+    fn ech_event(
+        &mut self,
+        outcome: EchOutcome,
+        config_id: Option<u8>,
+        suite: Option<String>,
+        encoded_inner_len: usize,
+    ) {
+        let name = self.side.config.server_name.clone();
+        self.conn.ev.push(Event::EchOffer(EchOfferEvent {
+            outcome,
+            config_id,
+            suite,
+            inner_sni: None,
+            outer_sni: name,
+            encoded_inner_len,
+            padding: 0,
+            saved: 0,
+            hello_retry: false,
+        }));
     }
 
     // ---------------------------------------------------------------- dispatch
@@ -649,7 +956,7 @@ impl Client {
             return Err(unexpected("ServerHello", &msg));
         };
         let ExpectServerHello {
-            offer,
+            mut offer,
             early_data_offered,
         } = *s;
         let suite = self.check_server_hello(sh, &offer)?;
@@ -657,8 +964,16 @@ impl Client {
             let next = self.on_hello_retry(offer, sh, &msg.encoded, suite)?;
             return Ok(State::ExpectServerHelloAfterRetry(next));
         }
-        let next =
-            self.on_server_hello(offer, early_data_offered, false, sh, &msg.encoded, suite)?;
+        let ech = self.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
+        let next = self.on_server_hello(
+            offer,
+            early_data_offered,
+            false,
+            sh,
+            &msg.encoded,
+            suite,
+            ech,
+        )?;
         Ok(State::ExpectEncryptedExtensions(next))
     }
 
@@ -678,7 +993,85 @@ impl Client {
         if sh.is_hello_retry_request() {
             return Err(PeerMisbehaved::SecondHelloRetry.into());
         }
-        self.on_server_hello(s.offer, false, true, sh, &msg.encoded, suite)
+        let mut offer = s.offer;
+        let ech = self.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
+        self.on_server_hello(offer, false, true, sh, &msg.encoded, suite, ech)
+    }
+
+    /// RFC 9849 §6.1.4: whether the server used ClientHelloInner, from the last 8 bytes of
+    /// ServerHello.random. Accepted: the handshake goes on with the inner transcript and
+    /// preferences. Rejected: with the outer transcript, and without the PSK, which only the
+    /// inner hello offered (§6.1.2).
+    fn settle_ech(
+        &mut self,
+        offer: &mut Offer,
+        sh: &ServerHello,
+        encoded: &[u8],
+        suite: &SuiteParams,
+    ) -> Result<EchStatus, Error> {
+        let e = match core::mem::replace(&mut offer.ech, OfferEch::None) {
+            OfferEch::None => return Ok(EchStatus::Plain),
+            OfferEch::Grease(_) => return Ok(EchStatus::Grease),
+            OfferEch::Real(e) => e,
+        };
+        let accepted = e.hrr_accepted != Some(false) && {
+            let mut t = offer.transcript.clone();
+            t.start_hash(suite.hash)
+                .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+            // A decoded ServerHello is longer than 38 bytes.
+            let zeroed = confirm::zero_server_hello(encoded)
+                .ok_or(Error::InvalidState("short ServerHello"))?;
+            t.add(HandshakeType::ServerHello, &zeroed);
+            let want = confirm::confirmation(
+                suite.hash,
+                &offer.random,
+                ACCEPT_LABEL,
+                t.current_hash().as_ref(),
+            );
+            sh.random[24..] == want
+        };
+        // §6.1.5: after a HelloRetryRequest that confirmed, the ServerHello must too.
+        if e.hrr_accepted == Some(true) && !accepted {
+            return Err(PeerMisbehaved::EchAcceptanceWithdrawn.into());
+        }
+        let outcome = if accepted {
+            EchOutcome::Accepted
+        } else {
+            EchOutcome::Rejected
+        };
+        let l = e.layout;
+        self.conn.ev.push(Event::EchOffer(EchOfferEvent {
+            outcome,
+            config_id: Some(e.chosen.config_id),
+            suite: Some(suite_name(e.chosen.symmetric)),
+            inner_sni: self.side.config.server_name.clone(),
+            outer_sni: Some(e.chosen.public_name.clone()),
+            encoded_inner_len: l.total(),
+            padding: l.name_padding + l.round_padding,
+            saved: l.saved,
+            hello_retry: e.hrr_accepted.is_some(),
+        }));
+        if accepted {
+            return Ok(EchStatus::Plain);
+        }
+        // §6.1.2: the outer hello's PSK is GREASE; a server that selects it misbehaves.
+        if sh.find(ExtensionType::PreSharedKey).is_some() {
+            return Err(PeerMisbehaved::EchRejectedButResumed.into());
+        }
+        let EchOffer {
+            chosen,
+            outer_random,
+            outer_transcript,
+            ..
+        } = *e;
+        offer.random = outer_random;
+        offer.transcript = outer_transcript;
+        offer.early_secret = None;
+        self.side.offered_ticket = None;
+        Ok(EchStatus::Rejected {
+            public_name: chosen.public_name,
+            retry_configs: None,
+        })
     }
 
     /// Checks shared by ServerHello and HelloRetryRequest; the suite they select.
@@ -691,6 +1084,8 @@ impl Client {
             .ok_or_else(|| PeerMisbehaved::SelectedUnoffered("cipher suite").into())
     }
 
+    // What the ServerHello settled (the offer, 0-RTT, the retry, ECH) arrives from two states.
+    #[allow(clippy::too_many_arguments)]
     fn on_server_hello(
         &mut self,
         mut offer: Offer,
@@ -699,6 +1094,7 @@ impl Client {
         sh: &ServerHello,
         encoded: &[u8],
         suite: SuiteParams,
+        ech: EchStatus,
     ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
         // §4.1.3 / §4.2: only these extensions may appear in a ServerHello.
         for e in &sh.extensions {
@@ -810,6 +1206,7 @@ impl Client {
                 group,
                 hello_retry,
                 ccs_sent: offer.ccs_sent,
+                ech,
             },
             psk_identity,
             early_offered,
@@ -827,11 +1224,19 @@ impl Client {
     ) -> Result<Box<ExpectServerHelloAfterRetry>, Error> {
         let mut new_group = None;
         let mut cookie = None;
+        let mut ech_confirmation = None;
         for e in &hrr.extensions {
             match e {
                 Extension::KeyShareHrr(g) => new_group = Some(*g),
                 Extension::Cookie(c) => cookie = Some(c.clone()),
                 Extension::SupportedVersionsServer(_) => {}
+                // RFC 9849 §6.1.4, §6.2: 8 bytes or decode_error, real offer or GREASE.
+                Extension::Unknown {
+                    typ: ExtensionType::EncryptedClientHello,
+                    body,
+                } if !matches!(offer.ech, OfferEch::None) => {
+                    ech_confirmation = Some(decode_hrr_confirmation(body)?);
+                }
                 other => {
                     return Err(out_of_place(
                         ExtensionContext::HelloRetryRequest,
@@ -865,6 +1270,31 @@ impl Client {
             .transcript
             .replace_with_message_hash()
             .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+        if let OfferEch::Real(e) = &mut offer.ech {
+            // §7.2.1: the confirmation over the inner transcript, with its own 8 bytes zeroed.
+            let accepted = match (ech_confirmation, confirm::zero_hrr(encoded)) {
+                (Some(got), Some(zeroed)) => {
+                    let mut t = offer.transcript.clone();
+                    t.add(HandshakeType::ServerHello, &zeroed);
+                    let want = confirm::confirmation(
+                        suite.hash,
+                        &offer.random,
+                        HRR_ACCEPT_LABEL,
+                        t.current_hash().as_ref(),
+                    );
+                    got == want
+                }
+                _ => false,
+            };
+            e.hrr_accepted = Some(accepted);
+            e.outer_transcript
+                .start_hash(suite.hash)
+                .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+            e.outer_transcript
+                .replace_with_message_hash()
+                .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+            e.outer_transcript.add(HandshakeType::ServerHello, encoded);
+        }
         offer.transcript.add(HandshakeType::ServerHello, encoded);
         if self.side.config.compat_mode && !offer.ccs_sent {
             self.conn.send_ccs()?;
@@ -878,15 +1308,29 @@ impl Client {
         };
         let cfg = Arc::clone(&self.side.config);
         let share_list = share_list(&shares);
-        let hello = self.build_hello(
+        let mut hello = self.build_hello(
             &cfg,
             &offer.random,
             &offer.session_id,
             &share_list,
             cookie,
             true,
+            matches!(offer.ech, OfferEch::Real(_)),
         );
-        let (transcript, early_secret, _) = self.finish_hello(hello, offer.transcript)?;
+        let mut ech = core::mem::replace(&mut offer.ech, OfferEch::None);
+        let (transcript, early_secret, _) = match &mut ech {
+            // §6.1.5: the second inner hello sealed with the same context and an empty enc.
+            // After a rejecting HelloRetryRequest it is sent all the same, so the second
+            // outer hello still differs from the first only as RFC 8446 §4.1.2 allows; the
+            // outer transcript goes on.
+            OfferEch::Real(e) => self.send_ech_hello(hello, offer.transcript, e, &[])?,
+            // §6.2: "copies the entire encrypted_client_hello extension".
+            OfferEch::Grease(ext) => {
+                insert_before_psk(&mut hello, ech_extension(ext.clone()));
+                self.finish_hello(hello, offer.transcript)?
+            }
+            OfferEch::None => self.finish_hello(hello, offer.transcript)?,
+        };
         Ok(Box::new(ExpectServerHelloAfterRetry {
             offer: Offer {
                 random: offer.random,
@@ -895,6 +1339,7 @@ impl Client {
                 transcript,
                 early_secret,
                 ccs_sent: offer.ccs_sent,
+                ech,
             },
             retry_suite: hrr.cipher_suite,
         }))
@@ -946,6 +1391,19 @@ impl Client {
                 }
                 Extension::EarlyDataEmpty if early_offered && psk_identity.is_some() => {
                     early_accepted = true;
+                }
+                // RFC 9849 §6.1.6, §6.2: retry_configs, checked for syntax (decode_error);
+                // kept only after a rejection. Sent after an acceptance, or unasked, it
+                // falls through to unsupported_extension.
+                Extension::Unknown {
+                    typ: ExtensionType::EncryptedClientHello,
+                    body,
+                } if !matches!(hs.ech, EchStatus::Plain) => {
+                    let list = decode_retry_configs(body)?;
+                    EchConfigList::decode(&list)?;
+                    if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {
+                        *retry_configs = Some(list);
+                    }
                 }
                 Extension::Unknown { typ, .. } => {
                     let ctx = ExtensionContext::EncryptedExtensions;
@@ -1019,7 +1477,7 @@ impl Client {
                 })))
             }
             HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_) => {
-                let cert = self.accept_server_certificate(&mut hs.transcript, msg)?;
+                let cert = self.accept_server_certificate(&mut hs, msg)?;
                 Ok(State::ExpectCertificateVerify(Box::new(
                     ExpectCertificateVerify {
                         hs,
@@ -1043,7 +1501,7 @@ impl Client {
             ee,
             request,
         } = *s;
-        let cert = self.accept_server_certificate(&mut hs.transcript, msg)?;
+        let cert = self.accept_server_certificate(&mut hs, msg)?;
         Ok(Box::new(ExpectCertificateVerify {
             hs,
             ee,
@@ -1057,9 +1515,16 @@ impl Client {
     /// received added to the transcript.
     fn accept_server_certificate(
         &self,
-        transcript: &mut Transcript,
+        hs: &mut Handshake,
         msg: HandshakeMessage,
     ) -> Result<ServerCertificate, Error> {
+        // RFC 9849 §6.1.7: after a rejected ECH the certificate must be valid for the
+        // config's public_name, which is all this handshake can authenticate.
+        let name = match &hs.ech {
+            EchStatus::Rejected { public_name, .. } => Some(public_name.as_str()),
+            _ => self.side.config.server_name.as_deref(),
+        };
+        let transcript = &mut hs.transcript;
         let typ = msg.typ();
         let c = match msg.payload {
             HandshakePayload::Certificate(c) => c,
@@ -1088,7 +1553,7 @@ impl Client {
             ServerVerification::Roots(roots) => cert::verify_chain(
                 &chain,
                 roots,
-                self.side.config.server_name.as_deref(),
+                name,
                 now / 1000,
                 Usage::Server,
                 self.side.config.signature_memo.as_deref(),
@@ -1162,6 +1627,13 @@ impl Client {
             .server_hs
             .verify_data(hs.transcript.current_hash().as_ref(), ev);
         check_verify_data(expected, verify_data)?;
+        // RFC 9849 §6.1.6: a rejected ECH handshake that completed ends here with ech_required
+        // (the error's alert), before our Finished: never a connection, no tickets.
+        if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {
+            return Err(Error::EchRejected {
+                retry_configs: retry_configs.take(),
+            });
+        }
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
         let master = hs.secret.into_master(ev);
         let client_app = master.client_application_traffic_secret(&hs.transcript, ev);
@@ -1528,6 +2000,42 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
         got: msg.typ(),
     }
     .into()
+}
+
+/// The extensions a ClientHelloOuter copies from ClientHelloInner (RFC 9849 §6.1): those a
+/// server that rejects ECH needs to answer, none naming the real server.
+const OUTER_COPIES: [ExtensionType; 7] = [
+    ExtensionType::SupportedGroups,
+    ExtensionType::KeyShare,
+    ExtensionType::EarlyData,
+    ExtensionType::SupportedVersions,
+    ExtensionType::SignatureAlgorithms,
+    ExtensionType::Cookie,
+    ExtensionType::PskKeyExchangeModes,
+];
+
+/// An `encrypted_client_hello` extension with this extension_data.
+fn ech_extension(body: Vec<u8>) -> OutgoingExtension<'static> {
+    Extension::Unknown {
+        typ: ExtensionType::EncryptedClientHello,
+        body,
+    }
+    .into()
+}
+
+/// Adds `ext` as the last extension, before pre_shared_key (which stays last, §4.2.11).
+fn insert_before_psk<'a>(hello: &mut ClientHelloOut<'a>, ext: OutgoingExtension<'a>) {
+    let at = hello
+        .extensions
+        .iter()
+        .position(|e| e.typ() == ExtensionType::PreSharedKey)
+        .unwrap_or(hello.extensions.len());
+    hello.extensions.insert(at, ext);
+}
+
+/// `"HKDF-SHA256/AES-128-GCM"`.
+fn suite_name(s: crate::ech::wire::HpkeSymmetricCipherSuite) -> String {
+    format!("{}/{}", s.kdf_id, s.aead_id)
 }
 
 impl Role for ClientSide {

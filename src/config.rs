@@ -11,6 +11,7 @@ use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
 use crate::events::Observe;
+use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, NamedGroup, PskKeyExchangeMode,
     SignatureScheme,
@@ -167,6 +168,25 @@ pub enum HelloPadding {
     Avoid256To511,
 }
 
+/// Whether the client offers Encrypted ClientHello (RFC 9849).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum EchMode {
+    /// No `encrypted_client_hello` extension.
+    #[default]
+    Off,
+    /// A GREASE `encrypted_client_hello` (§6.2): it looks like ECH, and no server can open it.
+    Grease,
+    /// Offer ECH with the first usable ECHConfig of `list` (§6.1); when none is usable, send
+    /// GREASE if `grease_fallback`, else no ECH (§6.1: "SHOULD proceed as described in §6.2").
+    Config {
+        /// The ECHConfigList, as published (DNS, a retry, a key file).
+        list: EchConfigList,
+        /// GREASE when no config in `list` is usable.
+        grease_fallback: bool,
+    },
+}
+
 /// Client configuration.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -233,6 +253,8 @@ pub struct ClientConfig {
     /// Our certificate compressed once per algorithm, shared by the connections of this
     /// configuration; `None` compresses every time.
     pub compressed_certificates: Option<Arc<CompressionCache>>,
+    /// Encrypted ClientHello (RFC 9849): off, GREASE, or a config to offer.
+    pub ech: EchMode,
 }
 
 impl Default for ClientConfig {
@@ -274,6 +296,7 @@ impl Default for ClientConfig {
             signature_memo: Some(Arc::default()),
             cert_compression: crate::certcomp::supported().to_vec(),
             compressed_certificates: Some(Arc::default()),
+            ech: EchMode::Off,
         }
     }
 }

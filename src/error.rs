@@ -68,6 +68,12 @@ pub enum PeerMisbehaved {
     PskNotLast,
     /// A second HelloRetryRequest (§4.1.4).
     SecondHelloRetry,
+    /// A ServerHello that does not confirm ECH after a HelloRetryRequest that did (RFC 9849
+    /// §6.1.5).
+    EchAcceptanceWithdrawn,
+    /// A server that rejected ECH selected a PSK: the outer ClientHello offers only a GREASE
+    /// one (RFC 9849 §6.1.2).
+    EchRejectedButResumed,
     /// A HelloRetryRequest that would not change the ClientHello (§4.1.4).
     HelloRetryChangesNothing,
     /// Cipher suite or other parameter differs from the HelloRetryRequest (§4.1.4).
@@ -136,7 +142,9 @@ impl PeerMisbehaved {
             | P::UnofferedSignatureScheme
             | P::TicketLifetimeTooLong
             | P::BadRecordSizeLimit
-            | P::ObsoleteGroup(_) => A::IllegalParameter,
+            | P::ObsoleteGroup(_)
+            | P::EchAcceptanceWithdrawn
+            | P::EchRejectedButResumed => A::IllegalParameter,
             P::SecondHelloRetry => A::UnexpectedMessage,
             P::UnsupportedVersion | P::LegacyVersionTooLow(_) => A::ProtocolVersion,
             P::NoCommonCipherSuite | P::NoCommonGroup | P::NoCommonSignatureScheme => {
@@ -193,6 +201,14 @@ pub enum Error {
     InvalidState(&'static str),
     /// The connection already failed or was closed.
     Closed,
+    /// The server rejected our Encrypted ClientHello and completed the handshake with the outer
+    /// one, authenticated for the config's public_name only (RFC 9849 §6.1.6, §6.1.7): we sent
+    /// ech_required instead of our Finished. Never a connection; its tickets are ignored.
+    /// `retry_configs` is the ECHConfigList the server sent to retry with, if any.
+    EchRejected {
+        /// ECHEncryptedExtensions.retry_configs (the ECHConfigList with its length).
+        retry_configs: Option<Vec<u8>>,
+    },
 }
 
 impl Error {
@@ -207,6 +223,7 @@ impl Error {
             Error::Signature(e) => Some(e.alert()),
             Error::AlertReceived(_) | Error::Closed | Error::InvalidState(_) => None,
             Error::Config(_) => Some(AlertDescription::InternalError),
+            Error::EchRejected { .. } => Some(AlertDescription::EchRequired),
         }
     }
 }
@@ -225,6 +242,15 @@ impl fmt::Display for Error {
             Error::Config(s) => write!(f, "configuration: {s}"),
             Error::InvalidState(s) => write!(f, "invalid state: {s}"),
             Error::Closed => f.write_str("connection closed"),
+            Error::EchRejected { retry_configs } => write!(
+                f,
+                "the server rejected ECH ({})",
+                if retry_configs.is_some() {
+                    "it sent retry_configs"
+                } else {
+                    "no retry_configs"
+                }
+            ),
         }
     }
 }

@@ -363,6 +363,10 @@ pub enum Event {
         #[serde(serialize_with = "crate::ledger::ser_hex")]
         confirmation: Vec<u8>,
     },
+    /// What became of our Encrypted ClientHello offer (RFC 9849), client only: reported when the
+    /// server's first answer settles it (a GREASE or unusable offer: when the ClientHello goes
+    /// out).
+    EchOffer(EchOfferEvent),
 }
 
 /// Whether ECH was used (RFC 9849 §7.1).
@@ -395,6 +399,59 @@ pub struct EchEvent {
     pub inner_sni: Option<String>,
     /// Whether retry_configs went out in EncryptedExtensions (RFC 9849 §7.1).
     pub retry_configs_sent: bool,
+}
+
+/// The outcome of an ECH offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum EchOutcome {
+    /// The server confirmed it used ClientHelloInner (§6.1.4).
+    #[serde(rename = "accepted")]
+    Accepted,
+    /// The server used ClientHelloOuter (§6.1.6).
+    #[serde(rename = "rejected")]
+    Rejected,
+    /// A GREASE extension was sent (§6.2).
+    #[serde(rename = "grease")]
+    Grease,
+    /// ECH was asked for, but no config was usable (and no GREASE fallback).
+    #[serde(rename = "not offered")]
+    NotOffered,
+}
+
+impl EchOutcome {
+    /// `"accepted"`, `"rejected"`, `"grease"` or `"not offered"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EchOutcome::Accepted => "accepted",
+            EchOutcome::Rejected => "rejected",
+            EchOutcome::Grease => "grease",
+            EchOutcome::NotOffered => "not offered",
+        }
+    }
+}
+
+/// [`Event::EchOffer`]: the outcome and what was offered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchOfferEvent {
+    /// Accepted, rejected, GREASE or not offered.
+    pub outcome: EchOutcome,
+    /// The extension's config_id (random for GREASE).
+    pub config_id: Option<u8>,
+    /// HPKE KDF and AEAD, by name (e.g. `"HKDF-SHA256/AES-128-GCM"`).
+    pub suite: Option<String>,
+    /// The server_name of ClientHelloInner (the real one).
+    pub inner_sni: Option<String>,
+    /// The server_name of ClientHelloOuter (the config's public_name, or the real one with
+    /// GREASE).
+    pub outer_sni: Option<String>,
+    /// EncodedClientHelloInner's length: what the HPKE AEAD sealed (padding included).
+    pub encoded_inner_len: usize,
+    /// Padding in it (§6.1.3: name padding plus the round-up to 32).
+    pub padding: usize,
+    /// Bytes `ech_outer_extensions` saved (§5.1).
+    pub saved: usize,
+    /// Whether a HelloRetryRequest confirmed ECH first (§6.1.5).
+    pub hello_retry: bool,
 }
 
 /// Which optional event kinds a connection records; each can be switched on alone. Turning them

@@ -12,7 +12,8 @@ use serde::{Serialize, Serializer};
 
 use crate::crypto::cert::{cert_parts, CertParts};
 use crate::events::{
-    Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
+    Direction, EarlyDataStatus, EchOfferEvent, Epoch, Event, HandshakeEvent, Negotiated,
+    RecordEvent,
 };
 use crate::messages::codec::{DecodeError, Reader};
 use crate::messages::enums::{CertificateCompressionAlgorithm, ContentType, HandshakeType};
@@ -200,6 +201,13 @@ pub struct Ledger {
     pub totals: Totals,
     /// Every Certificate message, with the sizes of its certificates' parts.
     pub certificates: Vec<CertificateMessage>,
+    /// The ECH offer's outcome (RFC 9849), when the client made one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ech: Option<EchOfferEvent>,
+    /// Lengths of the ClientHelloInner messages sealed into the outer ones (never on the wire,
+    /// so in no record): one per ClientHello the records carry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ech_inner_hellos: Vec<usize>,
     #[serde(skip)]
     splitters: [Splitter; 2],
     #[serde(skip)]
@@ -358,6 +366,8 @@ impl Ledger {
                 .certificates
                 .extend(CertificateMessage::from_bytes(*direction, bytes)),
             Event::Connected(n) => self.negotiated = Some(n.clone()),
+            Event::EchOffer(e) => self.ech = Some(e.clone()),
+            Event::InnerClientHello(h) => self.ech_inner_hellos.push(h.bytes.len()),
             _ => {}
         }
     }
@@ -506,6 +516,25 @@ impl Ledger {
         }
         for c in &self.certificates {
             s.push_str(&c.lines());
+        }
+        if let Some(e) = &self.ech {
+            // The outer hellos are in the records above; the inner ones only here.
+            let inner: Vec<String> = self
+                .ech_inner_hellos
+                .iter()
+                .map(|n| format!("ClientHelloInner({n})"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "ECH {}: {} sealed as {} bytes (padding {}, ech_outer_extensions saved {}); SNI inner {}, outer {}",
+                e.outcome.as_str(),
+                if inner.is_empty() { "no inner hello".to_string() } else { inner.join(" ") },
+                e.encoded_inner_len,
+                e.padding,
+                e.saved,
+                e.inner_sni.as_deref().unwrap_or("-"),
+                e.outer_sni.as_deref().unwrap_or("-"),
+            );
         }
         let t = &self.totals;
         for (name, d) in [("C→S", &t.client_to_server), ("S→C", &t.server_to_client)] {

@@ -5295,3 +5295,260 @@ mod ech_server {
         assert!(!matches!(e, Error::Peer(PeerMisbehaved::Ech(_))), "{e:?}");
     }
 }
+
+// =============================================================================================
+// Encrypted ClientHello, the client (RFC 9849 §6.1): our server does not do ECH, so it always
+// answers the outer ClientHello — a rejection — unless a test forges the confirmation.
+// =============================================================================================
+
+/// A client offering ECH with a fresh config for `public_name`, connecting to `inner_name`.
+fn ech_client_config(public_name: &str, inner_name: &str) -> ClientConfig {
+    use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+    use tls13lab::crypto::hpke::Kem;
+    let params = EchKeyParams {
+        public_name: public_name.into(),
+        kem: Kem::X25519HkdfSha256,
+        suites: vec![tls13lab::ech::client::GREASE_SUITE],
+        config_id: Some(7),
+        maximum_name_length: 32,
+    };
+    let key = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap();
+    let mut c = client_config();
+    c.server_name = Some(inner_name.into());
+    c.ech = tls13lab::config::EchMode::Config {
+        list: key.list,
+        grease_fallback: false,
+    };
+    c
+}
+
+/// §6.1.6, §6.1.7: rejected, the handshake is authenticated for the public name (our
+/// certificate names `localhost`, the inner name is another), and once the server's Finished
+/// verifies the client sends ech_required instead of its own Finished: an error, never a
+/// connection. Without retry_configs from the server, the error carries none.
+#[test]
+fn rejected_ech_ends_with_ech_required_after_authenticating_the_public_name() {
+    let mut t = ToClient::new(
+        ech_client_config("localhost", "secret.example"),
+        server_config(),
+    );
+    let w = wire(&t.flight);
+    let e = t.client.rejects(&w, A::EchRequired);
+    assert_eq!(
+        e,
+        Error::EchRejected {
+            retry_configs: None
+        }
+    );
+    assert!(!t.client.tls.is_connected());
+    let outcome = t.client.events.iter().find_map(|e| match e {
+        Event::EchOffer(e) => Some(e.outcome),
+        _ => None,
+    });
+    assert_eq!(outcome, Some(tls13lab::events::EchOutcome::Rejected));
+}
+
+/// §6.1.7: "The client MUST verify that the certificate is valid for
+/// ECHConfig.contents.public_name": a certificate for the inner name alone fails.
+#[test]
+fn rejected_ech_with_a_certificate_not_for_the_public_name_fails() {
+    let mut t = ToClient::new(
+        ech_client_config("public.example", "localhost"),
+        server_config(),
+    );
+    let w = wire(&t.flight);
+    let e = t
+        .client
+        .feed(&w)
+        .expect_err("certificate not for public.example");
+    assert!(matches!(e, Error::Certificate(_)), "{e:?}");
+    t.client.check_failed(&e);
+}
+
+/// §6.1.2: the outer ClientHello's PSK is GREASE; a server that rejected ECH and selects it
+/// is illegal_parameter.
+#[test]
+fn rejected_ech_server_hello_selecting_a_psk_is_illegal_parameter() {
+    let t = ToClient::new(
+        ech_client_config("localhost", "secret.example"),
+        server_config(),
+    );
+    let mut sh = t.server_hello();
+    set_ext(&mut sh.extensions, Extension::PreSharedKeyServer(0));
+    let e = t.rejects(&sh_record(&sh), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::EchRejectedButResumed));
+}
+
+/// §6.1.6: an `encrypted_client_hello` in EncryptedExtensions after a rejection must be a
+/// valid ECHConfigList (decode_error otherwise).
+#[test]
+fn rejected_ech_malformed_retry_configs_are_decode_error() {
+    for body in [vec![], vec![0, 0], vec![0, 4, 0xfe, 0x0d, 0, 9]] {
+        let t = ToClient::new(
+            ech_client_config("localhost", "secret.example"),
+            server_config(),
+        );
+        let mut msgs = t.encrypted();
+        let ee = index_of(&msgs, HandshakeType::EncryptedExtensions);
+        let HandshakePayload::EncryptedExtensions(mut exts) = decode(&msgs[ee]) else {
+            panic!("EncryptedExtensions");
+        };
+        exts.push(Extension::Unknown {
+            typ: ExtensionType::EncryptedClientHello,
+            body,
+        });
+        msgs[ee] = encode(HandshakePayload::EncryptedExtensions(exts));
+        let w = t.wire_msgs(&msgs);
+        let e = t.rejects(&w, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+}
+
+/// A HelloRetryRequest to an ECH client (X25519 share, the server wants P-256), and what the
+/// client sealed: its first ClientHelloInner.
+fn ech_retry() -> (Retry, Vec<u8>) {
+    let (_, s) = retry_configs();
+    let mut c = ech_client_config("localhost", "secret.example");
+    c.key_shares = vec![NamedGroup::X25519];
+    let r = retry_with(c, s);
+    let inner = r
+        .client
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::InnerClientHello(h) => Some(h.bytes.clone()),
+            _ => None,
+        })
+        .expect("the inner ClientHello event");
+    (r, inner)
+}
+
+/// §6.1.4: the HelloRetryRequest's `encrypted_client_hello` is 8 bytes, else decode_error.
+#[test]
+fn ech_hello_retry_confirmation_of_the_wrong_length_is_decode_error() {
+    for len in [0, 7, 9] {
+        let (mut r, _) = ech_retry();
+        let mut hrr = sh_of(&r.hrr);
+        hrr.extensions.push(Extension::Unknown {
+            typ: ExtensionType::EncryptedClientHello,
+            body: vec![0xaa; len],
+        });
+        let e = r.client.rejects(&sh_record(&hrr), A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+}
+
+/// §6.1.5: after a HelloRetryRequest that confirmed ECH (forged here from the inner
+/// ClientHello the client reported), a ServerHello that does not is illegal_parameter.
+#[test]
+fn ech_server_hello_withdrawing_a_confirmed_hello_retry_is_illegal_parameter() {
+    use tls13lab::crypto::hash::HashAlg;
+    use tls13lab::ech::confirm;
+    let (mut r, inner) = ech_retry();
+    let mut hrr = sh_of(&r.hrr);
+    hrr.extensions.push(Extension::Unknown {
+        typ: ExtensionType::EncryptedClientHello,
+        body: vec![0; 8],
+    });
+    let zeroed = encode(HandshakePayload::ServerHello(hrr.clone()));
+    // §7.2.1: message_hash(ClientHelloInner1) || HRR with the confirmation zeroed.
+    let h = HashAlg::Sha256;
+    let mut th = vec![254, 0, 0, 32];
+    th.extend_from_slice(h.hash(&inner).as_ref());
+    th.extend_from_slice(&zeroed);
+    let random: [u8; 32] = inner[6..38].try_into().unwrap();
+    let c = confirm::confirmation(h, &random, confirm::HRR_ACCEPT_LABEL, h.hash(&th).as_ref());
+    let last = hrr.extensions.len() - 1;
+    hrr.extensions[last] = Extension::Unknown {
+        typ: ExtensionType::EncryptedClientHello,
+        body: c.to_vec(),
+    };
+    r.client
+        .feed(&sh_record(&hrr))
+        .expect("a confirmed HelloRetryRequest");
+    let accepted = r
+        .client
+        .output()
+        .iter()
+        .any(|rec| HandshakeType::from(rec.content[0]) == HandshakeType::ClientHello);
+    assert!(accepted, "the second ClientHello went out");
+    // A ServerHello whose random does not confirm: the HRR's fields, a random of zeros.
+    let mut sh = hrr.clone();
+    sh.random = [0x11; 32];
+    sh.extensions
+        .retain(|e| e.typ() == ExtensionType::SupportedVersions);
+    sh.extensions.push(Extension::KeyShareServer(KeyShareEntry {
+        group: NamedGroup::secp256r1,
+        key_exchange: vec![4; 65],
+    }));
+    let e = r.client.rejects(&sh_record(&sh), A::IllegalParameter);
+    assert_eq!(e, peer(PeerMisbehaved::EchAcceptanceWithdrawn));
+}
+
+/// §6.1.1, §5.2: what the client sends opens, as a server would open it (setup_base_r over
+/// the config's key, ClientHelloOuterAAD, §5.1 decoding), to exactly the ClientHelloInner it
+/// reported; and the whole outer hello replays byte for byte from the seed.
+#[test]
+fn ech_outer_hello_opens_to_the_reported_inner_hello_and_replays_from_the_seed() {
+    use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+    use tls13lab::crypto::hpke::{self, Kem, Suite};
+    use tls13lab::ech::wire::{EchClientHello, HelloParts};
+    let params = EchKeyParams {
+        public_name: "localhost".into(),
+        kem: Kem::X25519HkdfSha256,
+        suites: vec![tls13lab::ech::client::GREASE_SUITE],
+        config_id: Some(7),
+        maximum_name_length: 32,
+    };
+    let key = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap();
+    let hello = || {
+        let mut c = Ep::client(
+            ech_client_config("localhost", "secret.example"),
+            CLIENT_SEED,
+        );
+        let outer = c.output()[0].content.clone();
+        let inner = c
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::InnerClientHello(h) => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        (outer, inner)
+    };
+    let (outer, inner) = hello();
+    assert_eq!(
+        hello(),
+        (outer.clone(), inner.clone()),
+        "replays from the seed"
+    );
+    let body = &outer[4..];
+    let p = HelloParts::parse(body).unwrap();
+    let e = p.find(0xfe0d).expect("encrypted_client_hello");
+    assert_eq!(e.end, p.extensions.1, "last (no PSK offered)");
+    let EchClientHello::Outer {
+        config_id,
+        enc,
+        payload,
+        suite,
+        ..
+    } = EchClientHello::decode(&body[e.data_start..e.end]).unwrap()
+    else {
+        panic!("outer");
+    };
+    assert_eq!(config_id, 7);
+    let s = Suite::from_ids(key.key.kem().id(), suite.kdf_id, suite.aead_id).unwrap();
+    let mut info = b"tls ech\0".to_vec();
+    info.extend_from_slice(&key.config.raw);
+    let mut ctx =
+        hpke::setup_base_r(s, &enc, &key.key, &info, &mut tls13lab::keyschedule::NoSink).unwrap();
+    let aad = tls13lab::ech::inner::aad(body).unwrap();
+    let encoded = ctx.open(&aad, &payload).expect("the payload opens");
+    assert_eq!(encoded.len() % 32, 0, "padded to a multiple of 32 (§6.1.3)");
+    let decoded = tls13lab::ech::inner::decode(&encoded, body).unwrap();
+    assert_eq!(decoded, inner[4..], "the inner hello the client reported");
+    // The inner hello names the real server; the outer one only the public name.
+    assert!(inner.windows(14).any(|w| w == b"secret.example"));
+    assert!(!outer.windows(14).any(|w| w == b"secret.example"));
+}

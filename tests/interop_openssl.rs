@@ -4212,3 +4212,306 @@ fn s_client_ech_to_cli_server() {
         "{line}"
     );
 }
+
+// ------------------------------------------------------------------------- ECH client
+
+/// A fixture for the ECH cells: a server certificate valid for both `localhost` (the inner
+/// name) and `public.example` (the outer one, which a rejected handshake authenticates,
+/// RFC 9849 §6.1.7), and `openssl ech` keys: `k.pem`, which s_server loads, and `stale.pem`,
+/// which it does not. Returns the fixture and the two base64 ECHConfigLists.
+fn ech_fixture(peer: &Peer, cell: &str) -> (Fixture, String, String) {
+    let mut f = fixture(cell);
+    let key = tls13lab::crypto::sign::SigningKey::generate_p256(
+        &mut tls13lab::crypto::random::SeededRandom::from_seed(21),
+    );
+    let now = now_ms() / 1000;
+    let cert_der = tls13lab::crypto::cert::self_signed_p256(
+        &["localhost", "public.example"],
+        &key,
+        now - 86_400,
+        now + 30 * 86_400,
+    )
+    .unwrap();
+    let key_der = key.to_pkcs8_der().unwrap();
+    f.server_id = Identity {
+        key,
+        cert_der,
+        key_der,
+    };
+    let (c, k) = f.server_id.write(&f.dir, "both");
+    f.server_cert = c.to_string_lossy().into_owned();
+    f.server_key = k.to_string_lossy().into_owned();
+    let mut b64 = Vec::new();
+    for file in ["k.pem", "stale.pem"] {
+        let mut g = Proc::spawn(
+            peer,
+            &f.dir,
+            &["ech", "-public_name", "public.example", "-out", file],
+        );
+        assert_eq!(g.exit_code(), Some(0), "{}", g.context());
+        let text = std::fs::read_to_string(f.dir.join(file)).unwrap();
+        let body = tls13lab::crypto::cert::pem_blocks(&text, "ECHCONFIG").unwrap();
+        b64.push(tls13lab::crypto::cert::base64_encode(&body[0]));
+    }
+    let stale = b64.pop().unwrap();
+    (f, b64.pop().unwrap(), stale)
+}
+
+/// `tls13lab client` to s_server's port with the common flags, the certificate of
+/// [`ech_fixture`], and `extra`.
+fn ech_client(f: &Fixture, port: u16, extra: &[&str]) -> Proc {
+    let target = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "client",
+        &target,
+        "--cafile",
+        &f.server_cert,
+        "--sni",
+        "localhost",
+        "--linger",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    tls13lab(&f.dir, &args)
+}
+
+/// The JSON's ECH verdict, with s_server's page line (`-www` prints what it saw).
+fn ech_verdict(v: &serde_json::Value, out: &str) -> String {
+    let page = out
+        .lines()
+        .find(|l| l.starts_with("ECH "))
+        .unwrap_or("(no ECH line)");
+    format!(
+        "ours: `\"ech\": {}`, inner {}, outer {}; s_server: `{page}`",
+        v["ech"], v["ech_inner_sni"], v["ech_outer_sni"]
+    )
+}
+
+const ECH_SUCCESS: &str = "ECH success: outer sni: public.example, inner sni: localhost";
+
+/// Accepted (RFC 9849 §6.1.4), with an X25519 share, then one X25519MLKEM768 share that the
+/// outer ClientHello carries once (compressed out of the inner one, §5.1), then after a
+/// HelloRetryRequest (`-groups P-256`, §6.1.5).
+fn ech_accepted(peer: &Peer) -> CellResult {
+    let (f, b64, _) = ech_fixture(peer, "4.0-ech-accepted");
+    let mut rows = Vec::new();
+    for (i, (server, extra)) in [
+        (&["-groups", "x25519"][..], &[][..]),
+        (
+            &["-groups", "X25519MLKEM768"][..],
+            &[
+                "--groups",
+                "x25519mlkem768,x25519",
+                "--key-shares",
+                "x25519mlkem768",
+            ][..],
+        ),
+        (
+            &["-groups", "P-256"][..],
+            &["--groups", "x25519,P-256", "--key-shares", "x25519"][..],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (mut s, port) = f.s_server(peer, 1, &[&["-ech_key", "k.pem", "-www"], server].concat());
+        let json = format!("acc{i}.json");
+        let mut c = ech_client(
+            &f,
+            port,
+            &[&["--ech-config", &b64, "--json", &json][..], extra].concat(),
+        );
+        let (out, v) = client_done(&mut c, &f.dir.join(&json));
+        s.wait_exit();
+        assert!(out.contains(ECH_SUCCESS), "{out}\n{}", s.context());
+        assert_eq!(v["ech"], "accepted", "{v}");
+        assert_eq!(v["ech_inner_sni"], "localhost");
+        assert_eq!(v["ech_outer_sni"], "public.example");
+        let msgs = v["messages"].as_array().unwrap();
+        let outer: Vec<u64> = msgs
+            .iter()
+            .filter(|m| m["type"] == "client_hello" && m["ech_inner"].is_null())
+            .map(|m| m["len"].as_u64().unwrap())
+            .collect();
+        let inner = msgs
+            .iter()
+            .filter(|m| m["type"] == "client_hello" && m["ech_inner"] == true)
+            .count();
+        let mut row = ech_verdict(&v, &out);
+        row.push_str(&format!(", group {}", v["negotiated"]["group"]));
+        match i {
+            1 => {
+                assert_eq!(v["negotiated"]["group"], "X25519MLKEM768");
+                // 1,216 bytes of share: once in the outer hello, referenced from the inner.
+                assert!(outer[0] < 2 * 1216, "{outer:?}");
+                row.push_str(&format!(
+                    ", outer ClientHello {} B (one 1,216-B share)",
+                    outer[0]
+                ));
+            }
+            2 => {
+                assert_eq!(v["hello_retry"], true);
+                assert_eq!(v["negotiated"]["group"], "secp256r1");
+                assert_eq!(
+                    (outer.len(), inner),
+                    (2, 2),
+                    "two outer and two inner hellos"
+                );
+                row.push_str(", hello_retry, 2 outer + 2 inner ClientHellos");
+            }
+            _ => assert_eq!((outer.len(), inner), (1, 1)),
+        }
+        rows.push(row);
+    }
+    Ok(rows.join("\n"))
+}
+
+/// Rejected (§6.1.6): a config s_server does not have. The outer handshake completes for
+/// public.example, we send ech_required and report retry_configs; `--ech-retry` connects again
+/// with them and is accepted.
+fn ech_rejected(peer: &Peer) -> CellResult {
+    let (f, b64, stale) = ech_fixture(peer, "4.0-ech-rejected");
+    let (mut s, port) = f.s_server(peer, 3, &["-ech_key", "k.pem", "-www"]);
+    let mut rows = Vec::new();
+    let mut c = ech_client(&f, port, &["--ech-config", &stale, "--json", "rej.json"]);
+    assert_eq!(c.exit_code(), Some(5), "{}", c.context());
+    c.assert_has("sent alert ech_required");
+    let v = read_json(&f.dir.join("rej.json"));
+    assert_eq!(v["ech"], "rejected", "{v}");
+    assert!(v["negotiated"].is_null(), "never a connection: {v}");
+    assert_eq!(
+        v["ech_retry_configs"], b64,
+        "retry_configs are s_server's config"
+    );
+    assert!(
+        ledger_has_alert(&v, "client_to_server", "ech_required"),
+        "{v}"
+    );
+    rows.push(format!(
+        "{}; sent alert ech_required, exit 5, `ech_retry_configs` = s_server's k.pem config",
+        ech_verdict(&v, "")
+    ));
+    let mut c = ech_client(
+        &f,
+        port,
+        &[
+            "--ech-config",
+            &stale,
+            "--ech-retry",
+            "--json",
+            "retry.json",
+        ],
+    );
+    let (out, v) = client_done(&mut c, &f.dir.join("retry.json"));
+    assert!(
+        out.contains("rejected with retry_configs: connecting again"),
+        "{out}"
+    );
+    assert!(out.contains(ECH_SUCCESS), "{out}");
+    assert_eq!(v["ech"], "accepted", "{v}");
+    rows.push(format!("{} after one retry", ech_verdict(&v, &out)));
+    s.wait_exit();
+    Ok(rows.join("\n"))
+}
+
+/// GREASE (§6.2) to an ECH server, and real ECH with keys `tls13lab ech keygen` made, given as
+/// the PEM file.
+fn ech_grease_and_our_keys(peer: &Peer) -> CellResult {
+    let (f, _, _) = ech_fixture(peer, "4.0-ech-grease");
+    let mut rows = Vec::new();
+    let (mut s, port) = f.s_server(peer, 1, &["-ech_key", "k.pem", "-www"]);
+    let mut c = ech_client(&f, port, &["--ech-grease", "--json", "grease.json"]);
+    let (out, v) = client_done(&mut c, &f.dir.join("grease.json"));
+    s.wait_exit();
+    assert_eq!(v["ech"], "grease", "{v}");
+    assert_eq!(v["ech_outer_sni"], "localhost");
+    assert!(!out.contains("ECH success"), "{out}");
+    rows.push(format!("{}; handshake completed", ech_verdict(&v, &out)));
+
+    let mut kg = tls13lab(
+        &f.dir,
+        &[
+            "ech",
+            "keygen",
+            "--public-name",
+            "public.example",
+            "--seed",
+            "9",
+            "--out",
+            "ours.pem",
+        ],
+    );
+    assert_eq!(kg.exit_code(), Some(0), "{}", kg.context());
+    let (mut s, port) = f.s_server(peer, 1, &["-ech_key", "ours.pem", "-www"]);
+    let mut c = ech_client(
+        &f,
+        port,
+        &["--ech-config", "ours.pem", "--json", "ours.json"],
+    );
+    let (out, v) = client_done(&mut c, &f.dir.join("ours.json"));
+    s.wait_exit();
+    assert!(out.contains(ECH_SUCCESS), "{out}");
+    assert_eq!(v["ech"], "accepted", "{v}");
+    rows.push(ech_verdict(&v, &out));
+    Ok(rows.join("\n"))
+}
+
+/// Issue 17, the client: `tls13lab client --ech-config` against OpenSSL 4.0.3's s_server.
+/// Its table is a generated section of docs/interop.md.
+#[test]
+fn ech_client_against_openssl40() {
+    const CELLS: &[(&str, FeatureFn, &[&str])] = &[
+        (
+            "openssl-4.0 ech: accepted",
+            ech_accepted,
+            &[
+                "`tls13lab client --ech-config B64 --json F` → `s_server -ech_key k.pem -www` (`openssl ech -public_name public.example`)",
+                "`tls13lab client … --key-shares x25519mlkem768` → `s_server … -groups X25519MLKEM768`",
+                "`tls13lab client … --groups x25519,P-256` → `s_server … -groups P-256` (HelloRetryRequest)",
+            ],
+        ),
+        (
+            "openssl-4.0 ech: rejected, retry",
+            ech_rejected,
+            &[
+                "`tls13lab client --ech-config STALE` (a second `openssl ech` key) → `s_server -ech_key k.pem -www`",
+                "`tls13lab client --ech-config STALE --ech-retry` → the same s_server",
+            ],
+        ),
+        (
+            "openssl-4.0 ech: GREASE, our keys",
+            ech_grease_and_our_keys,
+            &[
+                "`tls13lab client --ech-grease` → `s_server -ech_key k.pem -www`",
+                "`tls13lab client --ech-config ours.pem` → `s_server -ech_key ours.pem -www` (`tls13lab ech keygen`)",
+            ],
+        ),
+    ];
+    let peer = openssl40();
+    let cells = CELLS
+        .iter()
+        .map(|(name, body, _)| {
+            let (p, body) = (peer.clone(), *body);
+            Cell::new(*name, move || body(&p))
+        })
+        .collect();
+    let results = run_cells(cells, 2);
+    let mut s = String::new();
+    s.push_str("| connection | result | what both sides showed |\n| --- | --- | --- |\n");
+    for (name, _, rows) in CELLS {
+        let o = outcome(&results, name);
+        let evidence: Vec<&str> = match o {
+            Outcome::Pass(t) => t.lines().collect(),
+            _ => Vec::new(),
+        };
+        for (i, row) in rows.iter().enumerate() {
+            let e = evidence.get(i).copied().unwrap_or("");
+            s.push_str(&format!("| {row} | {} | {e} |\n", o.word()));
+        }
+    }
+    let stale = sync_docs_section("openssl-ech", &s);
+    assert_all_passed(&results);
+    if let Err(e) = stale {
+        panic!("{e}");
+    }
+}

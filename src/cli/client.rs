@@ -5,10 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tls13lab::crypto::cert::CertVerifier;
+use tls13lab::config::EchMode;
+use tls13lab::crypto::cert::{base64_decode, base64_encode, pem_blocks, CertVerifier};
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{Event, Side};
+use tls13lab::messages::ech::EchConfigList;
 use tls13lab::session::TicketStore;
+use tls13lab::Error;
 use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
@@ -74,6 +77,41 @@ pub struct ClientArgs {
     /// Seed all randomness (replayable ClientHello, key shares...).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Offer Encrypted ClientHello (RFC 9849) with this ECHConfigList: base64 (as `s_client
+    /// -ech_config_list` takes it), or a PEM file with an ECHCONFIG block (`openssl ech`,
+    /// `tls13lab ech keygen`). The server_name goes inside; the config's public_name outside.
+    #[arg(long, value_name = "BASE64|FILE")]
+    pub ech_config: Option<String>,
+    /// Send a GREASE encrypted_client_hello (RFC 9849 §6.2); with --ech-config, only when no
+    /// config in it is usable.
+    #[arg(long)]
+    pub ech_grease: bool,
+    /// When the server rejects ECH and sends retry_configs, connect again once with them
+    /// (RFC 9849 §6.1.6).
+    #[arg(long, requires = "ech_config")]
+    pub ech_retry: bool,
+}
+
+/// The ECHConfigList of --ech-config: a PEM file's ECHCONFIG block, or base64.
+fn ech_config_list(arg: &str) -> Result<EchConfigList, Failure> {
+    let path = std::path::Path::new(arg);
+    let bytes = if path.is_file() {
+        let text = read_text(path)?;
+        let blocks =
+            pem_blocks(&text, "ECHCONFIG").ok_or_else(|| Failure::file(path, "bad PEM armour"))?;
+        match <[Vec<u8>; 1]>::try_from(blocks) {
+            Ok([b]) => b,
+            Err(_) => return Err(Failure::file(path, "expected exactly one ECHCONFIG block")),
+        }
+    } else {
+        base64_decode(arg).ok_or_else(|| {
+            Failure::BadOption(format!(
+                "--ech-config: '{arg}' is neither a file nor base64"
+            ))
+        })?
+    };
+    EchConfigList::decode(&bytes)
+        .map_err(|e| Failure::BadOption(format!("--ech-config: not an ECHConfigList: {e:?}")))
 }
 
 /// Split `host:port` / `[v6]:port`.
@@ -117,6 +155,14 @@ fn build_config(
         c.client_cert = Some(load_certified_key(cert, key)?);
     }
     c.external_psks = a.psk.external()?.into_iter().collect();
+    c.ech = match &a.ech_config {
+        Some(arg) => EchMode::Config {
+            list: ech_config_list(arg)?,
+            grease_fallback: a.ech_grease,
+        },
+        None if a.ech_grease => EchMode::Grease,
+        None => EchMode::Off,
+    };
     Ok(c)
 }
 
@@ -259,7 +305,39 @@ fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
 pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let (host, port) = host_port(&a.target)?;
     let (verification, roots) = trust(&a)?;
-    let mut config = build_config(&a, &host, verification)?;
+    let config = build_config(&a, &host, verification)?;
+    let mut retry = None;
+    let result = connect_once(&a, &host, port, config.clone(), &roots, &mut retry);
+    match (retry, a.ech_retry) {
+        // §6.1.6: once, with the configs the server vouched for in the rejected handshake;
+        // a second rejection is reported, not retried.
+        (Some(list), true) => {
+            let list = EchConfigList::decode(&list)
+                .map_err(|e| Failure::Tls(format!("retry_configs: {e:?}")))?;
+            emit(&format!(
+                "{:<18} rejected with retry_configs: connecting again with them\n",
+                "ech"
+            ));
+            let mut again = config;
+            again.ech = EchMode::Config {
+                list,
+                grease_fallback: false,
+            };
+            connect_once(&a, &host, port, again, &roots, &mut None)
+        }
+        _ => result,
+    }
+}
+
+/// One connection with `config`; `retry` receives the retry_configs of a rejected ECH.
+fn connect_once(
+    a: &ClientArgs,
+    host: &str,
+    port: u16,
+    mut config: ClientConfig,
+    roots: &Roots,
+    retry: &mut Option<Vec<u8>>,
+) -> Result<(), Failure> {
     let external: Vec<Vec<u8>> = config
         .external_psks
         .iter()
@@ -290,7 +368,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
 
     let timeout = Duration::from_secs(a.timeout.max(1));
     let started = net::now_ms();
-    let stream = net::connect(&host, port, timeout)
+    let stream = net::connect(host, port, timeout)
         .map_err(|e| Failure::io(&format!("{host}:{port}"), &e))?;
     let peer = stream.peer_addr().ok().map(|p| p.to_string());
     let addrs = stream.local_addr().ok().zip(stream.peer_addr().ok());
@@ -304,6 +382,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
         request.as_deref(),
         Instant::now() + timeout,
         Duration::from_millis(a.linger.max(1)),
+        retry,
     );
 
     let l = ledger(&events, started);
@@ -347,6 +426,9 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
         }
         .to_json();
         v["roots"] = roots.json();
+        if let Some(r) = retry.as_deref() {
+            v["ech_retry_configs"] = base64_encode(r).into();
+        }
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         write_file(path, format!("{text}\n").as_bytes())?;
     }
@@ -363,6 +445,8 @@ const MAX_EVENTS: usize = 100_000;
 /// Response bytes kept (each is held twice: in its record event and in the response).
 const MAX_RESPONSE_DATA: usize = 16 * 1024 * 1024;
 
+// The connection's inputs and its three outputs (events, key log, retry_configs).
+#[allow(clippy::too_many_arguments)]
 fn converse(
     d: &mut Driver<ClientSide>,
     events: &mut Vec<Event>,
@@ -371,6 +455,7 @@ fn converse(
     request: Option<&[u8]>,
     deadline: Instant,
     linger: Duration,
+    ech_retry: &mut Option<Vec<u8>>,
 ) -> Result<(), Failure> {
     d.ep.start(net::now_ms())
         .map_err(|e| Failure::tls(&e, "handshake"))?;
@@ -430,7 +515,12 @@ fn converse(
             "handshake"
         };
         match step {
-            Err(NetError::Tls(e)) => return Err(Failure::tls(&e, during)),
+            Err(NetError::Tls(e)) => {
+                if let Error::EchRejected { retry_configs } = &e {
+                    ech_retry.clone_from(retry_configs);
+                }
+                return Err(Failure::tls(&e, during));
+            }
             Err(NetError::Io(e)) => return Err(Failure::io("connection", &e)),
             Ok(Step::Eof) if !d.ep.is_connected() => {
                 return Err(Failure::Network(

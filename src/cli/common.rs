@@ -1150,6 +1150,21 @@ impl Report<'_> {
                     }
                 }
                 Event::Derivation(_) => {}
+                // The ClientHelloInner ECH sealed (RFC 9849), beside the outer one.
+                Event::InnerClientHello(h) => messages.push(json!({
+                    "direction": h.direction,
+                    "epoch": h.epoch,
+                    "type": h.typ,
+                    "ech_inner": true,
+                    "len": h.bytes.len(),
+                    "bytes": tls13lab::events::hex(&h.bytes),
+                    "layout": h.layout,
+                })),
+                // HPKE's steps carry the ephemeral key and the context's secrets.
+                Event::Hpke(h) if self.show_secrets => {
+                    derivations.push(serde_json::to_value(h).unwrap_or(Value::Null))
+                }
+                Event::Hpke(_) => {}
                 Event::EarlyDataRejected { data } => {
                     events.push(json!({"event": "early_data_rejected", "len": data.len()}))
                 }
@@ -1178,6 +1193,15 @@ impl Report<'_> {
             "events": events,
             "error": self.error,
         });
+        if self.side == Side::Client {
+            let ech = self.events.iter().rev().find_map(|e| match e {
+                Event::EchOffer(e) => Some(e),
+                _ => None,
+            });
+            v["ech"] = ech.map_or("not offered", |e| e.outcome.as_str()).into();
+            v["ech_inner_sni"] = ech.and_then(|e| e.inner_sni.clone()).into();
+            v["ech_outer_sni"] = ech.and_then(|e| e.outer_sni.clone()).into();
+        }
         if self.show_secrets {
             v["derivations"] = derivations.into();
         }

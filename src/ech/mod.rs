@@ -3,6 +3,7 @@
 //! acceptance confirmation ([`confirm`]). Sealing and opening the inner ClientHello is HPKE's
 //! (RFC 9180); the client and server state machines put the pieces together.
 
+pub mod client;
 pub mod confirm;
 pub mod inner;
 pub mod wire;
