@@ -359,7 +359,8 @@ impl SigningKey {
         }
         // id-Ed448 (RFC 8410 §7): the decoder checks the OID, and, in a v2 key carrying the
         // public key, that it belongs to the seed.
-        if let Ok(k) = <ed448_goldilocks::SigningKey as Ed448DecodePrivateKey>::from_pkcs8_der(der) {
+        if let Ok(k) = <ed448_goldilocks::SigningKey as Ed448DecodePrivateKey>::from_pkcs8_der(der)
+        {
             return Ok(SigningKey::Ed448(Box::new(k)));
         }
         if let Ok(k) = rsa::RsaPrivateKey::from_pkcs8_der(der) {
@@ -1733,7 +1734,11 @@ mod tests {
         let mut rng = ScriptedRandom::new(vec![seed], 0);
         let key = SigningKey::generate_ed448(&mut rng);
         let sig = key
-            .sign(SignatureScheme::ed448, &[0x03], &mut SeededRandom::from_seed(1))
+            .sign(
+                SignatureScheme::ed448,
+                &[0x03],
+                &mut SeededRandom::from_seed(1),
+            )
             .unwrap();
         assert_eq!(hex::encode(&sig), hex::encode(&want));
         let spki = key.public_key_spki_der().unwrap();
