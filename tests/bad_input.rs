@@ -2176,6 +2176,53 @@ fn wrong_mldsa_certificate_verify_is_decrypt_error() {
 }
 
 #[test]
+fn wrong_ed448_certificate_verify_is_decrypt_error() {
+    // §4.4.3: decrypt_error for a signature that does not verify: a flipped bit in R (the
+    // first 57 bytes) or S, S replaced by a value >= L (RFC 8032 §5.2.7: not canonical), and a
+    // truncated signature; from the server and from the client.
+    let (s, root) = util::server_config(KeyKind::Ed448);
+    let fresh = || ToClient::new(util::client_config(root.clone()), s.clone());
+    let msgs = fresh().encrypted();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let sig = cv_signature(&msgs[cv]);
+    assert_eq!(sig.len(), 114);
+    let flip = |i: usize| {
+        let mut b = sig.clone();
+        b[i] ^= 0x02;
+        b
+    };
+    let mut high_s = sig.clone();
+    high_s[57..113].fill(0xff);
+    for (what, bad) in [
+        ("R", flip(3)),
+        ("S", flip(80)),
+        ("S >= L", high_s),
+        ("short", sig[..113].to_vec()),
+    ] {
+        let t = fresh();
+        let mut m = msgs.clone();
+        m[cv] = cv_with_signature(&m[cv], bad);
+        let w = t.wire_msgs(&m);
+        let e = t.rejects(&w, A::DecryptError);
+        assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify), "{what}");
+    }
+    let (ck, root) = util::certified(KeyKind::Ed448);
+    let mut c = client_config();
+    c.client_cert = Some(ck);
+    let mut s = server_config();
+    s.client_auth = ClientAuth::Required(vec![root]);
+    let mut t = to_server_with(c, s);
+    let mut msgs = t.messages();
+    let cv = index_of(&msgs, HandshakeType::CertificateVerify);
+    let mut sig = cv_signature(&msgs[cv]);
+    sig[60] ^= 1;
+    msgs[cv] = cv_with_signature(&msgs[cv], sig);
+    let w = t.seal(&msgs);
+    let e = t.server.rejects(&w, A::DecryptError);
+    assert_eq!(e, peer(PeerMisbehaved::BadCertificateVerify));
+}
+
+#[test]
 fn mldsa_chain_with_a_flipped_signature_byte_is_bad_certificate() {
     // §4.4.2.4 / RFC 9881: an ML-DSA-65 intermediate's signature on the ML-DSA-44 leaf, or the
     // ML-DSA-87 root's on the intermediate, one byte off: the path does not validate, and §6.2
@@ -2845,7 +2892,7 @@ fn certificate_verify_with_an_unoffered_scheme_is_illegal_parameter() {
     // and SHA-1 are never allowed. A field inconsistent with the handshake: illegal_parameter.
     for scheme in [
         SignatureScheme::rsa_pkcs1_sha256,
-        SignatureScheme::ed448,
+        SignatureScheme::ecdsa_brainpoolP256r1tls13_sha256,
         SignatureScheme::ecdsa_sha1,
         SignatureScheme::Unknown(0x0b0b),
     ] {
@@ -2858,11 +2905,10 @@ fn certificate_verify_with_an_unoffered_scheme_is_illegal_parameter() {
     }
     // An offered scheme that does not fit the certificate's key (§4.4.3: the algorithm must be
     // compatible with the key in the end-entity certificate).
-    let e = client_rejects_messages(
-        |m| with_cv_scheme(m, SignatureScheme::ed25519),
-        A::IllegalParameter,
-    );
-    assert!(matches!(e, Error::Signature(_)), "{e:?}");
+    for scheme in [SignatureScheme::ed25519, SignatureScheme::ed448] {
+        let e = client_rejects_messages(|m| with_cv_scheme(m, scheme), A::IllegalParameter);
+        assert!(matches!(e, Error::Signature(_)), "{scheme}: {e:?}");
+    }
 }
 
 #[test]

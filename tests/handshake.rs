@@ -261,6 +261,21 @@ fn every_suite_and_group_with_ed25519() {
 }
 
 #[test]
+fn every_suite_and_group_with_ed448() {
+    // RFC 8032 PureEdDSA: CertificateVerify carries a 114-byte signature.
+    matrix(KeyKind::Ed448, SignatureScheme::ed448);
+    let (server, root) = util::server_config(KeyKind::Ed448);
+    let p = run(client_config(root), server, 448);
+    let cv: Vec<_> = handshake_messages(&p.client_events, Direction::ServerToClient)
+        .into_iter()
+        .filter(|(t, _)| *t == HandshakeType::CertificateVerify)
+        .collect();
+    // type(1) length(3) scheme(2) signature length(2) signature(114)
+    assert_eq!(cv[0].1.len(), 4 + 2 + 2 + 114);
+    assert_eq!(&cv[0].1[4..8], &[0x08, 0x08, 0x00, 114]);
+}
+
+#[test]
 fn every_suite_and_group_with_rsa_2048() {
     matrix(KeyKind::Rsa2048, SignatureScheme::rsa_pss_rsae_sha256);
 }
@@ -760,6 +775,7 @@ fn client_auth_with_every_key_kind() {
         (KeyKind::MlDsa44, SignatureScheme::mldsa44),
         (KeyKind::MlDsa65, SignatureScheme::mldsa65),
         (KeyKind::MlDsa87, SignatureScheme::mldsa87),
+        (KeyKind::Ed448, SignatureScheme::ed448),
     ] {
         let (ck, root) = util::certified(kind);
         let (mut client, server) = client_auth_configs(ClientAuth::Required(vec![root]), false);

@@ -1016,6 +1016,8 @@ const SIG_SCHEMES: &[(SignatureScheme, &[&str], &[&str])] = &[
         &["-algorithm", "RSA-PSS", "-pkeyopt", "rsa_keygen_bits:2048"],
         &["-sha256", "-sigopt", "rsa_pss_saltlen:digest"],
     ),
+    // RFC 8410 id-Ed448: PureEdDSA signs the certificate itself, so no digest flag.
+    (SignatureScheme::ed448, &["-algorithm", "ed448"], &[]),
     // draft-ietf-tls-mldsa; OpenSSL writes the key as seed and expanded key ("both").
     (SignatureScheme::mldsa44, &["-algorithm", "mldsa44"], &[]),
     (SignatureScheme::mldsa65, &["-algorithm", "mldsa65"], &[]),
@@ -1083,19 +1085,26 @@ fn sig_s_client(peer: &Peer, i: usize) -> CellResult {
     let t = server_session(&mut p, &l, new_server(&config, 4));
     assert_eq!(t.negotiated().signature_scheme, Some(scheme));
     p.assert_has("Verify return code: 0 (ok)");
-    // 3.5 names the TLS scheme; 3.0 prints the key type and digest. ML-DSA has no digest
-    // line: it signs the message itself.
+    // 3.5 names the TLS scheme; 3.0 prints the key type and digest. ML-DSA and Ed448 have no
+    // digest line: they sign the message itself.
     let printed = p.line_starting("Peer signature type:");
-    if let Some(level) = tls13lab::crypto::sign::MlDsaLevel::of_scheme(scheme) {
-        p.assert_has(&format!("Peer signature type: {scheme}\n"));
+    let fixed_len = match tls13lab::crypto::sign::MlDsaLevel::of_scheme(scheme) {
+        Some(level) => {
+            p.assert_has(&format!("Peer signature type: {scheme}\n"));
+            Some(level.signature_len())
+        }
+        None if scheme == SignatureScheme::ed448 => Some(114), // RFC 8032 §5.2.6
+        None => None,
+    };
+    if let Some(sig_len) = fixed_len {
         p.assert_has("Verification: OK");
-        // Its CertificateVerify carries the parameter set's one signature length.
+        // Its CertificateVerify carries the scheme's one signature length.
         let cv = handshake_msgs(
             &t.events,
             Direction::ServerToClient,
             HandshakeType::CertificateVerify,
         );
-        assert_eq!(cv[0].bytes.len(), 8 + level.signature_len());
+        assert_eq!(cv[0].bytes.len(), 8 + sig_len);
         finish_server(&mut p, t);
         return Ok(format!("`{}`", printed.trim()));
     }
@@ -2689,7 +2698,7 @@ fn render(peers: &[Peer], results: &[(String, Outcome)]) -> String {
          both sides load the same PEM files. A full handshake with that scheme alone (our client \
          offers only it; s_client gets `-sigalgs`), data both ways, the exporter equal, \
          close_notify. s_client cells show what s_client printed about our signature. \
-         Not here: ed448 and the brainpool schemes (not implemented; see above), and the \
+         Not here: the brainpool schemes (not implemented; see above), and the \
          legacy rsa_pkcs1_* / SHA-1 schemes, which TLS 1.3 never uses in CertificateVerify.\n"
     );
     let _ = writeln!(s, "| scheme | {both_heads} |");

@@ -40,12 +40,14 @@ pub enum KeyKind {
     MlDsa65,
     /// ML-DSA-87 (from OpenSSL, as MlDsa44).
     MlDsa87,
+    /// Ed448 (key and self-signed certificate from OpenSSL, as P521).
+    Ed448,
 }
 
 /// A key of `kind` with a self-signed certificate for `localhost` (and its DER, to trust as a
 /// root). Made once per kind and process: RSA key generation is slow.
 pub fn certified(kind: KeyKind) -> (CertifiedKey, Vec<u8>) {
-    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 9] = [const { OnceLock::new() }; 9];
+    static CELLS: [OnceLock<(CertifiedKey, Vec<u8>)>; 10] = [const { OnceLock::new() }; 10];
     let i = kind as usize;
     CELLS[i]
         .get_or_init(|| make_certified(kind, 0x5e12_0000 + i as u64))
@@ -136,6 +138,11 @@ fn make_certified(kind: KeyKind, seed: u64) -> (CertifiedKey, Vec<u8>) {
         KeyKind::MlDsa87 => openssl_made(
             include_str!("../vectors/pem/mldsa87_key.pem"),
             include_str!("../vectors/pem/mldsa87_certificate.pem"),
+        ),
+        // rcgen has no Ed448.
+        KeyKind::Ed448 => openssl_made(
+            include_str!("../vectors/pem/ed448_key.pem"),
+            include_str!("../vectors/pem/ed448_certificate.pem"),
         ),
     };
     let ck = CertifiedKey {

@@ -968,7 +968,7 @@ mod tests {
     /// (unrestricted, and restricted to SHA-384), each its own root, and CertificateVerify with
     /// its key.
     #[test]
-    fn p521_and_rsa_pss_key_certificates_verify() {
+    fn p521_rsa_pss_ed448_and_mldsa_key_certificates_verify() {
         const T_2024: u64 = 1_704_067_200;
         let cases = [
             (
@@ -985,6 +985,13 @@ mod tests {
                 include_str!("../../../tests/vectors/pem/rsa_pss_sha384_certificate.pem"),
                 include_str!("../../../tests/vectors/pem/rsa_pss_sha384_key.pem"),
                 SignatureScheme::rsa_pss_pss_sha384,
+            ),
+            // id-Ed448 (RFC 8410), made by OpenSSL 3.5 (gen-sigs.sh): the certificate's
+            // signature is PureEdDSA over the whole TBSCertificate.
+            (
+                include_str!("../../../tests/vectors/pem/ed448_certificate.pem"),
+                include_str!("../../../tests/vectors/pem/ed448_key.pem"),
+                SignatureScheme::ed448,
             ),
             // RFC 9881 keys and self-signatures, made by OpenSSL 3.5 (gen-mldsa.sh).
             (
