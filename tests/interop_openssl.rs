@@ -1232,7 +1232,9 @@ fn mldsa_auth_s_client(peer: &Peer, scheme: SignatureScheme) -> CellResult {
     assert_eq!(cv_len, 8 + level.signature_len());
     p.assert_has("Verify return code: 0 (ok)");
     finish_server(&mut p, t);
-    Ok(format!("ours: client {scheme}, CertificateVerify {cv_len} B"))
+    Ok(format!(
+        "ours: client {scheme}, CertificateVerify {cv_len} B"
+    ))
 }
 
 fn mldsa_auth_name(peer: &Peer, dir: &str, scheme: SignatureScheme) -> String {
@@ -2859,11 +2861,11 @@ fn render(peers: &[Peer], results: &[(String, Outcome)]) -> String {
     let _ = writeln!(s, "| client key | {both_heads} |");
     let _ = writeln!(s, "| {} |", rule(1 + 2 * peers.len()));
     for scheme in CLIENT_AUTH_SCHEMES {
-        let cell = |peer: &Peer, dir: &str| match outcome(results, &mldsa_auth_name(peer, dir, *scheme))
-        {
-            Outcome::Pass(t) if !t.is_empty() => format!("pass ({t})"),
-            other => other.word().to_string(),
-        };
+        let cell =
+            |peer: &Peer, dir: &str| match outcome(results, &mldsa_auth_name(peer, dir, *scheme)) {
+                Outcome::Pass(t) if !t.is_empty() => format!("pass ({t})"),
+                other => other.word().to_string(),
+            };
         let row = dirs(&|p| [cell(p, "ours→s_server"), cell(p, "s_client→ours")]);
         let _ = writeln!(s, "| {scheme} | {row} |");
     }
