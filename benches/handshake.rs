@@ -62,6 +62,43 @@ fn handshakes(c: &mut Criterion) {
             g.finish();
         }
     }
+    mldsa_handshakes(c);
+}
+
+/// Full X25519MLKEM768 handshakes with an ML-DSA-44 and an ML-DSA-65 server chain (root → leaf
+/// of one level, `tls13lab cert`'s generator): tls13lab, rustls (its aws-lc-rs provider signs
+/// and verifies ML-DSA in 0.23.46) and our crypto floor of the same handshake. No aws-lc floor:
+/// aws-lc-rs has ML-DSA only behind its `unstable` feature.
+fn mldsa_handshakes(c: &mut Criterion) {
+    use tls13lab::crypto::cert::KeyAlg;
+    use tls13lab::messages::enums::NamedGroup;
+    let group = NamedGroup::X25519MLKEM768;
+    for alg in [KeyAlg::MlDsa44, KeyAlg::MlDsa65] {
+        let id = Identity::mldsa(alg);
+        let ours_p = OurPrimitives::new(&id);
+        let mut ours = Ours::new(&id, group, SUITE, Case::Full);
+        ours.check();
+        let theirs = Rustls::new(&id, group, SUITE, Case::Full);
+        theirs.check();
+        let (cf, sf) = FloorOps::of(&ours);
+        let mut g = c.benchmark_group(format!(
+            "handshake/full-{}/{}",
+            alg.name(),
+            group_name(group)
+        ));
+        for who in [Who::Both, Who::Client, Who::Server] {
+            g.bench_function(format!("tls13lab/{}", who.name()), |b| {
+                b.iter_custom(|iters| ours.run(who, iters))
+            });
+            g.bench_function(format!("rustls/{}", who.name()), |b| {
+                b.iter_custom(|iters| theirs.run(who, iters))
+            });
+            g.bench_function(format!("floor-tls13lab/{}", who.name()), |b| {
+                b.iter_custom(|iters| floor(&ours_p, &cf, &sf, who, iters))
+            });
+        }
+        g.finish();
+    }
 }
 
 fn floor(p: &dyn Primitives, cf: &FloorOps, sf: &FloorOps, who: Who, iters: u64) -> Duration {

@@ -96,7 +96,9 @@ cat <<'EOF'
 
 A client and a server back to back in memory: a full handshake (request, the server's page, close),
 then a resumption from its ticket, then a resumption with the request sent as 0-RTT data, and the
-three side by side. `cargo run --release` runs it.
+three side by side. Last, one post-quantum full handshake (X25519MLKEM768 and an ML-DSA-44 root → leaf
+chain from `crypto::cert::chain` with a fixed seed), its flights beside the first connection's.
+`cargo run --release` runs it.
 
 EOF
 show "tls13lab" "$BIN"

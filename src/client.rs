@@ -50,8 +50,8 @@ use crate::ech::inner::InnerLayout;
 use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientHello};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
-    EarlyDataStatus, EchOfferEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent, Negotiated,
-    Side,
+    EarlyDataStatus, EchOfferEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent,
+    Negotiated, Side,
 };
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;

@@ -233,6 +233,36 @@ impl Pair {
     }
 }
 
+/// The seed of the demo's ML-DSA-44 chain: fixed, so its bytes do not move with `--seed`.
+pub const PQ_CHAIN_SEED: u64 = 44;
+
+/// A whole handshake post-quantum: a server holding a [`crate::crypto::cert::chain`] ML-DSA-44
+/// root → leaf chain for `localhost` (seeded with [`PQ_CHAIN_SEED`]) and a client trusting that
+/// root, both with X25519MLKEM768 alone (draft-ietf-tls-ecdhe-mlkem for the key exchange,
+/// draft-ietf-tls-mldsa for CertificateVerify); everything else is [`server_config`]'s and
+/// [`client_config`]'s.
+pub fn pq_configs() -> Result<(ClientConfig, ServerConfig), Error> {
+    use crate::crypto::cert::{chain, ChainSpec, KeyAlg};
+    use crate::messages::enums::NamedGroup;
+    let spec = ChainSpec {
+        sans: vec!["localhost".into()],
+        ..ChainSpec::new(vec![KeyAlg::MlDsa44, KeyAlg::MlDsa44])
+    };
+    let made = chain(&spec, PQ_CHAIN_SEED).map_err(|e| Error::Config(e.to_string()))?;
+    let key = SigningKey::from_pkcs8_der(&made.key_pkcs8_der)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    let mut server = ServerConfig::new(CertifiedKey {
+        chain: made.certs_der,
+        key: Arc::new(key),
+    });
+    server.observe = Observe::ALL_WITH_SECRETS;
+    server.groups = vec![NamedGroup::X25519MLKEM768];
+    let mut client = client_config(made.root_der);
+    client.groups = vec![NamedGroup::X25519MLKEM768];
+    client.key_shares = vec![NamedGroup::X25519MLKEM768];
+    Ok((client, server))
+}
+
 /// A client configuration that trusts `root`, names `localhost` and, like
 /// [`server_config`], observes everything, secrets included.
 pub fn client_config(root: Vec<u8>) -> ClientConfig {
@@ -456,5 +486,76 @@ pub fn summary_table(runs: &[DemoRun]) -> String {
         );
     }
     s.push_str("* round trips from the first ClientHello until the first response byte (TCP's own not included)\n");
+    s
+}
+
+/// Wire bytes per flight of two connections side by side (the demo's full handshake and its
+/// post-quantum one), with the handshake messages of `b`'s flights and their sizes: where the
+/// larger keys and signatures land. Flights are matched by number, so both connections should
+/// have been driven the same way.
+pub fn flight_table(a: &DemoRun, b: &DemoRun) -> String {
+    use std::fmt::Write as _;
+    type Flight = (usize, crate::events::Direction, usize, Vec<String>);
+    let flights = |l: &Ledger| -> Vec<Flight> {
+        let mut out: Vec<Flight> = Vec::new();
+        for r in &l.records {
+            let msgs = r
+                .messages
+                .iter()
+                .filter(|m| m.offset == 0)
+                .map(|m| format!("{}({})", m.typ, m.len));
+            match out.last_mut() {
+                Some((f, _, bytes, v)) if *f == r.flight => {
+                    *bytes += r.record.wire_len;
+                    v.extend(msgs);
+                }
+                _ => out.push((
+                    r.flight,
+                    r.record.direction,
+                    r.record.wire_len,
+                    msgs.collect(),
+                )),
+            }
+        }
+        out
+    };
+    let (fa, fb) = (flights(&a.ledger), flights(&b.ledger));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<6} {:<4} {:>12} {:>12}  handshake messages ({}, bytes with header)",
+        "flight", "dir", a.label, b.label, b.label
+    );
+    for i in 0..fa.len().max(fb.len()) {
+        let bytes = |f: &[Flight]| f.get(i).map_or("-".into(), |f| f.2.to_string());
+        let (dir, msgs) = match fb.get(i).or(fa.get(i)) {
+            Some(f) => (
+                f.1.arrow(),
+                fb.get(i).map_or(String::new(), |f| f.3.join(" ")),
+            ),
+            None => continue,
+        };
+        let _ = writeln!(
+            s,
+            "{:<6} {:<4} {:>12} {:>12}  {}",
+            i + 1,
+            dir,
+            bytes(&fa),
+            bytes(&fb),
+            msgs
+        );
+    }
+    let total = |r: &DemoRun| {
+        let t = &r.ledger.totals;
+        t.client_to_server.bytes + t.server_to_client.bytes
+    };
+    let _ = writeln!(
+        s,
+        "{:<6} {:<4} {:>12} {:>12}",
+        "total",
+        "",
+        total(a),
+        total(b)
+    );
     s
 }

@@ -424,6 +424,9 @@ fn ccm_suites_by_name_over_tcp_and_in_the_ledger() {
         let o = run(&["demo", "--suites", suite, "--server-suites", suite]);
         assert_ok(&o);
         let out = stdout(&o);
+        // The three connections the options shape; the demo's closing post-quantum connection
+        // runs on the defaults (its heading says so).
+        let out = out.split("== full PQ").next().unwrap_or_default();
         let tags: Vec<&str> = out
             .split_whitespace()
             .filter(|w| w.starts_with("5+") && w.split('+').count() == 5)
@@ -1512,6 +1515,36 @@ fn demo_is_the_default_and_replays() {
     );
     assert_eq!(stdout(&run(&["demo"])), out, "same seed, same bytes");
     assert_ne!(stdout(&run(&["demo", "--seed", "2"])), out);
+}
+
+/// The demo's last section: a full handshake with X25519MLKEM768 and an ML-DSA-44 chain, its
+/// flights beside the ECDSA one's (`--once` leaves it out with the resumptions).
+#[test]
+fn demo_ends_with_a_post_quantum_connection() {
+    let out = stdout(&run(&["demo"]));
+    let pq = out
+        .split_once("\n== full PQ, seed 4:")
+        .unwrap_or_else(|| panic!("no post-quantum section:\n{out}"))
+        .1;
+    assert_eq!(summary_value(pq, "group"), "X25519MLKEM768");
+    assert_eq!(summary_value(pq, "signature scheme"), "mldsa44");
+    let table = pq
+        .split_once("== bytes per flight: full (x25519, ecdsa_secp256r1_sha256) vs full PQ (X25519MLKEM768, mldsa44)\n")
+        .unwrap_or_else(|| panic!("no flight table:\n{pq}"))
+        .1;
+    // Flight 2 is the server's: ML-DSA-44's 2,420-byte signature (4 + 2 + 2 + 2420) and its
+    // 1,312-byte key in the certificate make it many times the ECDSA flight.
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("2 "))
+        .expect("flight 2");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[1], "S→C", "{row}");
+    let (ecdsa, mldsa): (usize, usize) = (cols[2].parse().unwrap(), cols[3].parse().unwrap());
+    assert!(mldsa > 5 * ecdsa, "{row}");
+    assert!(row.contains("certificate_verify(2428)"), "{row}");
+    let once = stdout(&run(&["demo", "--once"]));
+    assert!(!once.contains("full PQ"), "{once}");
 }
 
 #[test]

@@ -2041,11 +2041,20 @@ fn connections_are_send() {
 /// A connected pair whose server may ask after the handshake with `auth`; the client has its
 /// certificate when `with_cert`, and offers post_handshake_auth either way.
 fn pha_pair(auth: ClientAuth, with_cert: bool, seed: u64) -> Pair {
+    pha_pair_with(auth, with_cert.then(|| util::client_identity().0), seed)
+}
+
+/// [`pha_pair`] with the client's credential given (`None`: no certificate).
+fn pha_pair_with(
+    auth: ClientAuth,
+    client_cert: Option<tls13lab::config::CertifiedKey>,
+    seed: u64,
+) -> Pair {
     let (mut server, root) = util::server_config(KeyKind::P256);
     server.post_handshake_auth = auth;
     let mut client = client_config(root);
-    if with_cert {
-        client.client_cert = Some(util::client_identity().0);
+    if client_cert.is_some() {
+        client.client_cert = client_cert;
     } else {
         client.post_handshake_auth = Some(true);
     }
@@ -2179,6 +2188,40 @@ fn post_handshake_auth_twice_with_data_and_key_update_between() {
         .any(|e| matches!(e, Extension::SignatureAlgorithms(_))));
     check_ledger(&p.ledger());
     check_ledger(&Ledger::from_events(&p.server_events));
+    check_mirror(&p.client_events, &p.server_events);
+}
+
+/// A post-handshake request answered with an ML-DSA-65 key (draft-ietf-tls-mldsa: the scheme
+/// is as usable here as in the handshake, §4.6.2 reuses §4.4.3's CertificateVerify): both sides
+/// report mldsa65, and the answer's CertificateVerify carries FIPS 204's one signature length.
+#[test]
+fn post_handshake_auth_answered_with_mldsa() {
+    let (ck, root) = util::certified(KeyKind::MlDsa65);
+    let mut p = pha_pair_with(ClientAuth::Required(vec![root]), Some(ck), 98);
+    let ctx = p.server.request_client_certificate(None).expect("request");
+    p.settle().unwrap();
+    exchange_data(&mut p, 1);
+    let want = vec![(
+        Direction::ClientToServer,
+        ctx,
+        1,
+        Some(SignatureScheme::mldsa65),
+    )];
+    assert_eq!(pha_events(&p.client_events), want);
+    assert_eq!(pha_events(&p.server_events), want);
+    let answers = client_post_handshake(&p);
+    let cv = answers
+        .iter()
+        .find(|m| m.0 == HandshakeType::CertificateVerify)
+        .expect("a CertificateVerify");
+    match decode(&cv.2) {
+        HandshakePayload::CertificateVerify(v) => {
+            assert_eq!(v.scheme, SignatureScheme::mldsa65);
+            let level = tls13lab::crypto::sign::MlDsaLevel::L65;
+            assert_eq!(v.signature.len(), level.signature_len());
+        }
+        other => panic!("{other:?}"),
+    }
     check_mirror(&p.client_events, &p.server_events);
 }
 

@@ -760,11 +760,30 @@ impl Fixture {
     /// self-signed certificate for localhost from `openssl req -x509 … REQ…` (rcgen's extensions),
     /// read back as OpenSSL wrote them: our server loads the PEM files, OpenSSL uses them too.
     fn openssl_server_identity(&mut self, peer: &Peer, genpkey: &[&str], req: &[&str]) {
+        let (id, cert, key) = self.openssl_identity(peer, "ossl", "localhost", genpkey, req);
+        self.server_id = id;
+        self.server_cert = cert;
+        self.server_key = key;
+    }
+
+    /// A key from `peer`'s `openssl genpkey GENPKEY…` and a self-signed certificate for `name`
+    /// (CN and DNS subjectAltName) from `openssl req -x509 … REQ…`, written as `STEM.key` and
+    /// `STEM.crt`: the identity as our types read them back, and the two paths.
+    fn openssl_identity(
+        &self,
+        peer: &Peer,
+        stem: &str,
+        name: &str,
+        genpkey: &[&str],
+        req: &[&str],
+    ) -> (Identity, String, String) {
         let run = |args: &[&str]| {
             let mut p = Proc::spawn(peer, &self.dir, args);
             assert_eq!(p.exit_code(), Some(0), "{}", p.context());
         };
-        run(&[&["genpkey", "-out", "ossl.key"], genpkey].concat());
+        let (key_file, cert_file) = (format!("{stem}.key"), format!("{stem}.crt"));
+        let (subj, san) = (format!("/CN={name}"), format!("subjectAltName=DNS:{name}"));
+        run(&[&["genpkey", "-out", key_file.as_str()], genpkey].concat());
         run(&[
             &[
                 "req",
@@ -772,15 +791,15 @@ impl Fixture {
                 "-config",
                 "/dev/null",
                 "-key",
-                "ossl.key",
+                key_file.as_str(),
                 "-out",
-                "ossl.crt",
+                cert_file.as_str(),
                 "-subj",
-                "/CN=localhost",
+                subj.as_str(),
                 "-days",
                 "30",
                 "-addext",
-                "subjectAltName=DNS:localhost",
+                san.as_str(),
                 "-addext",
                 "keyUsage=critical,digitalSignature",
                 "-addext",
@@ -790,18 +809,17 @@ impl Fixture {
         ]
         .concat());
         let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).unwrap();
-        let key = tls13lab::crypto::sign::SigningKey::from_pem(&read("ossl.key"))
+        let key = tls13lab::crypto::sign::SigningKey::from_pem(&read(&key_file))
             .unwrap_or_else(|e| panic!("OpenSSL {} key: {e}", peer.version));
-        let mut certs = tls13lab::crypto::cert::certs_from_pem(&read("ossl.crt")).unwrap();
+        let mut certs = tls13lab::crypto::cert::certs_from_pem(&read(&cert_file)).unwrap();
         let key_der = key.to_pkcs8_der().unwrap();
-        self.server_id = Identity {
+        let path = |f: &str| self.dir.join(f).to_string_lossy().into_owned();
+        let id = Identity {
             key,
             cert_der: certs.remove(0),
             key_der,
         };
-        let path = |f: &str| self.dir.join(f).to_string_lossy().into_owned();
-        self.server_cert = path("ossl.crt");
-        self.server_key = path("ossl.key");
+        (id, path(&cert_file), path(&key_file))
     }
 }
 
@@ -1116,6 +1134,120 @@ fn sig_s_client(peer: &Peer, i: usize) -> CellResult {
 
 fn sig_name(peer: &Peer, dir: &str, scheme: SignatureScheme) -> String {
     format!("openssl-{} sig {dir} {scheme}", peer.version)
+}
+
+/// ML-DSA client authentication (draft-ietf-tls-mldsa applies to both roles; issue 16).
+const CLIENT_AUTH_SCHEMES: &[SignatureScheme] = &[
+    SignatureScheme::mldsa44,
+    SignatureScheme::mldsa65,
+    SignatureScheme::mldsa87,
+];
+
+/// The name the client certificates carry (CN and DNS subjectAltName).
+const CLIENT_NAME: &str = "client.tls13lab.test";
+
+/// Our client, with a `tls13lab cert` root → leaf chain of `scheme`'s parameter set (seeded),
+/// ↔ `s_server -Verify 1 -CAfile ROOT -verify_return_error` over X25519MLKEM768: OpenSSL
+/// validates our chain and our CertificateVerify, and prints the scheme we signed with.
+fn mldsa_auth_our_client(peer: &Peer, scheme: SignatureScheme) -> CellResult {
+    use tls13lab::crypto::cert::{chain, ChainSpec, KeyAlg};
+    skip_unsupported_scheme(peer, scheme)?;
+    let f = fixture(&format!("{}-mldsa-auth-c-{scheme}", peer.version));
+    let level = tls13lab::crypto::sign::MlDsaLevel::of_scheme(scheme).unwrap();
+    let alg = KeyAlg::from_name(&scheme.to_string()).unwrap();
+    let spec = ChainSpec {
+        sans: vec![CLIENT_NAME.into()],
+        ..ChainSpec::new(vec![alg, alg])
+    };
+    let made = chain(&spec, 16).unwrap();
+    let root = f.dir.join("client-root.crt");
+    std::fs::write(&root, made.root_pem()).unwrap();
+    let root = root.to_string_lossy().into_owned();
+    let (mut p, port) = f.s_server(
+        peer,
+        1,
+        &["-Verify", "1", "-CAfile", &root, "-verify_return_error"],
+    );
+    let pq = [NamedGroup::X25519MLKEM768];
+    let mut config = f.client_config(&pq, &pq, SUITES);
+    config.client_cert = Some(tls13lab::config::CertifiedKey {
+        chain: made.certs_der.clone(),
+        key: Arc::new(
+            tls13lab::crypto::sign::SigningKey::from_pkcs8_der(&made.key_pkcs8_der).unwrap(),
+        ),
+    });
+    let t = client_session(
+        &mut p,
+        port,
+        f.client(config, 16, TicketStore::default()),
+        None,
+    );
+    let n = t.negotiated();
+    assert_eq!(n.client_signature_scheme, Some(scheme));
+    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    let cv = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::CertificateVerify,
+    );
+    assert_eq!(cv.len(), 1);
+    assert_eq!(cv[0].bytes.len(), 8 + level.signature_len());
+    finish_client(&mut p, t);
+    p.wait_exit();
+    // s_server verified the leaf up to our root (its verify callback), then printed the leaf
+    // and the scheme of our CertificateVerify.
+    p.assert_has("depth=1 O=tls13lab, CN=tls13lab root");
+    p.assert_has(&format!("subject=O=tls13lab, CN={CLIENT_NAME}"));
+    p.assert_has(&format!("Peer signature type: {scheme}\n"));
+    Ok(format!(
+        "`{}`",
+        p.line_starting("Peer signature type:").trim()
+    ))
+}
+
+/// `s_client -cert -key` with an OpenSSL-made ML-DSA key and self-signed certificate ↔ our
+/// server with ClientAuth::Required(that certificate) over X25519MLKEM768: we validate
+/// OpenSSL's certificate and CertificateVerify, and report the scheme it signed with.
+fn mldsa_auth_s_client(peer: &Peer, scheme: SignatureScheme) -> CellResult {
+    skip_unsupported_scheme(peer, scheme)?;
+    let f = fixture(&format!("{}-mldsa-auth-s-{scheme}", peer.version));
+    let level = tls13lab::crypto::sign::MlDsaLevel::of_scheme(scheme).unwrap();
+    let genpkey = SIG_SCHEMES.iter().find(|e| e.0 == scheme).unwrap().1;
+    let (id, cert, key) = f.openssl_identity(peer, "ossl-client", CLIENT_NAME, genpkey, &[]);
+    let mut c = f.server_config(&[NamedGroup::X25519MLKEM768], SUITES);
+    c.client_auth = ClientAuth::Required(vec![id.cert_der.clone()]);
+    let config = Arc::new(c);
+    let (l, port) = listen();
+    let mut p = f.s_client(peer, port, &["-cert", &cert, "-key", &key]);
+    let t = server_session(&mut p, &l, new_server(&config, 17));
+    let n = t.negotiated();
+    assert_eq!(n.client_signature_scheme, Some(scheme));
+    assert_eq!(n.group, Some(NamedGroup::X25519MLKEM768));
+    // The certificate OpenSSL sent is the one it made; its CertificateVerify has the level's
+    // one signature length.
+    let certs = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::Certificate,
+    );
+    assert_eq!(certs.len(), 1);
+    let cv = handshake_msgs(
+        &t.events,
+        Direction::ClientToServer,
+        HandshakeType::CertificateVerify,
+    );
+    assert_eq!(cv.len(), 1);
+    let cv_len = cv[0].bytes.len();
+    assert_eq!(cv_len, 8 + level.signature_len());
+    p.assert_has("Verify return code: 0 (ok)");
+    finish_server(&mut p, t);
+    Ok(format!(
+        "ours: client {scheme}, CertificateVerify {cv_len} B"
+    ))
+}
+
+fn mldsa_auth_name(peer: &Peer, dir: &str, scheme: SignatureScheme) -> String {
+    format!("openssl-{} client auth {dir} {scheme}", peer.version)
 }
 
 /// "client share B / server share B" from our KeyShare event: the sizes OpenSSL must have sent.
@@ -2571,6 +2703,18 @@ fn openssl_interop_matrix() {
                 move || sig_s_client(&p, i),
             ));
         }
+        for scheme in CLIENT_AUTH_SCHEMES {
+            let (p, scheme) = (peer.clone(), *scheme);
+            cells.push(Cell::new(
+                mldsa_auth_name(peer, "ours→s_server", scheme),
+                move || mldsa_auth_our_client(&p, scheme),
+            ));
+            let p = peer.clone();
+            cells.push(Cell::new(
+                mldsa_auth_name(peer, "s_client→ours", scheme),
+                move || mldsa_auth_s_client(&p, scheme),
+            ));
+        }
     }
     let p35 = peers[0].clone();
     let p = p35.clone();
@@ -2708,6 +2852,29 @@ fn render(peers: &[Peer], results: &[(String, Outcome)]) -> String {
             Outcome::Pass(t) if !t.is_empty() => format!("pass ({t})"),
             other => other.word().to_string(),
         };
+        let row = dirs(&|p| [cell(p, "ours→s_server"), cell(p, "s_client→ours")]);
+        let _ = writeln!(s, "| {scheme} | {row} |");
+    }
+    let _ = writeln!(s, "\n### ML-DSA client authentication\n");
+    let _ = writeln!(
+        s,
+        "Each cell: a full X25519MLKEM768 handshake in which the server requires a client \
+         certificate, data both ways, the exporter equal, close_notify. ours → s_server: our \
+         client holds a `tls13lab cert` root → leaf chain of that ML-DSA level (seeded), \
+         s_server runs `-Verify 1 -CAfile ROOT -verify_return_error` and prints the scheme of \
+         our CertificateVerify. s_client → ours: s_client has `-cert -key` with an OpenSSL-made \
+         self-signed ML-DSA certificate, our server requires it (ClientAuth::Required) and our \
+         events report the client's scheme and its CertificateVerify size (4 + 4 + the FIPS 204 \
+         signature length).\n"
+    );
+    let _ = writeln!(s, "| client key | {both_heads} |");
+    let _ = writeln!(s, "| {} |", rule(1 + 2 * peers.len()));
+    for scheme in CLIENT_AUTH_SCHEMES {
+        let cell =
+            |peer: &Peer, dir: &str| match outcome(results, &mldsa_auth_name(peer, dir, *scheme)) {
+                Outcome::Pass(t) if !t.is_empty() => format!("pass ({t})"),
+                other => other.word().to_string(),
+            };
         let row = dirs(&|p| [cell(p, "ours→s_server"), cell(p, "s_client→ours")]);
         let _ = writeln!(s, "| {scheme} | {row} |");
     }

@@ -201,11 +201,17 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
     }
 }
 
-/// The server certificate both libraries use: ECDSA P-256, self-signed for `localhost`.
+/// The server credential both libraries use: ECDSA P-256, self-signed for `localhost`
+/// ([`Identity::new`]), or an ML-DSA root → leaf chain ([`Identity::mldsa`]).
 pub struct Identity {
+    /// The trust anchor (for P-256, the certificate itself).
     pub cert_der: Vec<u8>,
+    /// What the server sends, leaf first.
+    pub chain: Vec<Vec<u8>>,
     pub key_pkcs8: Vec<u8>,
     pub key: SigningKey,
+    /// The server's CertificateVerify scheme.
+    pub scheme: SignatureScheme,
 }
 
 impl Identity {
@@ -216,9 +222,36 @@ impl Identity {
             .expect("certificate");
         let key_pkcs8 = key.to_pkcs8_der().expect("pkcs8");
         Identity {
+            chain: vec![cert_der.clone()],
             cert_der,
             key_pkcs8,
             key,
+            scheme: SignatureScheme::ecdsa_secp256r1_sha256,
+        }
+    }
+
+    /// A `tls13lab cert` chain (crypto::cert::chain, seeded): an ML-DSA root of `alg`'s level
+    /// signing an ML-DSA leaf of the same level for `localhost`; the server sends the leaf.
+    pub fn mldsa(alg: tls13lab::crypto::cert::KeyAlg) -> Identity {
+        use tls13lab::crypto::cert::{chain, ChainSpec};
+        let scheme = match alg.name() {
+            "mldsa44" => SignatureScheme::mldsa44,
+            "mldsa65" => SignatureScheme::mldsa65,
+            "mldsa87" => SignatureScheme::mldsa87,
+            other => panic!("{other} is not ML-DSA"),
+        };
+        let spec = ChainSpec {
+            sans: vec!["localhost".into()],
+            ..ChainSpec::new(vec![alg, alg])
+        };
+        let made = chain(&spec, 42).expect("chain");
+        let key = SigningKey::from_pkcs8_der(&made.key_pkcs8_der).expect("ML-DSA key");
+        Identity {
+            cert_der: made.root_der,
+            chain: made.certs_der,
+            key_pkcs8: made.key_pkcs8_der,
+            key,
+            scheme,
         }
     }
 }
@@ -226,6 +259,9 @@ impl Identity {
 impl Identity {
     /// The server's CertificateVerify signer: ring's with the `ring-sign` feature.
     pub fn signer(&self) -> Arc<dyn tls13lab::config::Signer> {
+        if self.scheme != SignatureScheme::ecdsa_secp256r1_sha256 {
+            return Arc::new(self.key.clone());
+        }
         #[cfg(feature = "ring-sign")]
         return Arc::new(
             tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(&self.key_pkcs8).unwrap(),
@@ -264,6 +300,11 @@ impl Ours {
             suite,
             case == Case::ZeroRtt,
         );
+        // bench_configs is ECDSA P-256 only: the ML-DSA identities replace chain and scheme.
+        client.signature_schemes = vec![id.scheme];
+        let mut server = server;
+        server.signature_schemes = vec![id.scheme];
+        server.cert.chain = id.chain.clone();
         if case == Case::ResumedPskKe {
             // A psk_ke-only client has no use for a key share (RFC 8446 §4.2.9).
             client.psk_modes = vec![PskKeyExchangeMode::PskKe];
@@ -409,6 +450,13 @@ impl Ours {
         let n = c.negotiated().expect("connected");
         assert!(s.is_connected());
         assert_eq!(n.resumed, self.case.resumes(), "{:?}", self.case);
+        if !self.case.resumes() {
+            // The identity's scheme (the one offered): ECDSA P-256 or the chain's ML-DSA level.
+            assert_eq!(
+                n.signature_scheme,
+                self.client.signature_schemes.first().copied()
+            );
+        }
         assert_eq!(n.group.is_none(), self.case == Case::ResumedPskKe);
         assert_eq!(
             n.early_data == tls13lab::events::EarlyDataStatus::Accepted,
@@ -470,7 +518,7 @@ impl Rustls {
             .unwrap()
             .with_no_client_auth()
             .with_single_cert(
-                vec![CertificateDer::from(id.cert_der.clone())],
+                id.chain.iter().cloned().map(CertificateDer::from).collect(),
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(id.key_pkcs8.clone())),
             )
             .unwrap();
@@ -827,6 +875,8 @@ pub fn run_floor(p: &dyn Primitives, ops: &FloorOps, client: bool, buf: &mut Vec
 /// tls13lab's own crypto through its crypto module (RustCrypto crates, or ring where a
 /// `ring-*` feature says so).
 pub struct OurPrimitives {
+    /// ECDSA P-256, or the identity's ML-DSA level (its sign and verify cost the floor too).
+    scheme: SignatureScheme,
     key: Arc<dyn tls13lab::config::Signer>,
     spki: Vec<u8>,
     message: Vec<u8>,
@@ -839,11 +889,9 @@ impl OurPrimitives {
     pub fn new(id: &Identity) -> OurPrimitives {
         let message = vec![0x20; 130];
         let mut rng = SeededRandom::from_seed(3);
-        let signature = id
-            .key
-            .sign(SignatureScheme::ecdsa_secp256r1_sha256, &message, &mut rng)
-            .unwrap();
+        let signature = id.key.sign(id.scheme, &message, &mut rng).unwrap();
         OurPrimitives {
+            scheme: id.scheme,
             spki: id.key.public_key_spki_der().unwrap(),
             key: id.signer(),
             message,
@@ -871,25 +919,11 @@ impl Primitives for OurPrimitives {
 
     fn sign(&self) {
         let mut rng = SeededRandom::from_seed(3);
-        std::hint::black_box(
-            self.key
-                .sign(
-                    SignatureScheme::ecdsa_secp256r1_sha256,
-                    &self.message,
-                    &mut rng,
-                )
-                .unwrap(),
-        );
+        std::hint::black_box(self.key.sign(self.scheme, &self.message, &mut rng).unwrap());
     }
 
     fn verify(&self) {
-        verify_signature(
-            SignatureScheme::ecdsa_secp256r1_sha256,
-            &self.spki,
-            &self.message,
-            &self.signature,
-        )
-        .unwrap();
+        verify_signature(self.scheme, &self.spki, &self.message, &self.signature).unwrap();
     }
 
     fn hmac(&self, key: &[u8], data: &[&[u8]]) -> [u8; 32] {

@@ -196,6 +196,39 @@ fn resumptions(
         "\n== full vs resumed vs 0-RTT\n{}",
         demo::summary_table(&runs)
     ));
+    post_quantum(&runs[0], seed + runs.len() as u64, request)
+}
+
+/// One more full handshake, post-quantum throughout (X25519MLKEM768 and an ML-DSA-44 chain,
+/// `demo::pq_configs`), driven like the first, and its flights beside the first one's: what
+/// post-quantum authentication adds to the server's flight. The options above do not apply.
+fn post_quantum(full: &demo::DemoRun, seed: u64, request: &[u8]) -> Result<(), Failure> {
+    let label = "full PQ";
+    let (client, server) = demo::pq_configs().map_err(|e| Failure::tls(&e, label))?;
+    let mut p = Pair::new(Arc::new(client), Arc::new(server), seed, NOW_MS)
+        .map_err(|e| Failure::tls(&e, label))?;
+    converse(&mut p, request).map_err(|(e, during)| demo_failure(&p, &e, during))?;
+    let l = ledger(&p.client_events, NOW_MS);
+    emit(&format!(
+        "\n== {label}, seed {seed}: X25519MLKEM768, ML-DSA-44 root → leaf (tls13lab cert seed {}), \
+         the defaults otherwise\n{}",
+        demo::PQ_CHAIN_SEED,
+        printout(&l, &p.client_events, &p.client_data, &[])
+    ));
+    let pq = demo::run_of(label, &p);
+    let name = |r: &demo::DemoRun| {
+        r.ledger.negotiated.as_ref().map_or("?".into(), |n| {
+            let g = n.group.map_or("psk_ke".into(), |g| g.to_string());
+            let s = n.signature_scheme.map_or("-".into(), |s| s.to_string());
+            format!("{g}, {s}")
+        })
+    };
+    emit(&format!(
+        "\n== bytes per flight: full ({}) vs full PQ ({})\n{}",
+        name(full),
+        name(&pq),
+        demo::flight_table(full, &pq)
+    ));
     Ok(())
 }
 
