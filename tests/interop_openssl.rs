@@ -3574,29 +3574,38 @@ fn cli_binary_against_openssl() {
             ],
         ),
     ];
-    let peer = openssl35();
-    let cells = CELLS
+    run_cell_table(&openssl35(), CELLS, "openssl-cli");
+}
+
+/// Runs `cells` against `peer`, two at a time, and writes the docs/interop.md section `section`:
+/// one table row per described connection, with the evidence line the cell returned for it.
+fn run_cell_table<R: AsRef<[&'static str]> + Sync>(
+    peer: &Peer,
+    cells: &'static [(&'static str, FeatureFn, R)],
+    section: &str,
+) {
+    let runs = cells
         .iter()
         .map(|(name, body, _)| {
             let (p, body) = (peer.clone(), *body);
             Cell::new(*name, move || body(&p))
         })
         .collect();
-    let results = run_cells(cells, 2);
+    let results = run_cells(runs, 2);
     let mut s = String::new();
     s.push_str("| connection | result | what both sides showed |\n| --- | --- | --- |\n");
-    for (name, _, rows) in CELLS {
+    for (name, _, rows) in cells {
         let o = outcome(&results, name);
         let evidence: Vec<&str> = match o {
             Outcome::Pass(t) => t.lines().collect(),
             _ => Vec::new(),
         };
-        for (i, row) in rows.iter().enumerate() {
+        for (i, row) in rows.as_ref().iter().enumerate() {
             let e = evidence.get(i).copied().unwrap_or("");
             s.push_str(&format!("| {row} | {} | {e} |\n", o.word()));
         }
     }
-    let stale = sync_docs_section("openssl-cli", &s);
+    let stale = sync_docs_section(section, &s);
     assert_all_passed(&results);
     if let Err(e) = stale {
         panic!("{e}");
@@ -4663,31 +4672,5 @@ fn ech_client_against_openssl40() {
             ],
         ),
     ];
-    let peer = openssl40();
-    let cells = CELLS
-        .iter()
-        .map(|(name, body, _)| {
-            let (p, body) = (peer.clone(), *body);
-            Cell::new(*name, move || body(&p))
-        })
-        .collect();
-    let results = run_cells(cells, 2);
-    let mut s = String::new();
-    s.push_str("| connection | result | what both sides showed |\n| --- | --- | --- |\n");
-    for (name, _, rows) in CELLS {
-        let o = outcome(&results, name);
-        let evidence: Vec<&str> = match o {
-            Outcome::Pass(t) => t.lines().collect(),
-            _ => Vec::new(),
-        };
-        for (i, row) in rows.iter().enumerate() {
-            let e = evidence.get(i).copied().unwrap_or("");
-            s.push_str(&format!("| {row} | {} | {e} |\n", o.word()));
-        }
-    }
-    let stale = sync_docs_section("openssl-ech", &s);
-    assert_all_passed(&results);
-    if let Err(e) = stale {
-        panic!("{e}");
-    }
+    run_cell_table(&openssl40(), CELLS, "openssl-ech");
 }
