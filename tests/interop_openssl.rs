@@ -4209,27 +4209,16 @@ fn openssl40_certificate_compression() {
         move || comp_cli_client(&p),
     ));
     let results = run_cells(cells, 2);
-    let mut docs = String::from(
+    cell_results_section(
+        "openssl-compression",
         "Server certificate: P-256, self-signed, `localhost` and 60 more subjectAltNames. Each \
          cell: a full handshake, data both ways, the exporter equal on both sides; the sizes are \
          the Certificate body and its compressed form, as the CompressedCertificate declares \
          them. Our client offers only the row's algorithm, so s_server must use it; s_client \
          offers all three, our server compresses with the row's alone, and `-trace` must show \
-         `CompressedCertificate` and `Compression type=` that algorithm.\n\n\
-         | cell | result |\n| --- | --- |\n",
+         `CompressedCertificate` and `Compression type=` that algorithm.",
+        &results,
     );
-    for (name, outcome) in &results {
-        let word = match outcome {
-            Outcome::Pass(s) => format!("pass ({s})"),
-            other => other.word().to_string(),
-        };
-        docs.push_str(&format!("| {name} | {word} |\n"));
-    }
-    let stale = sync_docs_section("openssl-compression", &docs);
-    assert_all_passed(&results);
-    if let Err(e) = stale {
-        panic!("{e}");
-    }
 }
 
 // ------------------------------------------------------------------------- ECH server

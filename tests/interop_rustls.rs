@@ -1362,23 +1362,12 @@ fn rustls_certificate_compression() {
         ));
     }
     let results = run_cells(cells, 2);
-    let mut docs = String::from(
+    cell_results_section(
+        "rustls-compression",
         "Server certificate: P-256, self-signed, `localhost` and 60 more subjectAltNames. Each \
          cell: a full handshake, data both ways, the exporter equal on both sides; one side \
          offers (decompresses) only the row's algorithm and the other compresses with it alone; \
-         the sizes are the Certificate body and its compressed form.\n\n\
-         | cell | result |\n| --- | --- |\n",
+         the sizes are the Certificate body and its compressed form.",
+        &results,
     );
-    for (name, outcome) in &results {
-        let word = match outcome {
-            Outcome::Pass(s) => format!("pass ({s})"),
-            other => other.word().to_string(),
-        };
-        docs.push_str(&format!("| {name} | {word} |\n"));
-    }
-    let stale = sync_docs_section("rustls-compression", &docs);
-    assert_all_passed(&results);
-    if let Err(e) = stale {
-        panic!("{e}");
-    }
 }

@@ -442,6 +442,25 @@ pub fn docs_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/interop.md")
 }
 
+/// `intro`, then a `| cell | result |` table of `results` (a pass shows what it returned), into
+/// the docs/interop.md section `section`; then every cell must have passed and the page must be
+/// current.
+pub fn cell_results_section(section: &str, intro: &str, results: &[(String, Outcome)]) {
+    let mut docs = format!("{intro}\n\n| cell | result |\n| --- | --- |\n");
+    for (name, outcome) in results {
+        let word = match outcome {
+            Outcome::Pass(s) => format!("pass ({s})"),
+            other => other.word().to_string(),
+        };
+        docs.push_str(&format!("| {name} | {word} |\n"));
+    }
+    let stale = sync_docs_section(section, &docs);
+    assert_all_passed(results);
+    if let Err(e) = stale {
+        panic!("{e}");
+    }
+}
+
 /// Write `content` as section `name` of target results and then either rewrite it in
 /// docs/interop.md (`TLS13LAB_WRITE_DOCS=1`) or check that the docs already say exactly that.
 /// Returns an error message when the docs are stale (the caller fails after reporting cells).
