@@ -13,6 +13,7 @@ use tls13lab::demo::{self, DemoRun};
 use tls13lab::events::Side;
 use tls13lab::lab::explain::{self, InMemory};
 use tls13lab::lab::ladder::ladder;
+#[cfg(feature = "cert-compression")]
 use tls13lab::lab::pqauth;
 use tls13lab::messages::enums::{HandshakeType, NamedGroup};
 
@@ -121,9 +122,11 @@ fn compare() -> String {
 }
 
 /// docs/pq-auth.md's round-trip time.
+#[cfg(feature = "cert-compression")]
 const PQ_RTT_MS: u64 = 50;
 
 /// docs/pq-auth.md's rows, computed once for both of its blocks.
+#[cfg(feature = "cert-compression")]
 fn pq_rows() -> &'static [pqauth::Row] {
     static ROWS: std::sync::OnceLock<Vec<pqauth::Row>> = std::sync::OnceLock::new();
     ROWS.get_or_init(|| pqauth::table(PQ_RTT_MS).expect("the pq-auth table"))
@@ -183,7 +186,9 @@ fn generate(name: &str) -> String {
             text(&format!("{}\n{}", ladder(&run.ledger), run.ledger.table()))
         }
         ["costs", "compare"] => compare(),
+        #[cfg(feature = "cert-compression")]
         ["pqauth", "summary"] => pqauth::summary(pq_rows()),
+        #[cfg(feature = "cert-compression")]
         ["pqauth", "table"] => pqauth::markdown(pq_rows(), PQ_RTT_MS),
         ["api", "example"] => format!("```rust\n{}```\n", include_str!("../examples/sans_io.rs")),
         ["api", "output"] => {

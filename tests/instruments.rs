@@ -2766,3 +2766,39 @@ fn hello_order_extra_and_x25519_reuse() {
     assert!(first.contains("key_share"), "{first}");
     assert!(out.contains("ec_point_formats (0x000b)"), "{out}");
 }
+
+/// `simulate --cert-compression brotli` with a real chain: the server's flight shrinks by what
+/// brotli saves on the Certificate message, and the row still counts the certificate as sent.
+#[test]
+fn simulate_compresses_a_real_chain_when_asked() {
+    use tls13lab::crypto::cert::KeyAlg;
+    use tls13lab::messages::enums::CertificateCompressionAlgorithm;
+    let chain = simulate::ServerChain::generated(&[KeyAlg::EcdsaP256, KeyAlg::EcdsaP256], 2)
+        .expect("chain");
+    let plan = |cert_compression| Plan {
+        net: Network {
+            bandwidth_bps: 0,
+            ..Network::default()
+        },
+        kx: vec![Kx::Hybrid],
+        chain: Some(chain.clone()),
+        cert_compression,
+        ..Plan::default()
+    };
+    let full = |o: &[Outcome]| o.iter().find(|x| x.label == "hybrid full").unwrap().clone();
+    let plain = full(&simulate::compare(&plan(Vec::new())).unwrap());
+    let brotli =
+        full(&simulate::compare(&plan(vec![CertificateCompressionAlgorithm::Brotli])).unwrap());
+    assert!(plain.certificate && brotli.certificate);
+    assert!(
+        brotli.server_flight < plain.server_flight,
+        "{} vs {}",
+        brotli.server_flight,
+        plain.server_flight
+    );
+    let compressed = brotli
+        .client_events
+        .iter()
+        .any(|e| matches!(e, tls13lab::events::Event::Handshake(h) if h.typ == tls13lab::messages::enums::HandshakeType::CompressedCertificate));
+    assert!(compressed);
+}

@@ -4663,3 +4663,73 @@ fn ech_client_against_openssl40() {
     ];
     run_cell_table(&openssl40(), CELLS, "openssl-ech");
 }
+
+/// The acceptance for chains `tls13lab cert` makes (draft-ietf-tls-mldsa): for each
+/// ML-DSA level, `tls13lab server --cert chain.pem --key leaf.key` with a root → leaf chain of
+/// that level, and `openssl s_client -sigalgs mldsaNN -CAfile root.pem` (OpenSSL 3.5 and 4.0)
+/// prints `Peer signature type: mldsaNN` and `Verification: OK`; our ledger names the scheme.
+#[test]
+fn s_client_verifies_tls13lab_made_mldsa_chains() {
+    for peer in [openssl35(), openssl40()] {
+        for (i, level) in ["mldsa44", "mldsa65", "mldsa87"].into_iter().enumerate() {
+            let mut f = fixture(&format!("{}-cert-{level}-server", peer.version));
+            let dir = format!("{level}-chain");
+            let mut gen = tls13lab(
+                &f.dir,
+                &[
+                    "cert",
+                    "--chain",
+                    &format!("{level},{level}"),
+                    "--san",
+                    "localhost",
+                    "--out",
+                    &dir,
+                    "--seed",
+                    &(40 + i).to_string(),
+                ],
+            );
+            assert_eq!(gen.exit_code(), Some(0), "{}", gen.context());
+            f.server_cert = f
+                .dir
+                .join(&dir)
+                .join("root.pem")
+                .to_string_lossy()
+                .into_owned();
+            let (chain, key) = (format!("{dir}/chain.pem"), format!("{dir}/leaf.key"));
+            let srv = tls13lab(
+                &f.dir,
+                &[
+                    "server",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--cert",
+                    &chain,
+                    "--key",
+                    &key,
+                    "--json-dir",
+                    "ledgers",
+                    "--naccept",
+                    "1",
+                ],
+            );
+            let port = cli_server_port(&srv);
+            let mut c = f.s_client(&peer, port, &["-sigalgs", level]);
+            c.send_line("GET / HTTP/1.0\n");
+            let (out, _, v) = cli_server_done(&mut c, &srv, &f.dir, 1);
+            let printed = format!("Peer signature type: {level}");
+            for needle in [
+                printed.as_str(),
+                "Verification: OK",
+                "Verify return code: 0 (ok)",
+            ] {
+                assert!(
+                    out.contains(needle),
+                    "{}: no {needle:?}\n{}",
+                    peer.version,
+                    c.context()
+                );
+            }
+            assert_eq!(v["negotiated"]["signature_scheme"], level, "{v}");
+        }
+    }
+}

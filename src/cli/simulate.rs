@@ -55,6 +55,11 @@ pub struct SimulateArgs {
     /// The --server-cert leaf's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "server_cert")]
     pub server_key: Option<PathBuf>,
+    /// The server compresses its certificate (RFC 8879) with the first of these the client
+    /// offers (zlib, brotli, zstd; the client offers all three), when that is smaller.
+    #[arg(long, value_name = "LIST", value_parser = super::common::cert_compression)]
+    pub cert_compression:
+        Option<super::common::List<tls13lab::messages::CertificateCompressionAlgorithm>>,
     /// Key exchanges to compare: classical (X25519), hybrid (X25519MLKEM768), or both.
     #[arg(long, value_name = "LIST", default_value = "classical,hybrid", value_parser = kx_list)]
     pub kx: KxList,
@@ -161,6 +166,11 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
         kx: a.kx.0.clone(),
         cert_bytes: a.cert_bytes,
         chain,
+        cert_compression: a
+            .cert_compression
+            .as_ref()
+            .map(|l| l.0.clone())
+            .unwrap_or_default(),
         response_len: a.response_bytes,
         seed: a.seed,
         ..Plan::default()

@@ -632,9 +632,12 @@ fn outcome(label: &str, net: Network, sim: &Sim<'_>, t: Option<u64>) -> Outcome 
 fn fill_tls(o: &mut Outcome, client: &[Event], server: &[Event]) {
     let ledger = Ledger::from_events(client);
     o.certificate = ledger.records.iter().any(|r| {
-        r.messages
-            .iter()
-            .any(|m| m.typ == HandshakeType::Certificate)
+        r.messages.iter().any(|m| {
+            matches!(
+                m.typ,
+                HandshakeType::Certificate | HandshakeType::CompressedCertificate
+            )
+        })
     });
     o.signatures = server
         .iter()
@@ -888,6 +891,9 @@ pub struct Plan {
     pub cert_bytes: usize,
     /// A real chain instead (then `cert_bytes` is unused).
     pub chain: Option<ServerChain>,
+    /// The server's certificate compression (RFC 8879), in preference order; empty: none. The
+    /// client offers its defaults.
+    pub cert_compression: Vec<crate::messages::enums::CertificateCompressionAlgorithm>,
     /// The request.
     pub request: Vec<u8>,
     /// Bytes of the response.
@@ -903,6 +909,7 @@ impl Default for Plan {
             kx: vec![Kx::Classical, Kx::Hybrid],
             cert_bytes: 0,
             chain: None,
+            cert_compression: Vec::new(),
             request: b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(),
             response_len: 1000,
             seed: 1,
@@ -927,6 +934,7 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
     };
     server.max_early_data = 16_384;
     server.tickets = 2;
+    server.cert_compression = plan.cert_compression.clone();
     let server = Arc::new(server);
     let response = http_response(plan.response_len);
     let mut out = Vec::new();
