@@ -43,6 +43,12 @@ const BLOCKS: &[&str] = &[
     "api-output",
     "pqauth-summary",
     "pqauth-table",
+    "ech-summary",
+    "ech-noech",
+    "ech-accepted",
+    "ech-grease",
+    "ech-rejected",
+    "ech-retry",
 ];
 const EXPORT: &[u8] = b"EXPERIMENTAL tls13lab";
 const RESPONSE: &[u8] = b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nhello from tls13lab\n";
@@ -121,6 +127,12 @@ fn compare() -> String {
     s
 }
 
+/// docs/ech.md's connections, run once for all of its blocks.
+fn ech_runs() -> &'static [tls13lab::lab::ech::EchRun] {
+    static RUNS: std::sync::OnceLock<Vec<tls13lab::lab::ech::EchRun>> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| tls13lab::lab::ech::runs().expect("the ECH runs"))
+}
+
 /// docs/pq-auth.md's round-trip time.
 #[cfg(feature = "cert-compression")]
 const PQ_RTT_MS: u64 = 50;
@@ -186,6 +198,35 @@ fn generate(name: &str) -> String {
             text(&format!("{}\n{}", ladder(&run.ledger), run.ledger.table()))
         }
         ["costs", "compare"] => compare(),
+        ["ech", "summary"] => {
+            let mut t = String::from(
+                "| connection | ClientHello on the wire | client to server | server to client | end |\n\
+                 | --- | ---: | ---: | ---: | --- |\n",
+            );
+            for r in ech_runs() {
+                t.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    r.label,
+                    r.client_hello_len,
+                    r.ledger.totals.client_to_server.bytes,
+                    r.ledger.totals.server_to_client.bytes,
+                    r.end
+                ));
+            }
+            t
+        }
+        ["ech", which] => {
+            let label = match *which {
+                "noech" => "no ECH",
+                "accepted" => "ECH accepted",
+                "grease" => "GREASE ECH",
+                "rejected" => "stale config: rejected",
+                "retry" => "retry with retry_configs",
+                other => panic!("unknown ECH run {other}"),
+            };
+            let r = ech_runs().iter().find(|r| r.label == label).unwrap();
+            text(&format!("{}\n{}", ladder(&r.ledger), r.ledger.table()))
+        }
         #[cfg(feature = "cert-compression")]
         ["pqauth", "summary"] => pqauth::summary(pq_rows()),
         #[cfg(feature = "cert-compression")]

@@ -2521,3 +2521,46 @@ mod cert_compression {
         );
     }
 }
+
+/// ECH (RFC 9849) between our client and our server, in memory (lab::ech, docs/ech.md):
+/// accepted, GREASE (ignored), a stale config rejected with retry_configs, and the retry with
+/// them accepted; the whole set replays from its seeds.
+#[test]
+fn ech_between_our_client_and_server() {
+    use tls13lab::events::EchOutcome;
+    let runs = tls13lab::lab::ech::runs().expect("ECH runs");
+    let outcome = |label: &str| {
+        let r = runs.iter().find(|r| r.label == label).expect(label);
+        (r.ledger.ech.as_ref().map(|e| e.outcome), r.end.as_str())
+    };
+    assert_eq!(outcome("no ECH"), (None, "connected"));
+    assert_eq!(
+        outcome("ECH accepted"),
+        (Some(EchOutcome::Accepted), "connected")
+    );
+    assert_eq!(
+        outcome("GREASE ECH"),
+        (Some(EchOutcome::Grease), "connected")
+    );
+    let (o, end) = outcome("stale config: rejected");
+    assert_eq!(o, Some(EchOutcome::Rejected));
+    assert!(end.contains("rejected ECH"), "{end}");
+    assert_eq!(
+        outcome("retry with retry_configs"),
+        (Some(EchOutcome::Accepted), "connected")
+    );
+    let accepted = runs.iter().find(|r| r.label == "ECH accepted").unwrap();
+    let e = accepted.ledger.ech.as_ref().unwrap();
+    assert_eq!(e.inner_sni.as_deref(), Some(tls13lab::lab::ech::INNER_NAME));
+    assert_eq!(
+        e.outer_sni.as_deref(),
+        Some(tls13lab::lab::ech::PUBLIC_NAME)
+    );
+    // The hybrid key share is sent once: ECH adds far less than a second ClientHello.
+    let plain = runs.iter().find(|r| r.label == "no ECH").unwrap();
+    assert!(accepted.client_hello_len < plain.client_hello_len + 400);
+    let again = tls13lab::lab::ech::runs().expect("ECH runs");
+    for (a, b) in runs.iter().zip(&again) {
+        assert_eq!(a.ledger.table(), b.ledger.table(), "{}", a.label);
+    }
+}

@@ -13,6 +13,7 @@
 //! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
 //! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
 //!   reading.
+//! - [`ech`]: Encrypted ClientHello between our client and server in memory: docs/ech.md.
 //! - [`pqauth`]: what post-quantum authentication (ML-DSA chains, SCTs, certificate
 //!   compression) does to the server's flight: the table of docs/pq-auth.md.
 //! - [`rfc8448`]: RFC 8448's example traces replayed byte for byte through our client and server.
@@ -21,6 +22,8 @@
 //! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
 
 pub mod dissect;
+#[cfg(feature = "certgen")]
+pub mod ech;
 #[cfg(all(feature = "certgen", feature = "json"))]
 pub mod explain;
 pub mod hello;
