@@ -4668,6 +4668,8 @@ fn ech_client_against_openssl40() {
 /// ML-DSA level, `tls13lab server --cert chain.pem --key leaf.key` with a root → leaf chain of
 /// that level, and `openssl s_client -sigalgs mldsaNN -CAfile root.pem` (OpenSSL 3.5 and 4.0)
 /// prints `Peer signature type: mldsaNN` and `Verification: OK`; our ledger names the scheme.
+/// Then `s_server` serves the same chain and `tls13lab client --cafile root.pem --sigalgs
+/// mldsaNN` verifies it.
 #[test]
 fn s_client_verifies_tls13lab_made_mldsa_chains() {
     for peer in [openssl35(), openssl40()] {
@@ -4730,6 +4732,37 @@ fn s_client_verifies_tls13lab_made_mldsa_chains() {
                 );
             }
             assert_eq!(v["negotiated"]["signature_scheme"], level, "{v}");
+
+            // And the other way: s_server serves the same chain, our client verifies it.
+            let root = f.server_cert.clone();
+            f.server_cert = f.dir.join(&chain).to_string_lossy().into_owned();
+            f.server_key = f.dir.join(&key).to_string_lossy().into_owned();
+            let (mut s, port) = f.s_server(&peer, 1, &[]);
+            let target = format!("127.0.0.1:{port}");
+            let mut c = tls13lab(
+                &f.dir,
+                &[
+                    "client",
+                    &target,
+                    "--cafile",
+                    &root,
+                    "--sni",
+                    "localhost",
+                    "--sigalgs",
+                    level,
+                    "--json",
+                    "ours.json",
+                    "--request",
+                    r"GET / HTTP/1.0\r\n\r\n",
+                    "--linger",
+                    "300",
+                ],
+            );
+            s.wait_for_from("GET / HTTP/1.0", &mut c);
+            s.send_line("HTTP/1.0 200 OK from-openssl");
+            let (_, v) = client_done(&mut c, &f.dir.join("ours.json"));
+            assert_eq!(v["negotiated"]["signature_scheme"], level, "{v}");
+            s.wait_exit();
         }
     }
 }
