@@ -40,18 +40,18 @@ pub struct EchKeyPair {
     pub list: EchConfigList,
 }
 
-/// What `ech keygen` puts in a new config (RFC 9849 §4; OpenSSL's defaults in brackets).
+/// What `ech keygen` puts in a new config (RFC 9849 §4; OpenSSL's defaults in parentheses).
 #[derive(Clone, Debug)]
 pub struct EchKeyParams {
     /// The outer SNI.
     pub public_name: String,
-    /// The KEM [X25519].
+    /// The KEM (X25519).
     pub kem: Kem,
-    /// KDF/AEAD pairs, in preference order [HKDF-SHA256, AES-128-GCM].
+    /// KDF/AEAD pairs, in preference order (HKDF-SHA256, AES-128-GCM).
     pub suites: Vec<HpkeSymmetricCipherSuite>,
-    /// config_id [random].
+    /// config_id (random).
     pub config_id: Option<u8>,
-    /// maximum_name_length [0].
+    /// maximum_name_length (0).
     pub maximum_name_length: u8,
 }
 
