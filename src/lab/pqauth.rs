@@ -10,7 +10,6 @@ use super::simulate::{self, Kx, Network, Scenario, ServerChain, SIM_EPOCH_MS};
 use crate::config::{CertifiedKey, ClientConfig, ServerConfig};
 use crate::crypto::cert::KeyAlg;
 use crate::error::Error;
-use crate::events::Event;
 use crate::messages::enums::{CertificateCompressionAlgorithm, HandshakeType};
 use crate::session::TicketStore;
 
@@ -139,23 +138,9 @@ fn row(
             "the simulated connection got no response",
         ))?;
         by_window.push((o.packets_s2c, o.cwnd_stalls, rtts));
-        let len = |t: HandshakeType| {
-            o.client_events
-                .iter()
-                .find_map(|e| match e {
-                    Event::Handshake(h) if h.typ == t => Some(h.bytes.len()),
-                    _ => None,
-                })
-                .unwrap_or(0)
-        };
-        let compressed = len(HandshakeType::CompressedCertificate);
-        let plain = len(HandshakeType::Certificate);
-        sizes = (
-            if compressed > 0 { compressed } else { plain },
-            uncompressed_len(&o.client_events).unwrap_or(plain),
-            len(HandshakeType::CertificateVerify),
-            o.server_flight,
-        );
+        if initcwnd == WINDOWS[0] {
+            sizes = message_sizes(&o);
+        }
     }
     Ok(Row {
         kx,
@@ -170,17 +155,27 @@ fn row(
     })
 }
 
-/// A CompressedCertificate's uncompressed Certificate message size (its uncompressed_length
-/// plus the 4-byte header the Certificate message would have).
-fn uncompressed_len(events: &[Event]) -> Option<usize> {
-    events.iter().find_map(|e| match e {
-        Event::Handshake(h) if h.typ == HandshakeType::CompressedCertificate => {
-            // algorithm(2) uncompressed_length(3) after the 4-byte header (RFC 8879 §4).
-            let b = h.bytes.get(6..9)?;
-            Some(4 + ((b[0] as usize) << 16 | (b[1] as usize) << 8 | b[2] as usize))
-        }
-        _ => None,
-    })
+/// (Certificate or CompressedCertificate message, the uncompressed Certificate message,
+/// CertificateVerify message, server flight), from the ledger of a full handshake. The
+/// uncompressed size is what the CompressedCertificate declares (RFC 8879 §4) plus the 4-byte
+/// header a Certificate message would have.
+fn message_sizes(o: &simulate::Outcome) -> (usize, usize, usize, usize) {
+    let parts = || o.ledger.records.iter().flat_map(|r| &r.messages);
+    let len = |t: HandshakeType| parts().find(|m| m.typ == t).map_or(0, |m| m.len);
+    let (certificate, uncompressed) = match parts().find_map(|m| m.compression.map(|c| (m.len, c)))
+    {
+        Some((len, c)) => (len, 4 + c.uncompressed_length),
+        None => (
+            len(HandshakeType::Certificate),
+            len(HandshakeType::Certificate),
+        ),
+    };
+    (
+        certificate,
+        uncompressed,
+        len(HandshakeType::CertificateVerify),
+        o.server_flight,
+    )
 }
 
 /// The table as Markdown.
