@@ -446,6 +446,11 @@ pub struct ServerConfig {
     /// Try every ECH key when the client's config_id names none (§7.1 method 2, for clients
     /// that randomize config_id); off by default, as §7.1 requires unless configured.
     pub ech_trial_decrypt: bool,
+    /// Put eight random bytes of encrypted_client_hello in a HelloRetryRequest that rejects
+    /// ECH (RFC 9849 §7.1 MAY), so the retry looks like an accepting one (§10.10.4). Off by
+    /// default: OpenSSL 4.0.3's client takes any such extension for an acceptance and aborts at
+    /// ServerHello instead of reading retry_configs (docs/ech.md).
+    pub ech_hrr_disguise: bool,
 }
 
 impl ServerConfig {
@@ -500,6 +505,7 @@ impl ServerConfig {
             compressed_certificates: Some(Arc::default()),
             ech_keys: Vec::new(),
             ech_trial_decrypt: false,
+            ech_hrr_disguise: false,
         }
     }
 }

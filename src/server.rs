@@ -1100,11 +1100,20 @@ impl Server {
         }
         exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
         let accepted = matches!(ech, EchState::Accepted(_));
-        if accepted {
-            // RFC 9849 §7.2.1: eight bytes, zero while the confirmation is computed.
+        // Asked to, a server with ECH keys that opened nothing sends eight random bytes (RFC 9849
+        // §7.1), so the retry does not tell an observer that ECH was rejected (§10.10.4).
+        let disguise = matches!(ech, EchState::Rejected)
+            && self.side.config.ech_hrr_disguise
+            && !self.side.config.ech_keys.is_empty();
+        if accepted || disguise {
+            // §7.2.1: eight bytes, zero while the confirmation is computed.
+            let mut body = vec![0; 8];
+            if disguise {
+                self.conn.rng.fill(&mut body);
+            }
             exts.push(Extension::Unknown {
                 typ: ExtensionType::EncryptedClientHello,
-                body: vec![0; 8],
+                body,
             });
         }
         let mut hrr = ServerHello {

@@ -2564,3 +2564,97 @@ fn ech_between_our_client_and_server() {
         assert_eq!(a.ledger.table(), b.ledger.table(), "{}", a.label);
     }
 }
+
+/// RFC 9849 §7.1: asked to, a server with ECH keys that opened nothing sends eight random bytes
+/// of encrypted_client_hello in its HelloRetryRequest, so the retry does not show the rejection
+/// (§10.10.4); a client with a stale config reads them as no confirmation (§6.1.4) and ends with
+/// retry_configs, a GREASE client ignores them (§6.2), and without an offer there is none.
+#[test]
+fn ech_rejecting_hello_retry_carries_random_bytes() {
+    use tls13lab::config::EchMode;
+    use tls13lab::events::EchOutcome;
+    use tls13lab::lab::ech;
+    let (mut s, root) = ech::server(vec![ech::key(1, 1).unwrap()]).unwrap();
+    // The client's one share is X25519MLKEM768; a server wanting X25519 asks again.
+    s.groups = vec![NamedGroup::X25519];
+    s.ech_hrr_disguise = true;
+    let s = Arc::new(s);
+    let stale = EchMode::Config {
+        list: ech::key(2, 2).unwrap().list,
+        grease_fallback: false,
+    };
+    let mut bodies = Vec::new();
+    for (seed, mode, want) in [
+        (7, stale, Some(EchOutcome::Rejected)),
+        (8, EchMode::Grease, Some(EchOutcome::Grease)),
+        (9, EchMode::Off, None),
+    ] {
+        let offered = want.is_some();
+        let mut c = ech::client(root.clone(), mode);
+        c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+        let mut p = Pair::new(Arc::new(c), s.clone(), seed, tls13lab::demo::NOW_MS).unwrap();
+        let result = p.handshake().and_then(|_| p.settle());
+        let hrr = p
+            .client_events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h) if h.typ == HandshakeType::ServerHello => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .expect("the HelloRetryRequest");
+        let HandshakePayload::ServerHello(hrr) = decode(&hrr) else {
+            panic!("not a ServerHello");
+        };
+        assert_eq!(hrr.random, HRR_RANDOM, "a HelloRetryRequest");
+        let ech = hrr.extensions.iter().find_map(|e| match e {
+            Extension::Unknown {
+                typ: ExtensionType::EncryptedClientHello,
+                body,
+            } => Some(body.clone()),
+            _ => None,
+        });
+        assert_eq!(ech.as_ref().map(Vec::len), offered.then_some(8), "{want:?}");
+        bodies.extend(ech);
+        assert_eq!(p.ledger().ech.as_ref().map(|e| e.outcome), want);
+        match want {
+            Some(EchOutcome::Rejected) => assert!(
+                matches!(
+                    result,
+                    Err(Error::EchRejected {
+                        retry_configs: Some(_)
+                    })
+                ),
+                "{result:?}"
+            ),
+            _ => {
+                result.expect("connects");
+                assert!(p.client.is_connected());
+            }
+        }
+    }
+    // Drawn from the server's RandomSource, not a constant: other seeds, other bytes.
+    assert_ne!(bodies[0], bodies[1]);
+    // Off by default (OpenSSL 4.0.3's client aborts on it, docs/interop.md): no extension.
+    let (mut s, root) = ech::server(vec![ech::key(1, 1).unwrap()]).unwrap();
+    s.groups = vec![NamedGroup::X25519];
+    let s = Arc::new(s);
+    let mut c = ech::client(
+        root,
+        EchMode::Config {
+            list: ech::key(2, 2).unwrap().list,
+            grease_fallback: false,
+        },
+    );
+    c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+    let mut p = Pair::new(Arc::new(c), s, 7, tls13lab::demo::NOW_MS).unwrap();
+    assert!(p.handshake().and_then(|_| p.settle()).is_err());
+    let hrr = p.client_events.iter().find_map(|e| match e {
+        Event::Handshake(h) if h.typ == HandshakeType::ServerHello => Some(decode(&h.bytes)),
+        _ => None,
+    });
+    let Some(HandshakePayload::ServerHello(hrr)) = hrr else {
+        panic!("no HelloRetryRequest");
+    };
+    assert_eq!(hrr.random, HRR_RANDOM);
+    assert!(hrr.find(ExtensionType::EncryptedClientHello).is_none());
+}

@@ -4370,7 +4370,7 @@ fn s_client_ech_to_cli_server() {
     assert!(line.contains("ECH rejected"), "{line}");
 
     // HelloRetryRequest: the server speaks P-256 only, the client sends an X25519 share.
-    let (srv, port) = server(&["--groups", "P-256"], "1");
+    let (srv, port) = server(&["--groups", "P-256"], "3");
     let mut c = f.s_client(
         &peer,
         port,
@@ -4385,6 +4385,54 @@ fn s_client_ech_to_cli_server() {
         line.contains("secp256r1") && line.contains("ECH accepted"),
         "{line}"
     );
+    // A stale config and a HelloRetryRequest: rejected in the retry (no confirmation), the outer
+    // handshake completes and s_client gets the retry_configs.
+    let stale_hrr = [
+        "-ech_config_list",
+        stale.as_str(),
+        "-groups",
+        "X25519:P-256",
+    ];
+    let mut c = f.s_client(&peer, port, &stale_hrr);
+    c.send_line("GET /stale-hrr HTTP/1.0\n");
+    c.wait_for("ECH: Got 2 retry-configs");
+    c.wait_exit();
+    assert!(
+        c.output().contains("ECH: failed+retry-configs"),
+        "{}",
+        c.context()
+    );
+    let line = srv.line_starting("conn #2 from ");
+    assert!(
+        line.contains("ECH rejected") && line.contains("retry_configs sent"),
+        "{line}"
+    );
+
+    // --ech-hrr-disguise: the rejecting HelloRetryRequest carries eight random bytes of
+    // encrypted_client_hello (RFC 9849 §7.1 MAY). OpenSSL 4.0.3's client remembers that the
+    // extension was present, not whether it confirmed, and at ServerHello aborts with
+    // illegal_parameter ("ech required") instead of reading retry_configs; a GREASE client
+    // ignores the bytes (§6.2) and completes. If this starts failing, OpenSSL has changed.
+    let (srv, port) = server(&["--groups", "P-256", "--ech-hrr-disguise"], "2");
+    let mut c = f.s_client(&peer, port, &stale_hrr);
+    c.wait_exit();
+    let out = c.output();
+    assert!(
+        out.contains("tls_process_server_hello:ech required") && !out.contains("retry-configs"),
+        "{}",
+        c.context()
+    );
+    let mut c = f.s_client(&peer, port, &["-ech_grease", "-groups", "X25519:P-256"]);
+    c.send_line("GET /grease-hrr HTTP/1.0\n");
+    let (out, line, _) = cli_server_done(&mut c, &srv, &f.dir, 2);
+    for needle in ["ECH: GREASE", "hello retry    yes\n"] {
+        assert!(
+            out.contains(needle),
+            "GREASE HRR: no {needle:?}\n{}",
+            c.context()
+        );
+    }
+    assert!(line.contains("ECH rejected"), "{line}");
 }
 
 // ------------------------------------------------------------------------- ECH client

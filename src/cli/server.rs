@@ -115,6 +115,9 @@ pub struct ServerArgs {
     /// Try every ECH key when the client's config_id matches none (RFC 9849 §7.1, for clients that randomize it).
     #[arg(long, requires = "ech_key")]
     pub ech_trial_decrypt: bool,
+    /// A HelloRetryRequest that rejects ECH carries eight random bytes of encrypted_client_hello (RFC 9849 §7.1), as an accepting one carries its confirmation. OpenSSL 4.0.3's client then aborts instead of taking the retry_configs.
+    #[arg(long, requires = "ech_key")]
+    pub ech_hrr_disguise: bool,
 }
 
 /// What every connection thread shares.
@@ -320,6 +323,7 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
         s.ech_keys.push(key);
     }
     s.ech_trial_decrypt = a.ech_trial_decrypt;
+    s.ech_hrr_disguise = a.ech_hrr_disguise;
     Ok(s)
 }
 

@@ -51,8 +51,8 @@ pub fn key(seed: u64, config_id: u8) -> Result<EchKeyPair, Error> {
 }
 
 /// The server: a P-256 certificate for both names (a rejected ECH authenticates the public name,
-/// §6.1.7), X25519MLKEM768 first, and `ech_keys`.
-fn server(ech_keys: Vec<EchKeyPair>) -> Result<(ServerConfig, Vec<u8>), Error> {
+/// §6.1.7), X25519MLKEM768 first, and `ech_keys`; with the certificate (the client's root).
+pub fn server(ech_keys: Vec<EchKeyPair>) -> Result<(ServerConfig, Vec<u8>), Error> {
     let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(0xec4));
     let now_s = demo::NOW_MS / 1000;
     let cert = self_signed_p256(
@@ -71,7 +71,8 @@ fn server(ech_keys: Vec<EchKeyPair>) -> Result<(ServerConfig, Vec<u8>), Error> {
     Ok((s, cert))
 }
 
-fn client(root: Vec<u8>, ech: EchMode) -> ClientConfig {
+/// The client: the inner name, one X25519MLKEM768 share, and `ech`.
+pub fn client(root: Vec<u8>, ech: EchMode) -> ClientConfig {
     let mut c = demo::client_config(root);
     c.server_name = Some(INNER_NAME.into());
     c.key_shares = vec![NamedGroup::X25519MLKEM768];
