@@ -6,6 +6,8 @@
 //! (stateless and stateful tickets on both sides), 0-RTT (rustls accepts it only with its stateful
 //! tickets), HelloRetryRequest, client authentication and KeyUpdate. Each cell asserts what rustls
 //! reports (handshake kind, group, suite, exporter, early data) and what our events report.
+//! rustls' ECH client (RFC 9849; rustls has no ECH server) runs against our server: accepted for
+//! each HPKE suite, with HRR and a post-quantum share, rejected and retried, and GREASE.
 
 mod interop_support;
 
@@ -13,15 +15,25 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use interop_support::*;
+use rustls::client::{EchConfig, EchGreaseConfig, EchStatus as RustlsEch};
 use rustls::crypto::aws_lc_rs as aws;
+use rustls::crypto::aws_lc_rs::hpke as rustls_hpke;
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{
+    CertificateDer, EchConfigListBytes, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName,
+};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConnection, ConnectionCommon, HandshakeKind, RootCertStore, ServerConnection};
 use tls13lab::config::{ClientAuth, TicketMode};
+use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+use tls13lab::crypto::hpke::Kem;
 use tls13lab::crypto::random::SeededRandom;
-use tls13lab::events::{Direction, EarlyDataStatus, Event, Negotiated};
-use tls13lab::messages::enums::{CipherSuite, HandshakeType, NamedGroup, SignatureScheme};
+use tls13lab::events::{Direction, EarlyDataStatus, EchEvent, EchStatus, Event, Negotiated};
+use tls13lab::messages::ech::HpkeSymmetricCipherSuite;
+use tls13lab::messages::enums::{
+    AlertDescription, CipherSuite, HandshakeType, HpkeAeadId, HpkeKdfId, NamedGroup,
+    SignatureScheme,
+};
 use tls13lab::session::TicketStore;
 use tls13lab::{
     Client, ClientConfig, ClientSide, Connection, Role, Server, ServerConfig, ServerSide,
@@ -1368,6 +1380,361 @@ fn rustls_certificate_compression() {
          cell: a full handshake, data both ways, the exporter equal on both sides; one side \
          offers (decompresses) only the row's algorithm and the other compresses with it alone; \
          the sizes are the Certificate body and its compressed form.",
+        &results,
+    );
+}
+
+// --------------------------------------------------------------- Encrypted ClientHello
+
+/// ECHConfig.public_name: the outer SNI, and what a rejected handshake authenticates.
+const PUBLIC_NAME: &str = "public.example";
+
+/// The ECH server's identity: one certificate for `localhost` (inner) and the public name
+/// (outer), since rustls verifies a rejected handshake against the public name (RFC 9849 §6.1.7).
+fn ech_id() -> &'static Identity {
+    static ID: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let key =
+            tls13lab::crypto::sign::SigningKey::generate_p256(&mut SeededRandom::from_seed(24));
+        let now_s = now_ms() / 1000;
+        let cert_der = tls13lab::crypto::cert::self_signed_p256(
+            &["localhost", PUBLIC_NAME],
+            &key,
+            now_s - 86_400,
+            now_s + 30 * 86_400,
+        )
+        .expect("self-signed certificate");
+        let key_der = key.to_pkcs8_der().expect("pkcs8");
+        Identity {
+            key,
+            cert_der,
+            key_der,
+        }
+    })
+}
+
+/// An ECH key from `seed`: one HPKE suite, so rustls' `EchConfig::new` must pick exactly it.
+fn ech_key(seed: u64, config_id: u8, kem: Kem, aead: HpkeAeadId) -> EchKeyPair {
+    let params = EchKeyParams {
+        public_name: PUBLIC_NAME.into(),
+        kem,
+        suites: vec![HpkeSymmetricCipherSuite {
+            kdf_id: HpkeKdfId::HkdfSha256,
+            aead_id: aead,
+        }],
+        config_id: Some(config_id),
+        maximum_name_length: 0,
+    };
+    EchKeyPair::generate(&params, &mut SeededRandom::from_seed(seed)).expect("ECH key")
+}
+
+fn x25519_key(seed: u64, config_id: u8) -> EchKeyPair {
+    ech_key(
+        seed,
+        config_id,
+        Kem::X25519HkdfSha256,
+        HpkeAeadId::Aes128Gcm,
+    )
+}
+
+fn ech_server(groups: &[NamedGroup], keys: Vec<EchKeyPair>) -> ServerConfig {
+    let mut c = ServerConfig::new(ech_id().certified_key());
+    c.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    c.groups = groups.to_vec();
+    c.ech_keys = keys;
+    c
+}
+
+/// rustls' ECH client (`with_ech` implies TLS 1.3 only) offering key shares for `groups`.
+fn rustls_ech_client(groups: &[NamedGroup], mode: rustls::client::EchMode) -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(provider(groups, SUITES))
+        .with_ech(mode)
+        .expect("rustls accepts the ECH mode")
+        .with_root_certificates(roots(&ech_id().cert_der))
+        .with_no_client_auth()
+}
+
+/// rustls' EchConfig from an ECHConfigList, choosing among all its HPKE suites.
+fn rustls_ech_config(list: &[u8]) -> rustls::client::EchMode {
+    EchConfig::new(
+        EchConfigListBytes::from(list),
+        rustls_hpke::ALL_SUPPORTED_SUITES,
+    )
+    .expect("rustls finds a usable config")
+    .into()
+}
+
+/// Our server's one ECH event.
+fn ech_event(events: &[Event]) -> &EchEvent {
+    let all: Vec<&EchEvent> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Ech(x) => Some(x),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(all.len(), 1, "one Ech event");
+    all[0]
+}
+
+/// What our server said about an accepted offer; fails unless it decrypted ClientHelloInner
+/// for `localhost` under `key`'s config and suite, and confirmed it (§7.2) `confirmations` times.
+fn ours_accepted(p: &ServerPair, key: &EchKeyPair, confirmations: usize) -> String {
+    let e = ech_event(&p.events);
+    let kc = &key.config.contents().expect("a v0xfe0d config").key_config;
+    assert_eq!(e.status, EchStatus::Accepted, "{e:?}");
+    assert_eq!(e.config_id, Some(kc.config_id));
+    let s = kc.cipher_suites[0];
+    assert_eq!((e.kdf, e.aead), (Some(s.kdf_id), Some(s.aead_id)));
+    assert_eq!(e.inner_sni.as_deref(), Some("localhost"));
+    assert_eq!(e.outer_sni.as_deref(), Some(PUBLIC_NAME));
+    assert!(!e.retry_configs_sent);
+    let inner = p
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::InnerClientHello(_)))
+        .count();
+    let confirmed = p
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::EchConfirmation { .. }))
+        .count();
+    assert_eq!((inner, confirmed), (confirmations, confirmations));
+    format!(
+        "rustls: `EchStatus::Accepted`; ours: accepted, config_id {:#04x}, inner SNI localhost, outer {PUBLIC_NAME}",
+        kc.config_id
+    )
+}
+
+/// rustls offers ECH with `key`'s config (read by `EchConfig::new` from the ECHConfigList our
+/// key file carries) to our server holding `key`; key shares for `groups`.
+fn ech_accepted_cell(key: EchKeyPair, groups: &[NamedGroup], seed: u64) -> (ServerPair, String) {
+    // The list as rustls' own PEM reader finds it in our file (OpenSSL's layout).
+    use rustls::pki_types::pem::PemObject;
+    let list = EchConfigListBytes::from_pem_slice(key.to_pem().as_bytes())
+        .expect("rustls reads our ECHCONFIG block");
+    assert_eq!(list.as_ref(), key.list.encode().as_slice());
+    let config = Arc::new(ech_server(groups, vec![key.clone()]));
+    let client = Arc::new(rustls_ech_client(groups, rustls_ech_config(&list)));
+    let p = server_pair(&config, seed, &client, None);
+    assert_eq!(p.theirs.ech_status(), RustlsEch::Accepted);
+    // Every group here has a share in ClientHello1: one ClientHello, one confirmation.
+    assert!(!p.negotiated().hello_retry);
+    let said = ours_accepted(&p, &key, 1);
+    (p, said)
+}
+
+/// Each HPKE suite both sides have: DHKEM(X25519) and DHKEM(P-256), HKDF-SHA256, each AEAD.
+const ECH_SUITES: &[(Kem, HpkeAeadId)] = &[
+    (Kem::X25519HkdfSha256, HpkeAeadId::Aes128Gcm),
+    (Kem::X25519HkdfSha256, HpkeAeadId::Aes256Gcm),
+    (Kem::X25519HkdfSha256, HpkeAeadId::ChaCha20Poly1305),
+    (Kem::P256HkdfSha256, HpkeAeadId::Aes128Gcm),
+    (Kem::P256HkdfSha256, HpkeAeadId::Aes256Gcm),
+    (Kem::P256HkdfSha256, HpkeAeadId::ChaCha20Poly1305),
+];
+
+fn ech_suite_cell(i: usize) -> CellResult {
+    let (kem, aead) = ECH_SUITES[i];
+    let (p, said) = ech_accepted_cell(ech_key(60 + i as u64, 0x60 + i as u8, kem, aead), X, 50);
+    assert_eq!(
+        rustls_negotiated(p.theirs.common_ref()).1,
+        NamedGroup::X25519
+    );
+    Ok(said)
+}
+
+fn ech_pq_cell() -> CellResult {
+    let g = NamedGroup::X25519MLKEM768;
+    skip_unsupported(&[g])?;
+    let (p, said) = ech_accepted_cell(x25519_key(70, 0x70), &[g], 51);
+    assert_eq!(p.negotiated().group, Some(g));
+    assert_eq!(rustls_negotiated(p.theirs.common_ref()).1, g);
+    Ok(format!("{said}; group {g}, no HelloRetryRequest"))
+}
+
+fn ech_hrr_cell() -> CellResult {
+    // rustls shares X25519 only; ours insists on secp256r1: HRR, then ClientHello2 with ECH.
+    let key = x25519_key(71, 0x71);
+    let mut c = ech_server(
+        &[NamedGroup::secp256r1, NamedGroup::X25519],
+        vec![key.clone()],
+    );
+    c.strict_group_preference = true;
+    let client = rustls_ech_client(
+        &[NamedGroup::X25519, NamedGroup::secp256r1],
+        rustls_ech_config(&key.list.encode()),
+    );
+    let p = server_pair(&Arc::new(c), 52, &Arc::new(client), None);
+    assert_eq!(p.theirs.ech_status(), RustlsEch::Accepted);
+    assert_eq!(
+        p.theirs.handshake_kind(),
+        Some(HandshakeKind::FullWithHelloRetryRequest)
+    );
+    let n = p.negotiated();
+    assert!(n.hello_retry);
+    assert_eq!(n.group, Some(NamedGroup::secp256r1));
+    let labels: Vec<&str> = p
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::EchConfirmation { label, .. } => Some(*label),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        ["hrr ech accept confirmation", "ech accept confirmation"]
+    );
+    let said = ours_accepted(&p, &key, 2);
+    Ok(format!(
+        "{said}; `FullWithHelloRetryRequest`, secp256r1, both confirmations (HRR and ServerHello)"
+    ))
+}
+
+/// Drive rustls against our server until one of them fails; returns our events and both errors.
+fn ech_until_error(
+    config: Arc<ServerConfig>,
+    client: Arc<rustls::ClientConfig>,
+    seed: u64,
+) -> (Vec<Event>, Option<tls13lab::Error>, Option<rustls::Error>) {
+    let mut server = Server::new(config, Box::new(SeededRandom::from_seed(seed))).unwrap();
+    let mut conn = ClientConnection::new(client, localhost()).unwrap();
+    let (mut events, mut ours, mut theirs) = (Vec::new(), None, None);
+    for _ in 0..16 {
+        let a = server.take_output();
+        let mut rd = &a[..];
+        while !rd.is_empty() && theirs.is_none() {
+            conn.read_tls(&mut rd).unwrap();
+            theirs = conn.process_new_packets().err();
+        }
+        let b = rustls_out(&mut conn);
+        if a.is_empty() && b.is_empty() {
+            break;
+        }
+        let r = server.receive(&b, now_ms());
+        events.extend(server.events());
+        if let Err(e) = r {
+            ours = Some(e);
+            break;
+        }
+    }
+    (events, ours, theirs)
+}
+
+/// A stale config (another key, same public_name): our server answers ClientHelloOuter with
+/// retry_configs (§7.1); rustls authenticates the public name, sends ech_required and hands
+/// back the retry configs in its error (§6.1.6); a second rustls connection with them is
+/// accepted.
+fn ech_rejected_cell() -> CellResult {
+    let current = x25519_key(72, 0x72);
+    let stale = x25519_key(73, 0x73);
+    let config = Arc::new(ech_server(X, vec![current.clone()]));
+    let client = Arc::new(rustls_ech_client(
+        X,
+        rustls_ech_config(&stale.list.encode()),
+    ));
+    let (events, ours, theirs) = ech_until_error(config.clone(), client, 53);
+    let e = ech_event(&events);
+    assert_eq!(e.status, EchStatus::Rejected, "{e:?}");
+    assert_eq!(e.config_id, Some(0x73));
+    assert_eq!(e.outer_sni.as_deref(), Some(PUBLIC_NAME));
+    assert_eq!(e.inner_sni, None);
+    assert!(e.retry_configs_sent);
+    let retry = match theirs {
+        Some(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::ServerRejectedEncryptedClientHello(Some(configs)),
+        )) => configs,
+        other => panic!("rustls: {other:?}"),
+    };
+    assert!(
+        matches!(
+            ours,
+            Some(tls13lab::Error::AlertReceived(
+                AlertDescription::EchRequired
+            ))
+        ),
+        "ours: {ours:?}"
+    );
+    // rustls keeps the configs parsed; re-encoded, they are our server's ECHConfigList.
+    let mut list = Vec::new();
+    rustls::internal::msgs::codec::Codec::encode(&retry, &mut list);
+    assert_eq!(
+        list,
+        current.list.encode(),
+        "retry_configs are the server's list"
+    );
+    let client = Arc::new(rustls_ech_client(X, rustls_ech_config(&list)));
+    let p = server_pair(&config, 54, &client, None);
+    assert_eq!(p.theirs.ech_status(), RustlsEch::Accepted);
+    let said = ours_accepted(&p, &current, 1);
+    Ok(format!(
+        "ours: rejected config_id 0x73, retry_configs sent, alert ech_required received; \
+         rustls: `ServerRejectedEncryptedClientHello` with {} retry config = ours; the retry: {said}",
+        retry.len()
+    ))
+}
+
+/// rustls GREASE ECH (§6.2): our server opens nothing, answers ClientHelloOuter and completes.
+fn ech_grease_cell() -> CellResult {
+    let key = x25519_key(74, 0x74);
+    // GREASE needs a real public key for its HPKE suite; a seeded one keeps it ours.
+    let placeholder =
+        rustls::crypto::hpke::HpkePublicKey(x25519_key(75, 0x75).key.public_key().to_vec());
+    let grease = EchGreaseConfig::new(rustls_hpke::DH_KEM_X25519_HKDF_SHA256_AES_128, placeholder);
+    let config = Arc::new(ech_server(X, vec![key]));
+    let client = Arc::new(rustls_ech_client(X, grease.into()));
+    let p = server_pair(&config, 55, &client, None);
+    assert_eq!(p.theirs.ech_status(), RustlsEch::Grease);
+    let e = ech_event(&p.events);
+    assert_eq!(e.status, EchStatus::Rejected, "{e:?}");
+    assert_eq!(e.inner_sni, None);
+    assert_eq!(e.outer_sni.as_deref(), Some("localhost"));
+    assert!(!p
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::InnerClientHello(_))));
+    Ok(format!(
+        "rustls: `EchStatus::Grease`; ours: not decrypted (rejected, retry_configs sent: {}), SNI localhost; handshake and data completed",
+        e.retry_configs_sent
+    ))
+}
+
+/// RFC 9849 with rustls 0.23's ECH client against our server. docs/interop.md's `rustls-ech`
+/// section is written from it.
+#[test]
+fn rustls_ech_client_against_our_server() {
+    let mut cells = Vec::new();
+    for (i, (kem, aead)) in ECH_SUITES.iter().enumerate() {
+        let kem = Kem::id(*kem);
+        cells.push(Cell::new(
+            format!("rustls ECH {kem} / HKDF-SHA256 / {aead} → ours"),
+            move || ech_suite_cell(i),
+        ));
+    }
+    cells.push(Cell::new(
+        "rustls ECH, X25519MLKEM768 key share → ours",
+        ech_pq_cell,
+    ));
+    cells.push(Cell::new(
+        "rustls ECH (X25519, secp256r1) → ours (strict preference secp256r1: HelloRetryRequest)",
+        ech_hrr_cell,
+    ));
+    cells.push(Cell::new(
+        "rustls ECH, stale config (same public_name) → ours, then retry with its retry_configs",
+        ech_rejected_cell,
+    ));
+    cells.push(Cell::new("rustls GREASE ECH → ours", ech_grease_cell));
+    let results = run_cells(cells, 2);
+    cell_results_section(
+        "rustls-ech",
+        "Our server (`ServerConfig.ech_keys`, keys made from a seed by `EchKeyPair::generate`, a \
+         certificate for `localhost` and `public.example`) and rustls' ECH client \
+         (`ClientConfig::builder_with_provider(..).with_ech(..)`, `EchConfig::new` over \
+         `hpke::ALL_SUPPORTED_SUITES`), in memory. Accepted cells: rustls' `ech_status()` is \
+         `Accepted`, our `Event::Ech` names the config, the suite and the inner SNI, one \
+         ClientHelloInner and acceptance confirmation per ClientHello; then data both ways and \
+         the exporter equal.",
         &results,
     );
 }
