@@ -4499,12 +4499,13 @@ fn ech_client(f: &Fixture, port: u16, extra: &[&str]) -> Proc {
 
 /// The JSON's ECH verdict, with s_server's page line (`-www` prints what it saw).
 fn ech_verdict(v: &serde_json::Value, out: &str) -> String {
-    let page = out
+    // Our client's ledger line (the s_server page is checked separately).
+    let line = out
         .lines()
         .find(|l| l.starts_with("ECH "))
         .unwrap_or("(no ECH line)");
     format!(
-        "ours: `\"ech\": {}`, inner {}, outer {}; s_server: `{page}`",
+        "ours: `\"ech\": {}`, inner {}, outer {}; our ledger: `{line}`",
         v["ech"], v["ech_inner_sni"], v["ech_outer_sni"]
     )
 }

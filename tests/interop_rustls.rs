@@ -1675,6 +1675,61 @@ fn ech_rejected_cell() -> CellResult {
     ))
 }
 
+/// A stale config and a HelloRetryRequest from a server that disguises its rejection
+/// (`ech_hrr_disguise`: eight random bytes of encrypted_client_hello, RFC 9849 §7.1): rustls
+/// reads them as no confirmation (§6.1.4), completes the outer handshake and reports the
+/// retry_configs, where OpenSSL 4.0.3's client aborts (docs/interop.md).
+fn ech_rejected_hrr_disguised_cell() -> CellResult {
+    let current = x25519_key(76, 0x76);
+    let stale = x25519_key(77, 0x77);
+    let mut c = ech_server(
+        &[NamedGroup::secp256r1, NamedGroup::X25519],
+        vec![current.clone()],
+    );
+    c.strict_group_preference = true;
+    c.ech_hrr_disguise = true;
+    let client = Arc::new(rustls_ech_client(
+        &[NamedGroup::X25519, NamedGroup::secp256r1],
+        rustls_ech_config(&stale.list.encode()),
+    ));
+    let (events, ours, theirs) = ech_until_error(Arc::new(c), client, 56);
+    let hrr = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Handshake(h) if h.typ == HandshakeType::ServerHello => Some(h.bytes.clone()),
+            _ => None,
+        })
+        .expect("our HelloRetryRequest");
+    // The HelloRetryRequest's last extension: encrypted_client_hello (0xfe0d), 8 bytes.
+    assert_eq!(
+        hrr[hrr.len() - 12..hrr.len() - 8],
+        [0xfe, 0x0d, 0, 8],
+        "{hrr:02x?}"
+    );
+    let e = ech_event(&events);
+    assert_eq!(e.status, EchStatus::Rejected, "{e:?}");
+    assert!(e.retry_configs_sent);
+    let n = match theirs {
+        Some(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::ServerRejectedEncryptedClientHello(Some(configs)),
+        )) => configs.len(),
+        other => panic!("rustls: {other:?}"),
+    };
+    assert!(
+        matches!(
+            ours,
+            Some(tls13lab::Error::AlertReceived(
+                AlertDescription::EchRequired
+            ))
+        ),
+        "ours: {ours:?}"
+    );
+    Ok(format!(
+        "ours: HelloRetryRequest with 8 random bytes of encrypted_client_hello, rejected, retry_configs sent, \
+         alert ech_required received; rustls: `ServerRejectedEncryptedClientHello` with {n} retry config"
+    ))
+}
+
 /// rustls GREASE ECH (§6.2): our server opens nothing, answers ClientHelloOuter and completes.
 fn ech_grease_cell() -> CellResult {
     let key = x25519_key(74, 0x74);
@@ -1723,6 +1778,10 @@ fn rustls_ech_client_against_our_server() {
     cells.push(Cell::new(
         "rustls ECH, stale config (same public_name) → ours, then retry with its retry_configs",
         ech_rejected_cell,
+    ));
+    cells.push(Cell::new(
+        "rustls ECH, stale config (X25519, secp256r1) → ours with --ech-hrr-disguise (HelloRetryRequest)",
+        ech_rejected_hrr_disguised_cell,
     ));
     cells.push(Cell::new("rustls GREASE ECH → ours", ech_grease_cell));
     let results = run_cells(cells, 2);
