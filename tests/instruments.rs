@@ -2532,6 +2532,17 @@ fn doc_block(dir: &Path, name: &str) -> String {
                 "--key-shares x25519 --grease all", "--key-shares x25519 --pad-to 512",
             ],
         ),
+        "instruments-hello-ech" | "instruments-hello-ech-compare" => {
+            // The ECHConfig of docs/ech.md's connections, made from a seed.
+            tls13lab_in(dir, &ECH_KEYGEN);
+            let mut s = format!("```text\n$ tls13lab {} > /dev/null\n```\n", ECH_KEYGEN.join(" "));
+            s.push_str(&if name == "instruments-hello-ech" {
+                cmd("hello --sni localhost --key-shares x25519mlkem768 --ech-config ech.pem")
+            } else {
+                cmd("hello --sni localhost --key-shares x25519mlkem768 --compare --no-ech --ech-config=ech.pem --ech-grease")
+            });
+            s
+        }
         "instruments-hello-hex" => cmd("hello --no-sni --hex"),
         "instruments-hello-help" => cmd("hello --help"),
         "instruments-simulate-default" => cmd("simulate"),
@@ -2587,6 +2598,22 @@ fn doc_block(dir: &Path, name: &str) -> String {
         other => panic!("unknown generated block {other}"),
     }
 }
+
+/// `tls13lab ech keygen` for docs/hello.md's ECH blocks: lab::ech's settings.
+const ECH_KEYGEN: [&str; 12] = [
+    "ech",
+    "keygen",
+    "--public-name",
+    "public.example",
+    "--config-id",
+    "1",
+    "--max-name-len",
+    "32",
+    "--seed",
+    "1",
+    "--out",
+    "ech.pem",
+];
 
 fn tls13lab_in(dir: &Path, args: &[&str]) {
     let out = Command::new(BIN)
