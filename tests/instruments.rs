@@ -2532,6 +2532,17 @@ fn doc_block(dir: &Path, name: &str) -> String {
                 "--key-shares x25519 --grease all", "--key-shares x25519 --pad-to 512",
             ],
         ),
+        "instruments-hello-ech" | "instruments-hello-ech-compare" => {
+            // The ECHConfig of docs/ech.md's connections, made from a seed.
+            tls13lab_in(dir, &ECH_KEYGEN);
+            let mut s = format!("```text\n$ tls13lab {} > /dev/null\n```\n", ECH_KEYGEN.join(" "));
+            s.push_str(&if name == "instruments-hello-ech" {
+                cmd("hello --sni localhost --key-shares x25519mlkem768 --ech-config ech.pem")
+            } else {
+                cmd("hello --sni localhost --key-shares x25519mlkem768 --compare --no-ech --ech-config=ech.pem --ech-grease")
+            });
+            s
+        }
         "instruments-hello-hex" => cmd("hello --no-sni --hex"),
         "instruments-hello-help" => cmd("hello --help"),
         "instruments-simulate-default" => cmd("simulate"),
@@ -2587,6 +2598,22 @@ fn doc_block(dir: &Path, name: &str) -> String {
         other => panic!("unknown generated block {other}"),
     }
 }
+
+/// `tls13lab ech keygen` for docs/hello.md's ECH blocks: lab::ech's settings.
+const ECH_KEYGEN: [&str; 12] = [
+    "ech",
+    "keygen",
+    "--public-name",
+    "public.example",
+    "--config-id",
+    "1",
+    "--max-name-len",
+    "32",
+    "--seed",
+    "1",
+    "--out",
+    "ech.pem",
+];
 
 fn tls13lab_in(dir: &Path, args: &[&str]) {
     let out = Command::new(BIN)
@@ -2801,4 +2828,383 @@ fn simulate_compresses_a_real_chain_when_asked() {
         .iter()
         .any(|e| matches!(e, tls13lab::events::Event::Handshake(h) if h.typ == tls13lab::messages::enums::HandshakeType::CompressedCertificate));
     assert!(compressed);
+}
+
+// ------------------------------------------------------------------------------ hello: ECH
+
+/// The ECH view of a report adds up, byte by byte, against the message's own bytes: the
+/// extension's parts (RFC 9849 §5), the inner hello's extensions against its length, and
+/// EncodedClientHelloInner (§5.1, §6.1.3) against the sealed payload.
+fn assert_ech_adds_up(r: &HelloReport) {
+    let label = &r.label;
+    let e = r
+        .ech
+        .as_ref()
+        .unwrap_or_else(|| panic!("{label}: no ECH view"));
+    let items: Vec<_> = r.items.iter().filter(|i| i.code == Some(0xfe0d)).collect();
+    assert_eq!(items.len(), 1, "{label}: one encrypted_client_hello");
+    let it = items[0];
+    assert_eq!(it.len, e.extension_len, "{label}: extension length");
+    let parts: usize = it.parts.iter().map(|p| p.len).sum();
+    assert_eq!(parts, it.len, "{label}: ECH parts add up to the extension");
+    let lens: Vec<usize> = it.parts.iter().map(|p| p.len).collect();
+    assert_eq!(
+        lens,
+        [
+            4,
+            1,
+            4,
+            1,
+            2,
+            e.enc_len,
+            2,
+            e.payload_len - e.tag_len,
+            e.tag_len
+        ],
+        "{label}: parts"
+    );
+    // The same from the bytes: type 0 (outer), config_id, enc<0..2^16-1>, payload<1..2^16-1>.
+    let b = &r.bytes[it.offset..it.offset + it.len];
+    assert_eq!(b[4], 0, "{label}: ECHClientHelloType outer");
+    assert_eq!(b[9], e.config_id, "{label}: config_id");
+    let enc = usize::from(u16::from_be_bytes([b[10], b[11]]));
+    assert_eq!((enc, e.enc_len), (32, 32), "{label}: X25519 enc");
+    let at = 12 + enc;
+    let payload = usize::from(u16::from_be_bytes([b[at], b[at + 1]]));
+    assert_eq!(payload, e.payload_len, "{label}: payload length");
+    assert_eq!(
+        at + 2 + payload,
+        it.len,
+        "{label}: nothing after the payload"
+    );
+    assert_eq!(e.tag_len, 16, "{label}: AES-128-GCM tag");
+    // The key share is sent once, in the outer hello.
+    let shares = r.items.iter().filter(|i| i.code == Some(51)).count();
+    assert_eq!(shares, 1, "{label}: one key_share");
+    let Some(inner) = &e.inner else {
+        // GREASE (§6.2): as long as a real offer's EncodedClientHelloInner, plus the tag.
+        let g = e.grease_encoded_len.expect("GREASE sizes its payload");
+        assert_eq!(g + e.tag_len, e.payload_len, "{label}: GREASE payload");
+        assert_eq!(g % 32, 0, "{label}: GREASE payload rounded like §6.1.3");
+        return;
+    };
+    // The inner hello has the outer one's fixed fields (the session id is copied, §6.1), so its
+    // extensions fill the rest.
+    let fixed: usize = r
+        .items
+        .iter()
+        .filter(|i| i.kind == ItemKind::Field)
+        .map(|i| i.len)
+        .sum();
+    let exts: usize = inner.extensions.iter().map(|x| x.len).sum();
+    assert_eq!(fixed + exts, inner.message_len, "{label}: inner extensions");
+    let compressed: Vec<_> = inner.extensions.iter().filter(|x| x.compressed).collect();
+    assert_eq!(
+        inner.outer_extensions_len,
+        4 + 1 + 2 * compressed.len(),
+        "{label}: ech_outer_extensions"
+    );
+    let sum: usize = compressed.iter().map(|x| x.len).sum();
+    assert_eq!(
+        inner.saved + inner.outer_extensions_len,
+        sum,
+        "{label}: saved"
+    );
+    for x in &compressed {
+        let outer = r.items.iter().find(|i| i.code == Some(x.code));
+        assert_eq!(
+            outer.map(|i| i.len),
+            Some(x.len),
+            "{label}: {} outside",
+            x.name
+        );
+    }
+    assert_eq!(
+        inner.encoded_len,
+        inner.message_len - 4 - inner.session_id_len - inner.saved,
+        "{label}: EncodedClientHelloInner before padding"
+    );
+    assert_eq!(
+        inner.encoded_len + inner.name_padding + inner.round_padding,
+        inner.sealed_len,
+        "{label}: padding"
+    );
+    assert_eq!(inner.sealed_len % 32, 0, "{label}: §6.1.3 rounds to 32");
+    assert!(inner.round_padding < 32);
+    assert_eq!(
+        inner.sealed_len + e.tag_len,
+        e.payload_len,
+        "{label}: the payload seals EncodedClientHelloInner"
+    );
+}
+
+/// docs/ech.md's settings (lab::ech): ECHConfig seed 1, config_id 1, inner name localhost,
+/// X25519MLKEM768 only.
+fn ech_spec(label: &str, ech: tls13lab::config::EchMode) -> HelloSpec {
+    let mut s = HelloSpec::new(label);
+    s.config.server_name = Some(tls13lab::lab::ech::INNER_NAME.into());
+    s.config.key_shares = vec![NamedGroup::X25519MLKEM768];
+    s.config.ech = ech;
+    s
+}
+
+fn ech_config() -> tls13lab::config::EchMode {
+    tls13lab::config::EchMode::Config {
+        list: tls13lab::lab::ech::key(1, 1).unwrap().list,
+        grease_fallback: false,
+    }
+}
+
+#[test]
+fn hello_ech_outer_adds_up_and_agrees_with_docs_ech() {
+    use tls13lab::config::EchMode;
+    let spec = ech_spec("ech", ech_config());
+    let r = report(&spec, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    assert_ech_adds_up(&r);
+    let e = r.ech.as_ref().unwrap();
+    assert_eq!(
+        e.outer_sni.as_deref(),
+        Some(tls13lab::lab::ech::PUBLIC_NAME)
+    );
+    assert_eq!(e.inner_sni.as_deref(), Some("localhost"));
+    assert_eq!(e.config_id, 1);
+    let inner = e.inner.as_ref().unwrap();
+    let names: Vec<&str> = inner
+        .extensions
+        .iter()
+        .filter(|x| x.compressed)
+        .map(|x| x.name.as_str())
+        .collect();
+    assert!(names.contains(&"key_share"), "{names:?}");
+    // The hybrid share makes the outer hello 1551-ish bytes, with the share once.
+    assert!((1500..1600).contains(&r.message_len), "{}", r.message_len);
+    // The lab's numbers are those of docs/ech.md's connections (lab::ech), from the same
+    // settings: the outer hello, the inner one, and the sealed bytes, padding and saving.
+    let runs = tls13lab::lab::ech::runs().unwrap();
+    let run = |l: &str| runs.iter().find(|x| x.label == l).unwrap();
+    let accepted = run("ECH accepted");
+    assert_eq!(r.message_len, accepted.client_hello_len);
+    assert_eq!(accepted.ledger.ech_inner_hellos, vec![inner.message_len]);
+    let offer = accepted.ledger.ech.as_ref().unwrap();
+    assert_eq!(offer.encoded_inner_len, inner.sealed_len);
+    assert_eq!(offer.padding, inner.name_padding + inner.round_padding);
+    assert_eq!(offer.saved, inner.saved);
+    let plain = report(
+        &ech_spec("no", EchMode::Off),
+        &Framing::default(),
+        Link::default(),
+    )
+    .unwrap();
+    assert!(plain.ech.is_none());
+    assert_eq!(plain.message_len, run("no ECH").client_hello_len);
+    let grease = report(
+        &ech_spec("grease", EchMode::Grease),
+        &Framing::default(),
+        Link::default(),
+    )
+    .unwrap();
+    assert_eq!(grease.message_len, run("GREASE ECH").client_hello_len);
+    // Replay: the same seed gives the same bytes (the HPKE ephemeral key included), another
+    // seed other bytes of the same sizes.
+    let again = report(&spec, &Framing::default(), Link::default()).unwrap();
+    assert_eq!(again.bytes, r.bytes);
+    let mut other = spec.clone();
+    other.seed = 2;
+    let other = report(&other, &Framing::default(), Link::default()).unwrap();
+    assert_ne!(other.bytes, r.bytes);
+    assert_eq!(other.message_len, r.message_len);
+    // A wrong byte in the accounting fails the check.
+    for bump in [
+        |r: &mut HelloReport| r.ech.as_mut().unwrap().payload_len += 1,
+        |r: &mut HelloReport| r.ech.as_mut().unwrap().inner.as_mut().unwrap().saved -= 1,
+        |r: &mut HelloReport| {
+            r.ech
+                .as_mut()
+                .unwrap()
+                .inner
+                .as_mut()
+                .unwrap()
+                .round_padding += 1
+        },
+        |r: &mut HelloReport| {
+            r.ech.as_mut().unwrap().inner.as_mut().unwrap().extensions[0].len += 1
+        },
+    ] {
+        let mut bad = r.clone();
+        bump(&mut bad);
+        assert!(std::panic::catch_unwind(|| assert_ech_adds_up(&bad)).is_err());
+    }
+}
+
+#[test]
+fn hello_ech_grease_and_edits() {
+    use tls13lab::config::EchMode;
+    let spec = ech_spec("grease", EchMode::Grease);
+    let r = report(&spec, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    assert_ech_adds_up(&r);
+    let e = r.ech.as_ref().unwrap();
+    assert_eq!(e.kind, hello::EchKind::Grease);
+    assert_eq!(
+        e.outer_sni.as_deref(),
+        Some("localhost"),
+        "GREASE keeps the real name"
+    );
+    assert!(e.inner.is_none() && e.inner_sni.is_none());
+    let mut other = spec.clone();
+    other.seed = 9;
+    let other = report(&other, &Framing::default(), Link::default()).unwrap();
+    assert_ne!(other.bytes, r.bytes);
+    assert_eq!(
+        report(&spec, &Framing::default(), Link::default())
+            .unwrap()
+            .bytes,
+        r.bytes
+    );
+    // GREASE ECH with RFC 8701 GREASE and padding, as browsers send it, still adds up.
+    let mut chrome = spec.clone();
+    chrome.grease = Grease::ALL;
+    chrome.padding = HelloPadding::ToSize(2000);
+    let r = report(&chrome, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    assert_ech_adds_up(&r);
+    assert_eq!(r.message_len, 2000);
+    // A real offer's outer hello is the AAD of the sealed one (§5.2): no edits after sealing.
+    let mut edited = ech_spec("edited", ech_config());
+    edited.grease = Grease::ALL;
+    let err = report(&edited, &Framing::default(), Link::default()).unwrap_err();
+    assert!(err.contains("§5.2"), "{err}");
+    // A PSK goes inside; the outer hello carries a GREASE one of the same shape (§6.1.2).
+    let mut psk = ech_spec("psk", ech_config());
+    psk.psk = Some(PskOffer {
+        identity_len: 100,
+        early_data: false,
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    });
+    let r = report(&psk, &Framing::default(), Link::default()).unwrap();
+    assert_adds_up(&r);
+    assert_ech_adds_up(&r);
+    let inner = r.ech.as_ref().unwrap().inner.as_ref().unwrap();
+    let inner_psk = inner.extensions.iter().find(|x| x.code == 41).unwrap();
+    let outer_psk = r.items.iter().find(|i| i.code == Some(41)).unwrap();
+    assert_eq!(inner_psk.len, outer_psk.len);
+    assert_eq!(
+        r.items.last().unwrap().code,
+        Some(41),
+        "pre_shared_key last"
+    );
+}
+
+#[test]
+fn hello_cli_ech_compare_json_and_errors() {
+    let dir = temp_dir("hello-ech");
+    let out = Command::new(BIN)
+        .args([
+            "ech",
+            "keygen",
+            "--public-name",
+            "public.example",
+            "--config-id",
+            "1",
+            "--max-name-len",
+            "32",
+            "--seed",
+            "1",
+            "--out",
+        ])
+        .arg(dir.join("ech.pem"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let b64 = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let pem = dir.join("ech.pem");
+    let pem = pem.to_str().unwrap();
+    let with = format!("--ech-config {b64}");
+    let out = tls13lab(&[
+        "hello",
+        "--sni",
+        "localhost",
+        "--key-shares",
+        "x25519mlkem768",
+        "--compare",
+        "--no-ech",
+        &with,
+        "--ech-grease",
+    ]);
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{out}"))
+            .to_string()
+    };
+    let ech = line("encrypted_client_hello (65037)");
+    let cells: Vec<&str> = ech.split_whitespace().skip(2).collect();
+    assert_eq!(cells, ["-", "190", "(+190)", "190", "(+190)"], "{ech}");
+    let sni = line("server_name (0)");
+    assert!(
+        sni.contains("23 (+5)"),
+        "public.example is 5 longer than localhost: {sni}"
+    );
+    assert!(line("handshake message").contains("1551 (+184)"), "{out}");
+    assert!(
+        out.contains("outer SNI public.example, inner SNI localhost"),
+        "{out}"
+    );
+    assert!(out.contains("--no-ech: no ECH: server_name host_name \"localhost\" in the clear"));
+    assert!(out.contains("--ech-grease: GREASE ECH"), "{out}");
+    // The file and the base64 are the same config: the same bytes.
+    let file = tls13lab(&["hello", "--sni", "localhost", "--ech-config", pem, "--hex"]);
+    let b64_out = tls13lab(&["hello", "--sni", "localhost", "--ech-config", &b64, "--hex"]);
+    assert_eq!(file, b64_out);
+    for want in [
+        "Encrypted ClientHello (RFC 9849)",
+        "inner SNI               localhost (sealed)",
+        "payload: AEAD tag",
+        "→ ech_outer_extensions",
+    ] {
+        assert!(file.contains(want), "missing {want:?} in\n{file}");
+    }
+    // JSON carries the ECH view.
+    let json = tls13lab(&["hello", "--sni", "localhost", "--ech-config", pem, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["ech"]["kind"], "config");
+    assert_eq!(v["ech"]["outer_sni"], "public.example");
+    assert_eq!(v["ech"]["inner_sni"], "localhost");
+    assert_eq!(
+        v["ech"]["inner"]["sealed_len"].as_u64().unwrap() + 16,
+        v["ech"]["payload_len"].as_u64().unwrap()
+    );
+    let plain = tls13lab(&["hello", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&plain).unwrap();
+    assert!(v["ech"].is_null());
+    // Bad configs and forbidden edits are clear errors.
+    let garbage = dir.join("garbage.pem");
+    std::fs::write(&garbage, "not pem").unwrap();
+    // Exit 2 for a bad option, 3 for a bad file (as everywhere in the CLI).
+    for (args, code, want) in [
+        (
+            vec!["--ech-config", "!!not base64!!"],
+            2,
+            "neither a file nor base64",
+        ),
+        (vec!["--ech-config", "AAAA"], 2, "not an ECHConfigList"),
+        (
+            vec!["--ech-config", garbage.to_str().unwrap()],
+            3,
+            "ECHCONFIG",
+        ),
+        (
+            vec!["--ech-config", pem, "--grease", "all"],
+            2,
+            "RFC 9849 §5.2",
+        ),
+        (vec!["--compare", "--ech-config nope!"], 2, "--ech-config"),
+    ] {
+        let out = Command::new(BIN).arg("hello").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

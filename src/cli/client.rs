@@ -93,7 +93,7 @@ pub struct ClientArgs {
 }
 
 /// The ECHConfigList of --ech-config: a PEM file's ECHCONFIG block, or base64.
-fn ech_config_list(arg: &str) -> Result<EchConfigList, Failure> {
+pub(crate) fn ech_config_list(arg: &str) -> Result<EchConfigList, Failure> {
     let path = std::path::Path::new(arg);
     let bytes = if path.is_file() {
         let text = read_text(path)?;

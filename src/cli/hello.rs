@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use tls13lab::config::HelloPadding;
+use tls13lab::config::{EchMode, HelloPadding};
 use tls13lab::lab::hello::{self, Framing, HelloReport, HelloSpec, PskOffer};
 use tls13lab::lab::tcp::Link;
 use tls13lab::messages::{
@@ -15,6 +15,7 @@ use tls13lab::messages::{
     SignatureScheme,
 };
 
+use super::client::ech_config_list;
 use super::common::{
     alpn, emit, groups, on_off, psk_modes, sigalgs, suite, suites, write_file, Failure, List,
 };
@@ -83,6 +84,17 @@ pub struct HelloOpts {
     /// Advertise record_size_limit N (RFC 8449).
     #[arg(long, value_name = "N")]
     pub record_size_limit: Option<u16>,
+    /// Offer Encrypted ClientHello (RFC 9849) with this ECHConfigList, base64 or a PEM file (as
+    /// `client --ech-config`): the report is then the ClientHelloOuter sent, and the inner hello.
+    #[arg(long, value_name = "BASE64|FILE")]
+    pub ech_config: Option<String>,
+    /// Send a GREASE encrypted_client_hello (RFC 9849 §6.2); with --ech-config, only when no
+    /// config in it is usable.
+    #[arg(long)]
+    pub ech_grease: bool,
+    /// No ECH (for a --compare variant: drops the command line's --ech-config/--ech-grease).
+    #[arg(long)]
+    pub no_ech: bool,
     /// Seed for the random, session id, key shares and GREASE values [default: 1].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -109,7 +121,8 @@ pub struct HelloArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub tcp_options: usize,
     /// Show configurations side by side: each is a preset name, a key-share list
-    /// (x25519mlkem768,x25519) or quoted options ("--key-shares x25519 --grease all").
+    /// (x25519mlkem768,x25519) or quoted options ("--key-shares x25519 --grease all") over the
+    /// command line's; with and without ECH: --compare --no-ech "--ech-config FILE" --ech-grease.
     #[arg(long, value_name = "CONFIG", num_args = 1.., allow_hyphen_values = true)]
     pub compare: Vec<String>,
     /// Print the bytes, field by field.
@@ -240,6 +253,13 @@ fn variant(base: &HelloOpts, v: &str) -> Result<HelloOpts, Failure> {
 /// `top`'s settings over `base`'s.
 fn overlay(base: &HelloOpts, top: HelloOpts) -> HelloOpts {
     let b = base.clone();
+    // A variant that says anything about ECH says all of it.
+    let (ech_config, ech_grease, no_ech) =
+        if top.ech_config.is_some() || top.ech_grease || top.no_ech {
+            (top.ech_config, top.ech_grease, top.no_ech)
+        } else {
+            (b.ech_config, b.ech_grease, b.no_ech)
+        };
     HelloOpts {
         preset: top.preset.or(b.preset),
         groups: top.groups.or(b.groups),
@@ -266,6 +286,9 @@ fn overlay(base: &HelloOpts, top: HelloOpts) -> HelloOpts {
         },
         record_size_limit: top.record_size_limit.or(b.record_size_limit),
         seed: top.seed.or(b.seed),
+        ech_config,
+        ech_grease,
+        no_ech,
     }
 }
 
@@ -377,6 +400,15 @@ fn spec_from(o: &HelloOpts, label: String) -> Result<HelloSpec, Failure> {
     if let Some(s) = o.seed {
         spec.seed = s;
     }
+    spec.config.ech = match (&o.ech_config, o.ech_grease) {
+        _ if o.no_ech => EchMode::Off,
+        (Some(arg), grease_fallback) => EchMode::Config {
+            list: ech_config_list(arg)?,
+            grease_fallback,
+        },
+        (None, true) => EchMode::Grease,
+        (None, false) => EchMode::Off,
+    };
     Ok(spec)
 }
 

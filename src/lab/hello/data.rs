@@ -5,16 +5,20 @@
 use std::sync::Arc;
 
 use super::model::{
-    is_grease, BuiltHello, Framing, Grease, HelloReport, HelloSpec, Item, ItemKind, Part,
-    RecordFrame, SegmentInfo, GREASE_PSK_MODES, GREASE_VALUES,
+    is_grease, BuiltHello, EchInner, EchKind, EchView, Framing, Grease, HelloReport, HelloSpec,
+    InnerExtension, Item, ItemKind, Part, RecordFrame, SegmentInfo, GREASE_PSK_MODES,
+    GREASE_VALUES,
 };
 use crate::client::Client;
-use crate::config::HelloPadding;
+use crate::config::{EchMode, HelloPadding};
 use crate::crypto::aead::suite_params;
+use crate::crypto::hpke::Aead;
 use crate::crypto::kx;
 use crate::crypto::random::{RandomSource, SeededRandom};
+use crate::ech::client::{choose, compressible_run, Chosen};
+use crate::ech::wire::EchClientHello;
 use crate::error::Error;
-use crate::events::{hex, Observe};
+use crate::events::{hex, Event, Observe};
 use crate::keyschedule::schedule::{EarlySecret, NoSink};
 use crate::lab::tcp::Link;
 use crate::messages::enums::{
@@ -64,12 +68,56 @@ pub fn share_len(group: NamedGroup) -> Option<usize> {
 pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
     let mut cfg = spec.config.clone();
     cfg.hello_padding = HelloPadding::None; // padded last, after the edits
-    cfg.observe = Observe::NONE;
+                                            // Handshake events carry the ClientHelloInner a real ECH offer sealed.
+    cfg.observe = Observe::NONE.with_handshake(true);
     let wanted = cfg.key_shares.clone();
     let mut real: Vec<NamedGroup> = Vec::new();
     for g in &wanted {
         if kx::is_supported(*g) && !real.contains(g) {
             real.push(*g);
+        }
+    }
+    let chosen = match &cfg.ech {
+        EchMode::Config {
+            list,
+            grease_fallback,
+        } => match choose(list) {
+            Some(c) => Some(c),
+            None if *grease_fallback => None,
+            None => {
+                return Err(Error::Config(
+                    "no usable ECHConfig in the list (version 0xfe0d, an HPKE suite tls13lab \
+                     implements, a host name as public_name, no mandatory extension: \
+                     RFC 9849 §4, §6.1)"
+                        .into(),
+                ))
+            }
+        },
+        _ => None,
+    };
+    if chosen.is_some() {
+        // ClientHelloOuter is the AAD of the sealed inner hello (RFC 9849 §5.2): an edit after
+        // sealing would send bytes no server opens, so the outer hello goes out as built.
+        let mut edits = Vec::new();
+        if spec.versions.is_some() {
+            edits.push("--versions");
+        }
+        if spec.grease.any() {
+            edits.push("--grease");
+        }
+        if spec.padding != HelloPadding::None {
+            edits.push("--pad-to");
+        }
+        if real != wanted {
+            edits.push("repeated key shares or shares for groups tls13lab does not implement");
+        }
+        if !edits.is_empty() {
+            return Err(Error::Config(format!(
+                "with --ech-config the lab cannot apply {}: ClientHelloOuter is the AAD of the \
+                 sealed ClientHelloInner (RFC 9849 §5.2), so it is measured exactly as the \
+                 client sends it",
+                edits.join(", ")
+            )));
         }
     }
     cfg.key_shares = real;
@@ -127,6 +175,7 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         .with_tickets(tickets);
     client.start(LAB_NOW_MS)?;
     let first = first_handshake_message(&client.take_output())?;
+    let events: Vec<Event> = client.events().collect();
     let msg = HandshakeMessage::decode(&first, DecodeContext::default())?;
     let HandshakePayload::ClientHello(mut ch) = msg.payload else {
         return Err(Error::InvalidState(
@@ -194,7 +243,8 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         p => pad(&mut ch, p, &mut notes),
     }
 
-    if let Some((hash, psk)) = psk_secret {
+    if let (Some((hash, psk)), None) = (psk_secret, &chosen) {
+        // (With ECH the real binder is inside, and the client computed it: nothing was edited.)
         // The binder covers the ClientHello up to the binders list (§4.2.11.2): recompute it
         // over the edited bytes.
         let partial = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
@@ -206,6 +256,19 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         }
     }
     let message = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
+    if chosen.is_some() && message.encoded != first {
+        return Err(Error::InvalidState(
+            "the ECH outer hello changed after the client sealed it",
+        ));
+    }
+    let ech = ech_view(&ch, chosen.as_ref(), &events)?;
+    if ech.as_ref().is_some_and(|e| e.kind == EchKind::Grease)
+        && (spec.versions.is_some() || spec.grease.any() || spec.padding != HelloPadding::None)
+    {
+        notes.push(
+            "GREASE ECH: the payload was sized (§6.2) for the hello before the lab's edits".into(),
+        );
+    }
     if message.encoded.len() > 4 + 0xffff {
         warnings
             .push("the message is longer than 65539 bytes: servers cap ClientHello sizes".into());
@@ -216,7 +279,128 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         hello: ch,
         notes,
         warnings,
+        ech,
     })
+}
+
+/// The first host name of a server_name extension.
+fn sni_of(ch: &ClientHello) -> Option<String> {
+    match ch.find(ExtensionType::ServerName) {
+        Some(Extension::ServerName(list)) => list
+            .first()
+            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
+        _ => None,
+    }
+}
+
+/// The ECH view of the outer hello `outer` (RFC 9849 §5): its extension's parts, and for a real
+/// offer the ClientHelloInner the client reported, re-encoded here with the client's own
+/// functions (§5.1, §6.1.3) — whose length must be what the payload sealed, or the build fails.
+fn ech_view(
+    outer: &ClientHello,
+    chosen: Option<&Chosen>,
+    events: &[Event],
+) -> Result<Option<EchView>, Error> {
+    let Some(Extension::Unknown { body, .. }) = outer.find(ExtensionType::EncryptedClientHello)
+    else {
+        return Ok(None);
+    };
+    let EchClientHello::Outer {
+        suite,
+        config_id,
+        enc,
+        payload,
+    } = EchClientHello::decode(body)?
+    else {
+        return Err(Error::InvalidState(
+            "the outer hello carries an inner ECH extension",
+        ));
+    };
+    let tag_len = Aead::from_id(suite.aead_id).map_or(0, Aead::tag_len);
+    let mut view = EchView {
+        kind: EchKind::Grease,
+        extension_len: 4 + body.len(),
+        suite: format!("{}/{}", suite.kdf_id, suite.aead_id),
+        config_id,
+        enc_len: enc.len(),
+        payload_len: payload.len(),
+        tag_len,
+        outer_sni: sni_of(outer),
+        inner_sni: None,
+        public_name: None,
+        inner: None,
+        grease_encoded_len: None,
+    };
+    let Some(chosen) = chosen else {
+        let len = events.iter().find_map(|e| match e {
+            Event::EchOffer(o) => Some(o.encoded_inner_len),
+            _ => None,
+        });
+        if len.map(|l| l + tag_len) != Some(payload.len()) {
+            return Err(Error::InvalidState(
+                "the GREASE ECH payload is not the size the client reported",
+            ));
+        }
+        view.grease_encoded_len = len;
+        return Ok(Some(view));
+    };
+    let inner_msg = events
+        .iter()
+        .find_map(|e| match e {
+            Event::InnerClientHello(h) => Some(h.bytes.clone()),
+            _ => None,
+        })
+        .ok_or(Error::InvalidState(
+            "the client reported no ClientHelloInner",
+        ))?;
+    let decoded = HandshakeMessage::decode(&inner_msg, DecodeContext::default())?;
+    let HandshakePayload::ClientHello(inner) = &decoded.payload else {
+        return Err(Error::InvalidState("ClientHelloInner is not a ClientHello"));
+    };
+    let types: Vec<ExtensionType> = inner.extensions.iter().map(Extension::typ).collect();
+    let run = compressible_run(&types);
+    let compress: Vec<u16> = run.iter().map(|t| t.to_repr()).collect();
+    let (encoded, layout) =
+        crate::ech::inner::encode(&inner_msg[4..], &compress, chosen.maximum_name_length)
+            .map_err(|e| Error::Config(e.to_string()))?;
+    if encoded.len() + tag_len != payload.len() {
+        return Err(Error::InvalidState(
+            "EncodedClientHelloInner plus the tag is not the sealed payload's length",
+        ));
+    }
+    let mut extensions = Vec::new();
+    for span in decoded.layout().iter().filter(|s| s.name == "extensions") {
+        for c in span.children.iter().filter(|c| c.name != "length") {
+            let code = u16::from_be_bytes([inner_msg[c.offset], inner_msg[c.offset + 1]]);
+            extensions.push(InnerExtension {
+                name: extension_name(code),
+                code,
+                len: c.len,
+                compressed: compress.contains(&code),
+            });
+        }
+    }
+    view.kind = EchKind::Config;
+    view.inner_sni = sni_of(inner);
+    view.public_name = Some(chosen.public_name.clone());
+    view.inner = Some(EchInner {
+        message_len: inner_msg.len(),
+        extensions,
+        session_id_len: inner.legacy_session_id.len(),
+        // 4-byte header, a one-byte list length, two bytes per type (§5.1).
+        outer_extensions_len: if compress.is_empty() {
+            0
+        } else {
+            4 + 1 + 2 * compress.len()
+        },
+        saved: layout.saved,
+        encoded_len: layout.client_hello,
+        maximum_name_length: chosen.maximum_name_length,
+        name_padding: layout.name_padding,
+        round_padding: layout.round_padding,
+        sealed_len: layout.total(),
+    });
+    Ok(Some(view))
 }
 
 /// The first handshake message in a stream of plaintext records.
@@ -447,7 +631,8 @@ pub fn describe(built: &BuiltHello, framing: &Framing, link: Link) -> Result<Hel
                     detail: ext
                         .map(|e| extension_detail(e, c.len - 4))
                         .unwrap_or_default(),
-                    parts: extension_parts(c),
+                    parts: ech_parts(&bytes[c.offset + 4..c.offset + c.len], built.ech.as_ref())
+                        .unwrap_or_else(|| extension_parts(c)),
                     segments: (0, 0),
                 });
             }
@@ -545,6 +730,7 @@ pub fn describe(built: &BuiltHello, framing: &Framing, link: Link) -> Result<Hel
         link_text: link.describe(),
         hex: hex(bytes),
         records_hex,
+        ech: built.ech.clone(),
         layout,
         bytes: bytes.clone(),
     })
@@ -675,6 +861,25 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         Extension::RecordSizeLimit(n) => format!("{n}"),
         // RFC 8879 §3: the algorithms the client decompresses a server Certificate with.
         Extension::CompressCertificate(a) => names(a.iter().map(|x| x.to_string()).collect()),
+        Extension::Unknown {
+            typ: ExtensionType::EncryptedClientHello,
+            body: ech,
+        } => match EchClientHello::decode(ech) {
+            Ok(EchClientHello::Outer {
+                suite,
+                config_id,
+                enc,
+                payload,
+            }) => format!(
+                "outer, {}/{}, config_id {config_id}, enc {}, payload {}",
+                suite.kdf_id,
+                suite.aead_id,
+                enc.len(),
+                payload.len()
+            ),
+            Ok(EchClientHello::Inner) => "inner (RFC 9849 §5)".into(),
+            Err(_) => format!("{body} bytes, not an ECHClientHello"),
+        },
         Extension::Unknown { typ, body } if is_grease(typ.to_repr()) => {
             format!("RFC 8701, {} byte body", body.len())
         }
@@ -697,6 +902,51 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         _ if body == 0 => "empty".into(),
         _ => format!("{body} bytes"),
     }
+}
+
+/// An outer encrypted_client_hello's parts (RFC 9849 §5): ECHClientHelloType, cipher_suite,
+/// config_id, enc and payload, its AEAD tag apart. `None` for any other body.
+fn ech_parts(body: &[u8], view: Option<&EchView>) -> Option<Vec<Part>> {
+    let EchClientHello::Outer {
+        suite,
+        enc,
+        payload,
+        ..
+    } = EchClientHello::decode(body).ok()?
+    else {
+        return None;
+    };
+    let tag = Aead::from_id(suite.aead_id).map_or(0, Aead::tag_len);
+    let grease = view.is_some_and(|v| v.kind == EchKind::Grease);
+    let part = |name: &str, len: usize| Part {
+        name: name.into(),
+        len,
+    };
+    Some(vec![
+        part("type + length", 4),
+        part("ECHClientHelloType outer", 1),
+        part("cipher_suite (KDF, AEAD)", 4),
+        part("config_id", 1),
+        part("enc length", 2),
+        part("enc (HPKE encapsulated key)", enc.len()),
+        part("payload length", 2),
+        part(
+            if grease {
+                "payload: random (GREASE)"
+            } else {
+                "payload: sealed inner hello"
+            },
+            payload.len().saturating_sub(tag),
+        ),
+        part(
+            if grease {
+                "payload: tag-sized random"
+            } else {
+                "payload: AEAD tag"
+            },
+            tag.min(payload.len()),
+        ),
+    ])
 }
 
 /// Key share entries and PSK identities/binders as parts; other extensions: type, length, body.

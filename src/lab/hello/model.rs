@@ -164,6 +164,90 @@ pub struct BuiltHello {
     pub notes: Vec<String>,
     /// Things a server would reject or that break an RFC rule.
     pub warnings: Vec<String>,
+    /// With ECH: the ClientHelloInner behind the outer `message`, as the client sealed it.
+    pub ech: Option<EchView>,
+}
+
+/// Whether the hello carries a real ECH offer or GREASE (RFC 9849 §6.1, §6.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EchKind {
+    /// ClientHelloInner sealed to an ECHConfig.
+    Config,
+    /// A GREASE extension: random bytes of the right shape.
+    Grease,
+}
+
+/// One extension of ClientHelloInner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InnerExtension {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub code: u16,
+    /// Bytes: 2 type + 2 length + body.
+    pub len: usize,
+    /// Replaced by the `ech_outer_extensions` reference in EncodedClientHelloInner (§5.1):
+    /// the outer hello carries the same bytes.
+    pub compressed: bool,
+}
+
+/// The ClientHelloInner of a real offer and how it was encoded for sealing (RFC 9849 §5.1,
+/// §6.1.3). `encoded_len + name_padding + round_padding == sealed_len`, and
+/// `sealed_len + tag` is the payload of the outer hello's extension.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchInner {
+    /// ClientHelloInner, 4-byte handshake header included: what the transcript hashes.
+    pub message_len: usize,
+    /// Its extensions in order.
+    pub extensions: Vec<InnerExtension>,
+    /// Its legacy_session_id bytes, which EncodedClientHelloInner leaves out (§5.1).
+    pub session_id_len: usize,
+    /// The `ech_outer_extensions` extension that replaces the compressed ones (4 + 1 + 2n).
+    pub outer_extensions_len: usize,
+    /// The compressed extensions' bytes minus the reference's.
+    pub saved: usize,
+    /// EncodedClientHelloInner before padding.
+    pub encoded_len: usize,
+    /// ECHConfig.maximum_name_length (L of §6.1.3).
+    pub maximum_name_length: u8,
+    /// max(0, L − length of the inner server name), or L + 9 without one (§6.1.3).
+    pub name_padding: usize,
+    /// Zeros up to the next multiple of 32 (§6.1.3).
+    pub round_padding: usize,
+    /// The whole EncodedClientHelloInner: what the AEAD sealed.
+    pub sealed_len: usize,
+}
+
+/// The encrypted_client_hello extension of the outer hello, part by part (RFC 9849 §5), and
+/// what it hides. Its parts add up to `extension_len`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchView {
+    /// Real offer or GREASE.
+    pub kind: EchKind,
+    /// The whole extension: 4 + 1 type + 4 suite + 1 config_id + 2 + enc + 2 + payload.
+    pub extension_len: usize,
+    /// HPKE KDF and AEAD, e.g. `HKDF-SHA256/AES-128-GCM`.
+    pub suite: String,
+    /// ECHClientHello.config_id (random for GREASE).
+    pub config_id: u8,
+    /// The encapsulated key (32 for X25519).
+    pub enc_len: usize,
+    /// The payload: sealed EncodedClientHelloInner plus the tag.
+    pub payload_len: usize,
+    /// The AEAD tag in the payload.
+    pub tag_len: usize,
+    /// server_name of the outer hello (the config's public_name; the real name with GREASE).
+    pub outer_sni: Option<String>,
+    /// server_name of the inner hello (none for GREASE: there is no inner hello).
+    pub inner_sni: Option<String>,
+    /// The config's public_name (real offers).
+    pub public_name: Option<String>,
+    /// The inner hello (real offers).
+    pub inner: Option<EchInner>,
+    /// GREASE: the EncodedClientHelloInner length the payload pretends to seal (§6.2: a real
+    /// offer's for this hello, with maximum_name_length 0).
+    pub grease_encoded_len: Option<usize>,
 }
 
 /// How the message is put into records (RFC 8446 §5.1).
@@ -295,6 +379,8 @@ pub struct HelloReport {
     pub hex: String,
     /// The records as sent, hex.
     pub records_hex: String,
+    /// The ECH view (RFC 9849), when the hello offers ECH or GREASE ECH.
+    pub ech: Option<EchView>,
     /// The full layout tree.
     #[serde(skip)]
     pub layout: Vec<Span>,

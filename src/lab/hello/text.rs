@@ -1,7 +1,7 @@
 //! Reports as text: one hello item by item ([`render`]), its bytes ([`render_hex`]), several
 //! side by side ([`render_compare`]).
 
-use super::model::{is_grease, HelloReport, Item, ItemKind};
+use super::model::{is_grease, EchKind, EchView, HelloReport, Item, ItemKind};
 use crate::events::hex;
 use crate::messages::layout::Span;
 
@@ -105,6 +105,9 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
             )
         }
     );
+    if let Some(e) = &r.ech {
+        s.push_str(&render_ech(e));
+    }
     if tree {
         s.push_str("\nlayout (offset, bytes, name)\n");
         for span in &r.layout {
@@ -112,6 +115,140 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
         }
     }
     s
+}
+
+/// The ECH section: the extension's parts, the inner hello and its encoding, the two SNIs.
+fn render_ech(e: &EchView) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let sealed = e.payload_len - e.tag_len;
+    let parts = format!(
+        "{} = 4 type+length + 1 outer + 4 suite + 1 config_id + 2+{} enc + 2+{} payload",
+        e.extension_len, e.enc_len, e.payload_len
+    );
+    let name = |n: &Option<String>| n.clone().unwrap_or_else(|| "(none)".into());
+    match e.kind {
+        EchKind::Grease => {
+            let _ = writeln!(
+                s,
+                "\nGREASE ECH (RFC 9849 §6.2): no inner hello; random bytes shaped like a real offer"
+            );
+            let _ = writeln!(
+                s,
+                "  encrypted_client_hello  {parts}\n  suite, config_id        {}, {} (config_id random)",
+                e.suite, e.config_id
+            );
+            let _ = writeln!(
+                s,
+                "  payload                 {} random = {} (the EncodedClientHelloInner a real offer of this hello\n                          would seal, maximum_name_length 0) + {} (where the tag would be)",
+                e.payload_len,
+                e.grease_encoded_len.unwrap_or(sealed),
+                e.tag_len
+            );
+            let _ = writeln!(
+                s,
+                "  SNI                     {} (the real name, in the clear)",
+                name(&e.outer_sni)
+            );
+        }
+        EchKind::Config => {
+            let _ = writeln!(
+                s,
+                "\nEncrypted ClientHello (RFC 9849): the report above is ClientHelloOuter, as sent"
+            );
+            let _ = writeln!(
+                s,
+                "  encrypted_client_hello  {parts}\n  suite, config_id        {}, {}\n  payload                 {} = {sealed} sealed EncodedClientHelloInner + {} AEAD tag",
+                e.suite, e.config_id, e.payload_len, e.tag_len
+            );
+            let _ = writeln!(
+                s,
+                "  outer SNI               {} (public_name {})\n  inner SNI               {} (sealed)",
+                name(&e.outer_sni),
+                name(&e.public_name),
+                name(&e.inner_sni)
+            );
+            if let Some(i) = &e.inner {
+                let _ = writeln!(
+                    s,
+                    "  ClientHelloInner        {} bytes (header 4 included), {} extensions:",
+                    i.message_len,
+                    i.extensions.len()
+                );
+                for x in &i.extensions {
+                    let _ = writeln!(
+                        s,
+                        "    {:<30} {:>6}{}",
+                        format!("{} ({:#06x})", x.name, x.code),
+                        x.len,
+                        if x.compressed {
+                            "  → ech_outer_extensions (sent once, in the outer hello)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                let compressed: usize = i
+                    .extensions
+                    .iter()
+                    .filter(|x| x.compressed)
+                    .map(|x| x.len)
+                    .sum();
+                let _ = writeln!(
+                    s,
+                    "  ech_outer_extensions    {} bytes for {compressed} compressed: saved {} (§5.1)",
+                    i.outer_extensions_len, i.saved
+                );
+                let _ = writeln!(
+                    s,
+                    "  EncodedClientHelloInner {} = {} inner − 4 header − {} session id − {} saved\n                          + {} name padding (L={}) + {} to a multiple of 32 (§6.1.3) = {}",
+                    i.encoded_len,
+                    i.message_len,
+                    i.session_id_len,
+                    i.saved,
+                    i.name_padding,
+                    i.maximum_name_length,
+                    i.round_padding,
+                    i.sealed_len
+                );
+            }
+        }
+    }
+    s
+}
+
+/// One line on a report's ECH, for the side-by-side view.
+fn ech_summary(r: &HelloReport) -> String {
+    let name = |n: &Option<String>| n.clone().unwrap_or_else(|| "(none)".into());
+    match &r.ech {
+        None => {
+            let sni = r
+                .items
+                .iter()
+                .find(|i| i.code == Some(0))
+                .map_or("(none)".to_string(), |i| i.detail.clone());
+            format!("no ECH: server_name {sni} in the clear")
+        }
+        Some(e) if e.kind == EchKind::Grease => format!(
+            "GREASE ECH: encrypted_client_hello {} bytes (payload {} random), SNI {} in the clear",
+            e.extension_len,
+            e.payload_len,
+            name(&e.outer_sni)
+        ),
+        Some(e) => format!(
+            "ECH: encrypted_client_hello {} bytes (payload {} = {} sealed + {} tag); outer SNI {}, inner SNI {}{}",
+            e.extension_len,
+            e.payload_len,
+            e.payload_len - e.tag_len,
+            e.tag_len,
+            name(&e.outer_sni),
+            name(&e.inner_sni),
+            e.inner.as_ref().map_or(String::new(), |i| format!(
+                "; ClientHelloInner {} bytes, ech_outer_extensions saved {}",
+                i.message_len, i.saved
+            ))
+        ),
+    }
 }
 
 /// `a, b … y, z` for long lists.
@@ -289,6 +426,11 @@ pub fn render_compare(reports: &[HelloReport]) -> String {
             "({}; one record per ClientHello unless split)",
             r.link_text
         );
+    }
+    if reports.iter().any(|r| r.ech.is_some()) {
+        for r in reports {
+            let _ = writeln!(s, "{}: {}", r.label, ech_summary(r));
+        }
     }
     for r in reports {
         for n in r.notes.iter().chain(&r.warnings) {
