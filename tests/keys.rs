@@ -355,7 +355,11 @@ mod ech {
     fn keys_ech_hrr_shows_the_hrr_confirmation_and_the_second_seal() {
         let (client, _) = run(true);
         let (steps, opened) = server_open(&client);
-        assert_eq!(opened.len(), 2, "two ClientHelloOuters, both opened with one context");
+        assert_eq!(
+            opened.len(),
+            2,
+            "two ClientHelloOuters, both opened with one context"
+        );
         let inner = inner_hellos(&client);
         let hellos = messages(&client, HandshakeType::ServerHello);
         let hrr = &hellos[0];

@@ -330,9 +330,12 @@ impl EchView {
         wrapped(out, "value", &s.payload);
         match &s.opened {
             Some(p) => {
-                let inner = self.inner_lens.get(s.seq as usize).map_or(String::new(), |l| {
-                    format!(" (ClientHelloInner is {l} bytes with its header)")
-                });
+                let inner = self
+                    .inner_lens
+                    .get(s.seq as usize)
+                    .map_or(String::new(), |l| {
+                        format!(" (ClientHelloInner is {l} bytes with its header)")
+                    });
                 line(
                     out,
                     "opens",
@@ -343,7 +346,11 @@ impl EchView {
                 );
                 wrapped(out, "", p);
             }
-            None => line(out, "opens", "no: key, nonce or aad does not fit the payload"),
+            None => line(
+                out,
+                "opens",
+                "no: key, nonce or aad does not fit the payload",
+            ),
         }
         if explain {
             line(
@@ -423,7 +430,11 @@ fn confirmation_text(out: &mut String, c: &Confirmation, after_hrr: bool, explai
     );
     line(out, "value", &hex(&c.confirmation));
     if !c.derivation_checks {
-        line(out, "check", "HKDF-Expand-Label of prk does NOT give this value");
+        line(
+            out,
+            "check",
+            "HKDF-Expand-Label of prk does NOT give this value",
+        );
     }
     let place = if c.is_hrr() {
         "HelloRetryRequest encrypted_client_hello"
