@@ -30,6 +30,7 @@ const BLOCKS: &[&str] = &[
     "keys-rfc8448-3",
     "keys-rfc8448-4",
     "keys-hybrid",
+    "keys-ech",
     "costs-compare",
     "costs-x25519-summary",
     "costs-hybrid-summary",
@@ -183,6 +184,27 @@ fn generate(name: &str) -> String {
                 &explain::in_memory_tree(&run, Side::Client, Some(EXPORT))
                     .unwrap()
                     .text(false),
+            )
+        }
+        ["keys", "ech"] => {
+            let run = InMemory {
+                ech: true,
+                hello_retry: true,
+                ..InMemory::demo(1).unwrap()
+            };
+            let text = explain::in_memory_tree(&run, Side::Client, None)
+                .unwrap()
+                .text(true);
+            // The ECH part, through the key schedule's first line.
+            let n = text
+                .lines()
+                .position(|l| l.starts_with("key schedule of"))
+                .unwrap()
+                + 1;
+            let head: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
+            shell(
+                &format!("tls13lab keys --ech --hrr --explain --no-export | head -n {n}"),
+                &head,
             )
         }
         ["costs", group, "summary"] => text(&demo::summary_table(&three(group_of(group)))),

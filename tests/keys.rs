@@ -149,3 +149,279 @@ fn post_handshake_authentication_in_the_tree() {
         assert!(out.contains("RFC 8446 §4.4.1, §4.6.2"));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Encrypted ClientHello (RFC 9849): `keys --ech [--hrr]`, every value recomputed here from the
+// run's messages and the server's ECH key, not from what the explainer shows.
+// ---------------------------------------------------------------------------------------------
+
+mod ech {
+    use super::keys;
+    use tls13lab::crypto::hash::HashAlg;
+    use tls13lab::crypto::hpke::{self, HpkeStep, HpkeValue, Suite};
+    use tls13lab::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+    use tls13lab::ech::wire::{EchClientHello, HelloParts, ENCRYPTED_CLIENT_HELLO};
+    use tls13lab::events::{hex, Event};
+    use tls13lab::keyschedule::hkdf;
+    use tls13lab::lab::explain::{self, InMemory};
+    use tls13lab::messages::enums::{HandshakeType, HpkeKemId};
+    use tls13lab::messages::handshake::HRR_RANDOM;
+
+    /// The run `keys --ech [--hrr]` makes (seed 1), as events of both sides.
+    fn run(hello_retry: bool) -> (Vec<Event>, Vec<Event>) {
+        let o = InMemory {
+            ech: true,
+            hello_retry,
+            ..InMemory::demo(1).unwrap()
+        };
+        explain::in_memory(&o, None).unwrap()
+    }
+
+    fn messages(events: &[Event], typ: HandshakeType) -> Vec<Vec<u8>> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Handshake(h) if h.typ == typ => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn inner_hellos(events: &[Event]) -> Vec<Vec<u8>> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::InnerClientHello(h) => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// RFC 9849 §7.2 by hand: HKDF-Extract is HMAC with a zero key, then Expand-Label.
+    fn confirmation(random: &[u8], label: &str, transcript: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let prk = HashAlg::Sha256.hmac(&[0u8; 32], random).as_ref().to_vec();
+        let c = hkdf::expand_label(HashAlg::Sha256, &prk, label, transcript, 8).unwrap();
+        (prk, c)
+    }
+
+    /// `message_hash` (RFC 8446 §4.4.1): 254, 00 00 Hash.length, Hash(ClientHello1).
+    fn message_hash(ch1: &[u8]) -> Vec<u8> {
+        let mut m = vec![254, 0, 0, 32];
+        m.extend_from_slice(HashAlg::Sha256.hash(ch1).as_ref());
+        m
+    }
+
+    /// The outer hello's ECH extension: (enc, payload) and ClientHelloOuterAAD (§5.2), by hand.
+    fn outer(ch: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let body = &ch[4..];
+        let parts = HelloParts::parse(body).unwrap();
+        let e = parts.find(ENCRYPTED_CLIENT_HELLO).unwrap();
+        let EchClientHello::Outer { enc, payload, .. } =
+            EchClientHello::decode(&body[e.data_start..e.end]).unwrap()
+        else {
+            panic!("inner-type ECH in ClientHelloOuter");
+        };
+        let mut aad = body.to_vec();
+        let at = aad
+            .windows(payload.len())
+            .position(|w| w == payload.as_slice())
+            .unwrap();
+        aad[at..at + payload.len()].fill(0);
+        (enc, payload, aad)
+    }
+
+    /// The server opens each ClientHelloOuter with its own ECH key (from the seed, as the run
+    /// made it): HPKE's steps and every plaintext, independently of the explainer.
+    fn server_open(client: &[Event]) -> (Vec<HpkeStep>, Vec<Vec<u8>>) {
+        let key = tls13lab::lab::ech::key(1, 1).unwrap();
+        let outers = messages(client, HandshakeType::ClientHello);
+        let (enc, _, _) = outer(&outers[0]);
+        let suite = Suite::from_ids(
+            HpkeKemId::DhkemX25519HkdfSha256,
+            tls13lab::messages::enums::HpkeKdfId::HkdfSha256,
+            tls13lab::messages::enums::HpkeAeadId::Aes128Gcm,
+        )
+        .unwrap();
+        let mut info = b"tls ech\0".to_vec();
+        info.extend_from_slice(&key.config.raw);
+        let mut steps = Vec::new();
+        let mut ctx = hpke::setup_base_r(suite, &enc, &key.key, &info, &mut steps).unwrap();
+        let opened = outers
+            .iter()
+            .map(|ch| {
+                let (_, payload, aad) = outer(ch);
+                ctx.open(&aad, &payload).unwrap()
+            })
+            .collect();
+        (steps, opened)
+    }
+
+    fn value(steps: &[HpkeStep], v: HpkeValue) -> String {
+        hex(&steps.iter().find(|s| s.name == v).unwrap().output)
+    }
+
+    /// The hex as `keys` wraps it: 32 bytes a line under the value column.
+    fn wrapped(key: &str, b: &[u8]) -> String {
+        b.chunks(32)
+            .enumerate()
+            .map(|(i, c)| format!("    {:<8} {}\n", if i == 0 { key } else { "" }, hex(c)))
+            .collect()
+    }
+
+    #[test]
+    fn keys_ech_shows_hpke_and_the_acceptance_confirmation_of_the_run() {
+        let (client, server) = run(false);
+        let (steps, opened) = server_open(&client);
+        let inner = &inner_hellos(&client)[0];
+        let sh = &messages(&client, HandshakeType::ServerHello)[0];
+        // §7.2 by hand: the inner transcript through the ServerHello, its last 8 random
+        // bytes zeroed; the result is what the ServerHello carries.
+        let mut zeroed = sh.clone();
+        zeroed[30..38].fill(0);
+        let th = HashAlg::Sha256.hash(&[inner.as_slice(), &zeroed].concat());
+        let (prk, want) = confirmation(&inner[6..38], ACCEPT_LABEL, th.as_ref());
+        assert_eq!(want, sh[30..38], "the run's ServerHello confirms ECH");
+        let (ok, out, err) = keys(&["--ech", "--no-export"]);
+        assert!(ok, "{err}");
+        let (ok, server_out, err) = keys(&["--ech", "--no-export", "--side", "server"]);
+        assert!(ok, "{err}");
+        for (side, out) in [("client", &out), ("server", &server_out)] {
+            for needle in [
+                "ECHConfig (RFC 9849 §4)\n  config_id            1\n".to_string(),
+                "  public_name          public.example\n".to_string(),
+                "dh = DH(skE, pkR) = DH(skR, pkE)\n".to_string(),
+                format!(
+                    "shared_secret = LabeledExpand(eae_prk, \"shared_secret\", kem_context, 32)\n    value    {}\n",
+                    value(&steps, HpkeValue::SharedSecret)
+                ),
+                format!(
+                    "key = LabeledExpand(secret, \"key\", key_schedule_context, 16)\n    value    {}\n",
+                    value(&steps, HpkeValue::Key)
+                ),
+                // seq 0: the nonce is base_nonce itself.
+                format!(
+                    "nonce = base_nonce XOR I2OSP(seq, 12)\n    value    {}\n",
+                    value(&steps, HpkeValue::BaseNonce)
+                ),
+                format!(
+                    "    opens    with key, nonce and aad: EncodedClientHelloInner, {} bytes",
+                    opened[0].len()
+                ),
+                wrapped("", &opened[0]),
+                format!(
+                    "transcript_ech_conf = Transcript-Hash(ClientHelloInner, ServerHello with random[24..32] zeroed)\n    value            {}\n",
+                    hex(th.as_ref())
+                ),
+                format!(
+                    "prk = HKDF-Extract(0, ClientHelloInner.random)\n    random           {}\n    value            {}\n",
+                    hex(&inner[6..38]),
+                    hex(&prk)
+                ),
+                format!(
+                    "accept_confirmation = HKDF-Expand-Label(prk, \"ech accept confirmation\", transcript_ech_conf, 8)\n    value            {}\n    on the wire      {} = ServerHello.random[24..32]: ECH accepted\n",
+                    hex(&want),
+                    hex(&sh[30..38])
+                ),
+            ] {
+                assert!(out.contains(&needle), "{side}: no {needle:?} in\n{out}");
+            }
+            // ECH comes first, then the TLS schedule of the inner handshake.
+            let ech_at = out.find("Encrypted ClientHello (RFC 9849)").unwrap();
+            let tls_at = out.find("key schedule of").unwrap();
+            assert!(ech_at < tls_at && out[tls_at..].contains("ECH accepted"));
+            assert!(!out.contains("does not open") && !out.contains("NOT give"));
+        }
+        // The client derived the sender's ephemeral key; the server only decapsulated.
+        assert!(out.contains("DeriveKeyPair(ikm) (RFC 9180 §7.1.3)"));
+        assert!(!server_out.contains("DeriveKeyPair"));
+        // The Finished HMACs name the inner transcript they cover.
+        assert!(out.contains("HMAC(finished_key, Transcript-Hash(ClientHello..server Finished))"));
+        // The binary prints what the library renders, and replays from the seed.
+        let tree = explain::KeyTree::from_events(
+            "an in-memory full handshake, seed 1, ECH accepted (client view)",
+            &client,
+        );
+        assert_eq!(out, tree.text(false));
+        assert_eq!(server_out, {
+            let t = explain::KeyTree::from_events(
+                "an in-memory full handshake, seed 1, ECH accepted (server view)",
+                &server,
+            );
+            t.text(false)
+        });
+    }
+
+    #[test]
+    fn keys_ech_hrr_shows_the_hrr_confirmation_and_the_second_seal() {
+        let (client, _) = run(true);
+        let (steps, opened) = server_open(&client);
+        assert_eq!(
+            opened.len(),
+            2,
+            "two ClientHelloOuters, both opened with one context"
+        );
+        let inner = inner_hellos(&client);
+        let hellos = messages(&client, HandshakeType::ServerHello);
+        let hrr = &hellos[0];
+        assert_eq!(&hrr[6..38], &HRR_RANDOM[..]);
+        let sh = &hellos[1];
+        // §7.2.1: message_hash(ClientHelloInner1), HelloRetryRequest with its 8 bytes zeroed.
+        let r = confirm::hrr_range(hrr).unwrap();
+        let mut zeroed_hrr = hrr.clone();
+        zeroed_hrr[r.clone()].fill(0);
+        let th_hrr = HashAlg::Sha256.hash(&[message_hash(&inner[0]), zeroed_hrr].concat());
+        let (_, hrr_want) = confirmation(&inner[0][6..38], HRR_ACCEPT_LABEL, th_hrr.as_ref());
+        assert_eq!(hrr_want, hrr[r]);
+        // §7.2 after the retry: the transcript carries the real HelloRetryRequest.
+        let mut zeroed = sh.clone();
+        zeroed[30..38].fill(0);
+        let th = HashAlg::Sha256.hash(
+            &[
+                message_hash(&inner[0]),
+                hrr.clone(),
+                inner[1].clone(),
+                zeroed,
+            ]
+            .concat(),
+        );
+        let (_, want) = confirmation(&inner[1][6..38], ACCEPT_LABEL, th.as_ref());
+        assert_eq!(want, sh[30..38]);
+        let mut nonce1 = tls13lab::ledger::unhex(&value(&steps, HpkeValue::BaseNonce)).unwrap();
+        nonce1[11] ^= 1;
+        let (ok, out, err) = keys(&["--ech", "--hrr", "--no-export", "--explain"]);
+        assert!(ok, "{err}");
+        for needle in [
+            format!(
+                "transcript_hrr_ech_conf = Transcript-Hash(message_hash(ClientHelloInner1), HelloRetryRequest with the extension's 8 bytes zeroed)\n    value            {}\n",
+                hex(th_hrr.as_ref())
+            ),
+            format!(
+                "hrr_accept_confirmation = HKDF-Expand-Label(prk, \"hrr ech accept confirmation\", transcript_hrr_ech_conf, 8)\n    value            {}\n    on the wire      {} = HelloRetryRequest encrypted_client_hello: ECH accepted\n",
+                hex(&hrr_want),
+                hex(&hrr_want)
+            ),
+            format!(
+                "transcript_ech_conf = Transcript-Hash(message_hash, HelloRetryRequest, ClientHelloInner2, ServerHello with random[24..32] zeroed)\n    value            {}\n",
+                hex(th.as_ref())
+            ),
+            format!("    value            {}\n    on the wire      {} = ServerHello.random[24..32]: ECH accepted", hex(&want), hex(&sh[30..38])),
+            // The second Seal: sequence number 1, its nonce, an empty enc, what it opens to.
+            "ClientHelloOuter after HelloRetryRequest: payload = Seal(key, nonce, aad, EncodedClientHelloInner)".to_string(),
+            format!("  config_id 1, seq 1\nnonce = base_nonce XOR I2OSP(seq, 12)\n    value    {}\n", hex(&nonce1)),
+            "enc\n    value    empty\n".to_string(),
+            wrapped("", &opened[1]),
+            "(RFC 9849 §7.2.1, §6.1.5)".to_string(),
+            "(RFC 9849 §6.1.5, RFC 9180 §5.2)".to_string(),
+        ] {
+            assert!(out.contains(&needle), "no {needle:?} in\n{out}");
+        }
+        assert!(out.contains("HelloRetryRequest, ECH accepted (client view)"));
+        assert!(!out.lines().any(|l| l.ends_with(' ')), "trailing spaces");
+    }
+
+    #[test]
+    fn keys_ech_conflicts_with_replays() {
+        assert!(!keys(&["--ech", "--rfc8448", "3"]).0);
+        assert!(!keys(&["--hrr", "--ledger", "x.json"]).0);
+    }
+}

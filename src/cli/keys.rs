@@ -1,6 +1,7 @@
 //! `tls13lab keys`: the key schedule of one connection as a tree, from its inputs (PSK or
 //! zeros, the (EC)DHE/KEM shared secret with each hybrid component) to every secret, key, IV,
-//! Finished value, binder, exporter and resumption PSK (docs/keyschedule.md).
+//! Finished value, binder, exporter and resumption PSK (docs/keyschedule.md); with `--ech`,
+//! Encrypted ClientHello's HPKE steps and acceptance confirmation first.
 //!
 //! The tree is built and printed by [`tls13lab::lab::explain`]; this module only reads the options.
 
@@ -34,6 +35,15 @@ pub struct KeysArgs {
     /// data) or 0rtt (resumed, the request sent as 0-RTT data).
     #[arg(long, value_name = "KIND", default_value = "full", value_parser = connection)]
     pub connection: Connection,
+    /// Encrypted ClientHello (RFC 9849): the server has an ECH key made from the seed and
+    /// accepts the client's sealed ClientHelloInner. Printed first: the ECHConfig, every HPKE
+    /// step (RFC 9180), each Seal (nonce, AAD, payload) and the acceptance confirmation.
+    #[arg(long, conflicts_with_all = ["rfc8448", "ledger"])]
+    pub ech: bool,
+    /// The client sends no key share, so the server answers with a HelloRetryRequest (RFC 8446
+    /// §4.1.4); with --ech, also its confirmation and the second Seal (sequence number 1).
+    #[arg(long, conflicts_with_all = ["rfc8448", "ledger"])]
+    pub hrr: bool,
     /// After the handshake, update keys both ways (KeyUpdate), to show "traffic upd".
     #[arg(long)]
     pub key_update: bool,
@@ -85,6 +95,8 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
     run.connection = a.connection;
     run.key_update = a.key_update;
     run.post_handshake_auth = a.post_handshake_auth;
+    run.ech = a.ech;
+    run.hello_retry = a.hrr;
     explain::in_memory_tree(&run, a.side, export)
 }
 

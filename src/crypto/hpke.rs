@@ -261,7 +261,7 @@ impl Aead {
         }
     }
 
-    fn alg(self) -> Option<AeadAlg> {
+    pub(crate) fn alg(self) -> Option<AeadAlg> {
         match self {
             Aead::Aes128Gcm => Some(AeadAlg::Aes128Gcm),
             Aead::Aes256Gcm => Some(AeadAlg::Aes256Gcm),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::model::{Ikm, KeyTree, Node, SharedSecret, Step};
-use crate::config::{ClientConfig, ServerConfig};
+use crate::config::{ClientConfig, EchMode, ServerConfig};
 use crate::crypto::hash::HashAlg;
 use crate::demo::{self, Pair};
 use crate::events::{Event, Side};
@@ -83,6 +83,20 @@ impl KeyTree {
         let mut shared = Vec::new();
         let mut messages = Vec::new();
         let mut suite = None;
+        // RFC 9849 §6.1.4, §7.2: once ECH is accepted the transcript is ClientHelloInner's, so
+        // the i-th inner hello stands in for the i-th outer one.
+        let ech_accepted = events.iter().any(|e| match e {
+            Event::EchOffer(o) => o.outcome == crate::events::EchOutcome::Accepted,
+            Event::Ech(x) => x.status == crate::events::EchStatus::Accepted,
+            _ => false,
+        });
+        let mut inner: std::collections::VecDeque<&[u8]> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::InnerClientHello(h) if ech_accepted => Some(h.bytes.as_slice()),
+                _ => None,
+            })
+            .collect();
         for e in events {
             match e {
                 Event::Derivation(d) => steps.push(Step::from(d)),
@@ -95,12 +109,17 @@ impl KeyTree {
                         .collect(),
                     value: k.shared_secret.clone(),
                 }),
+                Event::Handshake(h) if h.typ == HandshakeType::ClientHello => {
+                    messages.push(inner.pop_front().unwrap_or(&h.bytes).to_vec())
+                }
                 Event::Handshake(h) => messages.push(h.bytes.clone()),
                 Event::Connected(n) => suite = Some(n.suite.to_string()),
                 _ => {}
             }
         }
-        KeyTree::build(title, suite, steps, shared, &messages)
+        let mut t = KeyTree::build(title, suite, steps, shared, &messages);
+        t.ech = super::EchView::from_events(events);
+        t
     }
 
     /// The tree of a JSON file: a `--json` report written with `--show-secrets` (its
@@ -312,6 +331,14 @@ pub struct InMemory {
     /// Each answer's Finished is keyed from client_application_traffic_secret_N over its own
     /// Handshake Context (§4.4.1).
     pub post_handshake_auth: u8,
+    /// Encrypted ClientHello (RFC 9849): the server holds an ECH key made from the seed
+    /// ([`crate::lab::ech::key`]), the client seals ClientHelloInner to its config, and the
+    /// server accepts it.
+    pub ech: bool,
+    /// The client sends no key share, so the server answers with a HelloRetryRequest naming
+    /// its group (RFC 8446 §4.1.4, §4.2.8); with `ech`, the second ClientHelloOuter is sealed
+    /// with the same HPKE context (RFC 9849 §6.1.5).
+    pub hello_retry: bool,
 }
 
 impl InMemory {
@@ -326,6 +353,8 @@ impl InMemory {
             connection: Connection::Full,
             key_update: false,
             post_handshake_auth: 0,
+            ech: false,
+            hello_retry: false,
         })
     }
 
@@ -359,6 +388,18 @@ pub fn in_memory(
         client.client_cert = Some(id);
         client.post_handshake_auth = Some(true);
         server.post_handshake_auth = crate::config::ClientAuth::Required(vec![root]);
+    }
+    if o.ech {
+        let key = crate::lab::ech::key(o.seed, 1)?;
+        client.ech = EchMode::Config {
+            list: key.list.clone(),
+            grease_fallback: false,
+        };
+        server.ech_keys = vec![key];
+    }
+    if o.hello_retry {
+        // RFC 8446 §4.2.8: an empty client_shares asks the server to pick the group.
+        client.key_shares.clear();
     }
     let (client, server) = (Arc::new(client), Arc::new(server));
     let mut p = match o.connection {
@@ -408,6 +449,14 @@ pub fn in_memory(
     }
     p.client_events.extend(p.client.events());
     p.server_events.extend(p.server.events());
+    if o.ech {
+        let accepted = p.client_events.iter().any(
+            |e| matches!(e, Event::EchOffer(x) if x.outcome == crate::events::EchOutcome::Accepted),
+        );
+        if !accepted {
+            return Err(crate::Error::InvalidState("ECH was not accepted"));
+        }
+    }
     Ok((p.client_events, p.server_events))
 }
 
@@ -420,6 +469,12 @@ pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result
         Connection::ZeroRtt => "resumed handshake with 0-RTT",
     };
     let mut title = format!("an in-memory {what}, seed {}", o.seed);
+    if o.hello_retry {
+        title.push_str(", HelloRetryRequest");
+    }
+    if o.ech {
+        title.push_str(", ECH accepted");
+    }
     if o.key_update {
         title.push_str(", KeyUpdate");
     }

@@ -37,17 +37,21 @@
 //!
 //! `model.rs` holds the tree's types, `data.rs` builds a tree from events or JSON and runs the
 //! connections they come from, `text.rs` writes it in RFC 8446 §7.1 notation and `svg.rs` draws
-//! it, and `hpke.rs` writes HPKE's steps (RFC 9180, for ECH) as [`hpke_text`]; every item is
-//! re-exported here.
+//! it, `hpke.rs` writes HPKE's steps (RFC 9180) as [`hpke_text`], and `ech.rs` gathers
+//! Encrypted ClientHello's part (RFC 9849: the ECHConfig, those steps, each Seal and the
+//! acceptance confirmations) as [`EchView`], which [`KeyTree::text`] prints above the key
+//! schedule; every item is re-exported here.
 //!
 //! [`Event::Derivation`]: crate::events::Event::Derivation
 
 mod data;
+mod ech;
 mod hpke;
 mod model;
 mod svg;
 mod text;
 
 pub use self::data::{in_memory, in_memory_tree, rfc8448, Connection, InMemory, DEMO_REQUEST};
+pub use self::ech::{Confirmation, EchView, Seal};
 pub use self::hpke::hpke_text;
 pub use self::model::{Ikm, KeyTree, Node, SharedSecret, Step};

@@ -95,6 +95,8 @@ pub struct KeyTree {
     pub roots: Vec<usize>,
     /// The shared secrets of the connection's key exchanges.
     pub shared: Vec<SharedSecret>,
+    /// Encrypted ClientHello's HPKE steps, Seals and confirmations, when the events have them.
+    pub ech: Option<super::EchView>,
 }
 
 impl KeyTree {

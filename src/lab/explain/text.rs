@@ -256,10 +256,15 @@ impl KeyTree {
         text.to_string()
     }
 
-    /// The tree as text: a header, the inputs, then every step with its operation, label,
-    /// context and value; with `explain`, also the HkdfLabel and one sentence per step.
+    /// The tree as text: with ECH, its part first ([`super::EchView::text`]); then a header,
+    /// the inputs, and every step with its operation, label, context and value; with
+    /// `explain`, also the HkdfLabel and one sentence per step.
     pub fn text(&self, explain: bool) -> String {
         let mut out = String::new();
+        if let Some(ech) = &self.ech {
+            // RFC 9849: the inner ClientHello is sealed before the TLS schedule starts.
+            let _ = writeln!(out, "{}", ech.text(explain));
+        }
         let _ = writeln!(out, "key schedule of {}", self.title);
         let suite = self.suite.as_deref().unwrap_or("cipher suite not reported");
         let hash = self.hash().map_or("?", HashAlg::name);
