@@ -50,8 +50,8 @@ use crate::ech::inner::InnerLayout;
 use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientHello};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
-    EarlyDataStatus, EchOfferEvent, EchOutcome, Epoch, Event, HandshakeEvent, KeyShareEvent,
-    Negotiated, Side,
+    EarlyDataStatus, EchInnerParts, EchOfferEvent, EchOutcome, EchParts, Epoch, Event,
+    HandshakeEvent, KeyShareEvent, Negotiated, Side,
 };
 use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
@@ -503,6 +503,7 @@ impl Client {
             let ext = self.grease_ech(&hello)?;
             insert_before_psk(&mut hello, ech_extension(ext.clone()));
             let (t, e, d) = self.finish_hello(hello, first)?;
+            self.grease_parts(&ext);
             (t, e, d, OfferEch::Grease(ext))
         } else {
             let (t, e, d) = self.finish_hello(hello, first)?;
@@ -778,6 +779,14 @@ impl Client {
             crate::ech::inner::encode(&inner_msg[4..], &compress, ech.chosen.maximum_name_length)
                 .map_err(|e| Error::Config(e.to_string()))?;
         ech.layout = layout;
+        let inner_sizes = EchInnerParts {
+            encoded_inner_len: layout.total(),
+            padding: layout.name_padding + layout.round_padding,
+            inner_len: inner_msg.len(),
+            session_id: inner.legacy_session_id.len(),
+            saved: layout.saved,
+            outer_extensions: run,
+        };
         if observe.handshake {
             let layout = observe
                 .layouts
@@ -838,6 +847,17 @@ impl Client {
             .conn
             .send_handshake(OutgoingMessage::ClientHello(&outer));
         ech.outer_transcript.add(HandshakeType::ClientHello, sent);
+        if observe.handshake {
+            self.conn.ev.push(Event::EchParts(EchParts {
+                config_id: ech.chosen.config_id,
+                kdf: ech.chosen.symmetric.kdf_id,
+                aead: ech.chosen.symmetric.aead_id,
+                enc_len: enc.len(),
+                payload_len,
+                tag_len: ech.chosen.suite.aead.tag_len(),
+                inner: Some(inner_sizes),
+            }));
+        }
         self.early_data_budget(early_data_offered);
         Ok((transcript, early, early_data_offered))
     }
@@ -887,6 +907,31 @@ impl Client {
             self.ech_event(EchOutcome::Grease, Some(id), Some(suite_name(suite)), len);
         }
         Ok(g.encode())
+    }
+
+    /// Reports [`Event::EchParts`] for a GREASE extension just sent: its outer parts only, the
+    /// payload being random (§6.2).
+    fn grease_parts(&mut self, ext: &[u8]) {
+        if !self.conn.observe().handshake {
+            return;
+        }
+        if let Ok(EchClientHello::Outer {
+            suite,
+            config_id,
+            enc,
+            payload,
+        }) = EchClientHello::decode(ext)
+        {
+            self.conn.ev.push(Event::EchParts(EchParts {
+                config_id,
+                kdf: suite.kdf_id,
+                aead: suite.aead_id,
+                enc_len: enc.len(),
+                payload_len: payload.len(),
+                tag_len: hpke::Aead::from_id(suite.aead_id).map_or(0, |a| a.tag_len()),
+                inner: None,
+            }));
+        }
     }
 
     /// Reports [`Event::EchOffer`] for an offer without a config (GREASE, not offered).
@@ -1348,7 +1393,9 @@ impl Client {
             // §6.2: "copies the entire encrypted_client_hello extension".
             OfferEch::Grease(ext) => {
                 insert_before_psk(&mut hello, ech_extension(ext.clone()));
-                self.finish_hello(hello, offer.transcript)?
+                let done = self.finish_hello(hello, offer.transcript)?;
+                self.grease_parts(ext);
+                done
             }
             OfferEch::None => self.finish_hello(hello, offer.transcript)?,
         };

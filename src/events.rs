@@ -367,6 +367,59 @@ pub enum Event {
     /// server's first answer settles it (a GREASE or unusable offer: when the ClientHello goes
     /// out).
     EchOffer(EchOfferEvent),
+    /// The parts of one ClientHelloOuter's `encrypted_client_hello` (RFC 9849 §5), reported by
+    /// both sides right after that ClientHello's [`Event::Handshake`]: the client's from what
+    /// it sealed, the server's from what it received and opened. Every outer-type extension
+    /// gets one, so after a HelloRetryRequest there are two.
+    EchParts(EchParts),
+}
+
+/// One `encrypted_client_hello` of outer type, part by part (RFC 9849 §5):
+/// `type 2 + length 2 + ECHClientHelloType 1 + cipher_suite 4 + config_id 1 + enc (2 + n) +
+/// payload (2 + n)`, the payload being EncodedClientHelloInner sealed, plus the AEAD's tag.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchParts {
+    /// ECHClientHello.config_id.
+    pub config_id: u8,
+    /// The HPKE KDF of cipher_suite.
+    pub kdf: crate::messages::enums::HpkeKdfId,
+    /// The HPKE AEAD of cipher_suite.
+    pub aead: crate::messages::enums::HpkeAeadId,
+    /// enc: the HPKE encapsulated key (empty in a second ClientHelloOuter, §6.1.5).
+    pub enc_len: usize,
+    /// payload: the sealed EncodedClientHelloInner and its tag.
+    pub payload_len: usize,
+    /// The AEAD's tag length Nt (RFC 9180 §7.3; 0 for an AEAD we do not know).
+    pub tag_len: usize,
+    /// What was sealed, when this side knows it: the client that sealed a real offer, the
+    /// server that opened it. `None` for GREASE and for a payload the server did not open.
+    pub inner: Option<EchInnerParts>,
+}
+
+impl EchParts {
+    /// The whole extension on the wire, its 4-byte header included.
+    pub fn extension_len(&self) -> usize {
+        4 + 1 + 4 + 1 + 2 + self.enc_len + 2 + self.payload_len
+    }
+}
+
+/// What one ECH payload held (RFC 9849 §5.1): `payload = encoded_inner_len + tag`, and
+/// `inner_len = 4 + (encoded_inner_len − padding) + session_id + saved`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchInnerParts {
+    /// EncodedClientHelloInner: what the AEAD sealed, padding included.
+    pub encoded_inner_len: usize,
+    /// Its trailing zeros (§6.1.3: name padding plus the round-up to 32).
+    pub padding: usize,
+    /// ClientHelloInner as reconstructed, with its 4-byte handshake header.
+    pub inner_len: usize,
+    /// legacy_session_id, emptied in the encoding and copied back from the outer hello.
+    pub session_id: usize,
+    /// Bytes `ech_outer_extensions` saved: the referenced outer extensions minus the
+    /// reference itself.
+    pub saved: usize,
+    /// The outer extensions it referenced, in order.
+    pub outer_extensions: Vec<crate::messages::enums::ExtensionType>,
 }
 
 /// Whether ECH was used (RFC 9849 §7.1).

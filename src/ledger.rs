@@ -12,8 +12,8 @@ use serde::{Serialize, Serializer};
 
 use crate::crypto::cert::{cert_parts, CertParts};
 use crate::events::{
-    Direction, EarlyDataStatus, EchOfferEvent, Epoch, Event, HandshakeEvent, Negotiated,
-    RecordEvent,
+    Direction, EarlyDataStatus, EchEvent, EchOfferEvent, EchOutcome, EchParts, EchStatus, Epoch,
+    Event, HandshakeEvent, Negotiated, RecordEvent,
 };
 use crate::messages::codec::{DecodeError, Reader};
 use crate::messages::enums::{CertificateCompressionAlgorithm, ContentType, HandshakeType};
@@ -160,6 +160,79 @@ impl CertificateMessage {
     }
 }
 
+/// One ClientHelloOuter that carried ECH, with the ClientHelloInner beside it (RFC 9849 §5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EchHello {
+    /// ClientHelloOuter as on the wire, its 4-byte header included (0 when handshake messages
+    /// were not observed).
+    pub outer_len: usize,
+    /// Its `encrypted_client_hello`, part by part, and what this side knows of the inner one.
+    #[serde(flatten)]
+    pub parts: EchParts,
+}
+
+impl EchHello {
+    /// The lines for the table: the outer and the inner hello side by side, then the
+    /// extension's parts, each sum spelled out so it can be checked against the bytes.
+    fn lines(&self, n: usize, grease: bool) -> String {
+        let p = &self.parts;
+        let mut s = String::new();
+        let inner = p
+            .inner
+            .as_ref()
+            .map_or("-".to_string(), |i| format!("{} bytes", i.inner_len));
+        let _ = writeln!(
+            s,
+            "  ClientHello {n}: outer {} bytes | inner {inner}",
+            self.outer_len
+        );
+        let _ = writeln!(
+            s,
+            "    encrypted_client_hello {} = header 4 + type 1 + {}/{} 4 + config_id {} 1 + enc 2+{} + payload 2+{}",
+            p.extension_len(),
+            p.kdf,
+            p.aead,
+            p.config_id,
+            p.enc_len,
+            p.payload_len
+        );
+        match &p.inner {
+            Some(i) => {
+                let ch = i.encoded_inner_len.saturating_sub(i.padding);
+                let refs: Vec<String> = i.outer_extensions.iter().map(|t| t.to_string()).collect();
+                let _ = writeln!(
+                    s,
+                    "    payload {} = EncodedClientHelloInner {} + tag {}; EncodedClientHelloInner {} = ClientHello {ch} + padding {}",
+                    p.payload_len, i.encoded_inner_len, p.tag_len, i.encoded_inner_len, i.padding
+                );
+                let _ = writeln!(
+                    s,
+                    "    inner {} = header 4 + ClientHello {ch} + legacy_session_id {} + ech_outer_extensions saved {} ({})",
+                    i.inner_len,
+                    i.session_id,
+                    i.saved,
+                    if refs.is_empty() { "nothing referenced".to_string() } else { refs.join(" ") }
+                );
+            }
+            None if grease => {
+                let _ = writeln!(
+                    s,
+                    "    payload {}: random bytes shaped as a sealed inner hello plus tag {} (GREASE, §6.2)",
+                    p.payload_len, p.tag_len
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "    payload {}: not opened here (no key of ours opens it: a stale config or GREASE), so the inner hello is unknown",
+                    p.payload_len
+                );
+            }
+        }
+        s
+    }
+}
+
 /// Per-direction sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DirectionTotals {
@@ -208,6 +281,17 @@ pub struct Ledger {
     /// so in no record): one per ClientHello the records carry.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ech_inner_hellos: Vec<usize>,
+    /// The server's ECH decision (RFC 9849 §7.1), on a server's ledger, when the client
+    /// offered ECH.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ech_server: Option<EchEvent>,
+    /// Every ClientHelloOuter with ECH, in order (two after a HelloRetryRequest), as the
+    /// observing side saw it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ech_hellos: Vec<EchHello>,
+    /// The length of the last ClientHello seen, for the next [`Event::EchParts`].
+    #[serde(skip)]
+    last_client_hello: usize,
     #[serde(skip)]
     splitters: [Splitter; 2],
     #[serde(skip)]
@@ -365,9 +449,20 @@ impl Ledger {
             }) => self
                 .certificates
                 .extend(CertificateMessage::from_bytes(*direction, bytes)),
+            Event::Handshake(HandshakeEvent {
+                typ: HandshakeType::ClientHello,
+                bytes,
+                ..
+            }) => self.last_client_hello = bytes.len(),
             Event::Connected(n) => self.negotiated = Some(n.clone()),
             Event::EchOffer(e) => self.ech = Some(e.clone()),
             Event::InnerClientHello(h) => self.ech_inner_hellos.push(h.bytes.len()),
+            // Both sides report the parts right after the outer hello's own event.
+            Event::EchParts(p) => self.ech_hellos.push(EchHello {
+                outer_len: self.last_client_hello,
+                parts: p.clone(),
+            }),
+            Event::Ech(e) if e.status != EchStatus::NotOffered => self.ech_server = Some(e.clone()),
             _ => {}
         }
     }
@@ -517,25 +612,7 @@ impl Ledger {
         for c in &self.certificates {
             s.push_str(&c.lines());
         }
-        if let Some(e) = &self.ech {
-            // The outer hellos are in the records above; the inner ones only here.
-            let inner: Vec<String> = self
-                .ech_inner_hellos
-                .iter()
-                .map(|n| format!("ClientHelloInner({n})"))
-                .collect();
-            let _ = writeln!(
-                s,
-                "ECH {}: {} sealed as {} bytes (padding {}, ech_outer_extensions saved {}); SNI inner {}, outer {}",
-                e.outcome.as_str(),
-                if inner.is_empty() { "no inner hello".to_string() } else { inner.join(" ") },
-                e.encoded_inner_len,
-                e.padding,
-                e.saved,
-                e.inner_sni.as_deref().unwrap_or("-"),
-                e.outer_sni.as_deref().unwrap_or("-"),
-            );
-        }
+        s.push_str(&self.ech_lines());
         let t = &self.totals;
         for (name, d) in [("C→S", &t.client_to_server), ("S→C", &t.server_to_client)] {
             let _ = writeln!(
@@ -543,6 +620,45 @@ impl Ledger {
                 "total {name}: {} bytes in {} records (headers {}, tags {}, inner types {}, padding {}; handshake {}, application {})",
                 d.bytes, d.records, d.header_bytes, d.tag_bytes, d.inner_type_bytes, d.padding_bytes, d.handshake_bytes, d.app_bytes
             );
+        }
+        s
+    }
+
+    /// The ECH block (RFC 9849): the outcome and both SNIs, then each outer hello beside its
+    /// inner one. The outer hellos are in the records above; the inner ones only here.
+    pub fn ech_lines(&self) -> String {
+        let mut s = String::new();
+        let (outcome, inner_sni, outer_sni, grease) = match (&self.ech, &self.ech_server) {
+            (Some(e), _) => (
+                e.outcome.as_str().to_string(),
+                e.inner_sni.as_deref(),
+                e.outer_sni.as_deref(),
+                e.outcome == EchOutcome::Grease,
+            ),
+            (None, Some(e)) => (
+                match e.status {
+                    EchStatus::Accepted => "accepted".to_string(),
+                    EchStatus::Rejected if e.retry_configs_sent => {
+                        "rejected, retry_configs sent".to_string()
+                    }
+                    EchStatus::Rejected => "rejected".to_string(),
+                    EchStatus::NotOffered => "not offered".to_string(),
+                },
+                e.inner_sni.as_deref(),
+                e.outer_sni.as_deref(),
+                false,
+            ),
+            (None, None) if self.ech_hellos.is_empty() => return s,
+            (None, None) => ("undecided".to_string(), None, None, false),
+        };
+        let _ = writeln!(
+            s,
+            "ECH {outcome}: SNI inner {}, outer {}",
+            inner_sni.unwrap_or("-"),
+            outer_sni.unwrap_or("-")
+        );
+        for (i, h) in self.ech_hellos.iter().enumerate() {
+            s.push_str(&h.lines(i + 1, grease));
         }
         s
     }

@@ -50,8 +50,8 @@ use crate::ech::wire::{EchClientHello, HpkeSymmetricCipherSuite};
 use crate::ech::{inner, EchError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
-    EarlyDataStatus, EchEvent, EchStatus, Epoch, Event, HandshakeEvent, KeyShareEvent, Negotiated,
-    SecretEvent, Side,
+    EarlyDataStatus, EchEvent, EchInnerParts, EchParts, EchStatus, Epoch, Event, HandshakeEvent,
+    KeyShareEvent, Negotiated, SecretEvent, Side,
 };
 use crate::keyschedule::schedule::SecretName;
 use crate::keyschedule::schedule::{
@@ -427,7 +427,8 @@ impl Server {
             // its payload, if any, is not opened (§7.1.1).
             other => {
                 if let Some(e) = ch.find(ExtensionType::EncryptedClientHello) {
-                    ech_offer(e)?;
+                    let (suite, config_id, enc, payload) = ech_offer(e)?;
+                    self.ech_parts(&ch, suite, config_id, &enc, &payload, None);
                 }
                 (ch, encoded, other)
             }
@@ -1222,6 +1223,8 @@ impl Server {
                 continue;
             };
             let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
+            let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
+            self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
             self.ech_opened(&steps, &outer.random, &key.config.raw);
             let inner_sni = host_name(&inner);
             self.ech_event(
@@ -1238,6 +1241,7 @@ impl Server {
             };
             return Ok((inner, inner_bytes, EchState::Accepted(Box::new(acc))));
         }
+        self.ech_parts(&outer, suite, config_id, &enc, &payload, None);
         self.ech_event(
             EchStatus::Rejected,
             Some((suite, config_id)),
@@ -1278,6 +1282,8 @@ impl Server {
             .open(&aad, &payload)
             .map_err(|_| ech_error(EchError::DecryptFailed))?;
         let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
+        let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
+        self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
         acc.inner_random = inner.random;
         Ok((inner, inner_bytes, EchState::Accepted(acc)))
     }
@@ -1386,6 +1392,46 @@ impl Server {
             });
         }
         c
+    }
+
+    /// Reports [`Event::EchParts`] for the extension of ClientHelloOuter `outer`: its outer
+    /// parts as received, and, when a key opened it, the EncodedClientHelloInner and the
+    /// ClientHelloInner message rebuilt from it. `saved` is what the rebuilt hello has beyond
+    /// the encoded one's ClientHello and the legacy_session_id copied back in (§5.1).
+    fn ech_parts(
+        &mut self,
+        outer: &ClientHello,
+        suite: HpkeSymmetricCipherSuite,
+        config_id: u8,
+        enc: &[u8],
+        payload: &[u8],
+        opened: Option<(&[u8], &[u8])>,
+    ) {
+        if !self.conn.observe().handshake {
+            return;
+        }
+        let session_id = outer.legacy_session_id.len();
+        let inner = opened.and_then(|(encoded, inner)| {
+            // decode() accepted it already, so this parse succeeds; if not, say nothing.
+            let (end, refs) = inner::encoded_parts(encoded).ok()?;
+            Some(EchInnerParts {
+                encoded_inner_len: encoded.len(),
+                padding: encoded.len() - end,
+                inner_len: inner.len(),
+                session_id,
+                saved: inner.len().saturating_sub(4 + end + session_id),
+                outer_extensions: refs.into_iter().map(ExtensionType::from).collect(),
+            })
+        });
+        self.conn.ev.push(Event::EchParts(EchParts {
+            config_id,
+            kdf: suite.kdf_id,
+            aead: suite.aead_id,
+            enc_len: enc.len(),
+            payload_len: payload.len(),
+            tag_len: hpke::Aead::from_id(suite.aead_id).map_or(0, |a| a.tag_len()),
+            inner,
+        }));
     }
 
     /// The ECH outcome (RFC 9849 §7.1), once the first ClientHello decided it.

@@ -247,7 +247,17 @@ fn generate(name: &str) -> String {
                 other => panic!("unknown ECH run {other}"),
             };
             let r = ech_runs().iter().find(|r| r.label == label).unwrap();
-            text(&format!("{}\n{}", ladder(&r.ledger), r.ledger.table()))
+            let server = r.server_ledger.ech_lines();
+            let server = if server.is_empty() {
+                server
+            } else {
+                format!("\nThe server's ledger of the same connection:\n{server}")
+            };
+            text(&format!(
+                "{}\n{}{server}",
+                ladder(&r.ledger),
+                r.ledger.table()
+            ))
         }
         #[cfg(feature = "cert-compression")]
         ["pqauth", "summary"] => pqauth::summary(pq_rows()),

@@ -3208,3 +3208,217 @@ fn hello_cli_ech_compare_json_and_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `encrypted_client_hello` of each ClientHello the client sent, parsed here from the
+/// plaintext records' bytes without the library's decoders: (whole extension with its 4-byte
+/// header, enc, payload), and each ClientHello's length.
+fn ech_extensions_on_the_wire(l: &tls13lab::ledger::Ledger) -> Vec<(usize, (usize, usize, usize))> {
+    use tls13lab::events::{Direction, Epoch};
+    use tls13lab::messages::enums::ContentType;
+    let stream: Vec<u8> = l
+        .records
+        .iter()
+        .map(|r| &r.record)
+        .filter(|r| {
+            r.direction == Direction::ClientToServer
+                && r.epoch == Epoch::Plaintext
+                && r.inner_type == ContentType::Handshake
+        })
+        .flat_map(|r| r.content.iter().copied())
+        .collect();
+    let be = |b: &[u8]| b.iter().fold(0usize, |a, x| (a << 8) | usize::from(*x));
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 4 <= stream.len() {
+        let len = be(&stream[at + 1..at + 4]);
+        let msg = &stream[at..at + 4 + len];
+        at += 4 + len;
+        assert_eq!(msg[0], 1, "only ClientHellos go out in plaintext here");
+        // legacy_version, random, then session id, cipher suites, compression methods.
+        let mut i = 4 + 2 + 32;
+        i += 1 + usize::from(msg[i]);
+        i += 2 + be(&msg[i..i + 2]);
+        i += 1 + usize::from(msg[i]);
+        let end = i + 2 + be(&msg[i..i + 2]);
+        i += 2;
+        while i < end {
+            let (typ, n) = (be(&msg[i..i + 2]), be(&msg[i + 2..i + 4]));
+            if typ == 0xfe0d {
+                let d = &msg[i + 4..i + 4 + n];
+                assert_eq!(d[0], 0, "outer type");
+                let enc = be(&d[6..8]);
+                let payload = be(&d[8 + enc..10 + enc]);
+                assert_eq!(10 + enc + payload, n, "nothing after the payload");
+                out.push((msg.len(), (4 + n, enc, payload)));
+            }
+            i += 4 + n;
+        }
+    }
+    out
+}
+
+/// Checks one ledger's ECH hellos against the wire: the parts add up to the extension's
+/// length, and, where the inner hello is known, payload = encoded inner + tag and
+/// inner = 4 + encoded ClientHello + session id + saved.
+fn assert_ech_parts_add_up(l: &tls13lab::ledger::Ledger, wire: &[(usize, (usize, usize, usize))]) {
+    assert_eq!(
+        l.ech_hellos.len(),
+        wire.len(),
+        "one entry per ClientHelloOuter"
+    );
+    let table = l.table();
+    for (h, (outer_len, (ext, enc, payload))) in l.ech_hellos.iter().zip(wire) {
+        let p = &h.parts;
+        assert_eq!(h.outer_len, *outer_len);
+        assert_eq!((p.enc_len, p.payload_len), (*enc, *payload));
+        assert_eq!(4 + 1 + 4 + 1 + 2 + p.enc_len + 2 + p.payload_len, *ext);
+        assert_eq!(p.extension_len(), *ext);
+        assert!(
+            table.contains(&format!(
+                "encrypted_client_hello {ext} = header 4 + type 1 + "
+            )),
+            "{table}"
+        );
+        if let Some(i) = &p.inner {
+            assert_eq!(p.tag_len, 16);
+            assert_eq!(p.payload_len, i.encoded_inner_len + p.tag_len);
+            assert_eq!(i.encoded_inner_len % 32, 0, "§6.1.3 rounds up to 32");
+            assert_eq!(
+                i.inner_len,
+                4 + (i.encoded_inner_len - i.padding) + i.session_id + i.saved
+            );
+            assert!(!i.outer_extensions.is_empty() && i.saved > 0);
+            assert!(table.contains(&format!("inner {} = header 4 + ClientHello", i.inner_len)));
+        }
+    }
+}
+
+#[test]
+fn ech_ledgers_of_both_sides_agree_on_the_extension_parts() {
+    use tls13lab::events::{EchOutcome, EchStatus};
+    let runs = tls13lab::lab::ech::runs().expect("ECH runs");
+    let run = |label: &str| runs.iter().find(|r| r.label == label).expect(label);
+    for label in ["ECH accepted", "retry with retry_configs"] {
+        let r = run(label);
+        let wire = ech_extensions_on_the_wire(&r.ledger);
+        assert_eq!(wire.len(), 1, "{label}");
+        assert_ech_parts_add_up(&r.ledger, &wire);
+        assert_ech_parts_add_up(&r.server_ledger, &wire);
+        // The server's view, rebuilt from what it received and opened, is the client's.
+        assert_eq!(r.ledger.ech_hellos, r.server_ledger.ech_hellos, "{label}");
+        let inner = r.ledger.ech_hellos[0].parts.inner.as_ref().expect("inner");
+        assert_eq!(r.ledger.ech_inner_hellos, vec![inner.inner_len]);
+        assert_eq!(r.server_ledger.ech_inner_hellos, vec![inner.inner_len]);
+        assert_eq!(r.ledger.ech.as_ref().unwrap().outcome, EchOutcome::Accepted);
+        let s = r.server_ledger.ech_server.as_ref().expect("server ECH");
+        assert_eq!(s.status, EchStatus::Accepted);
+        let line = format!(
+            "ECH accepted: SNI inner {}, outer {}",
+            tls13lab::lab::ech::INNER_NAME,
+            tls13lab::lab::ech::PUBLIC_NAME
+        );
+        assert!(r.ledger.table().contains(&line), "{}", r.ledger.table());
+        assert!(r.server_ledger.table().contains(&line));
+    }
+    // Without ECH neither ledger has an ECH block.
+    let plain = run("no ECH");
+    assert!(plain.ledger.ech_hellos.is_empty() && plain.server_ledger.ech_hellos.is_empty());
+    assert!(plain.server_ledger.ech_server.is_none());
+    assert!(!plain.server_ledger.table().contains("ECH"));
+}
+
+#[test]
+fn ech_ledgers_show_only_the_outer_parts_of_grease_and_of_a_rejected_offer() {
+    use tls13lab::events::EchStatus;
+    let runs = tls13lab::lab::ech::runs().expect("ECH runs");
+    for label in ["GREASE ECH", "stale config: rejected"] {
+        let r = runs.iter().find(|r| r.label == label).expect(label);
+        let wire = ech_extensions_on_the_wire(&r.ledger);
+        assert_eq!(wire.len(), 1, "{label}");
+        assert_ech_parts_add_up(&r.ledger, &wire);
+        assert_ech_parts_add_up(&r.server_ledger, &wire);
+        // No key of the server's opens it: the outer parts only, and no inner hello.
+        let s = &r.server_ledger;
+        assert_eq!(s.ech_server.as_ref().unwrap().status, EchStatus::Rejected);
+        assert!(s.ech_hellos[0].parts.inner.is_none(), "{label}");
+        assert!(s.ech_inner_hellos.is_empty());
+        let t = s.table();
+        assert!(
+            t.contains("ECH rejected, retry_configs sent: SNI inner -, outer "),
+            "{t}"
+        );
+        assert!(t.contains(": not opened here"), "{t}");
+        // The client agrees on every outer part.
+        let (c, sv) = (&r.ledger.ech_hellos[0], &s.ech_hellos[0]);
+        assert_eq!(c.outer_len, sv.outer_len);
+        assert_eq!(
+            (
+                c.parts.config_id,
+                c.parts.kdf,
+                c.parts.aead,
+                c.parts.enc_len,
+                c.parts.payload_len
+            ),
+            (
+                sv.parts.config_id,
+                sv.parts.kdf,
+                sv.parts.aead,
+                sv.parts.enc_len,
+                sv.parts.payload_len
+            )
+        );
+    }
+    // GREASE has no inner hello on the client either; a rejected real offer keeps what the
+    // client sealed (it did seal it, for nothing).
+    let grease = runs.iter().find(|r| r.label == "GREASE ECH").unwrap();
+    assert!(grease.ledger.ech_hellos[0].parts.inner.is_none());
+    assert!(grease.ledger.table().contains("(GREASE, §6.2)"));
+    let rejected = runs
+        .iter()
+        .find(|r| r.label == "stale config: rejected")
+        .unwrap();
+    assert!(rejected.ledger.ech_hellos[0].parts.inner.is_some());
+}
+
+#[test]
+fn ech_ledgers_after_a_hello_retry_show_both_client_hellos() {
+    use std::sync::Arc;
+    use tls13lab::config::EchMode;
+    use tls13lab::lab::ech;
+    use tls13lab::messages::enums::NamedGroup;
+    let key = ech::key(1, 1).expect("key");
+    let list = key.list.clone();
+    let (mut s, root) = ech::server(vec![key]).expect("server");
+    // The client's one share is X25519MLKEM768; the server takes X25519 only: a retry.
+    s.groups = vec![NamedGroup::X25519];
+    let mut c = ech::client(
+        root,
+        EchMode::Config {
+            list,
+            grease_fallback: false,
+        },
+    );
+    c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
+    let (r, err) = ech::run("hrr", c, &Arc::new(s), 1).expect("run");
+    assert!(err.is_none(), "{:?}", err);
+    assert_eq!(r.end, "connected");
+    assert!(r.ledger.negotiated.as_ref().unwrap().hello_retry);
+    let wire = ech_extensions_on_the_wire(&r.ledger);
+    assert_eq!(wire.len(), 2);
+    assert_ech_parts_add_up(&r.ledger, &wire);
+    assert_ech_parts_add_up(&r.server_ledger, &wire);
+    assert_eq!(r.ledger.ech_hellos, r.server_ledger.ech_hellos);
+    let enc: Vec<usize> = r
+        .ledger
+        .ech_hellos
+        .iter()
+        .map(|h| h.parts.enc_len)
+        .collect();
+    assert_eq!(enc, vec![32, 0], "§6.1.5: the second enc is empty");
+    for l in [&r.ledger, &r.server_ledger] {
+        assert!(l.ech_hellos.iter().all(|h| h.parts.inner.is_some()));
+        let t = l.table();
+        assert!(t.contains("  ClientHello 2: outer "), "{t}");
+        assert!(t.contains(" enc 2+0 + payload 2+"), "{t}");
+    }
+}

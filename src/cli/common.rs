@@ -1193,6 +1193,10 @@ impl Report<'_> {
             "events": events,
             "error": self.error,
         });
+        if !l.ech_hellos.is_empty() {
+            // Each ClientHelloOuter's encrypted_client_hello, part by part (RFC 9849 §5).
+            v["ech_hellos"] = serde_json::to_value(&l.ech_hellos).unwrap_or(Value::Null);
+        }
         if self.side == Side::Client {
             let ech = self.events.iter().rev().find_map(|e| match e {
                 Event::EchOffer(e) => Some(e),

@@ -166,6 +166,19 @@ pub fn decode(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
     ))
 }
 
+/// For the ledger, of an EncodedClientHelloInner that [`decode`] accepted: where its
+/// ClientHello ends (the rest is padding, §5.1) and the types its `ech_outer_extensions`
+/// references, in order (none without one).
+pub fn encoded_parts(encoded: &[u8]) -> Result<(usize, Vec<u16>), EchError> {
+    let (p, end) = HelloParts::parse_prefix(encoded).map_err(EchError::Decode)?;
+    let refs = match p.find(ECH_OUTER_EXTENSIONS) {
+        Some(e) => decode_outer_extensions(&encoded[e.data_start..e.end])
+            .map_err(|_| EchError::OuterExtensions("malformed ech_outer_extensions"))?,
+        None => Vec::new(),
+    };
+    Ok((end, refs))
+}
+
 /// Where the `payload` of the outer `encrypted_client_hello` lies in the ClientHello body
 /// `outer`, if it has an outer-type one.
 pub fn payload_range(outer: &[u8]) -> Option<Range<usize>> {

@@ -26,8 +26,10 @@ pub const PUBLIC_NAME: &str = "public.example";
 pub struct EchRun {
     /// What it shows.
     pub label: &'static str,
-    /// The client's ledger (records, messages, the ECH line).
+    /// The client's ledger (records, messages, the ECH lines).
     pub ledger: Ledger,
+    /// The server's ledger of the same connection: its view of the same ECH extensions.
+    pub server_ledger: Ledger,
     /// How it ended: "connected", or the client's error.
     pub end: String,
     /// The ClientHello on the wire (the outer one with ECH), header included.
@@ -51,7 +53,7 @@ pub fn key(seed: u64, config_id: u8) -> Result<EchKeyPair, Error> {
 }
 
 /// The server: a P-256 certificate for both names (a rejected ECH authenticates the public name,
-/// §6.1.7), X25519MLKEM768 first, and `ech_keys`; with the certificate (the client's root).
+/// §6.1.7), X25519MLKEM768 first, and `ech_keys`. Returns it and the certificate to trust.
 pub fn server(ech_keys: Vec<EchKeyPair>) -> Result<(ServerConfig, Vec<u8>), Error> {
     let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(0xec4));
     let now_s = demo::NOW_MS / 1000;
@@ -71,7 +73,7 @@ pub fn server(ech_keys: Vec<EchKeyPair>) -> Result<(ServerConfig, Vec<u8>), Erro
     Ok((s, cert))
 }
 
-/// The client: the inner name, one X25519MLKEM768 share, and `ech`.
+/// The client: trusts `root`, asks for [`INNER_NAME`], one X25519MLKEM768 share, `ech`.
 pub fn client(root: Vec<u8>, ech: EchMode) -> ClientConfig {
     let mut c = demo::client_config(root);
     c.server_name = Some(INNER_NAME.into());
@@ -80,7 +82,8 @@ pub fn client(root: Vec<u8>, ech: EchMode) -> ClientConfig {
     c
 }
 
-fn run(
+/// One in-memory connection from `seed`: both ledgers, and the client's error if it failed.
+pub fn run(
     label: &'static str,
     client: ClientConfig,
     server: &Arc<ServerConfig>,
@@ -89,6 +92,7 @@ fn run(
     let mut p = Pair::new(Arc::new(client), server.clone(), seed, demo::NOW_MS)?;
     let result = p.handshake().and_then(|_| p.settle());
     let ledger = p.ledger();
+    let server_ledger = Ledger::from_events(&p.server_events);
     let client_hello_len = ledger
         .records
         .iter()
@@ -104,6 +108,7 @@ fn run(
         EchRun {
             label,
             ledger,
+            server_ledger,
             end,
             client_hello_len,
         },
