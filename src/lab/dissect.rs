@@ -551,17 +551,13 @@ pub fn dissect_with(
     // outer one (RFC 9849 §6.1.4, §7.2).
     let mut transcript_messages = messages.clone();
     if accepted {
-        let mut k = 0;
-        for m in transcript_messages
+        let hellos = transcript_messages
             .iter_mut()
             .filter(|m| m.direction == Direction::ClientToServer)
-            .filter(|m| m.typ == HandshakeType::ClientHello && m.epoch == Epoch::Plaintext)
-        {
-            if let Some(i) = inners.get(k) {
-                m.bytes.clone_from(&i.bytes);
-                m.len = i.len;
-            }
-            k += 1;
+            .filter(|m| m.typ == HandshakeType::ClientHello && m.epoch == Epoch::Plaintext);
+        for (m, i) in hellos.zip(&inners) {
+            m.bytes.clone_from(&i.bytes);
+            m.len = i.len;
         }
     }
     let finished = check_finished(&transcript_messages, &hs, log);
