@@ -51,9 +51,9 @@ use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientH
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
     EarlyDataStatus, EchInnerParts, EchOfferEvent, EchOutcome, EchParts, Epoch, Event,
-    HandshakeEvent, KeyShareEvent, Negotiated, Side,
+    HandshakeEvent, KeyShareEvent, Negotiated, SecretEvent, Side,
 };
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
+use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, SecretName, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::keyschedule::NoSink;
 use crate::messages::ech::EchConfigList;
@@ -471,8 +471,9 @@ impl Client {
         let first = self.first_transcript()?;
         let (transcript, early_secret, early_data_offered, ech) = if let Some(chosen) = chosen {
             let outer_random: [u8; 32] = self.conn.random();
-            // The key log names the connection by the random on the wire.
-            self.conn.client_random = outer_random;
+            // RFC 9850 §4: the traffic secrets stay keyed by ClientHelloInner.random, which the
+            // handshake uses if ECH is accepted (settle_ech switches to the outer one if not);
+            // the ECH lines are keyed by the outer random (§5).
             let observed = self.conn.observe().secrets;
             let mut steps: Vec<HpkeStep> = Vec::new();
             let sink: &mut dyn HpkeSink = if observed { &mut steps } else { &mut NoSink };
@@ -484,8 +485,27 @@ impl Client {
                 sink,
             )
             .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
+            let shared = steps
+                .iter()
+                .rev()
+                .find(|s| s.name == hpke::HpkeValue::SharedSecret)
+                .map(|s| s.output.clone());
+            let lines = [
+                (SecretName::EchSecret, shared),
+                (SecretName::EchConfig, Some(chosen.config.raw.clone())),
+            ];
             for step in steps {
                 self.conn.ev.push(Event::Hpke(step));
+            }
+            for (name, secret) in lines {
+                if let (true, Some(label), Some(secret)) = (observed, name.nss_label(), secret) {
+                    self.conn.ev.push(Event::Secret(SecretEvent {
+                        name,
+                        nss_label: label,
+                        client_random: outer_random.to_vec(),
+                        secret,
+                    }));
+                }
             }
             let grease_psk = self.grease_psk();
             let mut offer = Box::new(EchOffer {
@@ -1110,6 +1130,8 @@ impl Client {
             ..
         } = *e;
         offer.random = outer_random;
+        // RFC 9850 §4: without ECH the connection's secrets go by the outer random.
+        self.conn.client_random = outer_random;
         offer.transcript = outer_transcript;
         offer.early_secret = None;
         self.side.offered_ticket = None;

@@ -3422,3 +3422,219 @@ fn ech_ledgers_after_a_hello_retry_show_both_client_hellos() {
         assert!(t.contains(" enc 2+0 + payload 2+"), "{t}");
     }
 }
+
+// ------------------------------------------------------------------------- dissect and ECH
+
+/// An ECH connection between our client and server over TCP (with a HelloRetryRequest when
+/// the server takes only secp256r1), captured by both: dissect opens ClientHelloInner with the
+/// key log's ECH_SECRET and ECH_CONFIG (keyed by the outer random, RFC 9850 §5) or with
+/// `--ech-key`, and reads the rest of the handshake with the secrets keyed by the inner random
+/// (§4); without either it says what would open it; a wrong key or secret does not open it.
+#[test]
+fn dissect_opens_the_inner_client_hello_of_ech_captures() {
+    let dir = temp_dir("dissect-ech");
+    let key = dir.join("k.pem");
+    let config = tls13lab(&[
+        "ech",
+        "keygen",
+        "--public-name",
+        "public.example",
+        "--config-id",
+        "7",
+        "--out",
+        key.to_str().unwrap(),
+    ]);
+    let config = config.trim();
+    let other = dir.join("other.pem");
+    tls13lab(&[
+        "ech",
+        "keygen",
+        "--public-name",
+        "public.example",
+        "--config-id",
+        "7",
+        "--out",
+        other.to_str().unwrap(),
+    ]);
+    for (case, extra) in [("plain", &[][..]), ("hrr", &["--groups", "secp256r1"][..])] {
+        let spcap = dir.join(format!("{case}-s.pcapng"));
+        let cpcap = dir.join(format!("{case}-c.pcapng"));
+        let cjson = dir.join(format!("{case}-c.json"));
+        let mut args = vec![
+            "--naccept",
+            "1",
+            "--ech-key",
+            key.to_str().unwrap(),
+            "--pcap",
+            spcap.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (mut server, port) = start_server(&args);
+        tls13lab(&[
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--insecure",
+            "--sni",
+            "secret.example",
+            "--ech-config",
+            config,
+            "--pcap",
+            cpcap.to_str().unwrap(),
+            "--json",
+            cjson.to_str().unwrap(),
+        ]);
+        wait_exit(&mut server);
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cjson).unwrap()).unwrap();
+        assert_eq!(v["ech"], "accepted", "{case}: {v}");
+        // Both sides' key logs are RFC 9850's: the client's as well as the server's.
+        for f in [&spcap, &cpcap] {
+            let what = format!("{case} {}", f.display());
+            let cap = pcap::read_capture(&std::fs::read(f).unwrap()).unwrap();
+            let conn = &cap.connections[0];
+            let d = dissect::dissect(&conn.c2s, &conn.s2c, &cap.keylog, true);
+            let ech = d.ech.as_ref().expect("an ECH view");
+            assert_eq!(ech.accepted, Some(true), "{what}: {ech:?}");
+            assert_eq!(
+                ech.hellos.len(),
+                if case == "hrr" { 2 } else { 1 },
+                "{what}"
+            );
+            let first = &ech.hellos[0];
+            assert_eq!(first.outer_server_name.as_deref(), Some("public.example"));
+            assert_eq!(first.config_id, 7);
+            assert_eq!(first.enc.len(), 32);
+            let inner = first.inner.as_ref().expect("ClientHelloInner");
+            assert_eq!(inner.server_name.as_deref(), Some("secret.example"));
+            assert!(inner.from_outer.iter().any(|e| e == "key_share"), "{what}");
+            assert_eq!(inner.encoded_len % 32, 0, "§6.1.3 rounds to 32");
+            // The traffic secrets go by the inner random, ECH's lines by the outer one.
+            assert_eq!(d.client_random.as_deref(), Some(inner.random.as_str()));
+            assert_ne!(first.outer_random, inner.random);
+            assert!(cap.keylog.lines.iter().any(|l| l.label == "ECH_SECRET"
+                && tls13lab::events::hex(&l.client_random) == first.outer_random));
+            if case == "hrr" {
+                let second = &ech.hellos[1];
+                assert!(second.enc.is_empty(), "§6.1.5: no enc the second time");
+                assert_eq!(second.sequence, Some(1), "the same HPKE context");
+                assert!(second.inner.is_some(), "{what}");
+                assert!(d.negotiated.as_ref().is_some_and(|n| n.hello_retry));
+            }
+            assert!(
+                d.finished.len() == 2 && d.finished.iter().all(|x| x.verified == Some(true)),
+                "{what}: {:?}",
+                d.finished
+            );
+            assert!(d.app_data.iter().any(|a| a.data.starts_with(b"GET /")));
+            assert_eq!(d.undecrypted, 0, "{what}");
+            assert_eq!(
+                d.negotiated.as_ref().and_then(|n| n.server_name.as_deref()),
+                Some("secret.example")
+            );
+        }
+        let s = spcap.to_str().unwrap();
+        let out = tls13lab(&["dissect", s]);
+        for want in [
+            "ClientHelloOuter 1: server name public.example, HKDF-SHA256, AES-128-GCM, config_id 7, enc 32 bytes",
+            "server name secret.example, random",
+            "opened with ECH_SECRET and ECH_CONFIG from the key log",
+            "accepted: ServerHello.random carries the confirmation",
+            "server Finished: verified",
+            "client Finished: verified",
+            "missing secrets: none",
+        ] {
+            assert!(out.contains(want), "{case}: missing {want:?} in\n{out}");
+        }
+        if case == "hrr" {
+            assert!(out.contains("(HPKE sequence 1)"), "{out}");
+        }
+        // The key log without its ECH lines, and the server's key instead.
+        let cap = pcap::read_capture(&std::fs::read(&spcap).unwrap()).unwrap();
+        let no_ech = KeyLog {
+            lines: cap
+                .keylog
+                .lines
+                .iter()
+                .filter(|l| !l.label.starts_with("ECH_"))
+                .cloned()
+                .collect(),
+            bad_lines: 0,
+        };
+        let k = dir.join(format!("{case}-no-ech.keys"));
+        std::fs::write(&k, no_ech.to_text()).unwrap();
+        let base = [
+            "dissect",
+            s,
+            "--no-embedded-keys",
+            "--keylog",
+            k.to_str().unwrap(),
+        ];
+        let with = |more: &[&str]| tls13lab(&[&base[..], more].concat());
+        let out = with(&["--ech-key", key.to_str().unwrap()]);
+        for want in [
+            "opened with the --ech-key of config_id 7 (public_name public.example)",
+            "server name secret.example, random",
+            "client Finished: verified",
+            "missing secrets: none",
+        ] {
+            assert!(out.contains(want), "{case}: missing {want:?} in\n{out}");
+        }
+        // Neither: the inner hello stays sealed, and so does the handshake, whose secrets
+        // go by a random only the inner hello shows.
+        let out = with(&[]);
+        for want in [
+            "ClientHelloInner: encrypted",
+            "to open it: ECH_SECRET and ECH_CONFIG for ClientHelloOuter.random",
+            "or --ech-key with the private key of config_id 7",
+            "acceptance unknown",
+            "server Finished: not checked",
+        ] {
+            assert!(out.contains(want), "{case}: missing {want:?} in\n{out}");
+        }
+        assert!(!out.contains("secret.example"), "{out}");
+        // A key with the right config_id but another private key.
+        let out = with(&["--ech-key", other.to_str().unwrap()]);
+        assert!(
+            out.contains("problem: the --ech-key of config_id 7 did not open the payload")
+                && out.contains("ClientHelloInner: encrypted"),
+            "{out}"
+        );
+        // A wrong ECH_SECRET.
+        let mut wrong = cap.keylog.clone();
+        for l in wrong.lines.iter_mut().filter(|l| l.label == "ECH_SECRET") {
+            l.secret[0] ^= 1;
+        }
+        let w = dir.join(format!("{case}-wrong.keys"));
+        std::fs::write(&w, wrong.to_text()).unwrap();
+        let out = tls13lab(&[
+            "dissect",
+            s,
+            "--no-embedded-keys",
+            "--keylog",
+            w.to_str().unwrap(),
+        ]);
+        assert!(
+            out.contains(
+                "problem: the key log's ECH_SECRET and ECH_CONFIG for this random do not open the payload"
+            ) && out.contains("ClientHelloInner: encrypted"),
+            "{out}"
+        );
+        // ... which the right key still overrides.
+        let out = tls13lab(&[
+            "dissect",
+            s,
+            "--no-embedded-keys",
+            "--keylog",
+            w.to_str().unwrap(),
+            "--ech-key",
+            key.to_str().unwrap(),
+        ]);
+        assert!(out.contains("client Finished: verified"), "{out}");
+        let json = tls13lab(&["dissect", s, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let e = &v["connections"][0]["ech"];
+        assert_eq!(e["accepted"], true, "{e}");
+        assert_eq!(e["hellos"][0]["inner"]["server_name"], "secret.example");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

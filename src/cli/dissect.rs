@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use tls13lab::lab::dissect::{self, Dissection};
+use tls13lab::crypto::ech::EchKeyPair;
+use tls13lab::lab::dissect::{self, DissectOptions, Dissection};
 use tls13lab::lab::keylog::KeyLog;
 use tls13lab::lab::pcap::{self, Stream};
 
@@ -31,6 +32,10 @@ pub struct DissectArgs {
     /// An NSS key log (SSLKEYLOGFILE format), added to the secrets embedded in the capture.
     #[arg(long, value_name = "FILE")]
     pub keylog: Option<PathBuf>,
+    /// An ECH key file (OpenSSL's or `tls13lab ech keygen`'s PEM; repeatable): opens the inner
+    /// ClientHello of an ECH connection without ECH_SECRET lines.
+    #[arg(long, value_name = "FILE")]
+    pub ech_key: Vec<PathBuf>,
     /// Ignore the key log embedded in the capture (see what is visible without it).
     #[arg(long)]
     pub no_embedded_keys: bool,
@@ -50,6 +55,15 @@ pub fn run(a: DissectArgs) -> Result<(), Failure> {
     let mut log = KeyLog::default();
     let mut header = String::new();
     let mut found: Vec<Dissection> = Vec::new();
+    let mut ech_keys = Vec::new();
+    for path in &a.ech_key {
+        let key = EchKeyPair::from_pem(&read_text(path)?)
+            .map_err(|e| Failure::BadOption(format!("--ech-key {}: {e}", path.display())))?;
+        ech_keys.push(key);
+    }
+    let opts = DissectOptions {
+        ech_keys: &ech_keys,
+    };
     if let (Some(c2s), Some(s2c)) = (&a.c2s, &a.s2c) {
         if let Some(k) = &a.keylog {
             log = KeyLog::parse(&read_text(k)?);
@@ -60,7 +74,13 @@ pub fn run(a: DissectArgs) -> Result<(), Failure> {
                 ..Stream::default()
             })
         };
-        found.push(dissect::dissect(&stream(c2s)?, &stream(s2c)?, &log, false));
+        found.push(dissect::dissect_with(
+            &stream(c2s)?,
+            &stream(s2c)?,
+            &log,
+            false,
+            opts,
+        ));
         header.push_str(&format!(
             "raw streams: {} (client → server), {} (server → client)\n",
             c2s.display(),
@@ -99,7 +119,7 @@ pub fn run(a: DissectArgs) -> Result<(), Failure> {
             if a.connection.is_some_and(|n| n != i + 1) {
                 continue;
             }
-            let mut d = dissect::dissect(&c.c2s, &c.s2c, &log, true);
+            let mut d = dissect::dissect_with(&c.c2s, &c.s2c, &log, true, opts);
             d.client = Some(c.client.to_string());
             d.server = Some(c.server.to_string());
             found.push(d);

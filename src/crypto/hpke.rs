@@ -436,6 +436,20 @@ pub fn setup_base_r(
     Ok(ReceiverContext(ctx))
 }
 
+/// The recipient's context from a known KEM `shared_secret` (KeySchedule alone, RFC 9180
+/// §5.1): what an observer holding a key log's `ECH_SECRET` (RFC 9850 §5) rebuilds without
+/// the private key. Same context as [`setup_base_r`] would give for that secret.
+pub fn receiver_from_shared_secret(
+    suite: Suite,
+    shared_secret: &[u8],
+    info: &[u8],
+    sink: &mut dyn HpkeSink,
+) -> Result<ReceiverContext, HpkeError> {
+    suite
+        .key_schedule(shared_secret, info, sink)
+        .map(ReceiverContext)
+}
+
 /// What both sides' contexts hold (RFC 9180 §5.1): key, base_nonce, seq, exporter_secret.
 struct Context {
     suite: Suite,
@@ -992,6 +1006,35 @@ mod tests {
             tx.export(b"c", 255 * 32 + 1, &mut NoSink),
             Err(HpkeError::ExportTooLong)
         );
+    }
+
+    /// A key log's ECH_SECRET is all an observer needs: the context rebuilt from the shared
+    /// secret opens what the sender sealed, in sequence; another secret does not.
+    #[test]
+    fn the_shared_secret_alone_rebuilds_the_receiver_context() {
+        let s = suite(Aead::Aes128Gcm);
+        let r = Kem::X25519HkdfSha256
+            .derive_key_pair(&[7; 32], &mut NoSink)
+            .unwrap();
+        let mut rng = SeededRandom::from_seed(4);
+        let mut steps = Vec::new();
+        let (_, mut tx) = setup_base_s(s, r.public_key(), b"info", &mut rng, &mut steps).unwrap();
+        let shared = steps
+            .iter()
+            .find(|x| x.name == HpkeValue::SharedSecret)
+            .unwrap()
+            .output
+            .clone();
+        let ct0 = tx.seal(b"a", b"first").unwrap();
+        let ct1 = tx.seal(b"a", b"second").unwrap();
+        let mut rx = receiver_from_shared_secret(s, &shared, b"info", &mut NoSink).unwrap();
+        assert_eq!(rx.open(b"a", &ct0).unwrap(), b"first");
+        assert_eq!(rx.open(b"a", &ct1).unwrap(), b"second");
+        let mut wrong = receiver_from_shared_secret(s, &[0; 32], b"info", &mut NoSink).unwrap();
+        assert_eq!(wrong.open(b"a", &ct0), Err(HpkeError::Open));
+        let mut other_info =
+            receiver_from_shared_secret(s, &shared, b"other", &mut NoSink).unwrap();
+        assert_eq!(other_info.open(b"a", &ct0), Err(HpkeError::Open));
     }
 
     #[test]

@@ -13,12 +13,24 @@
 use serde::Serialize;
 
 use crate::crypto::aead::{suite_params, SuiteParams};
+use crate::crypto::ech::EchKeyPair;
+use crate::crypto::hash::HashAlg;
+use crate::crypto::hpke::{self, ReceiverContext};
+use crate::ech::confirm::{self, ACCEPT_LABEL};
+use crate::ech::inner;
+use crate::ech::wire::{
+    decode_outer_extensions, EchClientHello, HelloParts, HpkeSymmetricCipherSuite,
+    ECH_OUTER_EXTENSIONS, ENCRYPTED_CLIENT_HELLO,
+};
 use crate::events::{
     hex, Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
 };
+use crate::keyschedule::NoSink;
 use crate::lab::keylog::{self, KeyLog};
 use crate::lab::tcp::Stream;
 use crate::ledger::Ledger;
+use crate::messages::codec::Reader;
+use crate::messages::ech::EchConfig;
 use crate::messages::enums::{
     CipherSuite, ContentType, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion,
     PskKeyExchangeMode, ServerNameType, SignatureScheme,
@@ -76,8 +88,11 @@ pub struct Dissection {
     pub client: Option<String>,
     /// Server address.
     pub server: Option<String>,
-    /// ClientHello.random, hex: the key of the key log lines.
+    /// ClientHello.random, hex: the key of the traffic secrets' key log lines —
+    /// ClientHelloInner's when ECH was accepted (RFC 9850 §4).
     pub client_random: Option<String>,
+    /// Encrypted ClientHello, when the first ClientHello offers it (RFC 9849).
+    pub ech: Option<EchView>,
     /// Key log labels found for this connection.
     pub secrets_found: Vec<String>,
     /// Secrets that would have opened records that stayed closed.
@@ -191,6 +206,11 @@ struct Hellos {
     early_offered: bool,
     suite: Option<SuiteParams>,
     hrr: bool,
+    /// ECH was accepted: the transcript's ClientHellos are the inner ones.
+    ech_accepted: bool,
+    /// The plaintext ClientHello and ServerHello messages, in order.
+    client_hellos: Vec<Vec<u8>>,
+    server_hellos: Vec<Vec<u8>>,
 }
 
 fn hellos(c2s: &[Rec], s2c: &[Rec]) -> Hellos {
@@ -210,12 +230,14 @@ fn hellos(c2s: &[Rec], s2c: &[Rec]) -> Hellos {
             if h.random.as_deref() == Some(&ch.random[..]) && !h.hrr {
                 h.early_offered |= ch.find(ExtensionType::EarlyData).is_some();
             }
+            h.client_hellos.push(m);
         }
     }
     for m in split_messages(&plain(s2c)).0 {
         if let Ok(HandshakePayload::ServerHello(sh)) =
             HandshakeMessage::decode(&m, DecodeContext::default()).map(|m| m.payload)
         {
+            h.server_hellos.push(m.clone());
             if sh.is_hello_retry_request() {
                 h.hrr = true;
             } else {
@@ -360,23 +382,71 @@ fn record_event(r: &Rec, origin_us: u64) -> RecordEvent {
 /// (from a pcap) and the records are merged by time; otherwise they are ordered as the
 /// handshake dictates.
 pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissection {
+    dissect_with(c2s, s2c, log, timed, DissectOptions::default())
+}
+
+/// [`dissect`] with ECH keys: a ClientHelloOuter's payload is opened with the key log's
+/// `ECH_SECRET` and `ECH_CONFIG` (keyed by the outer random, RFC 9850 §5) or with the key of
+/// the config it names; when the ServerHello confirms acceptance (RFC 9849 §7.2), the rest
+/// of the connection is read as the endpoints read it: transcript over ClientHelloInner,
+/// traffic secrets keyed by its random (RFC 9850 §4).
+pub fn dissect_with(
+    c2s: &Stream,
+    s2c: &Stream,
+    log: &KeyLog,
+    timed: bool,
+    opts: DissectOptions<'_>,
+) -> Dissection {
     let mut notes = Vec::new();
     let mut a = deframe(c2s, Direction::ClientToServer, timed, &mut notes);
     let mut b = deframe(s2c, Direction::ServerToClient, timed, &mut notes);
-    let hs = hellos(&a, &b);
+    let mut hs = hellos(&a, &b);
+    let outer_random = hs.random.clone();
+    let ech = ech_view(&hs.client_hellos, &hs.server_hellos, log, opts.ech_keys);
+    let inners: Vec<&InnerHello> = ech
+        .iter()
+        .flat_map(|e| &e.hellos)
+        .filter_map(|h| h.inner.as_ref())
+        .collect();
+    let accepted = ech.as_ref().is_some_and(|e| e.accepted == Some(true));
+    if let (true, Some(first)) = (accepted, inners.first()) {
+        hs.ech_accepted = true;
+        hs.random = first.bytes.get(6..38).map(<[u8]>::to_vec);
+        // 0-RTT rides on ClientHelloInner's PSK (RFC 9849 §6.1).
+        hs.early_offered = HandshakeMessage::decode(&first.bytes, DecodeContext::default())
+            .ok()
+            .is_some_and(|m| match m.payload {
+                HandshakePayload::ClientHello(ch) => ch.find(ExtensionType::EarlyData).is_some(),
+                _ => false,
+            });
+    }
     let mut missing = Vec::new();
     let mut secrets_found = Vec::new();
     if let Some(random) = &hs.random {
         for l in &log.lines {
-            if &l.client_random == random && !secrets_found.contains(&l.label) {
+            let ech_line =
+                outer_random.as_ref() == Some(&l.client_random) && l.label.starts_with("ECH_");
+            if (&l.client_random == random || ech_line) && !secrets_found.contains(&l.label) {
                 secrets_found.push(l.label.clone());
             }
         }
-        if secrets_found.is_empty() {
+        if !log.knows(random) {
             notes.push(format!(
-                "the key log has no line for ClientHello.random {}",
+                "the key log has no line for {}.random {}",
+                if accepted {
+                    "ClientHelloInner"
+                } else {
+                    "ClientHello"
+                },
                 hex(random)
             ));
+            if ech.as_ref().is_some_and(|e| e.accepted.is_none()) {
+                notes.push(
+                    "ECH was offered: if the server accepted it, the traffic secrets are keyed \
+                     by ClientHelloInner.random (RFC 9850), which opening the inner hello reveals"
+                        .into(),
+                );
+            }
         }
     } else {
         notes.push("no ClientHello found".into());
@@ -423,6 +493,7 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
     let mut messages = Vec::new();
     let mut app_data = Vec::new();
     let hash_len = hs.suite.map_or(0, |s| s.hash.output_len());
+    let mut outer_seen = 0;
     for r in &order {
         // The record first, then the messages it completed.
         events.push(Event::Record(record_event(r, origin)));
@@ -442,6 +513,19 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
                             bytes: m.clone(),
                             layout: None,
                         }));
+                        // The inner hello beside its outer one, as the server reports it.
+                        if typ == HandshakeType::ClientHello && r.epoch == Epoch::Plaintext {
+                            if let Some(i) = inners.get(outer_seen) {
+                                events.push(Event::InnerClientHello(HandshakeEvent {
+                                    direction: r.direction,
+                                    epoch: Epoch::Plaintext,
+                                    typ,
+                                    bytes: i.bytes.clone(),
+                                    layout: None,
+                                }));
+                            }
+                            outer_seen += 1;
+                        }
                         messages.push(Message {
                             direction: r.direction,
                             epoch: r.epoch,
@@ -463,8 +547,21 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
         }
     }
 
-    let finished = check_finished(&messages, &hs, log);
-    let negotiated = negotiation(&messages, hash_len, log, hs.random.as_deref());
+    // Accepted ECH: the endpoints' transcript has ClientHelloInner where the wire had the
+    // outer one (RFC 9849 §6.1.4, §7.2).
+    let mut transcript_messages = messages.clone();
+    if accepted {
+        let hellos = transcript_messages
+            .iter_mut()
+            .filter(|m| m.direction == Direction::ClientToServer)
+            .filter(|m| m.typ == HandshakeType::ClientHello && m.epoch == Epoch::Plaintext);
+        for (m, i) in hellos.zip(&inners) {
+            m.bytes.clone_from(&i.bytes);
+            m.len = i.len;
+        }
+    }
+    let finished = check_finished(&transcript_messages, &hs, log);
+    let negotiated = negotiation(&transcript_messages, hash_len, log, hs.random.as_deref());
     let mut all_events = events;
     // The ledger gets an endpoint's report only when nothing in it would be a guess.
     if let Some(n) = negotiated.as_ref().and_then(Negotiation::to_negotiated) {
@@ -476,6 +573,7 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
         client: None,
         server: None,
         client_random: hs.random.as_deref().map(hex),
+        ech,
         secrets_found,
         missing_secrets: missing,
         ledger,
@@ -607,6 +705,10 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
         let v: Vec<String> = msgs
             .iter()
             .map(|m| crate::lab::ladder::message_name(HandshakeType::from(m[0])))
+            .map(|n| match n.as_str() {
+                "ClientHello" if hs.ech_accepted => "ClientHelloInner".into(),
+                _ => n,
+            })
             .collect();
         v.join(" ")
     };
@@ -1044,8 +1146,24 @@ pub fn render(d: &Dissection) -> String {
     if let (Some(c), Some(sv)) = (&d.client, &d.server) {
         let _ = writeln!(s, "connection {c} → {sv}");
     }
-    if let Some(r) = &d.client_random {
-        let _ = writeln!(s, "ClientHello.random {r}");
+    let ech_outer = d
+        .ech
+        .as_ref()
+        .filter(|e| e.accepted == Some(true))
+        .and_then(|e| e.hellos.first());
+    match (&d.client_random, ech_outer) {
+        (Some(r), Some(o)) => {
+            let _ = writeln!(s, "ClientHelloInner.random {r} (keys the traffic secrets)");
+            let _ = writeln!(
+                s,
+                "ClientHelloOuter.random {} (keys ECH_SECRET, ECH_CONFIG)",
+                o.outer_random
+            );
+        }
+        (Some(r), None) => {
+            let _ = writeln!(s, "ClientHello.random {r}");
+        }
+        _ => {}
     }
     let _ = writeln!(
         s,
@@ -1060,6 +1178,9 @@ pub fn render(d: &Dissection) -> String {
             )
         }
     );
+    if let Some(e) = &d.ech {
+        render_ech(&mut s, e);
+    }
     s.push('\n');
     s.push_str(&d.ledger.table());
     s.push_str("\nhandshake messages\n");
@@ -1135,6 +1256,478 @@ pub fn render(d: &Dissection) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     s
+}
+
+// ------------------------------------------------------------------ Encrypted ClientHello
+
+/// What dissection may use besides the key log.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DissectOptions<'a> {
+    /// ECH keys (`--ech-key`): the private key of the config a ClientHelloOuter names opens
+    /// its inner ClientHello without `ECH_SECRET` (RFC 9849 §7.1).
+    pub ech_keys: &'a [EchKeyPair],
+}
+
+/// A ClientHelloOuter's `encrypted_client_hello` (RFC 9849 §5) and what opening it gave.
+#[derive(Clone, Debug, Serialize)]
+pub struct EchHello {
+    /// ClientHelloOuter.random, hex: the key of the `ECH_SECRET` and `ECH_CONFIG` lines.
+    pub outer_random: String,
+    /// The outer server_name (the config's public_name, §6.1).
+    pub outer_server_name: Option<String>,
+    /// HPKE KDF and AEAD, e.g. `HKDF-SHA256, AES-128-GCM`.
+    pub suite: String,
+    /// ECHConfigContents.key_config.config_id.
+    pub config_id: u8,
+    /// The encapsulated key; empty in the ClientHelloOuter after a HelloRetryRequest (§6.1.5).
+    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    pub enc: Vec<u8>,
+    /// The sealed EncodedClientHelloInner, tag included.
+    pub payload_len: usize,
+    /// The AEAD tag in it, when the suite is known.
+    pub tag_len: Option<usize>,
+    /// The HPKE context's sequence number that opened it (0, or 1 after a HelloRetryRequest).
+    pub sequence: Option<u128>,
+    /// ClientHelloInner, once opened and decoded.
+    pub inner: Option<InnerHello>,
+}
+
+/// ClientHelloInner as the server rebuilt it (§5.1).
+#[derive(Clone, Debug, Serialize)]
+pub struct InnerHello {
+    /// ClientHelloInner.random, hex: the key of the connection's traffic secrets if ECH was
+    /// accepted (RFC 9850 §4).
+    pub random: String,
+    /// Its server_name: the name the client really asked for.
+    pub server_name: Option<String>,
+    /// Its extensions, in order.
+    pub extensions: Vec<String>,
+    /// Those copied from ClientHelloOuter by `ech_outer_extensions`.
+    pub from_outer: Vec<String>,
+    /// The EncodedClientHelloInner the payload held: the ClientHello as encoded, then zeros.
+    pub encoded_len: usize,
+    /// The padding (§6.1.3).
+    pub padding: usize,
+    /// Bytes `ech_outer_extensions` saved (§5.1).
+    pub saved: usize,
+    /// ClientHelloInner with its handshake header.
+    pub len: usize,
+    /// The message bytes (the transcript's when ECH was accepted).
+    #[serde(skip)]
+    pub bytes: Vec<u8>,
+}
+
+/// ECH as seen in a capture.
+#[derive(Clone, Debug, Serialize)]
+pub struct EchView {
+    /// One per ClientHelloOuter with an outer `encrypted_client_hello`.
+    pub hellos: Vec<EchHello>,
+    /// What opened the payload: `ECH_SECRET` + `ECH_CONFIG`, or an `--ech-key`.
+    pub opened_with: Option<String>,
+    /// `Some(true)`: ServerHello.random carries the confirmation (§7.2) and the handshake went
+    /// on with ClientHelloInner; `Some(false)`: it does not; `None`: not known.
+    pub accepted: Option<bool>,
+    /// What would open a payload that stayed closed.
+    pub missing: Option<String>,
+    /// A key or secret that did not open the payload, an inner hello that does not decode.
+    pub problems: Vec<String>,
+}
+
+/// The outer `encrypted_client_hello` of a ClientHello message, if it has one.
+fn outer_ech(msg: &[u8]) -> Option<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>)> {
+    let body = msg.get(4..)?;
+    let p = HelloParts::parse(body).ok()?;
+    let e = p.find(ENCRYPTED_CLIENT_HELLO)?;
+    match EchClientHello::decode(&body[e.data_start..e.end]).ok()? {
+        EchClientHello::Outer {
+            suite,
+            config_id,
+            enc,
+            payload,
+        } => Some((suite, config_id, enc, payload)),
+        EchClientHello::Inner => None,
+    }
+}
+
+/// The first host_name of a ClientHello's server_name.
+fn host_name(ch: &ClientHello) -> Option<String> {
+    match ch.find(ExtensionType::ServerName) {
+        Some(Extension::ServerName(names)) => names
+            .iter()
+            .find(|n| n.typ == ServerNameType::HostName)
+            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
+        _ => None,
+    }
+}
+
+fn ext_name(t: u16) -> String {
+    match t {
+        ECH_OUTER_EXTENSIONS => "ech_outer_extensions".into(),
+        t => ExtensionType::from(t).to_string(),
+    }
+}
+
+/// The HPKE context of `ECH_SECRET` and `ECH_CONFIG` (RFC 9850 §5): KeySchedule over the
+/// shared secret with info = "tls ech" || 0x00 || ECHConfig (RFC 9849 §6.1).
+fn context_from_log(
+    secret: &[u8],
+    config: &[u8],
+    suite: HpkeSymmetricCipherSuite,
+) -> Result<ReceiverContext, String> {
+    let mut r = Reader::new(config);
+    let c = EchConfig::decode(&mut r)
+        .and_then(|c| r.finish("ECH_CONFIG").map(|()| c))
+        .map_err(|e| format!("ECH_CONFIG is not an ECHConfig: {e}"))?;
+    let contents = c
+        .contents()
+        .ok_or_else(|| format!("ECH_CONFIG has version {:#06x}, not 0xfe0d", c.version))?;
+    let hs = hpke::Suite::from_ids(contents.key_config.kem_id, suite.kdf_id, suite.aead_id)
+        .map_err(|e| e.to_string())?;
+    hpke::receiver_from_shared_secret(hs, secret, &ech_info(&c.raw), &mut NoSink)
+        .map_err(|e| e.to_string())
+}
+
+fn ech_info(config: &[u8]) -> Vec<u8> {
+    let mut info = b"tls ech\0".to_vec();
+    info.extend_from_slice(config);
+    info
+}
+
+/// Open the first ClientHelloOuter's payload with the key log's lines, else with the key of
+/// the config it names (every key when none has that config_id, as `--ech-trial-decrypt`
+/// does): the context and the EncodedClientHelloInner, or `None` with why in `view`.
+fn open_first(
+    outer: &[u8],
+    offer: &(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>),
+    log: &KeyLog,
+    keys: &[EchKeyPair],
+    view: &mut EchView,
+) -> Option<(ReceiverContext, Vec<u8>)> {
+    let (suite, config_id, enc, payload) = offer;
+    let body = outer.get(4..)?;
+    let random = body.get(2..34)?;
+    let aad = inner::aad(body).ok()?;
+    let secret = log.get(random, "ECH_SECRET");
+    let config = log.get(random, "ECH_CONFIG");
+    if let (Some(secret), Some(config)) = (secret, config) {
+        match context_from_log(secret, config, *suite) {
+            Ok(mut ctx) => match ctx.open(&aad, payload) {
+                Ok(pt) => {
+                    view.opened_with = Some("ECH_SECRET and ECH_CONFIG from the key log".into());
+                    return Some((ctx, pt));
+                }
+                Err(e) => view.problems.push(format!(
+                    "the key log's ECH_SECRET and ECH_CONFIG for this random do not open the \
+                     payload ({e})"
+                )),
+            },
+            Err(e) => view
+                .problems
+                .push(format!("the key log's ECH lines give no HPKE context: {e}")),
+        }
+    }
+    let id_of = |k: &&EchKeyPair| k.config.contents().map(|c| c.key_config.config_id);
+    let mut candidates: Vec<&EchKeyPair> = keys
+        .iter()
+        .filter(|k| id_of(k) == Some(*config_id))
+        .collect();
+    let trial = candidates.is_empty();
+    if trial {
+        candidates = keys.iter().collect();
+    }
+    let mut tried = 0;
+    for key in candidates {
+        let Some(c) = key.config.contents() else {
+            continue;
+        };
+        let Ok(hs) = hpke::Suite::from_ids(c.key_config.kem_id, suite.kdf_id, suite.aead_id) else {
+            continue;
+        };
+        tried += 1;
+        let Ok(mut ctx) =
+            hpke::setup_base_r(hs, enc, &key.key, &ech_info(&key.config.raw), &mut NoSink)
+        else {
+            continue;
+        };
+        if let Ok(pt) = ctx.open(&aad, payload) {
+            view.opened_with = Some(format!(
+                "the --ech-key of config_id {} (public_name {})",
+                c.key_config.config_id,
+                c.public_name_str().unwrap_or("?")
+            ));
+            return Some((ctx, pt));
+        }
+    }
+    if !keys.is_empty() {
+        view.problems.push(match (trial, tried) {
+            (_, 0) => format!(
+                "no --ech-key has the HPKE suite of the payload ({} keys)",
+                keys.len()
+            ),
+            (true, n) => format!(
+                "no --ech-key has config_id {config_id}; the {n} tried did not open the payload"
+            ),
+            (false, _) => format!(
+                "the --ech-key of config_id {config_id} did not open the payload (another key \
+                 with that config_id, or GREASE)"
+            ),
+        });
+    }
+    if secret.is_none() || config.is_none() {
+        view.missing = Some(format!(
+            "ECH_SECRET and ECH_CONFIG for ClientHelloOuter.random {}, or --ech-key with the \
+             private key of config_id {config_id}",
+            hex(random)
+        ));
+    }
+    None
+}
+
+/// ClientHelloInner rebuilt from an opened EncodedClientHelloInner and its ClientHelloOuter
+/// (§5.1), with what the encoding did.
+fn rebuild_inner(encoded: &[u8], outer: &[u8]) -> Result<InnerHello, String> {
+    let outer_body = outer.get(4..).unwrap_or_default();
+    let body = inner::decode(encoded, outer_body).map_err(|e| e.to_string())?;
+    let (enc_parts, end) = HelloParts::parse_prefix(encoded).map_err(|e| e.to_string())?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|l| *l < 1 << 24)
+        .ok_or("ClientHelloInner too long")?;
+    let mut bytes = vec![HandshakeType::ClientHello.to_repr()];
+    bytes.extend_from_slice(&len.to_be_bytes()[1..]);
+    bytes.extend_from_slice(&body);
+    let ch = match HandshakeMessage::decode(&bytes, DecodeContext::default()).map(|m| m.payload) {
+        Ok(HandshakePayload::ClientHello(ch)) => ch,
+        Ok(_) => return Err("ClientHelloInner is not a ClientHello".into()),
+        Err(e) => return Err(format!("ClientHelloInner does not decode: {e}")),
+    };
+    let parts = HelloParts::parse(&body).map_err(|e| e.to_string())?;
+    let from_outer = enc_parts
+        .exts
+        .iter()
+        .find(|e| e.typ == ECH_OUTER_EXTENSIONS)
+        .and_then(|e| decode_outer_extensions(&encoded[e.data_start..e.end]).ok())
+        .unwrap_or_default();
+    let outer_sid = HelloParts::parse(outer_body)
+        .map(|p| p.session_id.1 - p.session_id.0 - 1)
+        .unwrap_or(0);
+    Ok(InnerHello {
+        random: hex(&ch.random),
+        server_name: host_name(&ch),
+        extensions: parts.exts.iter().map(|e| ext_name(e.typ)).collect(),
+        from_outer: from_outer.into_iter().map(ext_name).collect(),
+        encoded_len: encoded.len(),
+        padding: encoded.len() - end,
+        saved: body.len().saturating_sub(end + outer_sid),
+        len: bytes.len(),
+        bytes,
+    })
+}
+
+/// RFC 9849 §7.2 from the outside: whether ServerHello.random ends with the confirmation
+/// derived from ClientHelloInner.random and the inner transcript (message_hash of the first
+/// inner hello, the HelloRetryRequest and the second, after a retry).
+fn ech_confirmed(
+    inners: &[&InnerHello],
+    hrr: Option<&[u8]>,
+    sh: &[u8],
+    hash: HashAlg,
+) -> Option<bool> {
+    let first = inners.first()?;
+    let random: [u8; 32] = first.bytes.get(6..38)?.try_into().ok()?;
+    let mut t = Vec::new();
+    match hrr {
+        Some(hrr) => {
+            let second = inners.get(1)?;
+            let h = hash.hash(&first.bytes);
+            t.extend_from_slice(&[254, 0, 0, h.len() as u8]);
+            t.extend_from_slice(h.as_slice());
+            t.extend_from_slice(hrr);
+            t.extend_from_slice(&second.bytes);
+        }
+        None => t.extend_from_slice(&first.bytes),
+    }
+    t.extend_from_slice(&confirm::zero_server_hello(sh)?);
+    let want = confirm::confirmation(hash, &random, ACCEPT_LABEL, hash.hash(&t).as_slice());
+    Some(sh.get(confirm::server_hello_range())? == want)
+}
+
+/// Find, open and rebuild the inner ClientHello(s) of the plaintext hellos; `None` when the
+/// first ClientHello offers no ECH.
+fn ech_view(
+    client_hellos: &[Vec<u8>],
+    server_hellos: &[Vec<u8>],
+    log: &KeyLog,
+    keys: &[EchKeyPair],
+) -> Option<EchView> {
+    let first = client_hellos.first()?;
+    let offer = outer_ech(first)?;
+    let mut view = EchView {
+        hellos: Vec::new(),
+        opened_with: None,
+        accepted: None,
+        missing: None,
+        problems: Vec::new(),
+    };
+    let mut ctx: Option<ReceiverContext> = None;
+    // A ClientHello after a HelloRetryRequest is the only second one (RFC 8446 §4.1.2).
+    for (i, msg) in client_hellos.iter().take(2).enumerate() {
+        let Some(o) = outer_ech(msg) else {
+            if i > 0 {
+                view.problems.push(
+                    "the ClientHello after the HelloRetryRequest has no encrypted_client_hello"
+                        .into(),
+                );
+            }
+            continue;
+        };
+        let decoded = HandshakeMessage::decode(msg, DecodeContext::default()).map(|m| m.payload);
+        let outer_sni = match &decoded {
+            Ok(HandshakePayload::ClientHello(ch)) => host_name(ch),
+            _ => None,
+        };
+        let tag_len = hpke::Aead::from_id(o.0.aead_id).map(|a| a.tag_len());
+        let mut h = EchHello {
+            outer_random: msg.get(6..38).map(hex).unwrap_or_default(),
+            outer_server_name: outer_sni,
+            suite: format!("{}, {}", o.0.kdf_id, o.0.aead_id),
+            config_id: o.1,
+            enc: o.2.clone(),
+            payload_len: o.3.len(),
+            tag_len,
+            sequence: None,
+            inner: None,
+        };
+        let opened = if i == 0 {
+            open_first(msg, &offer, log, keys, &mut view).map(|(c, pt)| {
+                ctx = Some(c);
+                pt
+            })
+        } else if let Some(c) = ctx.as_mut() {
+            // §6.1.5: the same context, its next sequence number; the AAD is this outer hello.
+            let aad = msg.get(4..).and_then(|b| inner::aad(b).ok());
+            match aad.map(|a| c.open(&a, &o.3)) {
+                Some(Ok(pt)) => Some(pt),
+                _ => {
+                    view.problems.push(
+                        "the second ClientHelloOuter's payload does not open with the first \
+                         one's HPKE context"
+                            .into(),
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let (Some(pt), Some(c)) = (opened, ctx.as_ref()) {
+            h.sequence = Some(c.sequence() - 1);
+            match rebuild_inner(&pt, msg) {
+                Ok(inner) => h.inner = Some(inner),
+                Err(e) => view
+                    .problems
+                    .push(format!("ClientHelloInner {}: {e}", i + 1)),
+            }
+        }
+        view.hellos.push(h);
+    }
+    // The confirmation needs the suite's hash: the (non-HRR) ServerHello's.
+    let mut hrr = None;
+    for m in server_hellos {
+        let Ok(HandshakePayload::ServerHello(sh)) =
+            HandshakeMessage::decode(m, DecodeContext::default()).map(|m| m.payload)
+        else {
+            continue;
+        };
+        if sh.is_hello_retry_request() {
+            hrr = Some(m.as_slice());
+            continue;
+        }
+        let inners: Vec<&InnerHello> = view
+            .hellos
+            .iter()
+            .filter_map(|h| h.inner.as_ref())
+            .collect();
+        if let Some(suite) = suite_params(sh.cipher_suite) {
+            view.accepted = ech_confirmed(&inners, hrr, m, suite.hash);
+        }
+        break;
+    }
+    Some(view)
+}
+
+/// The ECH section of [`render`].
+fn render_ech(s: &mut String, e: &EchView) {
+    use std::fmt::Write as _;
+    s.push_str("\nencrypted ClientHello (RFC 9849)\n");
+    for (i, h) in e.hellos.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  ClientHelloOuter {}{}: server name {}, {}, config_id {}, enc {} bytes, payload {} bytes{}",
+            i + 1,
+            if i > 0 { " (after HelloRetryRequest)" } else { "" },
+            h.outer_server_name.as_deref().unwrap_or("none"),
+            h.suite,
+            h.config_id,
+            h.enc.len(),
+            h.payload_len,
+            h.tag_len
+                .map(|t| format!(" ({} sealed + {t} tag)", h.payload_len.saturating_sub(t)))
+                .unwrap_or_default()
+        );
+        let Some(inner) = &h.inner else {
+            s.push_str("    ClientHelloInner: encrypted\n");
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "    ClientHelloInner: {} bytes, server name {}, random {}{}",
+            inner.len,
+            inner.server_name.as_deref().unwrap_or("none"),
+            inner.random,
+            h.sequence
+                .map(|q| format!(" (HPKE sequence {q})"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(s, "      extensions: {}", inner.extensions.join(", "));
+        if !inner.from_outer.is_empty() {
+            let _ = writeln!(
+                s,
+                "      from ClientHelloOuter (ech_outer_extensions): {}; {} bytes saved",
+                inner.from_outer.join(", "),
+                inner.saved
+            );
+        }
+        let _ = writeln!(
+            s,
+            "      EncodedClientHelloInner {} bytes: {} of ClientHello, {} of padding",
+            inner.encoded_len,
+            inner.encoded_len - inner.padding,
+            inner.padding
+        );
+    }
+    if let Some(w) = &e.opened_with {
+        let _ = writeln!(s, "  opened with {w}");
+    }
+    let _ = writeln!(
+        s,
+        "  {}",
+        match e.accepted {
+            Some(true) =>
+                "accepted: ServerHello.random carries the confirmation (§7.2); \
+                           the handshake goes on with ClientHelloInner",
+            Some(false) =>
+                "not accepted: ServerHello.random carries no confirmation; \
+                            the handshake goes on with ClientHelloOuter",
+            None => "acceptance unknown (ClientHelloInner not read, or no ServerHello)",
+        }
+    );
+    if let Some(m) = &e.missing {
+        let _ = writeln!(s, "  to open it: {m}");
+    }
+    for p in &e.problems {
+        let _ = writeln!(s, "  problem: {p}");
+    }
 }
 
 #[cfg(test)]

@@ -92,8 +92,10 @@ fn negotiated_suite(events: &[Event]) -> Option<SuiteParams> {
 /// include records, handshake messages and secrets: [`crate::events::Observe::ALL_WITH_SECRETS`]).
 pub fn wire_records(events: &[Event]) -> Result<Vec<WireRecord>, String> {
     let log = KeyLog::from_events(events);
+    // The traffic secrets' random: ECH's lines come first and go by the outer random, the
+    // traffic secrets by the inner one when ECH was accepted (RFC 9850 §4, §5).
     let random = events.iter().find_map(|e| match e {
-        Event::Secret(s) => Some(s.client_random.clone()),
+        Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
         _ => None,
     });
     let suite = negotiated_suite(events);
