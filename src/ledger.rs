@@ -188,7 +188,7 @@ impl EchHello {
         );
         let _ = writeln!(
             s,
-            "    encrypted_client_hello {} = header 4 + type 1 + {}/{} 4 + config_id {} 1 + enc 2+{} + payload 2+{}",
+            "    encrypted_client_hello {} = header 4 + type 1 + cipher_suite 4 ({}/{}) + config_id 1 ({}) + enc 2+{} + payload 2+{}",
             p.extension_len(),
             p.kdf,
             p.aead,

@@ -4499,10 +4499,11 @@ fn ech_client(f: &Fixture, port: u16, extra: &[&str]) -> Proc {
 
 /// The JSON's ECH verdict, with s_server's page line (`-www` prints what it saw).
 fn ech_verdict(v: &serde_json::Value, out: &str) -> String {
-    // Our client's ledger line (the s_server page is checked separately).
+    // Our client's ledger line, of its last connection (the s_server page is checked
+    // separately).
     let line = out
         .lines()
-        .find(|l| l.starts_with("ECH "))
+        .rfind(|l| l.starts_with("ECH ") && l.contains(": SNI inner "))
         .unwrap_or("(no ECH line)");
     format!(
         "ours: `\"ech\": {}`, inner {}, outer {}; our ledger: `{line}`",
@@ -4612,7 +4613,7 @@ fn ech_rejected(peer: &Peer) -> CellResult {
     );
     rows.push(format!(
         "{}; sent alert ech_required, exit 5, `ech_retry_configs` = s_server's k.pem config",
-        ech_verdict(&v, "")
+        ech_verdict(&v, &c.output())
     ));
     let mut c = ech_client(
         &f,
