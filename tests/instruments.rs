@@ -624,12 +624,25 @@ fn presets_match_the_captured_openssl_client_hellos() {
 /// OpenSSL 3.5: `TLS13LAB_OPENSSL`, else what scripts/build-openssl.sh prints (a cache hit after
 /// tests/interop_openssl.rs built it; the first run builds it, as the interop tests do).
 fn openssl35() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TLS13LAB_OPENSSL").filter(|p| !p.is_empty()) {
+    built_openssl("TLS13LAB_OPENSSL", "300.5.5")
+}
+
+/// OpenSSL 4.0.3 (ECH): `TLS13LAB_OPENSSL40`, else scripts/build-openssl.sh with openssl-src
+/// 400.0.2.
+fn openssl40() -> Option<PathBuf> {
+    built_openssl("TLS13LAB_OPENSSL40", "400.0.2")
+}
+
+/// The binary `env` names, else the one scripts/build-openssl.sh builds from openssl-src
+/// `crate_version`.
+fn built_openssl(env: &str, crate_version: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-openssl.sh");
     let out = Command::new("bash")
         .arg(&script)
+        .env("OPENSSL_SRC_VERSION", crate_version)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -1479,12 +1492,19 @@ fn summary_block<'a>(out: &'a str, header: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// `tls13lab dissect --c2s --s2c --keylog` on two raw streams written into `dir`: its output.
-fn dissect_raw(dir: &std::path::Path, c2s: &[u8], s2c: &[u8], keylog: &std::path::Path) -> String {
+/// `tls13lab dissect --c2s --s2c --keylog` (and `extra` options) on two raw streams written
+/// into `dir`: its output.
+fn dissect_raw(
+    dir: &std::path::Path,
+    c2s: &[u8],
+    s2c: &[u8],
+    keylog: &std::path::Path,
+    extra: &[&str],
+) -> String {
     let (a, b) = (dir.join("c2s.bin"), dir.join("s2c.bin"));
     std::fs::write(&a, c2s).unwrap();
     std::fs::write(&b, s2c).unwrap();
-    tls13lab(&[
+    let args = [
         "dissect",
         "--c2s",
         a.to_str().unwrap(),
@@ -1492,7 +1512,8 @@ fn dissect_raw(dir: &std::path::Path, c2s: &[u8], s2c: &[u8], keylog: &std::path
         b.to_str().unwrap(),
         "--keylog",
         keylog.to_str().unwrap(),
-    ])
+    ];
+    tls13lab(&[&args[..], extra].concat())
 }
 
 /// The value of the summary line `label` (`label   value`).
@@ -2013,7 +2034,7 @@ fn dissect_cli_modes() {
     assert!(out.contains("missing secrets: none"), "{out}");
     // Raw streams.
     let c = &cap.connections[0];
-    let out = dissect_raw(&dir, &c.c2s.bytes, &c.s2c.bytes, &k);
+    let out = dissect_raw(&dir, &c.c2s.bytes, &c.s2c.bytes, &k, &[]);
     assert!(
         out.contains("server Finished: verified") && out.contains("raw streams carry no timing"),
         "{out}"
@@ -2464,7 +2485,7 @@ fn dissect_names_what_openssl_negotiated() {
         );
 
         // The command says the same, from the raw streams.
-        let out = dissect_raw(&dir, &c2s.bytes, &s2c.bytes, &keys);
+        let out = dissect_raw(&dir, &c2s.bytes, &s2c.bytes, &keys, &[]);
         let lines = summary_block(&out, "negotiated");
         for (label, want) in [
             ("cipher suite", suite),
@@ -3636,5 +3657,223 @@ fn dissect_opens_the_inner_client_hello_of_ech_captures() {
         assert_eq!(e["accepted"], true, "{e}");
         assert_eq!(e["hellos"][0]["inner"]["server_name"], "secret.example");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `openssl ech -public_name public.example` into `dir/name`: the file, and its ECHConfigList
+/// as s_client's `-ech_config_list` takes it (the ECHCONFIG block's base64 on one line).
+fn openssl_ech_key(openssl: &Path, dir: &Path, name: &str) -> (PathBuf, String) {
+    let file = dir.join(name);
+    let out = Command::new(openssl)
+        .args(["ech", "-public_name", "public.example", "-out"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "openssl ech: {out:?}");
+    let pem = std::fs::read_to_string(&file).unwrap();
+    let list: String = pem
+        .lines()
+        .skip_while(|l| *l != "-----BEGIN ECHCONFIG-----")
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    assert!(!list.is_empty(), "no ECHCONFIG block in\n{pem}");
+    (file, list)
+}
+
+/// OpenSSL 4.0.3 on both ends of an ECH connection, through the relay: `--ech-key` with
+/// `openssl ech`'s file opens ClientHelloInner (OpenSSL writes no ECH_SECRET lines), and
+/// s_client's key log reads the rest of the handshake, its secrets keyed by
+/// ClientHelloInner.random as RFC 9850 §4 says; a stale key file does not open it.
+#[test]
+fn dissect_opens_an_openssl_40_ech_connection() {
+    use tls13lab::crypto::ech::EchKeyPair;
+    let Some(openssl) = openssl40() else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run the OpenSSL 4.0 ECH dissection"
+        );
+        eprintln!(
+            "NOTICE: skipping the OpenSSL 4.0 ECH dissection: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL40)"
+        );
+        return;
+    };
+    let version = openssl_version(&openssl).unwrap_or_default();
+    assert!(
+        version.starts_with("OpenSSL 4.0"),
+        "{}: {version}",
+        openssl.display()
+    );
+    let dir = temp_dir("openssl-ech");
+    let (key, config) = openssl_ech_key(&openssl, &dir, "k.pem");
+    // The key the server had before it rotated: a config it no longer serves.
+    let (stale, _) = openssl_ech_key(&openssl, &dir, "stale.pem");
+    let pair = EchKeyPair::from_pem(&std::fs::read_to_string(&key).unwrap()).unwrap();
+    let config_id = pair.config.contents().unwrap().key_config.config_id;
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server_keys = dir.join("server.keys");
+    let server = s_server(
+        &openssl,
+        port,
+        &dir,
+        &[
+            "-ech_key",
+            key.to_str().unwrap(),
+            "-keylogfile",
+            server_keys.to_str().unwrap(),
+        ],
+    );
+    let (relay_port, streams) = relay(port);
+    let keys = dir.join("client.keys");
+    // s_server wrote cert.pem into `dir`: trusting it makes s_client report plain ECH success
+    // (an unverified name is "ECH: BAD NAME").
+    let cert = dir.join("cert.pem");
+    let printed = s_client_get(
+        &openssl,
+        relay_port,
+        &keys,
+        &[
+            "-ech_config_list",
+            &config,
+            "-servername",
+            "localhost",
+            "-CAfile",
+            cert.to_str().unwrap(),
+        ],
+    );
+    let (c2s, s2c) = streams.join().unwrap().unwrap();
+    drop(server);
+    let context = printed.join("\n");
+    for want in [
+        "ECH: success: 1",
+        "ECH: inner: localhost",
+        "ECH: outer: public.example",
+    ] {
+        assert!(printed.iter().any(|l| l == want), "{want:?}:\n{context}");
+    }
+
+    // OpenSSL 4.0.3 logs no ECH_SECRET or ECH_CONFIG (ssl_log_secret: traffic secrets only),
+    // so only the private key can open the inner hello.
+    let log_text = std::fs::read_to_string(&keys).unwrap();
+    let log = KeyLog::parse(&log_text);
+    assert!(!log.lines.is_empty(), "empty key log");
+    assert!(
+        !log.lines.iter().any(|l| l.label.starts_with("ECH_")),
+        "OpenSSL 4.0 now writes ECH lines: test ECH_SECRET too\n{log_text}"
+    );
+    let stream = |bytes: Vec<u8>| tls13lab::lab::pcap::Stream {
+        bytes,
+        ..Default::default()
+    };
+    let (c2s, s2c) = (stream(c2s), stream(s2c));
+    let opts = dissect::DissectOptions {
+        ech_keys: std::slice::from_ref(&pair),
+    };
+    let d = dissect::dissect_with(&c2s, &s2c, &log, false, opts);
+    let ech = d.ech.as_ref().expect("an ECH view");
+    assert_eq!(ech.accepted, Some(true), "{}", dissect::render(&d));
+    assert_eq!(ech.hellos.len(), 1);
+    let outer = &ech.hellos[0];
+    assert_eq!(outer.outer_server_name.as_deref(), Some("public.example"));
+    assert_eq!(outer.config_id, config_id);
+    let inner = outer.inner.as_ref().expect("ClientHelloInner");
+    assert_eq!(inner.server_name.as_deref(), Some("localhost"));
+    assert_ne!(outer.outer_random, inner.random);
+    // Which random OpenSSL keys its secrets by: every line of s_client's log (and s_server's)
+    // goes by ClientHelloInner.random, none by the outer one, as RFC 9850 §4 says.
+    for (who, text) in [
+        ("s_client", log_text.clone()),
+        ("s_server", std::fs::read_to_string(&server_keys).unwrap()),
+    ] {
+        let randoms: std::collections::BTreeSet<String> = KeyLog::parse(&text)
+            .lines
+            .iter()
+            .map(|l| tls13lab::events::hex(&l.client_random))
+            .collect();
+        assert_eq!(
+            randoms.into_iter().collect::<Vec<_>>(),
+            [inner.random.clone()],
+            "{who}'s key log (outer random {})",
+            outer.outer_random
+        );
+    }
+    assert_eq!(d.client_random.as_deref(), Some(inner.random.as_str()));
+    assert!(
+        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
+        "{}",
+        dissect::render(&d)
+    );
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ClientToServer && a.data.starts_with(b"GET /")));
+    assert!(d
+        .app_data
+        .iter()
+        .any(|a| a.direction == Direction::ServerToClient && a.data.starts_with(b"HTTP/1.0 200")));
+    assert_eq!(d.undecrypted, 0);
+    assert_eq!(
+        d.negotiated.as_ref().and_then(|n| n.server_name.as_deref()),
+        Some("localhost")
+    );
+
+    // The command says the same, from the raw streams.
+    let out = dissect_raw(
+        &dir,
+        &c2s.bytes,
+        &s2c.bytes,
+        &keys,
+        &["--ech-key", key.to_str().unwrap()],
+    );
+    for want in [
+        format!(
+            "ClientHelloInner.random {} (keys the traffic secrets)",
+            inner.random
+        ),
+        format!(
+            "ClientHelloOuter.random {} (keys ECH_SECRET, ECH_CONFIG)",
+            outer.outer_random
+        ),
+        "server name public.example".into(),
+        format!("config_id {config_id}"),
+        format!("opened with the --ech-key of config_id {config_id} (public_name public.example)"),
+        "server name localhost, random".into(),
+        "accepted: ServerHello.random carries the confirmation".into(),
+        "server Finished: verified".into(),
+        "client Finished: verified".into(),
+        "missing secrets: none".into(),
+    ] {
+        assert!(out.contains(&want), "missing {want:?} in\n{out}");
+    }
+
+    // The stale key: whether or not its config_id is the one the hello names (OpenSSL picks
+    // them), its private key is not the server's, so the inner hello stays sealed; the key
+    // log's secrets, under the inner random, then fit no random the capture shows.
+    let out = dissect_raw(
+        &dir,
+        &c2s.bytes,
+        &s2c.bytes,
+        &keys,
+        &["--ech-key", stale.to_str().unwrap()],
+    );
+    for want in [
+        "did not open the payload",
+        "ClientHelloInner: encrypted",
+        "acceptance unknown",
+        "key log: no secrets for this connection",
+        "note: ECH was offered: if the server accepted it, the traffic secrets are keyed by \
+         ClientHelloInner.random",
+        "server Finished: not checked",
+    ] {
+        assert!(out.contains(want), "stale key: missing {want:?} in\n{out}");
+    }
+    assert!(!out.contains("server name localhost"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
