@@ -868,15 +868,13 @@ impl Client {
             .send_handshake(OutgoingMessage::ClientHello(&outer));
         ech.outer_transcript.add(HandshakeType::ClientHello, sent);
         if observe.handshake {
-            self.conn.ev.push(Event::EchParts(EchParts {
-                config_id: ech.chosen.config_id,
-                kdf: ech.chosen.symmetric.kdf_id,
-                aead: ech.chosen.symmetric.aead_id,
-                enc_len: enc.len(),
+            self.conn.ev.push(Event::EchParts(EchParts::new(
+                ech.chosen.symmetric,
+                ech.chosen.config_id,
+                enc.len(),
                 payload_len,
-                tag_len: ech.chosen.suite.aead.tag_len(),
-                inner: Some(inner_sizes),
-            }));
+                Some(inner_sizes),
+            )));
         }
         self.early_data_budget(early_data_offered);
         Ok((transcript, early, early_data_offered))
@@ -942,15 +940,13 @@ impl Client {
             payload,
         }) = EchClientHello::decode(ext)
         {
-            self.conn.ev.push(Event::EchParts(EchParts {
+            self.conn.ev.push(Event::EchParts(EchParts::new(
+                suite,
                 config_id,
-                kdf: suite.kdf_id,
-                aead: suite.aead_id,
-                enc_len: enc.len(),
-                payload_len: payload.len(),
-                tag_len: hpke::Aead::from_id(suite.aead_id).map_or(0, |a| a.tag_len()),
-                inner: None,
-            }));
+                enc.len(),
+                payload.len(),
+                None,
+            )));
         }
     }
 

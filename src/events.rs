@@ -397,6 +397,26 @@ pub struct EchParts {
 }
 
 impl EchParts {
+    /// The parts of an outer extension with `suite`, config_id, enc and payload of these
+    /// lengths, and what was sealed if known; the tag length follows from the AEAD.
+    pub fn new(
+        suite: crate::messages::ech::HpkeSymmetricCipherSuite,
+        config_id: u8,
+        enc_len: usize,
+        payload_len: usize,
+        inner: Option<EchInnerParts>,
+    ) -> Self {
+        EchParts {
+            config_id,
+            kdf: suite.kdf_id,
+            aead: suite.aead_id,
+            enc_len,
+            payload_len,
+            tag_len: crate::crypto::hpke::Aead::from_id(suite.aead_id).map_or(0, |a| a.tag_len()),
+            inner,
+        }
+    }
+
     /// The whole extension on the wire, its 4-byte header included.
     pub fn extension_len(&self) -> usize {
         4 + 1 + 4 + 1 + 2 + self.enc_len + 2 + self.payload_len

@@ -63,7 +63,7 @@ use crate::messages::codec::DecodeError;
 use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, HandshakeType, NamedGroup,
-    ProtocolVersion, PskKeyExchangeMode, ServerNameType, SignatureScheme,
+    ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
 };
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
@@ -1173,7 +1173,7 @@ impl Server {
         outer: ClientHello,
         encoded: Vec<u8>,
     ) -> Result<(ClientHello, Vec<u8>, EchState), Error> {
-        let outer_sni = host_name(&outer);
+        let outer_sni = outer.host_name();
         let offer = match outer.find(ExtensionType::EncryptedClientHello) {
             Some(e) => Some(ech_offer(e)?),
             None => None,
@@ -1226,7 +1226,7 @@ impl Server {
             let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
             self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
             self.ech_opened(&steps, &outer.random, &key.config.raw);
-            let inner_sni = host_name(&inner);
+            let inner_sni = inner.host_name();
             self.ech_event(
                 EchStatus::Accepted,
                 Some((suite, config_id)),
@@ -1423,15 +1423,13 @@ impl Server {
                 outer_extensions: refs.into_iter().map(ExtensionType::from).collect(),
             })
         });
-        self.conn.ev.push(Event::EchParts(EchParts {
+        self.conn.ev.push(Event::EchParts(EchParts::new(
+            suite,
             config_id,
-            kdf: suite.kdf_id,
-            aead: suite.aead_id,
-            enc_len: enc.len(),
-            payload_len: payload.len(),
-            tag_len: hpke::Aead::from_id(suite.aead_id).map_or(0, |a| a.tag_len()),
+            enc.len(),
+            payload.len(),
             inner,
-        }));
+        )));
     }
 
     /// The ECH outcome (RFC 9849 §7.1), once the first ClientHello decided it.
@@ -1980,17 +1978,6 @@ fn retry_configs(config: &ServerConfig) -> EchConfigList {
 
 fn ech_error(e: EchError) -> Error {
     Error::Peer(PeerMisbehaved::Ech(e))
-}
-
-/// The first host_name of a ClientHello's server_name, for reports.
-fn host_name(ch: &ClientHello) -> Option<String> {
-    match ch.find(ExtensionType::ServerName) {
-        Some(Extension::ServerName(names)) => names
-            .iter()
-            .find(|n| n.typ == ServerNameType::HostName)
-            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
-        _ => None,
-    }
 }
 
 fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(), Error> {

@@ -2193,6 +2193,33 @@ fn s_client_get(openssl: &Path, port: u16, keys: &Path, extra: &[&str]) -> Vec<S
     printed
 }
 
+/// A dissected s_server `-www` connection: both Finished verified, the request and the
+/// response read back, no record left undecrypted.
+fn assert_http_exchange_opened(d: &tls13lab::lab::dissect::Dissection) {
+    use tls13lab::lab::dissect;
+    assert!(
+        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
+        "{}",
+        dissect::render(d)
+    );
+    let sent = |dir: Direction, lead: &[u8]| {
+        d.app_data
+            .iter()
+            .any(|a| a.direction == dir && a.data.starts_with(lead))
+    };
+    assert!(
+        sent(Direction::ClientToServer, b"GET /"),
+        "{}",
+        dissect::render(d)
+    );
+    assert!(
+        sent(Direction::ServerToClient, b"HTTP/1.0 200"),
+        "{}",
+        dissect::render(d)
+    );
+    assert_eq!(d.undecrypted, 0);
+}
+
 /// Capture one OpenSSL s_client ↔ s_server connection on lo with tshark; returns the capture,
 /// the client's key log and the server port, or `None` when tshark cannot capture here.
 /// `Err` when this attempt missed the connection's start (dumpcap can say "Capturing on" a
@@ -2268,20 +2295,7 @@ fn dissect_an_openssl_connection_captured_by_tshark() {
         .unwrap();
     let log = KeyLog::parse(&std::fs::read_to_string(&keys).unwrap());
     let d = dissect::dissect(&conn.c2s, &conn.s2c, &log, true);
-    assert!(
-        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
-        "{}",
-        dissect::render(&d)
-    );
-    assert!(d
-        .app_data
-        .iter()
-        .any(|a| a.direction == Direction::ClientToServer && a.data.starts_with(b"GET /")));
-    assert!(d
-        .app_data
-        .iter()
-        .any(|a| a.direction == Direction::ServerToClient && a.data.starts_with(b"HTTP/1.0 200")));
-    assert_eq!(d.undecrypted, 0);
+    assert_http_exchange_opened(&d);
     // tshark's own decryption of the same capture agrees with ours.
     let decode = format!("tcp.port=={port},tls");
     let keylog_opt = format!("tls.keylog_file:{}", keys.display());
@@ -3805,20 +3819,7 @@ fn dissect_opens_an_openssl_40_ech_connection() {
         );
     }
     assert_eq!(d.client_random.as_deref(), Some(inner.random.as_str()));
-    assert!(
-        d.finished.len() == 2 && d.finished.iter().all(|f| f.verified == Some(true)),
-        "{}",
-        dissect::render(&d)
-    );
-    assert!(d
-        .app_data
-        .iter()
-        .any(|a| a.direction == Direction::ClientToServer && a.data.starts_with(b"GET /")));
-    assert!(d
-        .app_data
-        .iter()
-        .any(|a| a.direction == Direction::ServerToClient && a.data.starts_with(b"HTTP/1.0 200")));
-    assert_eq!(d.undecrypted, 0);
+    assert_http_exchange_opened(&d);
     assert_eq!(
         d.negotiated.as_ref().and_then(|n| n.server_name.as_deref()),
         Some("localhost")

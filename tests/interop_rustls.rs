@@ -1393,24 +1393,7 @@ const PUBLIC_NAME: &str = "public.example";
 /// (outer), since rustls verifies a rejected handshake against the public name (RFC 9849 §6.1.7).
 fn ech_id() -> &'static Identity {
     static ID: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
-    ID.get_or_init(|| {
-        let key =
-            tls13lab::crypto::sign::SigningKey::generate_p256(&mut SeededRandom::from_seed(24));
-        let now_s = now_ms() / 1000;
-        let cert_der = tls13lab::crypto::cert::self_signed_p256(
-            &["localhost", PUBLIC_NAME],
-            &key,
-            now_s - 86_400,
-            now_s + 30 * 86_400,
-        )
-        .expect("self-signed certificate");
-        let key_der = key.to_pkcs8_der().expect("pkcs8");
-        Identity {
-            key,
-            cert_der,
-            key_der,
-        }
-    })
+    ID.get_or_init(|| Identity::for_names(&["localhost", PUBLIC_NAME], 24))
 }
 
 /// An ECH key from `seed`: one HPKE suite, so rustls' `EchConfig::new` must pick exactly it.
@@ -1622,6 +1605,29 @@ fn ech_until_error(
     (events, ours, theirs)
 }
 
+/// rustls' end of a rejected ECH (§6.1.6): it fails with the server's retry configs after
+/// sending ech_required, which our server received.
+fn rejected_with_retry_configs(
+    theirs: Option<rustls::Error>,
+    ours: Option<tls13lab::Error>,
+) -> Vec<rustls::internal::msgs::handshake::EchConfigPayload> {
+    assert!(
+        matches!(
+            ours,
+            Some(tls13lab::Error::AlertReceived(
+                AlertDescription::EchRequired
+            ))
+        ),
+        "ours: {ours:?}"
+    );
+    match theirs {
+        Some(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::ServerRejectedEncryptedClientHello(Some(configs)),
+        )) => configs,
+        other => panic!("rustls: {other:?}"),
+    }
+}
+
 /// A stale config (another key, same public_name): our server answers ClientHelloOuter with
 /// retry_configs (§7.1); rustls authenticates the public name, sends ech_required and hands
 /// back the retry configs in its error (§6.1.6); a second rustls connection with them is
@@ -1641,21 +1647,7 @@ fn ech_rejected_cell() -> CellResult {
     assert_eq!(e.outer_sni.as_deref(), Some(PUBLIC_NAME));
     assert_eq!(e.inner_sni, None);
     assert!(e.retry_configs_sent);
-    let retry = match theirs {
-        Some(rustls::Error::PeerIncompatible(
-            rustls::PeerIncompatible::ServerRejectedEncryptedClientHello(Some(configs)),
-        )) => configs,
-        other => panic!("rustls: {other:?}"),
-    };
-    assert!(
-        matches!(
-            ours,
-            Some(tls13lab::Error::AlertReceived(
-                AlertDescription::EchRequired
-            ))
-        ),
-        "ours: {ours:?}"
-    );
+    let retry = rejected_with_retry_configs(theirs, ours);
     // rustls keeps the configs parsed; re-encoded, they are our server's ECHConfigList.
     let mut list = Vec::new();
     rustls::internal::msgs::codec::Codec::encode(&retry, &mut list);
@@ -1709,21 +1701,7 @@ fn ech_rejected_hrr_disguised_cell() -> CellResult {
     let e = ech_event(&events);
     assert_eq!(e.status, EchStatus::Rejected, "{e:?}");
     assert!(e.retry_configs_sent);
-    let n = match theirs {
-        Some(rustls::Error::PeerIncompatible(
-            rustls::PeerIncompatible::ServerRejectedEncryptedClientHello(Some(configs)),
-        )) => configs.len(),
-        other => panic!("rustls: {other:?}"),
-    };
-    assert!(
-        matches!(
-            ours,
-            Some(tls13lab::Error::AlertReceived(
-                AlertDescription::EchRequired
-            ))
-        ),
-        "ours: {ours:?}"
-    );
+    let n = rejected_with_retry_configs(theirs, ours).len();
     Ok(format!(
         "ours: HelloRetryRequest with 8 random bytes of encrypted_client_hello, rejected, retry_configs sent, \
          alert ech_required received; rustls: `ServerRejectedEncryptedClientHello` with {n} retry config"

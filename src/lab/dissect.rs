@@ -1349,17 +1349,6 @@ fn outer_ech(msg: &[u8]) -> Option<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u
     }
 }
 
-/// The first host_name of a ClientHello's server_name.
-fn host_name(ch: &ClientHello) -> Option<String> {
-    match ch.find(ExtensionType::ServerName) {
-        Some(Extension::ServerName(names)) => names
-            .iter()
-            .find(|n| n.typ == ServerNameType::HostName)
-            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
-        _ => None,
-    }
-}
-
 fn ext_name(t: u16) -> String {
     match t {
         ECH_OUTER_EXTENSIONS => "ech_outer_extensions".into(),
@@ -1513,7 +1502,7 @@ fn rebuild_inner(encoded: &[u8], outer: &[u8]) -> Result<InnerHello, String> {
         .unwrap_or(0);
     Ok(InnerHello {
         random: hex(&ch.random),
-        server_name: host_name(&ch),
+        server_name: ch.host_name(),
         extensions: parts.exts.iter().map(|e| ext_name(e.typ)).collect(),
         from_outer: from_outer.into_iter().map(ext_name).collect(),
         encoded_len: encoded.len(),
@@ -1583,7 +1572,7 @@ fn ech_view(
         };
         let decoded = HandshakeMessage::decode(msg, DecodeContext::default()).map(|m| m.payload);
         let outer_sni = match &decoded {
-            Ok(HandshakePayload::ClientHello(ch)) => host_name(ch),
+            Ok(HandshakePayload::ClientHello(ch)) => ch.host_name(),
             _ => None,
         };
         let tag_len = hpke::Aead::from_id(o.0.aead_id).map(|a| a.tag_len());

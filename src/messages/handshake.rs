@@ -325,6 +325,17 @@ impl ClientHello {
         self.extensions.iter().find(|e| e.typ() == t)
     }
 
+    /// The first host_name in server_name (RFC 6066 §3), for reports.
+    pub fn host_name(&self) -> Option<String> {
+        match self.find(ExtensionType::ServerName) {
+            Some(Extension::ServerName(names)) => names
+                .iter()
+                .find(|n| n.typ == super::enums::ServerNameType::HostName)
+                .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
+            _ => None,
+        }
+    }
+
     /// Length of the binders list (2-byte prefix + entries) at the end of the encoding, 0 if the
     /// last extension is not pre_shared_key. The partial ClientHello that binders are computed
     /// over is `encoded[..encoded.len() - binders_len()]` (§4.2.11.2).

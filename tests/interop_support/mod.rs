@@ -72,9 +72,14 @@ pub struct Identity {
 impl Identity {
     /// A deterministic identity for `name` (a DNS name also used as CN), valid around now.
     pub fn new(name: &str, seed: u64) -> Identity {
+        Identity::for_names(&[name], seed)
+    }
+
+    /// The same for several DNS names, the first also the CN.
+    pub fn for_names(names: &[&str], seed: u64) -> Identity {
         let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(seed));
         let now_s = now_ms() / 1000;
-        let cert_der = self_signed_p256(&[name], &key, now_s - 86_400, now_s + 30 * 86_400)
+        let cert_der = self_signed_p256(names, &key, now_s - 86_400, now_s + 30 * 86_400)
             .expect("self-signed certificate");
         let key_der = key.to_pkcs8_der().expect("pkcs8");
         Identity {
