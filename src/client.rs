@@ -1083,7 +1083,7 @@ impl Client {
             let zeroed = confirm::zero_server_hello(encoded)
                 .ok_or(Error::InvalidState("short ServerHello"))?;
             t.add(HandshakeType::ServerHello, &zeroed);
-            let want = self.ech_confirmation(
+            let want = self.conn.ech_confirmation(
                 suite.hash,
                 &offer.random,
                 ACCEPT_LABEL,
@@ -1135,27 +1135,6 @@ impl Client {
             public_name: chosen.public_name,
             retry_configs: None,
         })
-    }
-
-    /// The eight confirmation bytes we expect (RFC 9849 §7.2, §7.2.1), reported when
-    /// derivations are observed, as the server reports the ones it sends.
-    fn ech_confirmation(
-        &mut self,
-        hash: crate::crypto::hash::HashAlg,
-        inner_random: &[u8; 32],
-        label: &'static str,
-        transcript_hash: &[u8],
-    ) -> [u8; 8] {
-        let c = confirm::confirmation(hash, inner_random, label, transcript_hash);
-        if self.conn.observe().derivations {
-            self.conn.ev.push(Event::EchConfirmation {
-                label,
-                inner_random: inner_random.to_vec(),
-                transcript_hash: transcript_hash.to_vec(),
-                confirmation: c.to_vec(),
-            });
-        }
-        c
     }
 
     /// Checks shared by ServerHello and HelloRetryRequest; the suite they select.
@@ -1360,7 +1339,7 @@ impl Client {
                 (Some(got), Some(zeroed)) => {
                     let mut t = offer.transcript.clone();
                     t.add(HandshakeType::ServerHello, &zeroed);
-                    let want = self.ech_confirmation(
+                    let want = self.conn.ech_confirmation(
                         suite.hash,
                         &offer.random,
                         HRR_ACCEPT_LABEL,

@@ -90,6 +90,27 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// The eight ECH acceptance confirmation bytes (RFC 9849 §7.2, §7.2.1): what a server
+    /// sends, what a client expects; reported when derivations are observed.
+    pub(crate) fn ech_confirmation(
+        &mut self,
+        hash: crate::crypto::hash::HashAlg,
+        inner_random: &[u8; 32],
+        label: &'static str,
+        transcript_hash: &[u8],
+    ) -> [u8; 8] {
+        let c = crate::ech::confirm::confirmation(hash, inner_random, label, transcript_hash);
+        if self.observe().derivations {
+            self.ev.push(Event::EchConfirmation {
+                label,
+                inner_random: inner_random.to_vec(),
+                transcript_hash: transcript_hash.to_vec(),
+                confirmation: c.to_vec(),
+            });
+        }
+        c
+    }
+
     pub(crate) fn new(
         side: Side,
         observe: Observe,

@@ -45,7 +45,7 @@ use crate::crypto::hpke::{self, HpkeStep, HpkeValue, ReceiverContext};
 use crate::crypto::kx;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
-use crate::ech::confirm::{confirmation, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+use crate::ech::confirm::{ACCEPT_LABEL, HRR_ACCEPT_LABEL};
 use crate::ech::wire::{EchClientHello, HpkeSymmetricCipherSuite};
 use crate::ech::{inner, EchError};
 use crate::error::{Error, PeerMisbehaved};
@@ -602,7 +602,9 @@ impl Server {
             sh.random[24..].fill(0);
             let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(sh.clone())).encoded;
             let th = transcript.hash_of_prefix_with(&zeroed);
-            let c = self.ech_confirmation(suite.hash, &acc.inner_random, ACCEPT_LABEL, &th);
+            let c = self
+                .conn
+                .ech_confirmation(suite.hash, &acc.inner_random, ACCEPT_LABEL, &th);
             sh.random[24..].copy_from_slice(&c);
         }
         let sh = HandshakePayload::ServerHello(sh);
@@ -1138,7 +1140,9 @@ impl Server {
             // the extension's bytes zero (§7.2.1).
             let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(hrr.clone())).encoded;
             let th = transcript.hash_of_prefix_with(&zeroed);
-            let c = self.ech_confirmation(suite.hash, &acc.inner_random, HRR_ACCEPT_LABEL, &th);
+            let c =
+                self.conn
+                    .ech_confirmation(suite.hash, &acc.inner_random, HRR_ACCEPT_LABEL, &th);
             if let Some(Extension::Unknown { body, .. }) = hrr.extensions.last_mut() {
                 body.copy_from_slice(&c);
             }
@@ -1372,26 +1376,6 @@ impl Server {
                 }));
             }
         }
-    }
-
-    /// The eight confirmation bytes (§7.2, §7.2.1), reported when derivations are observed.
-    fn ech_confirmation(
-        &mut self,
-        hash: crate::crypto::hash::HashAlg,
-        inner_random: &[u8; 32],
-        label: &'static str,
-        transcript_hash: &[u8],
-    ) -> [u8; 8] {
-        let c = confirmation(hash, inner_random, label, transcript_hash);
-        if self.conn.observe().derivations {
-            self.conn.ev.push(Event::EchConfirmation {
-                label,
-                inner_random: inner_random.to_vec(),
-                transcript_hash: transcript_hash.to_vec(),
-                confirmation: c.to_vec(),
-            });
-        }
-        c
     }
 
     /// Reports [`Event::EchParts`] for the extension of ClientHelloOuter `outer`: its outer

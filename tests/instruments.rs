@@ -633,6 +633,21 @@ fn openssl40() -> Option<PathBuf> {
     built_openssl("TLS13LAB_OPENSSL40", "400.0.2")
 }
 
+/// `found`, or a NOTICE that `what` is skipped (outside CI; in CI a missing OpenSSL fails).
+fn or_skip(found: Option<PathBuf>, what: &str, env: &str) -> Option<PathBuf> {
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run {what}"
+        );
+        eprintln!(
+            "NOTICE: skipping {what}: scripts/build-openssl.sh gave no binary (or set {env})"
+        );
+    }
+    found
+}
+
 /// The binary `env` names, else the one scripts/build-openssl.sh builds from openssl-src
 /// `crate_version`.
 fn built_openssl(env: &str, crate_version: &str) -> Option<PathBuf> {
@@ -730,10 +745,11 @@ fn message_of_partial(records: &[u8]) -> Vec<u8> {
 
 #[test]
 fn presets_match_a_live_openssl_35_capture() {
-    let Some(bin) = openssl35() else {
-        eprintln!(
-            "NOTICE: skipping the live OpenSSL 3.5 capture: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL)"
-        );
+    let Some(bin) = or_skip(
+        openssl35(),
+        "the live OpenSSL 3.5 capture",
+        "TLS13LAB_OPENSSL",
+    ) else {
         return;
     };
     let version = openssl_version(&bin).unwrap_or_default();
@@ -2388,15 +2404,7 @@ fn s_client_group(printed: &[String]) -> Option<String> {
 /// name s_client was told to send, and whether the server asked for another ClientHello.
 #[test]
 fn dissect_names_what_openssl_negotiated() {
-    let Some(openssl) = openssl35() else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI must run the OpenSSL dissection"
-        );
-        eprintln!(
-            "NOTICE: skipping the OpenSSL dissection: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL)"
-        );
+    let Some(openssl) = or_skip(openssl35(), "the OpenSSL dissection", "TLS13LAB_OPENSSL") else {
         return;
     };
     let dir = temp_dir("openssl-relay");
@@ -3703,15 +3711,11 @@ fn openssl_ech_key(openssl: &Path, dir: &Path, name: &str) -> (PathBuf, String) 
 #[test]
 fn dissect_opens_an_openssl_40_ech_connection() {
     use tls13lab::crypto::ech::EchKeyPair;
-    let Some(openssl) = openssl40() else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI must run the OpenSSL 4.0 ECH dissection"
-        );
-        eprintln!(
-            "NOTICE: skipping the OpenSSL 4.0 ECH dissection: scripts/build-openssl.sh gave no binary (or set TLS13LAB_OPENSSL40)"
-        );
+    let Some(openssl) = or_skip(
+        openssl40(),
+        "the OpenSSL 4.0 ECH dissection",
+        "TLS13LAB_OPENSSL40",
+    ) else {
         return;
     };
     let version = openssl_version(&openssl).unwrap_or_default();
