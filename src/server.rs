@@ -1215,8 +1215,7 @@ impl Server {
             else {
                 continue;
             };
-            let mut info = b"tls ech\0".to_vec();
-            info.extend_from_slice(&key.config.raw);
+            let info = crate::ech::hpke_info(&key.config.raw);
             let mut steps: Vec<HpkeStep> = Vec::new();
             let mut none = NoSink;
             let sink: &mut dyn hpke::HpkeSink = if watch { &mut steps } else { &mut none };
@@ -1299,15 +1298,7 @@ impl Server {
         encoded_inner: &[u8],
         outer_body: &[u8],
     ) -> Result<(ClientHello, Vec<u8>), Error> {
-        let body = inner::decode(encoded_inner, outer_body).map_err(ech_error)?;
-        let len = u32::try_from(body.len())
-            .ok()
-            .filter(|l| *l < 1 << 24)
-            .ok_or(ech_error(EchError::Illegal("ClientHelloInner too long")))?;
-        let mut bytes = Vec::with_capacity(4 + body.len());
-        bytes.push(1); // client_hello
-        bytes.extend_from_slice(&len.to_be_bytes()[1..]);
-        bytes.extend_from_slice(&body);
+        let bytes = inner::decode_message(encoded_inner, outer_body).map_err(ech_error)?;
         let msg = HandshakeMessage::decode(&bytes, DecodeContext { hash_len: 32 })?;
         if self.conn.observe().handshake {
             let layout = self.conn.observe().layouts.then(|| msg.layout());

@@ -464,15 +464,19 @@ struct Context {
 /// The largest sequence number a 12-byte nonce can take: (1 << 8·Nn) - 1 (RFC 9180 §5.2).
 const SEQ_LIMIT: u128 = (1 << (8 * NONCE_LEN)) - 1;
 
+/// ComputeNonce(seq) = base_nonce XOR I2OSP(seq, Nn) (RFC 9180 §5.2).
+pub fn compute_nonce(base_nonce: &[u8; NONCE_LEN], seq: u128) -> [u8; NONCE_LEN] {
+    let seq = seq.to_be_bytes();
+    let mut n = *base_nonce;
+    for (b, s) in n.iter_mut().zip(&seq[16 - NONCE_LEN..]) {
+        *b ^= s;
+    }
+    n
+}
+
 impl Context {
-    /// ComputeNonce(seq) = base_nonce XOR I2OSP(seq, Nn) (RFC 9180 §5.2).
     fn nonce(&self) -> [u8; NONCE_LEN] {
-        let seq = self.seq.to_be_bytes();
-        let mut n = self.base_nonce;
-        for (b, s) in n.iter_mut().zip(&seq[16 - NONCE_LEN..]) {
-            *b ^= s;
-        }
-        n
+        compute_nonce(&self.base_nonce, self.seq)
     }
 
     /// The key and nonce for the next message, refusing the one sequence number §5.2's

@@ -31,9 +31,7 @@ pub struct Chosen {
 impl Chosen {
     /// HPKE's info: `"tls ech" || 0x00 || ECHConfig` (§6.1).
     pub fn info(&self) -> Vec<u8> {
-        let mut info = b"tls ech\0".to_vec();
-        info.extend_from_slice(&self.config.raw);
-        info
+        super::hpke_info(&self.config.raw)
     }
 }
 

@@ -166,6 +166,21 @@ pub fn decode(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
     ))
 }
 
+/// [`decode`], as the handshake message ClientHelloInner (its 4-byte header included), which
+/// the transcript hashes.
+pub fn decode_message(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
+    let body = decode(encoded, outer)?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|l| *l < 1 << 24)
+        .ok_or(EchError::Illegal("ClientHelloInner too long"))?;
+    let mut msg = Vec::with_capacity(4 + body.len());
+    msg.push(1); // client_hello
+    msg.extend_from_slice(&len.to_be_bytes()[1..]);
+    msg.extend_from_slice(&body);
+    Ok(msg)
+}
+
 /// For the ledger, of an EncodedClientHelloInner that [`decode`] accepted: where its
 /// ClientHello ends (the rest is padding, §5.1) and the types its `ech_outer_extensions`
 /// references, in order (none without one).
@@ -179,17 +194,31 @@ pub fn encoded_parts(encoded: &[u8]) -> Result<(usize, Vec<u16>), EchError> {
     Ok((end, refs))
 }
 
+/// The outer-type `encrypted_client_hello` of the ClientHello body `hello`, decoded, and where
+/// its data starts in `hello`.
+fn find_outer(hello: &[u8]) -> Option<(usize, EchClientHello)> {
+    let p = HelloParts::parse(hello).ok()?;
+    let e = p.find(ENCRYPTED_CLIENT_HELLO)?;
+    match EchClientHello::decode(&hello[e.data_start..e.end]).ok()? {
+        outer @ EchClientHello::Outer { .. } => Some((e.data_start, outer)),
+        EchClientHello::Inner => None,
+    }
+}
+
+/// The outer-type `encrypted_client_hello` of the ClientHello body `hello`, if it has one
+/// that decodes.
+pub fn outer_extension(hello: &[u8]) -> Option<EchClientHello> {
+    find_outer(hello).map(|(_, e)| e)
+}
+
 /// Where the `payload` of the outer `encrypted_client_hello` lies in the ClientHello body
 /// `outer`, if it has an outer-type one.
 pub fn payload_range(outer: &[u8]) -> Option<Range<usize>> {
-    let p = HelloParts::parse(outer).ok()?;
-    let e = p.find(ENCRYPTED_CLIENT_HELLO)?;
-    let data = &outer[e.data_start..e.end];
-    let EchClientHello::Outer { enc, payload, .. } = EchClientHello::decode(data).ok()? else {
+    let (data_start, EchClientHello::Outer { enc, payload, .. }) = find_outer(outer)? else {
         return None;
     };
     // type(1) kdf(2) aead(2) config_id(1) enc<2> payload<2>
-    let start = e.data_start + 1 + 4 + 1 + 2 + enc.len() + 2;
+    let start = data_start + 1 + 4 + 1 + 2 + enc.len() + 2;
     Some(start..start + payload.len())
 }
 

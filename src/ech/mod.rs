@@ -8,6 +8,14 @@ pub mod confirm;
 pub mod inner;
 pub mod wire;
 
+/// HPKE's info for ECH begins with this (RFC 9849 §6.1): `"tls ech" || 0x00`.
+pub const INFO_PREFIX: &[u8] = b"tls ech\0";
+
+/// HPKE's info for ECH: `"tls ech" || 0x00 || ECHConfig`, the config as serialized (§6.1).
+pub fn hpke_info(config: &[u8]) -> Vec<u8> {
+    [INFO_PREFIX, config].concat()
+}
+
 use core::fmt;
 
 use crate::messages::codec::DecodeError;

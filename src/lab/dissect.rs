@@ -19,8 +19,7 @@ use crate::crypto::hpke::{self, ReceiverContext};
 use crate::ech::confirm::{self, ACCEPT_LABEL};
 use crate::ech::inner;
 use crate::ech::wire::{
-    decode_outer_extensions, EchClientHello, HelloParts, HpkeSymmetricCipherSuite,
-    ECH_OUTER_EXTENSIONS, ENCRYPTED_CLIENT_HELLO,
+    EchClientHello, HelloParts, HpkeSymmetricCipherSuite, ECH_OUTER_EXTENSIONS,
 };
 use crate::events::{
     hex, Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
@@ -1335,10 +1334,7 @@ pub struct EchView {
 
 /// The outer `encrypted_client_hello` of a ClientHello message, if it has one.
 fn outer_ech(msg: &[u8]) -> Option<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>)> {
-    let body = msg.get(4..)?;
-    let p = HelloParts::parse(body).ok()?;
-    let e = p.find(ENCRYPTED_CLIENT_HELLO)?;
-    match EchClientHello::decode(&body[e.data_start..e.end]).ok()? {
+    match inner::outer_extension(msg.get(4..)?)? {
         EchClientHello::Outer {
             suite,
             config_id,
@@ -1372,14 +1368,8 @@ fn context_from_log(
         .ok_or_else(|| format!("ECH_CONFIG has version {:#06x}, not 0xfe0d", c.version))?;
     let hs = hpke::Suite::from_ids(contents.key_config.kem_id, suite.kdf_id, suite.aead_id)
         .map_err(|e| e.to_string())?;
-    hpke::receiver_from_shared_secret(hs, secret, &ech_info(&c.raw), &mut NoSink)
+    hpke::receiver_from_shared_secret(hs, secret, &crate::ech::hpke_info(&c.raw), &mut NoSink)
         .map_err(|e| e.to_string())
-}
-
-fn ech_info(config: &[u8]) -> Vec<u8> {
-    let mut info = b"tls ech\0".to_vec();
-    info.extend_from_slice(config);
-    info
 }
 
 /// Open the first ClientHelloOuter's payload with the key log's lines, else with the key of
@@ -1433,9 +1423,13 @@ fn open_first(
             continue;
         };
         tried += 1;
-        let Ok(mut ctx) =
-            hpke::setup_base_r(hs, enc, &key.key, &ech_info(&key.config.raw), &mut NoSink)
-        else {
+        let Ok(mut ctx) = hpke::setup_base_r(
+            hs,
+            enc,
+            &key.key,
+            &crate::ech::hpke_info(&key.config.raw),
+            &mut NoSink,
+        ) else {
             continue;
         };
         if let Ok(pt) = ctx.open(&aad, payload) {
@@ -1476,27 +1470,15 @@ fn open_first(
 /// (§5.1), with what the encoding did.
 fn rebuild_inner(encoded: &[u8], outer: &[u8]) -> Result<InnerHello, String> {
     let outer_body = outer.get(4..).unwrap_or_default();
-    let body = inner::decode(encoded, outer_body).map_err(|e| e.to_string())?;
-    let (enc_parts, end) = HelloParts::parse_prefix(encoded).map_err(|e| e.to_string())?;
-    let len = u32::try_from(body.len())
-        .ok()
-        .filter(|l| *l < 1 << 24)
-        .ok_or("ClientHelloInner too long")?;
-    let mut bytes = vec![HandshakeType::ClientHello.to_repr()];
-    bytes.extend_from_slice(&len.to_be_bytes()[1..]);
-    bytes.extend_from_slice(&body);
+    let bytes = inner::decode_message(encoded, outer_body).map_err(|e| e.to_string())?;
+    let body = &bytes[4..];
+    let (end, from_outer) = inner::encoded_parts(encoded).map_err(|e| e.to_string())?;
     let ch = match HandshakeMessage::decode(&bytes, DecodeContext::default()).map(|m| m.payload) {
         Ok(HandshakePayload::ClientHello(ch)) => ch,
         Ok(_) => return Err("ClientHelloInner is not a ClientHello".into()),
         Err(e) => return Err(format!("ClientHelloInner does not decode: {e}")),
     };
-    let parts = HelloParts::parse(&body).map_err(|e| e.to_string())?;
-    let from_outer = enc_parts
-        .exts
-        .iter()
-        .find(|e| e.typ == ECH_OUTER_EXTENSIONS)
-        .and_then(|e| decode_outer_extensions(&encoded[e.data_start..e.end]).ok())
-        .unwrap_or_default();
+    let parts = HelloParts::parse(body).map_err(|e| e.to_string())?;
     let outer_sid = HelloParts::parse(outer_body)
         .map(|p| p.session_id.1 - p.session_id.0 - 1)
         .unwrap_or(0);

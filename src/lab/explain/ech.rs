@@ -16,16 +16,13 @@ use crate::crypto::hash::HashAlg;
 use crate::crypto::hpke::{Aead, HpkeStep, HpkeValue};
 use crate::ech::confirm::{self, HRR_ACCEPT_LABEL};
 use crate::ech::inner;
-use crate::ech::wire::{EchClientHello, HelloParts, ENCRYPTED_CLIENT_HELLO};
+use crate::ech::wire::EchClientHello;
 use crate::events::{hex, Event};
 use crate::keyschedule::hkdf;
 use crate::messages::codec::Reader;
 use crate::messages::ech::{EchConfig, EchConfigBody};
 use crate::messages::enums::{HandshakeType, HpkeAeadId};
 use crate::messages::handshake::HRR_RANDOM;
-
-/// HPKE's info prefix for ECH (RFC 9849 §6.1): `"tls ech" ‖ 0x00`.
-const INFO_PREFIX: &[u8] = b"tls ech\0";
 
 /// One ClientHelloOuter's sealed ClientHelloInner (RFC 9849 §6.1.1, RFC 9180 §5.2).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,7 +127,7 @@ impl EchView {
             .iter()
             .find(|s| s.name == HpkeValue::InfoHash)
             .and_then(|s| s.inputs.iter().find(|(k, _)| *k == "ikm"))
-            .and_then(|(_, info)| info.strip_prefix(INFO_PREFIX))
+            .and_then(|(_, info)| info.strip_prefix(crate::ech::INFO_PREFIX))
             .and_then(|raw| EchConfig::decode(&mut Reader::new(raw)).ok());
         let output = |v: HpkeValue| {
             steps
@@ -475,14 +472,12 @@ fn confirmation_text(out: &mut String, c: &Confirmation, after_hrr: bool, explai
 /// AAD; `seq`, `nonce` and `opened` are filled in by the caller.
 fn seal_of(msg: &[u8]) -> Option<Seal> {
     let body = msg.get(4..)?;
-    let parts = HelloParts::parse(body).ok()?;
-    let e = parts.find(ENCRYPTED_CLIENT_HELLO)?;
     let EchClientHello::Outer {
         config_id,
         enc,
         payload,
         suite,
-    } = EchClientHello::decode(body.get(e.data_start..e.end)?).ok()?
+    } = inner::outer_extension(body)?
     else {
         return None;
     };
@@ -498,13 +493,12 @@ fn seal_of(msg: &[u8]) -> Option<Seal> {
     })
 }
 
-/// ComputeNonce(seq) (RFC 9180 §5.2).
+/// ComputeNonce(seq) (RFC 9180 §5.2) of a base_nonce from the HPKE steps.
 fn nonce(base_nonce: &[u8], seq: u64) -> Option<[u8; NONCE_LEN]> {
-    let mut n: [u8; NONCE_LEN] = base_nonce.try_into().ok()?;
-    for (b, s) in n[NONCE_LEN - 8..].iter_mut().zip(seq.to_be_bytes()) {
-        *b ^= s;
-    }
-    Some(n)
+    Some(crate::crypto::hpke::compute_nonce(
+        base_nonce.try_into().ok()?,
+        seq.into(),
+    ))
 }
 
 /// Opens `s.payload` with `key`, its nonce and AAD, under the extension's AEAD.

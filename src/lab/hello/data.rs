@@ -283,16 +283,6 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
     })
 }
 
-/// The first host name of a server_name extension.
-fn sni_of(ch: &ClientHello) -> Option<String> {
-    match ch.find(ExtensionType::ServerName) {
-        Some(Extension::ServerName(list)) => list
-            .first()
-            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
-        _ => None,
-    }
-}
-
 /// The ECH view of the outer hello `outer` (RFC 9849 §5): its extension's parts, and for a real
 /// offer the ClientHelloInner the client reported, re-encoded here with the client's own
 /// functions (§5.1, §6.1.3) — whose length must be what the payload sealed, or the build fails.
@@ -325,7 +315,7 @@ fn ech_view(
         enc_len: enc.len(),
         payload_len: payload.len(),
         tag_len,
-        outer_sni: sni_of(outer),
+        outer_sni: outer.host_name(),
         inner_sni: None,
         public_name: None,
         inner: None,
@@ -381,7 +371,7 @@ fn ech_view(
         }
     }
     view.kind = EchKind::Config;
-    view.inner_sni = sni_of(inner);
+    view.inner_sni = inner.host_name();
     view.public_name = Some(chosen.public_name.clone());
     view.inner = Some(EchInner {
         message_len: inner_msg.len(),
