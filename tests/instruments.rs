@@ -633,6 +633,14 @@ fn openssl40() -> Option<PathBuf> {
     built_openssl("TLS13LAB_OPENSSL40", "400.0.2")
 }
 
+/// The binary's `openssl version`, which begins with `want` (the build script built what we
+/// asked).
+fn assert_openssl_version(bin: &Path, want: &str) -> String {
+    let version = openssl_version(bin).unwrap_or_default();
+    assert!(version.starts_with(want), "{}: {version}", bin.display());
+    version
+}
+
 /// `found`, or a NOTICE that `what` is skipped (outside CI; in CI a missing OpenSSL fails).
 fn or_skip(found: Option<PathBuf>, what: &str, env: &str) -> Option<PathBuf> {
     if found.is_none() {
@@ -752,12 +760,7 @@ fn presets_match_a_live_openssl_35_capture() {
     ) else {
         return;
     };
-    let version = openssl_version(&bin).unwrap_or_default();
-    assert!(
-        version.starts_with("OpenSSL 3.5"),
-        "{}: {version}",
-        bin.display()
-    );
+    let version = assert_openssl_version(&bin, "OpenSSL 3.5");
     let disabled = Command::new(&bin)
         .args(["list", "-disabled"])
         .output()
@@ -3718,12 +3721,7 @@ fn dissect_opens_an_openssl_40_ech_connection() {
     ) else {
         return;
     };
-    let version = openssl_version(&openssl).unwrap_or_default();
-    assert!(
-        version.starts_with("OpenSSL 4.0"),
-        "{}: {version}",
-        openssl.display()
-    );
+    assert_openssl_version(&openssl, "OpenSSL 4.0");
     let dir = temp_dir("openssl-ech");
     let (key, config) = openssl_ech_key(&openssl, &dir, "k.pem");
     // The key the server had before it rotated: a config it no longer serves.
