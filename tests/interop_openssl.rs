@@ -368,22 +368,24 @@ impl Proc {
         stdin.flush().unwrap();
     }
 
-    /// Wait (bounded) for the process to exit by itself.
+    /// Wait (bounded) for the process to exit by itself. Its whole output has been collected
+    /// when this returns: an exited child's last bytes can still sit in the pipes, and a check
+    /// that read `output()` before the readers drained them once saw only the first line.
     fn wait_exit(&mut self) {
         let child = &mut self.child;
         let exited = wait_until(STEP, || matches!(child.try_wait(), Ok(Some(_))));
         if !exited {
             panic!("OpenSSL did not exit\n{}", self.context());
         }
-    }
-
-    /// Wait (bounded) for the process to exit by itself; its exit code (`None`: killed by a
-    /// signal). Its whole output has been collected when this returns.
-    fn exit_code(&mut self) -> Option<i32> {
-        self.wait_exit();
         for r in self.readers.drain(..) {
             let _ = r.join(); // EOF: the child is gone and nothing else holds its pipes
         }
+    }
+
+    /// Wait (bounded) for the process to exit by itself; its exit code (`None`: killed by a
+    /// signal).
+    fn exit_code(&mut self) -> Option<i32> {
+        self.wait_exit();
         self.child.try_wait().ok().flatten().and_then(|s| s.code())
     }
 
