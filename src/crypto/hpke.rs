@@ -29,7 +29,7 @@
 
 use core::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::aead::{AeadAlg, AeadError, AeadKey, NONCE_LEN};
@@ -105,11 +105,11 @@ impl Kem {
     ) -> Result<KeyPair, HpkeError> {
         let suite_id = self.suite_id();
         let mut l = Labeled::new(self.hash(), &suite_id, sink);
-        let dkp_prk = l.extract(HpkeValue::DkpPrk, b"", "dkp_prk", ikm);
+        let dkp_prk = l.extract(HpkeValue::DkpPrk, b"", ikm);
         let mut sk = Zeroizing::new([0u8; 32]);
         match self {
             Kem::X25519HkdfSha256 => {
-                let v = l.expand(HpkeValue::Sk, &dkp_prk, "sk", b"", 32)?;
+                let v = l.expand(HpkeValue::Sk, &dkp_prk, b"", 32)?;
                 sk.copy_from_slice(&v);
             }
             Kem::P256HkdfSha256 => {
@@ -117,8 +117,7 @@ impl Kem {
                 // is used whole. More than 256 rejections is DeriveKeyPairError.
                 let mut found = false;
                 for counter in 0..=255u8 {
-                    let v =
-                        l.expand(HpkeValue::Candidate, &dkp_prk, "candidate", &[counter], 32)?;
+                    let v = l.expand(HpkeValue::Candidate, &dkp_prk, &[counter], 32)?;
                     sk.copy_from_slice(&v);
                     if static_dh::p256_public(&sk).is_ok() {
                         found = true;
@@ -176,7 +175,6 @@ impl Kem {
         l.report(
             HpkeOp::Dh,
             HpkeValue::Dh,
-            "",
             &[("pkE", enc), ("pkR", pk_r)],
             &dh[..],
         );
@@ -185,15 +183,13 @@ impl Kem {
         l.report(
             HpkeOp::Concat,
             HpkeValue::KemContext,
-            "",
             &[("enc", enc), ("pkRm", pk_r)],
             &kem_context,
         );
-        let eae_prk = l.extract(HpkeValue::EaePrk, b"", "eae_prk", &dh[..]);
+        let eae_prk = l.extract(HpkeValue::EaePrk, b"", &dh[..]);
         l.expand(
             HpkeValue::SharedSecret,
             &eae_prk,
-            "shared_secret",
             &kem_context,
             self.hash().output_len(),
         )
@@ -320,15 +316,14 @@ impl Suite {
         let suite_id = self.suite_id();
         let hash = self.kdf.hash();
         let mut l = Labeled::new(hash, &suite_id, sink);
-        let psk_id_hash = l.extract(HpkeValue::PskIdHash, b"", "psk_id_hash", b"");
-        let info_hash = l.extract(HpkeValue::InfoHash, b"", "info_hash", info);
+        let psk_id_hash = l.extract(HpkeValue::PskIdHash, b"", b"");
+        let info_hash = l.extract(HpkeValue::InfoHash, b"", info);
         let mut ksc = vec![MODE_BASE];
         ksc.extend_from_slice(&psk_id_hash);
         ksc.extend_from_slice(&info_hash);
         l.report(
             HpkeOp::Concat,
             HpkeValue::KeyScheduleContext,
-            "",
             &[
                 ("mode", &[MODE_BASE]),
                 ("psk_id_hash", &psk_id_hash),
@@ -336,24 +331,19 @@ impl Suite {
             ],
             &ksc,
         );
-        let secret = l.extract(HpkeValue::Secret, shared_secret, "secret", b"");
+        let secret = l.extract(HpkeValue::Secret, shared_secret, b"");
         let mut base_nonce = [0u8; NONCE_LEN];
         let key = match self.aead.alg() {
             Some(alg) => {
-                let k = l.expand(HpkeValue::Key, &secret, "key", &ksc, alg.key_len())?;
-                let n = l.expand(HpkeValue::BaseNonce, &secret, "base_nonce", &ksc, NONCE_LEN)?;
+                let k = l.expand(HpkeValue::Key, &secret, &ksc, alg.key_len())?;
+                let n = l.expand(HpkeValue::BaseNonce, &secret, &ksc, NONCE_LEN)?;
                 base_nonce.copy_from_slice(&n);
                 Some(AeadKey::new(alg, &k).map_err(HpkeError::Aead)?)
             }
             None => None,
         };
-        let exporter_secret = l.expand(
-            HpkeValue::ExporterSecret,
-            &secret,
-            "exp",
-            &ksc,
-            hash.output_len(),
-        )?;
+        let exporter_secret =
+            l.expand(HpkeValue::ExporterSecret, &secret, &ksc, hash.output_len())?;
         Ok(Context {
             suite: self,
             key,
@@ -505,7 +495,6 @@ impl Context {
         let v = l.expand(
             HpkeValue::ExportedValue,
             &self.exporter_secret,
-            "sec",
             exporter_context,
             len,
         )?;
@@ -646,7 +635,7 @@ impl std::error::Error for HpkeError {}
 // ---------------------------------------------------------------------------------------------
 
 /// What kind of step produced a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HpkeOp {
     /// LabeledExtract(salt, label, ikm) = Extract(salt, "HPKE-v1" || suite_id || label || ikm).
     LabeledExtract,
@@ -660,7 +649,7 @@ pub enum HpkeOp {
 }
 
 /// Which HPKE value a step produced (RFC 9180's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HpkeValue {
     /// DeriveKeyPair's PRK.
     DkpPrk,
@@ -715,7 +704,36 @@ impl HpkeValue {
             HpkeValue::ExportedValue => "exported_value",
         }
     }
+
+    /// The label of the LabeledExtract or LabeledExpand that makes it (`"exp"` for the
+    /// exporter secret, `"sec"` for an Export output); `""` for DH and concatenations.
+    pub const fn label(self) -> &'static str {
+        match self {
+            HpkeValue::Dh | HpkeValue::KemContext | HpkeValue::KeyScheduleContext => "",
+            HpkeValue::ExporterSecret => "exp",
+            HpkeValue::ExportedValue => "sec",
+            other => other.name(),
+        }
+    }
 }
+
+/// Every input name an [`HpkeStep`] reports, in the order a step reports them: Extract's
+/// `salt`, `ikm`; Expand's `prk`, `info`, `L`; DH's public keys; the concatenations' parts.
+/// A reader of serialized steps (whose maps may be sorted) restores the order from it.
+pub const INPUT_NAMES: [&str; 12] = [
+    "salt",
+    "ikm",
+    "prk",
+    "info",
+    "L",
+    "pkE",
+    "pkR",
+    "enc",
+    "pkRm",
+    "mode",
+    "psk_id_hash",
+    "info_hash",
+];
 
 impl fmt::Display for HpkeValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -830,7 +848,6 @@ impl<'a> Labeled<'a> {
         &mut self,
         op: HpkeOp,
         name: HpkeValue,
-        label: &'static str,
         inputs: &[(&'static str, &[u8])],
         output: &[u8],
     ) {
@@ -838,7 +855,7 @@ impl<'a> Labeled<'a> {
             self.sink.record(HpkeStep {
                 op,
                 name,
-                label,
+                label: name.label(),
                 suite_id: self.suite_id.to_vec(),
                 inputs: inputs.iter().map(|(k, v)| (*k, v.to_vec())).collect(),
                 output: output.to_vec(),
@@ -848,21 +865,15 @@ impl<'a> Labeled<'a> {
 
     /// Extract(salt, "HPKE-v1" || suite_id || label || ikm): HMAC keyed by the salt (an empty
     /// salt is Nh zeros, RFC 5869 §2.2).
-    fn extract(
-        &mut self,
-        name: HpkeValue,
-        salt: &[u8],
-        label: &'static str,
-        ikm: &[u8],
-    ) -> Zeroizing<Vec<u8>> {
+    fn extract(&mut self, name: HpkeValue, salt: &[u8], ikm: &[u8]) -> Zeroizing<Vec<u8>> {
+        let label = name.label().as_bytes();
         let out = self
             .hash
-            .hmac_parts(salt, &[VERSION_LABEL, self.suite_id, label.as_bytes(), ikm]);
+            .hmac_parts(salt, &[VERSION_LABEL, self.suite_id, label, ikm]);
         let out = Zeroizing::new(out.to_vec());
         self.report(
             HpkeOp::LabeledExtract,
             name,
-            label,
             &[("salt", salt), ("ikm", ikm)],
             &out,
         );
@@ -874,24 +885,23 @@ impl<'a> Labeled<'a> {
         &mut self,
         name: HpkeValue,
         prk: &[u8],
-        label: &'static str,
         info: &[u8],
         len: usize,
     ) -> Result<Zeroizing<Vec<u8>>, HpkeError> {
+        let label = name.label().as_bytes();
         let l = u16::try_from(len).map_err(|_| HpkeError::ExportTooLong)?;
         let l = l.to_be_bytes();
         let mut out = Zeroizing::new(vec![0u8; len]);
         expand_parts(
             self.hash,
             prk,
-            &[&l, VERSION_LABEL, self.suite_id, label.as_bytes(), info],
+            &[&l, VERSION_LABEL, self.suite_id, label, info],
             &mut out,
         )
         .map_err(|_| HpkeError::ExportTooLong)?;
         self.report(
             HpkeOp::LabeledExpand,
             name,
-            label,
             &[("prk", prk), ("info", info), ("L", &l)],
             &out,
         );
