@@ -1547,6 +1547,45 @@ fn demo_ends_with_a_post_quantum_connection() {
     assert!(!once.contains("full PQ"), "{once}");
 }
 
+/// `demo --ech`: every connection (full, resumed, 0-RTT, post-quantum) seals its ClientHello to
+/// the seeded ECH key and is accepted, 0-RTT data too; both columns of the flight table carry
+/// ECH. `--ech-grease` sends GREASE, which the server ignores.
+#[test]
+fn demo_with_ech() {
+    let plain = stdout(&run(&["demo"]));
+    let o = run(&["demo", "--ech"]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    let accepted = "ECH accepted: SNI inner localhost, outer public.example";
+    assert_eq!(out.matches(accepted).count(), 4, "{out}");
+    let zero_rtt = out
+        .split_once("\n== resumed+0-RTT")
+        .and_then(|(_, r)| r.split_once("\n== full vs"))
+        .expect("0-RTT section")
+        .0;
+    assert_eq!(summary_value(zero_rtt, "early data"), "accepted");
+    let flight1 = |out: &str| -> (usize, usize) {
+        let row = out
+            .split_once("== bytes per flight")
+            .and_then(|(_, t)| t.lines().find(|l| l.starts_with("1 ")))
+            .expect("flight 1")
+            .to_string();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        (cols[2].parse().unwrap(), cols[3].parse().unwrap())
+    };
+    let (with, without) = (flight1(&out), flight1(&plain));
+    assert!(
+        with.0 > without.0 && with.1 > without.1,
+        "{with:?} {without:?}"
+    );
+    let grease = stdout(&run(&["demo", "--once", "--ech-grease"]));
+    assert!(
+        grease.contains("ECH grease: SNI inner -, outer localhost"),
+        "{grease}"
+    );
+    assert!(!run(&["demo", "--ech", "--ech-grease"]).status.success());
+}
+
 #[test]
 fn demo_takes_client_and_server_options() {
     let t = TempDir::new("demo");

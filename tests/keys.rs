@@ -419,6 +419,70 @@ mod ech {
         assert!(!out.lines().any(|l| l.ends_with(' ')), "trailing spaces");
     }
 
+    /// `keys --ledger` of an ECH connection's events (both sides, with and without HRR) shows
+    /// the same ECH part and key schedule as the events themselves: HPKE's steps are read back
+    /// from the JSON with their inputs in order, and the transcript is the inner one.
+    #[test]
+    fn ledger_file_of_ech_events() {
+        for hrr in [false, true] {
+            let (client, server) = run(hrr);
+            for (side, events) in [("client", &client), ("server", &server)] {
+                let path = super::tmp(&format!("ech-{side}-{hrr}.json"));
+                std::fs::write(&path, serde_json::to_string(events).unwrap()).unwrap();
+                let (ok, out, err) = keys(&["--ledger", path.to_str().unwrap()]);
+                assert!(ok, "{side} {hrr}: {err}");
+                let t = explain::KeyTree::from_events(&path.display().to_string(), events);
+                assert!(t.ech.is_some());
+                assert_eq!(out, t.text(false), "{side}, hrr {hrr}");
+                assert!(out.contains("opens    with key") && !out.contains("does not open"));
+            }
+        }
+    }
+
+    /// `demo --ech --json F --show-secrets`, then `keys --ledger F`: the ECH part and the key
+    /// schedule are those of `keys --ech` (the same seed, the same run) but for the title; a
+    /// report with a label or input RFC 9180 does not have is refused.
+    #[test]
+    fn ledger_file_written_by_demo_with_ech() {
+        let path = super::tmp("demo-ech.json");
+        let demo = std::process::Command::new(env!("CARGO_BIN_EXE_tls13lab"))
+            .args(["demo", "--ech", "--once", "--show-secrets", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(demo.status.success());
+        let (ok, from_file, err) = keys(&["--ledger", path.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        let (ok, in_memory, err) = keys(&["--ech", "--no-export"]);
+        assert!(ok, "{err}");
+        let title = |t: &str| t.replace(&path.display().to_string(), "T");
+        assert_eq!(
+            title(&from_file),
+            in_memory.replace(
+                "an in-memory full handshake, seed 1, ECH accepted (client view)",
+                "T"
+            )
+        );
+        assert!(
+            from_file.contains("HMAC(finished_key, Transcript-Hash(ClientHello..server Finished))")
+        );
+        let json = std::fs::read_to_string(&path).unwrap();
+        for (from, to, why) in [
+            (
+                "\"label\": \"sk\"",
+                "\"label\": \"skk\"",
+                "is not RFC 9180's",
+            ),
+            ("\"pkRm\":", "\"pkRx\":", "unknown input \"pkRx\""),
+        ] {
+            let bad = json.replacen(from, to, 1);
+            assert_ne!(bad, json, "{from} not in the report");
+            std::fs::write(&path, bad).unwrap();
+            let (ok, _, err) = keys(&["--ledger", path.to_str().unwrap()]);
+            assert!(!ok && err.contains(why), "{from}: {err}");
+        }
+    }
+
     #[test]
     fn keys_ech_conflicts_with_replays() {
         assert!(!keys(&["--ech", "--rfc8448", "3"]).0);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tls13lab::config::CertifiedKey;
+use tls13lab::config::{CertifiedKey, EchMode};
 use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
@@ -52,6 +52,14 @@ pub struct DemoArgs {
     /// Only the full handshake (skip the resumed and 0-RTT connections and the comparison).
     #[arg(long)]
     pub once: bool,
+    /// Encrypted ClientHello (RFC 9849): the server holds an ECH key made from the seed
+    /// (config_id 1, public name public.example) and the client seals its ClientHello to it;
+    /// the ledger shows ClientHelloOuter and ClientHelloInner.
+    #[arg(long, conflicts_with = "ech_grease")]
+    pub ech: bool,
+    /// Send a GREASE encrypted_client_hello (RFC 9849 §6.2), which the server ignores.
+    #[arg(long)]
+    pub ech_grease: bool,
 }
 
 impl Default for DemoArgs {
@@ -67,6 +75,8 @@ impl Default for DemoArgs {
             request: None,
             out: Output::default(),
             once: false,
+            ech: false,
+            ech_grease: false,
         }
     }
 }
@@ -98,6 +108,17 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
         client_cfg.client_cert = Some(ck);
     }
     a.policy.apply(&mut server_cfg, client_roots);
+    if a.ech {
+        let key =
+            tls13lab::lab::ech::key(a.seed, 1).map_err(|e| Failure::BadOption(e.to_string()))?;
+        client_cfg.ech = EchMode::Config {
+            list: key.list.clone(),
+            grease_fallback: false,
+        };
+        server_cfg.ech_keys = vec![key];
+    } else if a.ech_grease {
+        client_cfg.ech = EchMode::Grease;
+    }
     let request = a
         .request
         .as_ref()
@@ -196,15 +217,28 @@ fn resumptions(
         "\n== full vs resumed vs 0-RTT\n{}",
         demo::summary_table(&runs)
     ));
-    post_quantum(&runs[0], seed + runs.len() as u64, request)
+    post_quantum(
+        &runs[0],
+        seed + runs.len() as u64,
+        request,
+        (&client_cfg.ech, &server_cfg.ech_keys),
+    )
 }
 
 /// One more full handshake, post-quantum throughout (X25519MLKEM768 and an ML-DSA-44 chain,
 /// `demo::pq_configs`), driven like the first, and its flights beside the first one's: what
 /// post-quantum authentication adds to the server's flight. The options above do not apply.
-fn post_quantum(full: &demo::DemoRun, seed: u64, request: &[u8]) -> Result<(), Failure> {
+/// `ech`: the first connection's ECH, so that both columns of the flight table have it or not.
+fn post_quantum(
+    full: &demo::DemoRun,
+    seed: u64,
+    request: &[u8],
+    ech: (&EchMode, &[tls13lab::crypto::ech::EchKeyPair]),
+) -> Result<(), Failure> {
     let label = "full PQ";
-    let (client, server) = demo::pq_configs().map_err(|e| Failure::tls(&e, label))?;
+    let (mut client, mut server) = demo::pq_configs().map_err(|e| Failure::tls(&e, label))?;
+    client.ech = ech.0.clone();
+    server.ech_keys = ech.1.to_vec();
     let mut p = Pair::new(Arc::new(client), Arc::new(server), seed, NOW_MS)
         .map_err(|e| Failure::tls(&e, label))?;
     converse(&mut p, request).map_err(|(e, during)| demo_failure(&p, &e, during))?;

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::model::{Ikm, KeyTree, Node, SharedSecret, Step};
 use crate::config::{ClientConfig, EchMode, ServerConfig};
 use crate::crypto::hash::HashAlg;
+use crate::crypto::hpke::{HpkeOp, HpkeStep, HpkeValue, INPUT_NAMES};
 use crate::demo::{self, Pair};
 use crate::events::{Event, Side};
 use crate::keyschedule::{Derivation, DerivationOp, Transcript};
@@ -55,6 +56,45 @@ impl Step {
             output: bytes(&v["output"])?,
         })
     }
+}
+
+/// An HPKE step (RFC 9180) as `--show-secrets` reports write it among the derivations, or
+/// `None` if `v` is a TLS key-schedule step. Its labels and input names are RFC 9180's own
+/// (checked against [`HpkeValue::label`] and [`INPUT_NAMES`]), and the inputs are put back in
+/// the order the step reported them.
+fn hpke_step_from_json(v: &Value) -> Result<Option<HpkeStep>, String> {
+    let Ok(op) = serde_json::from_value::<HpkeOp>(v["op"].clone()) else {
+        return Ok(None);
+    };
+    let name = serde_json::from_value::<HpkeValue>(v["name"].clone())
+        .map_err(|_| format!("unknown HPKE value {}", v["name"]))?;
+    if v["label"].as_str() != Some(name.label()) {
+        return Err(format!(
+            "HPKE {name}: label {} is not RFC 9180's",
+            v["label"]
+        ));
+    }
+    let bytes = |x: &Value| {
+        x.as_str()
+            .and_then(unhex)
+            .ok_or_else(|| format!("HPKE {name}: {x} is not hex"))
+    };
+    let mut inputs = Vec::new();
+    for (k, x) in v["inputs"].as_object().into_iter().flatten() {
+        let Some(at) = INPUT_NAMES.iter().position(|n| n == k) else {
+            return Err(format!("HPKE {name}: unknown input {k:?}"));
+        };
+        inputs.push((at, INPUT_NAMES[at], bytes(x)?));
+    }
+    inputs.sort_by_key(|(at, _, _)| *at);
+    Ok(Some(HpkeStep {
+        op,
+        name,
+        label: name.label(),
+        suite_id: bytes(&v["suite_id"])?,
+        inputs: inputs.into_iter().map(|(_, k, x)| (k, x)).collect(),
+        output: bytes(&v["output"])?,
+    }))
 }
 
 impl From<&Derivation> for Step {
@@ -124,12 +164,16 @@ impl KeyTree {
 
     /// The tree of a JSON file: a `--json` report written with `--show-secrets` (its
     /// `derivations`, `key_shares`, `messages` and `negotiated`), or an array of serialized
-    /// [`Event`]s (or an object holding one under `events`).
+    /// [`Event`]s (or an object holding one under `events`). HPKE's steps among them, with the
+    /// ClientHellos and confirmations, give the tree its ECH part as events would.
     pub fn from_json(title: &str, text: &str) -> Result<KeyTree, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let mut steps = Vec::new();
         let mut shared = Vec::new();
-        let mut messages = Vec::new();
+        let mut ech = super::ech::EchInputs::default();
+        // (bytes, whether it is a ClientHelloInner), in the order reported.
+        let mut messages: Vec<(Vec<u8>, bool)> = Vec::new();
+        let mut accepted = v["ech"].as_str() == Some("accepted");
         let mut suite = v["negotiated"]["suite"].as_str().map(str::to_string);
         let share = |k: &Value| -> Option<SharedSecret> {
             Some(SharedSecret {
@@ -148,9 +192,17 @@ impl KeyTree {
             })
         };
         let message = |m: &Value| m["bytes"].as_str().and_then(unhex);
+        let mut derivation = |d: &Value| -> Result<(), String> {
+            match hpke_step_from_json(d)? {
+                Some(h) => ech.steps.push(h),
+                None => steps.push(Step::from_json(d)?),
+            }
+            Ok(())
+        };
+        let mut confirmations: Vec<Value> = Vec::new();
         if let Some(ds) = v["derivations"].as_array() {
             for d in ds {
-                steps.push(Step::from_json(d)?);
+                derivation(d)?;
             }
             shared.extend(
                 v["key_shares"]
@@ -159,21 +211,22 @@ impl KeyTree {
                     .flatten()
                     .filter_map(share),
             );
-            messages.extend(
-                v["messages"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(message),
-            );
+            for m in v["messages"].as_array().into_iter().flatten() {
+                messages.extend(message(m).map(|b| (b, m["ech_inner"] == true)));
+            }
+            confirmations.extend(v["events"].as_array().into_iter().flatten().cloned());
         } else {
             let events = v.as_array().or_else(|| v["events"].as_array());
             for e in events.into_iter().flatten() {
                 match e["event"].as_str() {
-                    Some("derivation") => steps.push(Step::from_json(e)?),
+                    Some("derivation" | "hpke") => derivation(e)?,
                     Some("key_share") => shared.extend(share(e)),
-                    Some("handshake") => messages.extend(message(e)),
+                    Some("handshake") => messages.extend(message(e).map(|b| (b, false))),
+                    Some("inner_client_hello") => messages.extend(message(e).map(|b| (b, true))),
                     Some("connected") => suite = e["suite"].as_str().map(str::to_string),
+                    Some("ech_offer") => accepted |= e["outcome"] == "accepted",
+                    Some("ech") => accepted |= e["status"] == "accepted",
+                    Some("ech_confirmation") => confirmations.push(e.clone()),
                     _ => {}
                 }
             }
@@ -183,7 +236,44 @@ impl KeyTree {
                 "no key-schedule steps in it (write the JSON with --show-secrets)".to_string(),
             );
         }
-        Ok(KeyTree::build(title, suite, steps, shared, &messages))
+        for c in confirmations
+            .iter()
+            .filter(|e| e["event"] == "ech_confirmation")
+        {
+            let field = |k: &str| {
+                c[k].as_str()
+                    .and_then(unhex)
+                    .ok_or_else(|| format!("ech_confirmation: {k} is not hex"))
+            };
+            ech.confirmations.push(super::ech::Reported {
+                label: c["label"].as_str().unwrap_or_default().to_string(),
+                inner_random: field("inner_random")?,
+                transcript_hash: field("transcript_hash")?,
+                confirmation: field("confirmation")?,
+            });
+        }
+        // RFC 9849 §6.1.4, §7.2: once ECH is accepted the transcript is ClientHelloInner's, so
+        // the i-th inner hello stands in for the i-th outer one (as in `from_events`).
+        let (inner, outer): (Vec<_>, Vec<_>) = messages.into_iter().partition(|(_, i)| *i);
+        ech.inner_lens = inner.iter().map(|(b, _)| b.len()).collect();
+        let mut inner = inner.into_iter().filter(|_| accepted).map(|(b, _)| b);
+        let mut transcript = Vec::new();
+        for (bytes, _) in outer {
+            match bytes.first().map(|t| HandshakeType::from(*t)) {
+                Some(HandshakeType::ClientHello) => {
+                    ech.hellos.push(bytes.clone());
+                    transcript.push(inner.next().unwrap_or(bytes));
+                }
+                Some(HandshakeType::ServerHello) => {
+                    ech.server_hellos.push(bytes.clone());
+                    transcript.push(bytes);
+                }
+                _ => transcript.push(bytes),
+            }
+        }
+        let mut t = KeyTree::build(title, suite, steps, shared, &transcript);
+        t.ech = super::EchView::from_inputs(ech);
+        Ok(t)
     }
 
     fn build(

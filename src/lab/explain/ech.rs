@@ -92,34 +92,72 @@ pub struct EchView {
     pub inner_lens: Vec<usize>,
 }
 
+/// What an [`EchView`] is made of, gathered from one endpoint's events or from a JSON report
+/// ([`super::KeyTree::from_json`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct EchInputs {
+    /// The HPKE steps, in order.
+    pub steps: Vec<HpkeStep>,
+    /// Each ClientHello(Outer) as sent, header included.
+    pub hellos: Vec<Vec<u8>>,
+    /// Each ServerHello and HelloRetryRequest, header included.
+    pub server_hellos: Vec<Vec<u8>>,
+    /// Each confirmation as the endpoint reported it.
+    pub confirmations: Vec<Reported>,
+    /// ClientHelloInner's length (header included), one per inner hello.
+    pub inner_lens: Vec<usize>,
+}
+
+/// One confirmation as an endpoint reported it ([`Event::EchConfirmation`]).
+#[derive(Clone, Debug)]
+pub(super) struct Reported {
+    pub label: String,
+    pub inner_random: Vec<u8>,
+    pub transcript_hash: Vec<u8>,
+    pub confirmation: Vec<u8>,
+}
+
 impl EchView {
     /// The ECH part of `events`, or `None` if they hold no HPKE step (no ECH, GREASE, or
     /// secrets not observed).
     pub fn from_events(events: &[Event]) -> Option<EchView> {
-        let mut steps = Vec::new();
-        let mut hellos = Vec::new();
-        let mut server_hellos = Vec::new();
-        let mut confirmations = Vec::new();
-        let mut inner_lens = Vec::new();
+        let mut x = EchInputs::default();
         for e in events {
             match e {
-                Event::Hpke(s) => steps.push(s.clone()),
-                Event::InnerClientHello(h) => inner_lens.push(h.bytes.len()),
+                Event::Hpke(s) => x.steps.push(s.clone()),
+                Event::InnerClientHello(h) => x.inner_lens.push(h.bytes.len()),
                 Event::Handshake(h) if h.typ == HandshakeType::ClientHello => {
-                    hellos.push(h.bytes.as_slice())
+                    x.hellos.push(h.bytes.clone())
                 }
                 Event::Handshake(h) if h.typ == HandshakeType::ServerHello => {
-                    server_hellos.push(h.bytes.as_slice())
+                    x.server_hellos.push(h.bytes.clone())
                 }
                 Event::EchConfirmation {
                     label,
                     inner_random,
                     transcript_hash,
                     confirmation,
-                } => confirmations.push((*label, inner_random, transcript_hash, confirmation)),
+                } => x.confirmations.push(Reported {
+                    label: label.to_string(),
+                    inner_random: inner_random.clone(),
+                    transcript_hash: transcript_hash.clone(),
+                    confirmation: confirmation.clone(),
+                }),
                 _ => {}
             }
         }
+        EchView::from_inputs(x)
+    }
+
+    /// The view of `x`, or `None` if it holds no HPKE step.
+    pub(super) fn from_inputs(x: EchInputs) -> Option<EchView> {
+        let EchInputs {
+            steps,
+            hellos,
+            server_hellos,
+            confirmations,
+            inner_lens,
+        } = x;
         if steps.is_empty() {
             return None;
         }
@@ -156,14 +194,20 @@ impl EchView {
             .find(|m| m.get(6..38) != Some(&HRR_RANDOM[..]));
         let confirmations = confirmations
             .into_iter()
-            .map(|(label, random, th, c)| {
+            .map(|r| {
+                let Reported {
+                    label,
+                    inner_random: random,
+                    transcript_hash: th,
+                    confirmation: c,
+                } = r;
                 let hash = if th.len() == HashAlg::Sha384.output_len() {
                     HashAlg::Sha384
                 } else {
                     HashAlg::Sha256
                 };
-                let prk = hkdf::extract(hash, &[], random).as_ref().to_vec();
-                let derivation_checks = hkdf::expand_label(hash, &prk, label, th, 8)
+                let prk = hkdf::extract(hash, &[], &random).as_ref().to_vec();
+                let derivation_checks = hkdf::expand_label(hash, &prk, &label, &th, 8)
                     .is_ok_and(|v| v.as_slice() == c.as_slice());
                 let on_wire = if label == HRR_ACCEPT_LABEL {
                     hrr.and_then(|m| Some(m.get(confirm::hrr_range(m)?)?.to_vec()))
@@ -172,12 +216,12 @@ impl EchView {
                         .map(<[u8]>::to_vec)
                 };
                 Confirmation {
-                    label: label.to_string(),
+                    label,
                     hash,
-                    inner_random: random.clone(),
-                    transcript_hash: th.clone(),
+                    inner_random: random,
+                    transcript_hash: th,
                     prk,
-                    confirmation: c.clone(),
+                    confirmation: c,
                     derivation_checks,
                     on_wire,
                 }
