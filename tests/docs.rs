@@ -278,10 +278,23 @@ fn generate(name: &str) -> String {
 
 /// Whole files the tool writes into docs/.
 fn generated_files() -> Vec<(&'static str, String)> {
-    vec![(
-        "keys-rfc8448-3.svg",
-        explain::rfc8448(3, Side::Client, None).unwrap().svg(),
-    )]
+    let ech = InMemory {
+        ech: true,
+        ..InMemory::demo(1).unwrap()
+    };
+    vec![
+        (
+            "keys-rfc8448-3.svg",
+            explain::rfc8448(3, Side::Client, None).unwrap().svg(),
+        ),
+        // `tls13lab keys --ech --no-export --svg docs/keys-ech.svg`
+        (
+            "keys-ech.svg",
+            explain::in_memory_tree(&ech, Side::Client, None)
+                .unwrap()
+                .svg(),
+        ),
+    ]
 }
 
 /// `text` with each of our generated blocks regenerated, and the names of those blocks. Trailing

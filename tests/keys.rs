@@ -483,6 +483,62 @@ mod ech {
         }
     }
 
+    /// `keys --ech --hrr --svg F` draws ECH's band above the key tree: every HPKE step of the
+    /// run with its value, both Seals (their nonces, opened) and both confirmations beside the
+    /// bytes on the wire. A run without ECH has no band.
+    #[test]
+    fn keys_ech_svg_draws_hpke_seals_and_confirmations() {
+        let (client, _) = run(true);
+        let (steps, opened) = server_open(&client);
+        let path = super::tmp("ech.svg");
+        let (ok, _, err) = keys(&["--ech", "--hrr", "--svg", path.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("Encrypted ClientHello (RFC 9849)"));
+        let client_steps: Vec<&HpkeStep> = client
+            .iter()
+            .filter_map(|e| match e {
+                Event::Hpke(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert!(client_steps.len() >= 12, "{}", client_steps.len());
+        for s in &client_steps {
+            assert!(
+                svg.contains(&format!(">{}</text>", hex(&s.output))),
+                "{} {}",
+                s.name,
+                hex(&s.output)
+            );
+        }
+        let mut nonce = tls13lab::ledger::unhex(&value(&steps, HpkeValue::BaseNonce)).unwrap();
+        for (seq, plain) in opened.iter().enumerate() {
+            nonce[11] ^= seq as u8;
+            assert!(svg.contains(&format!(
+                "nonce {}; {} bytes, opens: EncodedClientHelloInner, {} bytes",
+                hex(&nonce),
+                plain.len() + 16,
+                plain.len()
+            )));
+        }
+        let confirmations: Vec<String> = client
+            .iter()
+            .filter_map(|e| match e {
+                Event::EchConfirmation { confirmation, .. } => Some(hex(confirmation)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(confirmations.len(), 2);
+        for c in confirmations {
+            assert!(svg.contains(&format!("{c} = the bytes on the wire: ECH accepted")));
+        }
+        assert!(svg.find("dkp_prk").unwrap() < svg.find("early_secret").unwrap());
+        assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+        let (ok, _, err) = keys(&["--svg", path.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("RFC 9849"));
+    }
+
     #[test]
     fn keys_ech_conflicts_with_replays() {
         assert!(!keys(&["--ech", "--rfc8448", "3"]).0);

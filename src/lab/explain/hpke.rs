@@ -73,7 +73,8 @@ fn name_of(v: &[u8], earlier: &[HpkeStep]) -> Option<&'static str> {
         .map(|s| s.name.name())
 }
 
-fn formula(s: &HpkeStep, earlier: &[HpkeStep]) -> String {
+/// `s`'s formula, inputs made by an earlier step named after it.
+pub(super) fn formula(s: &HpkeStep, earlier: &[HpkeStep]) -> String {
     let arg = |k: &str| -> String {
         let v = s
             .inputs

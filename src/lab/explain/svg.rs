@@ -3,7 +3,9 @@
 use std::fmt::Write as _;
 
 use super::model::{Ikm, KeyTree, Node};
+use super::EchView;
 use crate::crypto::hash::HashAlg;
+use crate::crypto::hpke::HpkeOp;
 use crate::events::hex;
 use crate::keyschedule::DerivationOp;
 
@@ -37,7 +39,14 @@ impl KeyTree {
         let max_depth = rows.iter().map(|(_, d)| *d).max().unwrap_or(0);
         let input_x = LEFT + max_depth * INDENT + BOX_W + 50;
         let width = input_x + INPUT_W + LEFT;
-        let height = TOP + rows.len() * ROW + 10;
+        let ech = self.ech.as_ref().map(ech_rows).unwrap_or_default();
+        // ECH's band (RFC 9849) comes first, as in the text: a heading, its rows, a heading.
+        let ech_h = if ech.is_empty() {
+            0
+        } else {
+            (ech.len() + 1) * ROW
+        };
+        let height = TOP + ech_h + rows.len() * ROW + 10;
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -77,9 +86,49 @@ impl KeyTree {
             );
             x += 150;
         }
+        if !ech.is_empty() {
+            let _ = writeln!(
+                s,
+                r##"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">Encrypted ClientHello (RFC 9849): HPKE (RFC 9180), each Seal, the acceptance confirmation</text>"##,
+                TOP + 14
+            );
+            for (k, r) in ech.iter().enumerate() {
+                let y = TOP + (k + 1) * ROW - 24;
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{LEFT}" y="{y}" width="{}" height="{}" rx="5" fill="{}" stroke="{}"/>"##,
+                    BOX_W + max_depth * INDENT,
+                    ROW - 10,
+                    r.colors.0,
+                    r.colors.1
+                );
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{}" y="{}"><tspan font-weight="bold">{}</tspan><tspan dx="5" fill="#333" font-size="11">= {}</tspan></text>"##,
+                    LEFT + 8,
+                    y + 16,
+                    esc(&r.name),
+                    esc(&ellipsize(&r.formula, 110))
+                );
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{}" y="{}" font-family="monospace" font-size="11">{}</text>"##,
+                    LEFT + 8,
+                    y + 34,
+                    // 132 characters fit the box: a 65-byte key_schedule_context whole.
+                    esc(&ellipsize(&r.value, 132))
+                );
+            }
+            let _ = writeln!(
+                s,
+                r##"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">The TLS key schedule (RFC 8446 §7.1), of the inner handshake</text>"##,
+                TOP + ech_h - 10
+            );
+        }
+        let top = TOP + ech_h;
         let mut y_of = vec![0usize; self.nodes.len()];
         for (row, &(i, depth)) in rows.iter().enumerate() {
-            let y = TOP + row * ROW;
+            let y = top + row * ROW;
             y_of[i] = y;
             let bx = LEFT + depth * INDENT;
             let n = &self.nodes[i];
@@ -197,6 +246,78 @@ impl KeyTree {
             target_x + 2
         );
     }
+}
+
+/// One box of the ECH band.
+struct EchRow {
+    name: String,
+    formula: String,
+    value: String,
+    colors: (&'static str, &'static str),
+}
+
+/// The ECH band's boxes: each HPKE step, each Seal (its nonce and whether the payload opens)
+/// and each confirmation (beside the bytes on the wire).
+fn ech_rows(e: &EchView) -> Vec<EchRow> {
+    let mut out: Vec<EchRow> = e
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, st)| EchRow {
+            name: st.name.name().to_string(),
+            formula: super::hpke::formula(st, &e.steps[..i]),
+            value: hex(&st.output),
+            colors: match st.op {
+                HpkeOp::LabeledExtract => colors(DerivationOp::Extract),
+                HpkeOp::LabeledExpand => colors(DerivationOp::ExpandLabel),
+                HpkeOp::Dh | HpkeOp::Concat => ("#fff7d6", "#c9a227"),
+            },
+        })
+        .collect();
+    for seal in &e.seals {
+        let opened = match &seal.opened {
+            Some(p) => format!("opens: EncodedClientHelloInner, {} bytes", p.len()),
+            None => "does not open with key, nonce and aad".to_string(),
+        };
+        let nonce = seal.nonce.map_or("?".to_string(), |n| hex(&n));
+        out.push(EchRow {
+            name: format!("payload (seq {})", seal.seq),
+            formula: format!(
+                "Seal(key, nonce = base_nonce XOR I2OSP({}, 12), ClientHelloOuterAAD {} bytes, EncodedClientHelloInner)",
+                seal.seq,
+                seal.aad.len()
+            ),
+            value: format!("nonce {nonce}; {} bytes, {opened}", seal.payload.len()),
+            colors: colors(DerivationOp::Hmac),
+        });
+    }
+    for c in &e.confirmations {
+        let name = if c.is_hrr() {
+            "hrr_accept_confirmation"
+        } else {
+            "accept_confirmation"
+        };
+        let wire = match &c.on_wire {
+            Some(w) if *w == c.confirmation => "= the bytes on the wire: ECH accepted",
+            Some(_) => "≠ the bytes on the wire",
+            None => "(not found on the wire)",
+        };
+        let checks = if c.derivation_checks {
+            ""
+        } else {
+            " (the derivation does NOT give it)"
+        };
+        out.push(EchRow {
+            name: name.to_string(),
+            formula: format!(
+                "HKDF-Expand-Label(HKDF-Extract(0, ClientHelloInner.random), \"{}\", transcript hash, 8)",
+                c.label
+            ),
+            value: format!("{} {wire}{checks}", hex(&c.confirmation)),
+            colors: colors(DerivationOp::ExpandLabel),
+        });
+    }
+    out
 }
 
 fn ellipsize(s: &str, max: usize) -> String {
