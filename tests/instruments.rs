@@ -797,6 +797,70 @@ fn rts(o: &[Outcome], label: &str) -> f64 {
     outcome(o, label).round_trips.expect("a response arrived")
 }
 
+/// `simulate --ech` (RFC 9849): each key exchange's three connections again with ECH, accepted;
+/// the rows without ECH are those of a run without it (same seeds), ECH costs ClientHello bytes
+/// and no round trip, and the hybrid ClientHelloOuter no longer fits one segment.
+#[test]
+fn simulate_with_ech() {
+    let net = Network {
+        bandwidth_bps: 0,
+        ..Network::default()
+    };
+    let plain = simulate::compare(&Plan {
+        net,
+        ..Plan::default()
+    })
+    .unwrap();
+    let o = simulate::compare(&Plan {
+        net,
+        ech: true,
+        ..Plan::default()
+    })
+    .unwrap();
+    assert_eq!(o.len(), 1 + 2 * 6);
+    for p in &plain {
+        let same = outcome(&o, &p.label);
+        assert_eq!(
+            (same.bytes_c2s, same.bytes_s2c, same.first_response_us),
+            (p.bytes_c2s, p.bytes_s2c, p.first_response_us),
+            "{}",
+            p.label
+        );
+    }
+    let accepted = |x: &Outcome| {
+        x.client_events.iter().any(|e| {
+            matches!(e, tls13lab::events::Event::EchOffer(o)
+                if o.outcome == tls13lab::events::EchOutcome::Accepted)
+        })
+    };
+    for kx in ["classical", "hybrid"] {
+        for (kind, rts) in [("full", 3.0), ("resumed", 3.0), ("0-RTT", 2.0)] {
+            let without = outcome(&o, &format!("{kx} {kind}"));
+            let with = outcome(&o, &format!("{kx} {kind} ECH"));
+            assert!(accepted(with) && !accepted(without), "{}", with.label);
+            assert_eq!(with.round_trips, Some(rts), "{}", with.label);
+            assert!(with.bytes_c2s > without.bytes_c2s + 150, "{}", with.label);
+            assert_eq!(with.resumed, kind != "full", "{}", with.label);
+        }
+        let zero = outcome(&o, &format!("{kx} 0-RTT ECH"));
+        assert_eq!(zero.early_data, Some(EarlyDataStatus::Accepted));
+    }
+    // X25519MLKEM768's 1,216-byte share plus ECH: the ClientHelloOuter takes two segments.
+    let (h, he) = (outcome(&o, "hybrid full"), outcome(&o, "hybrid full ECH"));
+    assert!(
+        he.packets_c2s > h.packets_c2s,
+        "{} vs {}",
+        he.packets_c2s,
+        h.packets_c2s
+    );
+    let text = simulate::render(&net, &o);
+    assert!(
+        text.contains("hybrid: ECH (RFC 9849) adds ")
+            && text.contains(" RTT to the full handshake"),
+        "{text}"
+    );
+}
+
 #[test]
 fn simulate_shows_what_real_networks_show() {
     // Unlimited bandwidth: times are exact multiples of the RTT.
@@ -2595,6 +2659,7 @@ fn doc_block(dir: &Path, name: &str) -> String {
         "instruments-simulate-exact" => cmd("simulate --bandwidth 0"),
         "instruments-simulate-bigcert" => cmd("simulate --kx classical --bandwidth 0 --cert-bytes 20000"),
         "instruments-simulate-timeline" => cmd("simulate --kx hybrid --bandwidth 0 --timeline"),
+        "instruments-simulate-ech" => cmd("simulate --ech --bandwidth 0"),
         "instruments-simulate-help" => cmd("simulate --help"),
         "instruments-ladder-commands" => {
             let mut s = String::from("```text\n");

@@ -72,6 +72,11 @@ pub struct SimulateArgs {
     /// Seed for all randomness.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Also run each key exchange's connections with Encrypted ClientHello (RFC 9849), rows
+    /// "… ECH": the server holds an ECH key made from the seed, the client seals its
+    /// ClientHello to it.
+    #[arg(long)]
+    pub ech: bool,
     /// Also print every packet of every connection.
     #[arg(long)]
     pub timeline: bool,
@@ -173,6 +178,7 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
             .unwrap_or_default(),
         response_len: a.response_bytes,
         seed: a.seed,
+        ech: a.ech,
         ..Plan::default()
     };
     if let Some(r) = &a.request {

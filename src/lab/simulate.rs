@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::client::Client;
-use crate::config::{CertifiedKey, ClientConfig, ServerConfig};
+use crate::config::{CertifiedKey, ClientConfig, EchMode, ServerConfig};
 use crate::crypto::cert::{self_signed_p256, ChainSpec, KeyAlg};
 use crate::crypto::random::SeededRandom;
 use crate::crypto::sign::SigningKey;
@@ -900,6 +900,9 @@ pub struct Plan {
     pub response_len: usize,
     /// Seed.
     pub seed: u64,
+    /// Also run each key exchange's three connections with Encrypted ClientHello (RFC 9849): the
+    /// server holds an ECH key made from the seed, the rows are labelled "… ECH".
+    pub ech: bool,
 }
 
 impl Default for Plan {
@@ -913,6 +916,7 @@ impl Default for Plan {
             request: b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(),
             response_len: 1000,
             seed: 1,
+            ech: false,
         }
     }
 }
@@ -935,6 +939,13 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
     server.max_early_data = 16_384;
     server.tickets = 2;
     server.cert_compression = plan.cert_compression.clone();
+    let ech_key = if plan.ech {
+        let key = crate::lab::ech::key(plan.seed, 1)?;
+        server.ech_keys = vec![key.clone()];
+        Some(key)
+    } else {
+        None
+    };
     let server = Arc::new(server);
     let response = http_response(plan.response_len);
     let mut out = Vec::new();
@@ -949,18 +960,29 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
         &response,
     )?;
     out.push(plain);
-    for kx in &plan.kx {
+    let variants = [None].into_iter().chain(ech_key.map(Some));
+    for (kx, ech) in plan
+        .kx
+        .iter()
+        .flat_map(|kx| variants.clone().map(move |e| (kx, e)))
+    {
         let base = ClientConfig {
             key_shares: vec![kx.group()],
             enable_early_data: false,
             server_name: server_name.clone(),
+            ech: ech.as_ref().map_or(EchMode::Off, |k| EchMode::Config {
+                list: k.list.clone(),
+                grease_fallback: false,
+            }),
             ..crate::demo::client_config(root.clone())
         };
         let full_cfg = Arc::new(base.clone());
-        // Seeds by key exchange, not by position: `--kx hybrid` alone prints the same numbers.
-        let seed = plan.seed + 10 * (*kx as u64);
+        // Seeds by key exchange, not by position: `--kx hybrid` alone prints the same numbers,
+        // and so do the rows without ECH whether or not ECH rows are added.
+        let seed = plan.seed + 10 * (*kx as u64) + if ech.is_some() { 5 } else { 0 };
+        let suffix = if ech.is_some() { " ECH" } else { "" };
         let (full, mut tickets) = simulate(
-            &format!("{} full", kx.name()),
+            &format!("{} full{suffix}", kx.name()),
             plan.net,
             &Scenario::Tls {
                 client: full_cfg,
@@ -984,7 +1006,7 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
                 ..base.clone()
             });
             let (o, _) = simulate(
-                &format!("{} {name}", kx.name()),
+                &format!("{} {name}{suffix}", kx.name()),
                 plan.net,
                 &Scenario::Tls {
                     client: cfg,
@@ -1029,7 +1051,7 @@ pub fn render(net: &Network, outcomes: &[Outcome]) -> String {
     let _ = writeln!(s, "link: {}", net.describe());
     let _ = writeln!(
         s,
-        "\n{:<20} {:>11} {:>6} {:>8} {:>8} {:>9} {:>6} {:>5} {:>4} {:>7} {:>9}",
+        "\n{:<22} {:>11} {:>6} {:>8} {:>8} {:>9} {:>6} {:>5} {:>4} {:>7} {:>9}",
         "connection",
         "1st byte",
         "RTTs",
@@ -1046,7 +1068,7 @@ pub fn render(net: &Network, outcomes: &[Outcome]) -> String {
         let plain = o.ledger.records.is_empty();
         let _ = writeln!(
             s,
-            "{:<20} {:>11} {:>6} {:>8} {:>8} {:>9} {:>6} {:>5} {:>4} {:>7} {:>9}",
+            "{:<22} {:>11} {:>6} {:>8} {:>8} {:>9} {:>6} {:>5} {:>4} {:>7} {:>9}",
             o.label,
             o.first_response_us
                 .map_or("never".into(), |t| format!("{} ms", fmt_ms(t))),
@@ -1107,6 +1129,16 @@ pub fn render(net: &Network, outcomes: &[Outcome]) -> String {
                 rt(f) - rt(r) + 0.0,
                 rt(f) - rt(z) + 0.0,
             );
+            if let Some(e) = find(&format!("{kx} full ECH")) {
+                let _ = writeln!(
+                    s,
+                    "{kx}: ECH (RFC 9849) adds {} bytes C→S and {:+.2} RTT to the full handshake ({} → {} packets)",
+                    e.bytes_c2s as i64 - f.bytes_c2s as i64,
+                    rt(e) - rt(f) + 0.0,
+                    f.packets_c2s + f.packets_s2c,
+                    e.packets_c2s + e.packets_s2c,
+                );
+            }
             if f.cwnd_stalls > 0 {
                 let _ = writeln!(
                     s,
