@@ -179,7 +179,9 @@ fn server_keeps_serving_while_flooded_with_garbage_and_half_open_connections() {
                     };
                     let _ = s.write_all(&garbage(i));
                     let _ = s.shutdown(Shutdown::Write);
-                    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                    // Every kind ends in EOF from the server (we shut down our side), so a long bound
+                    // costs a healthy run nothing and spares a loaded one a missed alert.
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
                     let mut answer = Vec::new();
                     let _ = s.read_to_end(&mut answer);
                     // The server answers TLS garbage with an alert record, or just closes.
@@ -236,8 +238,9 @@ fn more_half_open_connections_than_slots_only_delay_a_good_client() {
     let start = Instant::now();
     let body = good_client(addr, Duration::from_secs(15)).expect("the good client is served");
     assert!(String::from_utf8_lossy(&body).contains("tls13lab server"));
+    // Two rounds of timeouts (about 4 s), with room for a loaded machine.
     assert!(
-        start.elapsed() < Duration::from_secs(10),
+        start.elapsed() < Duration::from_secs(14),
         "{:?}",
         start.elapsed()
     );

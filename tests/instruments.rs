@@ -2214,13 +2214,14 @@ fn p256_cert(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// `openssl s_server -www -tls1_3` on 127.0.0.1:`port` for one connection, with `extra`
 /// options; returned once it is accepting. Its stdin stays open: on EOF it drops its client.
-fn s_server(openssl: &Path, port: u16, dir: &Path, extra: &[&str]) -> Killed {
+fn s_server(openssl: &Path, dir: &Path, extra: &[&str]) -> (Killed, u16) {
     let (cert, key) = p256_cert(dir);
     let mut s = Command::new(openssl)
         .args([
             "s_server",
             "-accept",
-            &format!("127.0.0.1:{port}"),
+            // Its own port: a number picked here and freed could be taken before it binds.
+            "127.0.0.1:0",
             "-naccept",
             "1",
             "-www",
@@ -2238,8 +2239,16 @@ fn s_server(openssl: &Path, port: u16, dir: &Path, extra: &[&str]) -> Killed {
         .unwrap();
     let s_out = lines_of(s.stdout.take().unwrap());
     let server = Killed(s);
-    assert!(wait_line(&s_out, "ACCEPT", 20), "s_server did not start");
-    server
+    let port = wait_lines(&s_out, "ACCEPT", 20)
+        .and_then(|l| {
+            l.last()?
+                .strip_prefix("ACCEPT 127.0.0.1:")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .expect("s_server did not start (no ACCEPT 127.0.0.1:PORT line)");
+    (server, port)
 }
 
 /// `openssl s_client -tls1_3` to 127.0.0.1:`port` with `extra` options and its key log in
@@ -2308,11 +2317,8 @@ fn assert_http_exchange_opened(d: &tls13lab::lab::dissect::Dissection) {
 /// `Err` when this attempt missed the connection's start (dumpcap can say "Capturing on" a
 /// moment before packets flow): the caller tries again.
 fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBuf, u16), String>> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // The server first, so that tshark can filter on the port it took.
+    let (server, port) = s_server(openssl, dir, &[]);
     let cap = dir.join(format!("openssl-{port}.pcapng"));
     let mut t = Command::new("tshark")
         .args(["-i", "lo", "-f", &format!("tcp port {port}"), "-w"])
@@ -2330,7 +2336,6 @@ fn openssl_capture(openssl: &Path, dir: &Path) -> Option<Result<(PathBuf, PathBu
         return None;
     }
     std::thread::sleep(Duration::from_millis(500));
-    let server = s_server(openssl, port, dir, &[]);
     let keys = dir.join(format!("client-{port}.keys"));
     s_client_get(openssl, port, &keys, &["-quiet"]);
     std::thread::sleep(Duration::from_millis(500));
@@ -2486,12 +2491,7 @@ fn dissect_names_what_openssl_negotiated() {
         ),
     ];
     for (i, (server_opts, client_opts, hrr)) in cases.into_iter().enumerate() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let server = s_server(&openssl, port, &dir, server_opts);
+        let (server, port) = s_server(&openssl, &dir, server_opts);
         let (relay_port, streams) = relay(port);
         let keys = dir.join(format!("client-{i}.keys"));
         let client_opts = [client_opts, &["-servername", "localhost"]].concat();
@@ -3794,15 +3794,9 @@ fn dissect_opens_an_openssl_40_ech_connection() {
     let pair = EchKeyPair::from_pem(&std::fs::read_to_string(&key).unwrap()).unwrap();
     let config_id = pair.config.contents().unwrap().key_config.config_id;
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let server_keys = dir.join("server.keys");
-    let server = s_server(
+    let (server, port) = s_server(
         &openssl,
-        port,
         &dir,
         &[
             "-ech_key",

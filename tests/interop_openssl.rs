@@ -295,6 +295,18 @@ impl Proc {
         all
     }
 
+    /// Each stream up to its last newline, then the two joined as `output()` joins them: what
+    /// has been printed in whole lines. C stdio flushes a pipe every 4 KiB, so the buffers can
+    /// end inside a line (a `Keying material:` hex cut short).
+    fn whole_lines(&self) -> String {
+        let mut all = String::new();
+        for o in &self.out {
+            let o = o.lock().unwrap();
+            all.push_str(&o[..o.rfind('\n').map_or(0, |e| e + 1)]);
+        }
+        all
+    }
+
     fn has(&self, needle: &str) -> bool {
         self.out.iter().any(|o| o.lock().unwrap().contains(needle))
     }
@@ -332,7 +344,7 @@ impl Proc {
     /// Wait (bounded) for a whole output line starting with `prefix`, and return it.
     fn line_starting(&self, prefix: &str) -> String {
         let find = || {
-            let out = self.output();
+            let out = self.whole_lines();
             let at = out.find(prefix)?;
             let len = out[at..].find('\n')?;
             Some(out[at..at + len].to_string())
@@ -409,11 +421,11 @@ impl Proc {
                 .nth(n)
                 .map(|h| h.trim().to_ascii_lowercase())
         };
-        if !wait_until(STEP, || nth(&self.output()).is_some()) {
+        if !wait_until(STEP, || nth(&self.whole_lines()).is_some()) {
             panic!("no exporter line #{n} from OpenSSL\n{}", self.context());
         }
         self.exporters_seen += 1;
-        nth(&self.output()).unwrap_or_default()
+        nth(&self.whole_lines()).unwrap_or_default()
     }
 }
 
@@ -2366,10 +2378,17 @@ fn compare_hello(
     )
 }
 
+/// `shares` as a scratch directory name: `X25519MLKEM768_x25519`.
+fn group_names(shares: &[NamedGroup]) -> String {
+    let names: Vec<String> = shares.iter().map(|g| g.to_string()).collect();
+    names.join("_")
+}
+
 /// s_client -trace (its own key shares) → our server.
 fn bytes_s_client(peer: &Peer, shares: &[NamedGroup], groups_arg: Option<&str>) -> CellResult {
     skip_unsupported(peer, shares)?;
-    let f = fixture(&format!("{}-bytes-s-{}", peer.version, shares.len()));
+    // Named by the groups themselves: two cells with as many shares may run at once.
+    let f = fixture(&format!("{}-bytes-s-{}", peer.version, group_names(shares)));
     let mut groups = shares.to_vec();
     groups.push(NamedGroup::secp256r1);
     groups.dedup();
@@ -2411,7 +2430,8 @@ fn bytes_s_client(peer: &Peer, shares: &[NamedGroup], groups_arg: Option<&str>) 
 /// Our client (the key shares `shares`) → s_server -trace.
 fn bytes_our_client(peer: &Peer, shares: &[NamedGroup]) -> CellResult {
     skip_unsupported(peer, shares)?;
-    let f = fixture(&format!("{}-bytes-c-{}", peer.version, shares.len()));
+    // Named by the groups themselves: two cells with as many shares may run at once.
+    let f = fixture(&format!("{}-bytes-c-{}", peer.version, group_names(shares)));
     let names: Vec<&str> = shares.iter().map(|g| ossl_group(*g)).collect();
     let (mut p, port) = f.s_server(peer, 1, &["-trace", "-groups", &names.join(":")]);
     let config = f.client_config(shares, shares, SUITES);
