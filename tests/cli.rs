@@ -4,7 +4,7 @@
 //! Every server runs on port 0 and is killed by PID when its guard drops, even when a test fails.
 
 use std::io::{BufRead, BufReader, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
@@ -222,9 +222,32 @@ fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+/// A port on 127.0.0.1 that refuses connections for as long as the returned socket lives: bound
+/// but not listening, so no other process can take the number meanwhile (a port merely freed
+/// could be).
+fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns (OwnedFd closes it on every
+    // path); the pointers point to live locals of the sizes given.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut sin = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let rc = libc::getsockname(fd, (&mut sin as *mut libc::sockaddr_in).cast(), &mut len);
+        assert_eq!(rc, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (owned, u16::from_be(sin.sin_port))
+    }
 }
 
 // ------------------------------------------------------------------------------- handshakes
@@ -1466,7 +1489,7 @@ fn bad_options_give_one_line_and_exit_2() {
 
 #[test]
 fn unreachable_port_is_connection_refused_exit_4() {
-    let port = free_port();
+    let (_bound, port) = refusing_port();
     let line = assert_fails(
         &run(&["client", &format!("127.0.0.1:{port}"), "--insecure"]),
         4,
@@ -1479,7 +1502,7 @@ fn unreachable_port_is_connection_refused_exit_4() {
 fn bad_files_exit_3() {
     let t = TempDir::new("badfiles");
     std::fs::write(t.path("junk"), "not json, not PEM").unwrap();
-    let port = free_port().to_string();
+    let (_bound, port) = refusing_port();
     let target = format!("127.0.0.1:{port}");
     let line = assert_fails(
         &run(&["client", &target, "--cafile", &t.s("missing.pem")]),
