@@ -187,6 +187,16 @@ pub enum EchMode {
     },
 }
 
+impl EchMode {
+    /// Offer ECH with `list`, and no ECH at all when none of its configs is usable.
+    pub fn offer(list: EchConfigList) -> EchMode {
+        EchMode::Config {
+            list,
+            grease_fallback: false,
+        }
+    }
+}
+
 /// Client configuration.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

@@ -3571,6 +3571,7 @@ fn dissect_opens_the_inner_client_hello_of_ech_captures() {
         let spcap = dir.join(format!("{case}-s.pcapng"));
         let cpcap = dir.join(format!("{case}-c.pcapng"));
         let cjson = dir.join(format!("{case}-c.json"));
+        let sjson = dir.join(format!("{case}-s"));
         let mut args = vec![
             "--naccept",
             "1",
@@ -3578,6 +3579,9 @@ fn dissect_opens_the_inner_client_hello_of_ech_captures() {
             key.to_str().unwrap(),
             "--pcap",
             spcap.to_str().unwrap(),
+            "--json-dir",
+            sjson.to_str().unwrap(),
+            "--show-secrets",
         ];
         args.extend_from_slice(extra);
         let (mut server, port) = start_server(&args);
@@ -3593,11 +3597,32 @@ fn dissect_opens_the_inner_client_hello_of_ech_captures() {
             cpcap.to_str().unwrap(),
             "--json",
             cjson.to_str().unwrap(),
+            "--show-secrets",
         ]);
         wait_exit(&mut server);
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&cjson).unwrap()).unwrap();
         assert_eq!(v["ech"], "accepted", "{case}: {v}");
+        // `keys --ledger` explains both sides' reports: HPKE's steps, every Seal opened, and the
+        // TLS transcript the inner one (so each Finished names the messages it covers).
+        let sjson = sjson.join("conn-000001.json");
+        for (side, report) in [("client", &cjson), ("server", &sjson)] {
+            let out = tls13lab(&["keys", "--ledger", report.to_str().unwrap()]);
+            let covers = if case == "hrr" {
+                "verify_data = HMAC(finished_key, Transcript-Hash(message_hash..server Finished))"
+            } else {
+                "verify_data = HMAC(finished_key, Transcript-Hash(ClientHello..server Finished))"
+            };
+            for want in [
+                "Encrypted ClientHello (RFC 9849)",
+                "opens    with key, nonce and aad",
+                ": ECH accepted",
+                covers,
+            ] {
+                assert!(out.contains(want), "{case} {side}: no {want:?} in\n{out}");
+            }
+            assert!(!out.contains("does not open"), "{case} {side}\n{out}");
+        }
         // Both sides' key logs are RFC 9850's: the client's as well as the server's.
         for f in [&spcap, &cpcap] {
             let what = format!("{case} {}", f.display());

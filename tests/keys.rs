@@ -441,7 +441,8 @@ mod ech {
 
     /// `demo --ech --json F --show-secrets`, then `keys --ledger F`: the ECH part and the key
     /// schedule are those of `keys --ech` (the same seed, the same run) but for the title; a
-    /// report with a label or input RFC 9180 does not have is refused.
+    /// report with an operation, label or input RFC 9180 does not give the value, or a
+    /// confirmation label RFC 9849 does not have, is refused.
     #[test]
     fn ledger_file_written_by_demo_with_ech() {
         let path = super::tmp("demo-ech.json");
@@ -471,9 +472,20 @@ mod ech {
             (
                 "\"label\": \"sk\"",
                 "\"label\": \"skk\"",
-                "is not RFC 9180's",
+                "not how RFC 9180 makes it",
+            ),
+            (
+                "\"op\": \"LabeledExpand\"",
+                "\"op\": \"Dh\"",
+                "not how RFC 9180 makes it",
             ),
             ("\"pkRm\":", "\"pkRx\":", "unknown input \"pkRx\""),
+            ("\"prk\":", "\"ikm\":", "unknown input \"ikm\""),
+            (
+                "\"label\": \"ech accept confirmation\"",
+                "\"label\": \"ech accept\"",
+                "is not RFC 9849's",
+            ),
         ] {
             let bad = json.replacen(from, to, 1);
             assert_ne!(bad, json, "{from} not in the report");
@@ -495,6 +507,7 @@ mod ech {
         assert!(ok, "{err}");
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("Encrypted ClientHello (RFC 9849)"));
+        assert!(svg.contains("of the inner handshake (ECH accepted)"));
         let client_steps: Vec<&HpkeStep> = client
             .iter()
             .filter_map(|e| match e {
@@ -511,8 +524,10 @@ mod ech {
                 hex(&s.output)
             );
         }
-        let mut nonce = tls13lab::ledger::unhex(&value(&steps, HpkeValue::BaseNonce)).unwrap();
+        let base = tls13lab::ledger::unhex(&value(&steps, HpkeValue::BaseNonce)).unwrap();
         for (seq, plain) in opened.iter().enumerate() {
+            // base_nonce XOR I2OSP(seq, 12): seq is 0 or 1 here, the last byte.
+            let mut nonce = base.clone();
             nonce[11] ^= seq as u8;
             assert!(svg.contains(&format!(
                 "nonce {}; {} bytes, opens: EncodedClientHelloInner, {} bytes",

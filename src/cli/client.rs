@@ -319,10 +319,7 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
                 "ech"
             ));
             let mut again = config;
-            again.ech = EchMode::Config {
-                list,
-                grease_fallback: false,
-            };
+            again.ech = EchMode::offer(list);
             connect_once(&a, &host, port, again, &roots, &mut None)
         }
         _ => result,

@@ -111,10 +111,7 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     if a.ech {
         let key =
             tls13lab::lab::ech::key(a.seed, 1).map_err(|e| Failure::BadOption(e.to_string()))?;
-        client_cfg.ech = EchMode::Config {
-            list: key.list.clone(),
-            grease_fallback: false,
-        };
+        client_cfg.ech = EchMode::offer(key.list.clone());
         server_cfg.ech_keys = vec![key];
     } else if a.ech_grease {
         client_cfg.ech = EchMode::Grease;

@@ -172,20 +172,10 @@ impl Kem {
         let suite_id = self.suite_id();
         let dh = self.dh(sk, pk_peer)?;
         let mut l = Labeled::new(self.hash(), &suite_id, sink);
-        l.report(
-            HpkeOp::Dh,
-            HpkeValue::Dh,
-            &[("pkE", enc), ("pkR", pk_r)],
-            &dh[..],
-        );
+        l.report(HpkeValue::Dh, &[enc, pk_r], &dh[..]);
         let mut kem_context = enc.to_vec();
         kem_context.extend_from_slice(pk_r);
-        l.report(
-            HpkeOp::Concat,
-            HpkeValue::KemContext,
-            &[("enc", enc), ("pkRm", pk_r)],
-            &kem_context,
-        );
+        l.report(HpkeValue::KemContext, &[enc, pk_r], &kem_context);
         let eae_prk = l.extract(HpkeValue::EaePrk, b"", &dh[..]);
         l.expand(
             HpkeValue::SharedSecret,
@@ -322,13 +312,8 @@ impl Suite {
         ksc.extend_from_slice(&psk_id_hash);
         ksc.extend_from_slice(&info_hash);
         l.report(
-            HpkeOp::Concat,
             HpkeValue::KeyScheduleContext,
-            &[
-                ("mode", &[MODE_BASE]),
-                ("psk_id_hash", &psk_id_hash),
-                ("info_hash", &info_hash),
-            ],
+            &[&[MODE_BASE], &psk_id_hash, &info_hash],
             &ksc,
         );
         let secret = l.extract(HpkeValue::Secret, shared_secret, b"");
@@ -705,6 +690,39 @@ impl HpkeValue {
         }
     }
 
+    /// The operation that makes it.
+    pub const fn op(self) -> HpkeOp {
+        match self {
+            HpkeValue::DkpPrk
+            | HpkeValue::EaePrk
+            | HpkeValue::PskIdHash
+            | HpkeValue::InfoHash
+            | HpkeValue::Secret => HpkeOp::LabeledExtract,
+            HpkeValue::Dh => HpkeOp::Dh,
+            HpkeValue::KemContext | HpkeValue::KeyScheduleContext => HpkeOp::Concat,
+            HpkeValue::Sk
+            | HpkeValue::Candidate
+            | HpkeValue::SharedSecret
+            | HpkeValue::Key
+            | HpkeValue::BaseNonce
+            | HpkeValue::ExporterSecret
+            | HpkeValue::ExportedValue => HpkeOp::LabeledExpand,
+        }
+    }
+
+    /// The names of its step's inputs, in the order the step reports them.
+    pub const fn inputs(self) -> &'static [&'static str] {
+        match self {
+            HpkeValue::Dh => &["pkE", "pkR"],
+            HpkeValue::KemContext => &["enc", "pkRm"],
+            HpkeValue::KeyScheduleContext => &["mode", "psk_id_hash", "info_hash"],
+            v => match v.op() {
+                HpkeOp::LabeledExtract => &["salt", "ikm"],
+                _ => &["prk", "info", "L"],
+            },
+        }
+    }
+
     /// The label of the LabeledExtract or LabeledExpand that makes it (`"exp"` for the
     /// exporter secret, `"sec"` for an Export output); `""` for DH and concatenations.
     pub const fn label(self) -> &'static str {
@@ -716,24 +734,6 @@ impl HpkeValue {
         }
     }
 }
-
-/// Every input name an [`HpkeStep`] reports, in the order a step reports them: Extract's
-/// `salt`, `ikm`; Expand's `prk`, `info`, `L`; DH's public keys; the concatenations' parts.
-/// A reader of serialized steps (whose maps may be sorted) restores the order from it.
-pub const INPUT_NAMES: [&str; 12] = [
-    "salt",
-    "ikm",
-    "prk",
-    "info",
-    "L",
-    "pkE",
-    "pkR",
-    "enc",
-    "pkRm",
-    "mode",
-    "psk_id_hash",
-    "info_hash",
-];
 
 impl fmt::Display for HpkeValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -844,20 +844,21 @@ impl<'a> Labeled<'a> {
         }
     }
 
-    fn report(
-        &mut self,
-        op: HpkeOp,
-        name: HpkeValue,
-        inputs: &[(&'static str, &[u8])],
-        output: &[u8],
-    ) {
+    /// Reports one step; its operation, label and input names are `name`'s own.
+    fn report(&mut self, name: HpkeValue, inputs: &[&[u8]], output: &[u8]) {
+        debug_assert_eq!(inputs.len(), name.inputs().len(), "{name}");
         if self.sink.enabled() {
             self.sink.record(HpkeStep {
-                op,
+                op: name.op(),
                 name,
                 label: name.label(),
                 suite_id: self.suite_id.to_vec(),
-                inputs: inputs.iter().map(|(k, v)| (*k, v.to_vec())).collect(),
+                inputs: name
+                    .inputs()
+                    .iter()
+                    .zip(inputs)
+                    .map(|(k, v)| (*k, v.to_vec()))
+                    .collect(),
                 output: output.to_vec(),
             });
         }
@@ -871,12 +872,8 @@ impl<'a> Labeled<'a> {
             .hash
             .hmac_parts(salt, &[VERSION_LABEL, self.suite_id, label, ikm]);
         let out = Zeroizing::new(out.to_vec());
-        self.report(
-            HpkeOp::LabeledExtract,
-            name,
-            &[("salt", salt), ("ikm", ikm)],
-            &out,
-        );
+        debug_assert_eq!(name.op(), HpkeOp::LabeledExtract);
+        self.report(name, &[salt, ikm], &out);
         out
     }
 
@@ -899,12 +896,8 @@ impl<'a> Labeled<'a> {
             &mut out,
         )
         .map_err(|_| HpkeError::ExportTooLong)?;
-        self.report(
-            HpkeOp::LabeledExpand,
-            name,
-            &[("prk", prk), ("info", info), ("L", &l)],
-            &out,
-        );
+        debug_assert_eq!(name.op(), HpkeOp::LabeledExpand);
+        self.report(name, &[prk, info, &l], &out);
         Ok(out)
     }
 }

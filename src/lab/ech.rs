@@ -126,10 +126,7 @@ pub fn runs() -> Result<Vec<EchRun>, Error> {
     let s = Arc::new(s);
     let mut out = Vec::new();
     out.push(run("no ECH", client(root.clone(), EchMode::Off), &s, 1)?.0);
-    let offer = |list: EchConfigList| EchMode::Config {
-        list,
-        grease_fallback: false,
-    };
+    let offer = EchMode::offer;
     out.push(run("ECH accepted", client(root.clone(), offer(list)), &s, 1)?.0);
     out.push(run("GREASE ECH", client(root.clone(), EchMode::Grease), &s, 1)?.0);
     let (rejected, err) = run(

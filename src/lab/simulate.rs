@@ -939,13 +939,13 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
     server.max_early_data = 16_384;
     server.tickets = 2;
     server.cert_compression = plan.cert_compression.clone();
-    let ech_key = if plan.ech {
+    // The rows without ECH, then (with `plan.ech`) the same with it.
+    let mut variants = vec![EchMode::Off];
+    if plan.ech {
         let key = crate::lab::ech::key(plan.seed, 1)?;
-        server.ech_keys = vec![key.clone()];
-        Some(key)
-    } else {
-        None
-    };
+        variants.push(EchMode::offer(key.list.clone()));
+        server.ech_keys = vec![key];
+    }
     let server = Arc::new(server);
     let response = http_response(plan.response_len);
     let mut out = Vec::new();
@@ -960,27 +960,24 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
         &response,
     )?;
     out.push(plain);
-    let variants = [None].into_iter().chain(ech_key.map(Some));
     for (kx, ech) in plan
         .kx
         .iter()
-        .flat_map(|kx| variants.clone().map(move |e| (kx, e)))
+        .flat_map(|kx| variants.iter().map(move |e| (kx, e)))
     {
+        let with_ech = !matches!(ech, EchMode::Off);
         let base = ClientConfig {
             key_shares: vec![kx.group()],
             enable_early_data: false,
             server_name: server_name.clone(),
-            ech: ech.as_ref().map_or(EchMode::Off, |k| EchMode::Config {
-                list: k.list.clone(),
-                grease_fallback: false,
-            }),
+            ech: ech.clone(),
             ..crate::demo::client_config(root.clone())
         };
         let full_cfg = Arc::new(base.clone());
         // Seeds by key exchange, not by position: `--kx hybrid` alone prints the same numbers,
         // and so do the rows without ECH whether or not ECH rows are added.
-        let seed = plan.seed + 10 * (*kx as u64) + if ech.is_some() { 5 } else { 0 };
-        let suffix = if ech.is_some() { " ECH" } else { "" };
+        let seed = plan.seed + 10 * (*kx as u64) + if with_ech { 5 } else { 0 };
+        let suffix = if with_ech { " ECH" } else { "" };
         let (full, mut tickets) = simulate(
             &format!("{} full{suffix}", kx.name()),
             plan.net,

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::ech::{EchInputs, Reported};
 use super::model::{Ikm, KeyTree, Node, SharedSecret, Step};
+use super::EchView;
 use crate::config::{ClientConfig, EchMode, ServerConfig};
 use crate::crypto::hash::HashAlg;
-use crate::crypto::hpke::{HpkeOp, HpkeStep, HpkeValue, INPUT_NAMES};
+use crate::crypto::hpke::{HpkeOp, HpkeStep, HpkeValue};
 use crate::demo::{self, Pair};
 use crate::events::{Event, Side};
 use crate::keyschedule::{Derivation, DerivationOp, Transcript};
@@ -59,18 +61,18 @@ impl Step {
 }
 
 /// An HPKE step (RFC 9180) as `--show-secrets` reports write it among the derivations, or
-/// `None` if `v` is a TLS key-schedule step. Its labels and input names are RFC 9180's own
-/// (checked against [`HpkeValue::label`] and [`INPUT_NAMES`]), and the inputs are put back in
-/// the order the step reported them.
+/// `None` if `v` is a TLS key-schedule step. The operation, label and input names must be those
+/// of the value it names ([`HpkeValue::op`], [`HpkeValue::label`], [`HpkeValue::inputs`]); the
+/// inputs are put back in the order the step reported them.
 fn hpke_step_from_json(v: &Value) -> Result<Option<HpkeStep>, String> {
     let Ok(op) = serde_json::from_value::<HpkeOp>(v["op"].clone()) else {
         return Ok(None);
     };
     let name = serde_json::from_value::<HpkeValue>(v["name"].clone())
         .map_err(|_| format!("unknown HPKE value {}", v["name"]))?;
-    if v["label"].as_str() != Some(name.label()) {
+    if op != name.op() || v["label"].as_str() != Some(name.label()) {
         return Err(format!(
-            "HPKE {name}: label {} is not RFC 9180's",
+            "HPKE {name}: {op:?} with label {} is not how RFC 9180 makes it",
             v["label"]
         ));
     }
@@ -79,20 +81,26 @@ fn hpke_step_from_json(v: &Value) -> Result<Option<HpkeStep>, String> {
             .and_then(unhex)
             .ok_or_else(|| format!("HPKE {name}: {x} is not hex"))
     };
-    let mut inputs = Vec::new();
-    for (k, x) in v["inputs"].as_object().into_iter().flatten() {
-        let Some(at) = INPUT_NAMES.iter().position(|n| n == k) else {
-            return Err(format!("HPKE {name}: unknown input {k:?}"));
-        };
-        inputs.push((at, INPUT_NAMES[at], bytes(x)?));
+    let given = v["inputs"]
+        .as_object()
+        .ok_or_else(|| format!("HPKE {name}: no inputs"))?;
+    if let Some(k) = given.keys().find(|k| !name.inputs().contains(&k.as_str())) {
+        return Err(format!("HPKE {name}: unknown input {k:?}"));
     }
-    inputs.sort_by_key(|(at, _, _)| *at);
+    let inputs = name
+        .inputs()
+        .iter()
+        .map(|k| match given.get(*k) {
+            Some(x) => Ok((*k, bytes(x)?)),
+            None => Err(format!("HPKE {name}: no input {k:?}")),
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Some(HpkeStep {
         op,
         name,
         label: name.label(),
         suite_id: bytes(&v["suite_id"])?,
-        inputs: inputs.into_iter().map(|(_, k, x)| (k, x)).collect(),
+        inputs,
         output: bytes(&v["output"])?,
     }))
 }
@@ -121,22 +129,7 @@ impl KeyTree {
     pub fn from_events(title: &str, events: &[Event]) -> KeyTree {
         let mut steps = Vec::new();
         let mut shared = Vec::new();
-        let mut messages = Vec::new();
         let mut suite = None;
-        // RFC 9849 §6.1.4, §7.2: once ECH is accepted the transcript is ClientHelloInner's, so
-        // the i-th inner hello stands in for the i-th outer one.
-        let ech_accepted = events.iter().any(|e| match e {
-            Event::EchOffer(o) => o.outcome == crate::events::EchOutcome::Accepted,
-            Event::Ech(x) => x.status == crate::events::EchStatus::Accepted,
-            _ => false,
-        });
-        let mut inner: std::collections::VecDeque<&[u8]> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::InnerClientHello(h) if ech_accepted => Some(h.bytes.as_slice()),
-                _ => None,
-            })
-            .collect();
         for e in events {
             match e {
                 Event::Derivation(d) => steps.push(Step::from(d)),
@@ -149,30 +142,29 @@ impl KeyTree {
                         .collect(),
                     value: k.shared_secret.clone(),
                 }),
-                Event::Handshake(h) if h.typ == HandshakeType::ClientHello => {
-                    messages.push(inner.pop_front().unwrap_or(&h.bytes).to_vec())
-                }
-                Event::Handshake(h) => messages.push(h.bytes.clone()),
                 Event::Connected(n) => suite = Some(n.suite.to_string()),
                 _ => {}
             }
         }
-        let mut t = KeyTree::build(title, suite, steps, shared, &messages);
-        t.ech = super::EchView::from_events(events);
+        let (ech, transcript) = EchInputs::from_events(events);
+        let mut t = KeyTree::build(title, suite, steps, shared, &transcript);
+        t.ech = EchView::from_inputs(ech);
         t
     }
 
     /// The tree of a JSON file: a `--json` report written with `--show-secrets` (its
-    /// `derivations`, `key_shares`, `messages` and `negotiated`), or an array of serialized
-    /// [`Event`]s (or an object holding one under `events`). HPKE's steps among them, with the
-    /// ClientHellos and confirmations, give the tree its ECH part as events would.
+    /// `derivations`, `key_shares`, `messages`, `negotiated` and `events`), or an array of
+    /// serialized [`Event`]s (or an object holding one under `events`). HPKE's steps among
+    /// them, with the ClientHellos, ECH's outcome and the confirmations, give the tree its ECH
+    /// part and the inner transcript, as events would.
     pub fn from_json(title: &str, text: &str) -> Result<KeyTree, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let mut steps = Vec::new();
         let mut shared = Vec::new();
-        let mut ech = super::ech::EchInputs::default();
+        let mut ech = EchInputs::default();
         // (bytes, whether it is a ClientHelloInner), in the order reported.
         let mut messages: Vec<(Vec<u8>, bool)> = Vec::new();
+        // A client's report says it at the top; a server's, in its `ech` event.
         let mut accepted = v["ech"].as_str() == Some("accepted");
         let mut suite = v["negotiated"]["suite"].as_str().map(str::to_string);
         let share = |k: &Value| -> Option<SharedSecret> {
@@ -192,43 +184,39 @@ impl KeyTree {
             })
         };
         let message = |m: &Value| m["bytes"].as_str().and_then(unhex);
-        let mut derivation = |d: &Value| -> Result<(), String> {
+        let derivation = |d: &Value, steps: &mut Vec<Step>, hpke: &mut Vec<HpkeStep>| {
             match hpke_step_from_json(d)? {
-                Some(h) => ech.steps.push(h),
+                Some(h) => hpke.push(h),
                 None => steps.push(Step::from_json(d)?),
             }
-            Ok(())
+            Ok::<_, String>(())
         };
-        let mut confirmations: Vec<Value> = Vec::new();
-        if let Some(ds) = v["derivations"].as_array() {
-            for d in ds {
-                derivation(d)?;
-            }
-            shared.extend(
-                v["key_shares"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(share),
-            );
-            for m in v["messages"].as_array().into_iter().flatten() {
-                messages.extend(message(m).map(|b| (b, m["ech_inner"] == true)));
-            }
-            confirmations.extend(v["events"].as_array().into_iter().flatten().cloned());
-        } else {
-            let events = v.as_array().or_else(|| v["events"].as_array());
-            for e in events.into_iter().flatten() {
-                match e["event"].as_str() {
-                    Some("derivation" | "hpke") => derivation(e)?,
-                    Some("key_share") => shared.extend(share(e)),
-                    Some("handshake") => messages.extend(message(e).map(|b| (b, false))),
-                    Some("inner_client_hello") => messages.extend(message(e).map(|b| (b, true))),
-                    Some("connected") => suite = e["suite"].as_str().map(str::to_string),
-                    Some("ech_offer") => accepted |= e["outcome"] == "accepted",
-                    Some("ech") => accepted |= e["status"] == "accepted",
-                    Some("ech_confirmation") => confirmations.push(e.clone()),
-                    _ => {}
+        let report = v["derivations"].as_array();
+        let events = match report {
+            Some(ds) => {
+                for d in ds {
+                    derivation(d, &mut steps, &mut ech.steps)?;
                 }
+                let all = |k: &str| v[k].as_array().into_iter().flatten();
+                shared.extend(all("key_shares").filter_map(share));
+                for m in all("messages") {
+                    messages.extend(message(m).map(|b| (b, m["ech_inner"] == true)));
+                }
+                v["events"].as_array()
+            }
+            None => v.as_array().or_else(|| v["events"].as_array()),
+        };
+        for e in events.into_iter().flatten() {
+            match e["event"].as_str() {
+                Some("derivation" | "hpke") => derivation(e, &mut steps, &mut ech.steps)?,
+                Some("key_share") => shared.extend(share(e)),
+                Some("handshake") => messages.extend(message(e).map(|b| (b, false))),
+                Some("inner_client_hello") => messages.extend(message(e).map(|b| (b, true))),
+                Some("connected") => suite = e["suite"].as_str().map(str::to_string),
+                Some("ech_offer") => accepted |= e["outcome"] == "accepted",
+                Some("ech") => accepted |= e["status"] == "accepted",
+                Some("ech_confirmation") => ech.confirmations.push(Reported::from_json(e)?),
+                _ => {}
             }
         }
         if steps.is_empty() {
@@ -236,43 +224,9 @@ impl KeyTree {
                 "no key-schedule steps in it (write the JSON with --show-secrets)".to_string(),
             );
         }
-        for c in confirmations
-            .iter()
-            .filter(|e| e["event"] == "ech_confirmation")
-        {
-            let field = |k: &str| {
-                c[k].as_str()
-                    .and_then(unhex)
-                    .ok_or_else(|| format!("ech_confirmation: {k} is not hex"))
-            };
-            ech.confirmations.push(super::ech::Reported {
-                label: c["label"].as_str().unwrap_or_default().to_string(),
-                inner_random: field("inner_random")?,
-                transcript_hash: field("transcript_hash")?,
-                confirmation: field("confirmation")?,
-            });
-        }
-        // RFC 9849 §6.1.4, §7.2: once ECH is accepted the transcript is ClientHelloInner's, so
-        // the i-th inner hello stands in for the i-th outer one (as in `from_events`).
-        let (inner, outer): (Vec<_>, Vec<_>) = messages.into_iter().partition(|(_, i)| *i);
-        ech.inner_lens = inner.iter().map(|(b, _)| b.len()).collect();
-        let mut inner = inner.into_iter().filter(|_| accepted).map(|(b, _)| b);
-        let mut transcript = Vec::new();
-        for (bytes, _) in outer {
-            match bytes.first().map(|t| HandshakeType::from(*t)) {
-                Some(HandshakeType::ClientHello) => {
-                    ech.hellos.push(bytes.clone());
-                    transcript.push(inner.next().unwrap_or(bytes));
-                }
-                Some(HandshakeType::ServerHello) => {
-                    ech.server_hellos.push(bytes.clone());
-                    transcript.push(bytes);
-                }
-                _ => transcript.push(bytes),
-            }
-        }
+        let transcript = ech.take_messages(messages, accepted);
         let mut t = KeyTree::build(title, suite, steps, shared, &transcript);
-        t.ech = super::EchView::from_inputs(ech);
+        t.ech = EchView::from_inputs(ech);
         Ok(t)
     }
 
@@ -481,10 +435,7 @@ pub fn in_memory(
     }
     if o.ech {
         let key = crate::lab::ech::key(o.seed, 1)?;
-        client.ech = EchMode::Config {
-            list: key.list.clone(),
-            grease_fallback: false,
-        };
+        client.ech = EchMode::offer(key.list.clone());
         server.ech_keys = vec![key];
     }
     if o.hello_retry {

@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 use crate::crypto::aead::{AeadKey, NONCE_LEN};
 use crate::crypto::hash::HashAlg;
 use crate::crypto::hpke::{Aead, HpkeStep, HpkeValue};
-use crate::ech::confirm::{self, HRR_ACCEPT_LABEL};
+use crate::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
 use crate::ech::inner;
 use crate::ech::wire::EchClientHello;
-use crate::events::{hex, Event};
+use crate::events::{hex, EchOutcome, EchStatus, Event};
 use crate::keyschedule::hkdf;
 use crate::messages::codec::Reader;
 use crate::messages::ech::{EchConfig, EchConfigBody};
@@ -108,30 +108,20 @@ pub(super) struct EchInputs {
     pub inner_lens: Vec<usize>,
 }
 
-/// One confirmation as an endpoint reported it ([`Event::EchConfirmation`]).
-#[derive(Clone, Debug)]
-pub(super) struct Reported {
-    pub label: String,
-    pub inner_random: Vec<u8>,
-    pub transcript_hash: Vec<u8>,
-    pub confirmation: Vec<u8>,
-}
-
-impl EchView {
-    /// The ECH part of `events`, or `None` if they hold no HPKE step (no ECH, GREASE, or
-    /// secrets not observed).
-    pub fn from_events(events: &[Event]) -> Option<EchView> {
+impl EchInputs {
+    /// The ECH part of one endpoint's events, and the handshake messages its transcript
+    /// hashes ([`EchInputs::take_messages`]).
+    pub(super) fn from_events(events: &[Event]) -> (EchInputs, Vec<Vec<u8>>) {
         let mut x = EchInputs::default();
+        let mut messages = Vec::new();
+        let mut accepted = false;
         for e in events {
             match e {
                 Event::Hpke(s) => x.steps.push(s.clone()),
-                Event::InnerClientHello(h) => x.inner_lens.push(h.bytes.len()),
-                Event::Handshake(h) if h.typ == HandshakeType::ClientHello => {
-                    x.hellos.push(h.bytes.clone())
-                }
-                Event::Handshake(h) if h.typ == HandshakeType::ServerHello => {
-                    x.server_hellos.push(h.bytes.clone())
-                }
+                Event::Handshake(h) => messages.push((h.bytes.clone(), false)),
+                Event::InnerClientHello(h) => messages.push((h.bytes.clone(), true)),
+                Event::EchOffer(o) => accepted |= o.outcome == EchOutcome::Accepted,
+                Event::Ech(o) => accepted |= o.status == EchStatus::Accepted,
                 Event::EchConfirmation {
                     label,
                     inner_random,
@@ -146,7 +136,85 @@ impl EchView {
                 _ => {}
             }
         }
-        EchView::from_inputs(x)
+        let transcript = x.take_messages(messages, accepted);
+        (x, transcript)
+    }
+
+    /// Takes the ClientHellos, ServerHellos and inner hellos of `messages` (each with whether it
+    /// is a ClientHelloInner, in any order between inner and outer) and returns the messages
+    /// the TLS transcript hashes: once ECH is accepted that is ClientHelloInner's, the i-th
+    /// inner hello standing in for the i-th outer one (RFC 9849 §6.1.4, §7.2).
+    pub(super) fn take_messages(
+        &mut self,
+        messages: Vec<(Vec<u8>, bool)>,
+        accepted: bool,
+    ) -> Vec<Vec<u8>> {
+        let (inner, outer): (Vec<_>, Vec<_>) = messages.into_iter().partition(|(_, i)| *i);
+        self.inner_lens = inner.iter().map(|(b, _)| b.len()).collect();
+        let mut inner = inner.into_iter().filter(|_| accepted).map(|(b, _)| b);
+        let mut transcript = Vec::new();
+        for (bytes, _) in outer {
+            match bytes.first().map(|t| HandshakeType::from(*t)) {
+                Some(HandshakeType::ClientHello) => {
+                    self.hellos.push(bytes.clone());
+                    transcript.push(inner.next().unwrap_or(bytes));
+                }
+                Some(HandshakeType::ServerHello) => {
+                    self.server_hellos.push(bytes.clone());
+                    transcript.push(bytes);
+                }
+                _ => transcript.push(bytes),
+            }
+        }
+        transcript
+    }
+}
+
+/// One confirmation as an endpoint reported it ([`Event::EchConfirmation`]).
+#[derive(Clone, Debug)]
+pub(super) struct Reported {
+    pub label: String,
+    pub inner_random: Vec<u8>,
+    pub transcript_hash: Vec<u8>,
+    pub confirmation: Vec<u8>,
+}
+
+impl Reported {
+    /// An `ech_confirmation` event as serialized; its label must be one of RFC 9849's two.
+    pub(super) fn from_json(e: &serde_json::Value) -> Result<Reported, String> {
+        let label = e["label"].as_str().unwrap_or_default();
+        if label != ACCEPT_LABEL && label != HRR_ACCEPT_LABEL {
+            return Err(format!(
+                "ech_confirmation: label {:?} is not RFC 9849's",
+                e["label"]
+            ));
+        }
+        let field = |k: &str| {
+            e[k].as_str()
+                .and_then(crate::ledger::unhex)
+                .ok_or_else(|| format!("ech_confirmation: {k} is not hex"))
+        };
+        Ok(Reported {
+            label: label.to_string(),
+            inner_random: field("inner_random")?,
+            transcript_hash: field("transcript_hash")?,
+            confirmation: field("confirmation")?,
+        })
+    }
+}
+
+impl EchView {
+    /// Whether the server accepted: the ServerHello carries the confirmation (RFC 9849 §7.2).
+    pub fn accepted(&self) -> bool {
+        self.confirmations
+            .iter()
+            .any(|c| !c.is_hrr() && c.on_wire.as_ref() == Some(&c.confirmation))
+    }
+
+    /// The ECH part of `events`, or `None` if they hold no HPKE step (no ECH, GREASE, or
+    /// secrets not observed).
+    pub fn from_events(events: &[Event]) -> Option<EchView> {
+        EchView::from_inputs(EchInputs::from_events(events).0)
     }
 
     /// The view of `x`, or `None` if it holds no HPKE step.

@@ -87,17 +87,33 @@ impl KeyTree {
             x += 150;
         }
         if !ech.is_empty() {
+            for (fill, stroke, name) in [
+                (DH_COLORS.0, DH_COLORS.1, "HPKE DH, ‖"),
+                (SEAL_COLORS.0, SEAL_COLORS.1, "HPKE Seal"),
+            ] {
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{x}" y="56" width="14" height="14" rx="3" fill="{fill}" stroke="{stroke}"/><text x="{}" y="67">{name}</text>"##,
+                    x + 20
+                );
+                x += 150;
+            }
+        }
+        if !ech.is_empty() {
             let _ = writeln!(
                 s,
                 r##"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">Encrypted ClientHello (RFC 9849): HPKE (RFC 9180), each Seal, the acceptance confirmation</text>"##,
                 TOP + 14
             );
+            let w = BOX_W + max_depth * INDENT;
+            // Monospace at 10 px is about 6 px a character (a 65-byte key_schedule_context
+            // fits whole); 8 px of margin each side.
+            let fits = (w - 16) / 6;
             for (k, r) in ech.iter().enumerate() {
                 let y = TOP + (k + 1) * ROW - 24;
                 let _ = writeln!(
                     s,
-                    r##"<rect x="{LEFT}" y="{y}" width="{}" height="{}" rx="5" fill="{}" stroke="{}"/>"##,
-                    BOX_W + max_depth * INDENT,
+                    r##"<rect x="{LEFT}" y="{y}" width="{w}" height="{}" rx="5" fill="{}" stroke="{}"/>"##,
                     ROW - 10,
                     r.colors.0,
                     r.colors.1
@@ -112,17 +128,21 @@ impl KeyTree {
                 );
                 let _ = writeln!(
                     s,
-                    r##"<text x="{}" y="{}" font-family="monospace" font-size="11">{}</text>"##,
+                    r##"<text x="{}" y="{}" font-family="monospace" font-size="10">{}</text>"##,
                     LEFT + 8,
                     y + 34,
-                    // 132 characters fit the box: a 65-byte key_schedule_context whole.
-                    esc(&ellipsize(&r.value, 132))
+                    esc(&ellipsize(&r.value, fits))
                 );
             }
             let _ = writeln!(
                 s,
-                r##"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">The TLS key schedule (RFC 8446 §7.1), of the inner handshake</text>"##,
-                TOP + ech_h - 10
+                r##"<text x="{LEFT}" y="{}" font-size="14" font-weight="bold">The TLS key schedule (RFC 8446 §7.1), of {}</text>"##,
+                TOP + ech_h - 10,
+                if self.ech.as_ref().is_some_and(EchView::accepted) {
+                    "the inner handshake (ECH accepted)"
+                } else {
+                    "the outer handshake (ECH not accepted)"
+                }
             );
         }
         let top = TOP + ech_h;
@@ -248,6 +268,10 @@ impl KeyTree {
     }
 }
 
+/// HPKE's DH and concatenations, and its Seals, in the ECH band.
+const DH_COLORS: (&str, &str) = ("#fff7d6", "#c9a227");
+const SEAL_COLORS: (&str, &str) = ("#ece0f8", "#7a4fb0");
+
 /// One box of the ECH band.
 struct EchRow {
     name: String,
@@ -270,7 +294,7 @@ fn ech_rows(e: &EchView) -> Vec<EchRow> {
             colors: match st.op {
                 HpkeOp::LabeledExtract => colors(DerivationOp::Extract),
                 HpkeOp::LabeledExpand => colors(DerivationOp::ExpandLabel),
-                HpkeOp::Dh | HpkeOp::Concat => ("#fff7d6", "#c9a227"),
+                HpkeOp::Dh | HpkeOp::Concat => DH_COLORS,
             },
         })
         .collect();
@@ -288,7 +312,7 @@ fn ech_rows(e: &EchView) -> Vec<EchRow> {
                 seal.aad.len()
             ),
             value: format!("nonce {nonce}; {} bytes, {opened}", seal.payload.len()),
-            colors: colors(DerivationOp::Hmac),
+            colors: SEAL_COLORS,
         });
     }
     for c in &e.confirmations {
