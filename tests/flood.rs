@@ -238,7 +238,7 @@ fn more_half_open_connections_than_slots_only_delay_a_good_client() {
     let start = Instant::now();
     let body = good_client(addr, Duration::from_secs(15)).expect("the good client is served");
     assert!(String::from_utf8_lossy(&body).contains("tls13lab server"));
-    // Two rounds of timeouts (about 4 s), with room for a loaded machine.
+    // Those rounds of timeouts take about 4 to 6 s; the bound leaves room for a loaded machine.
     assert!(
         start.elapsed() < Duration::from_secs(14),
         "{:?}",

@@ -389,8 +389,10 @@ impl Proc {
         if !exited {
             panic!("OpenSSL did not exit\n{}", self.context());
         }
+        // Unbounded, but the pipes close with the child: the programs run here (openssl,
+        // tls13lab) start no processes that would inherit them.
         for r in self.readers.drain(..) {
-            let _ = r.join(); // EOF: the child is gone and nothing else holds its pipes
+            let _ = r.join();
         }
     }
 
