@@ -28,6 +28,13 @@ fn handshakes(c: &mut Criterion) {
             // Full handshakes also without the signature memo: the client then verifies the
             // certificate's signature every time, like rustls.
             let mut nomemo = (case == Case::Full).then(|| ours.without_memo());
+            // And with ECH (RFC 9849), against the same handshake without: tls13lab only
+            // (rustls has no ECH server).
+            let mut ech = (case == Case::Full).then(|| {
+                let mut e = ours.with_ech();
+                e.check();
+                e
+            });
             let theirs = (case != Case::ResumedPskKe).then(|| {
                 let r = Rustls::new(&id, group, SUITE, case);
                 r.check();
@@ -43,6 +50,11 @@ fn handshakes(c: &mut Criterion) {
                 if let Some(n) = nomemo.as_mut().filter(|_| who != Who::Server) {
                     g.bench_function(format!("tls13lab-nomemo/{}", who.name()), |b| {
                         b.iter_custom(|iters| n.run(who, iters))
+                    });
+                }
+                if let Some(e) = ech.as_mut() {
+                    g.bench_function(format!("tls13lab-ech/{}", who.name()), |b| {
+                        b.iter_custom(|iters| e.run(who, iters))
                     });
                 }
                 if let Some(r) = &theirs {

@@ -1,6 +1,6 @@
 //! Performs exactly one handshake inside `cg_measured_handshake`, for scripts/callgrind.sh:
 //! `one_handshake LIBRARY CASE GROUP` with LIBRARY tls13lab, tls13lab-nomemo (no certificate
-//! signature memo), rustls, floor-tls13lab or
+//! signature memo), tls13lab-ech (Encrypted ClientHello, RFC 9849), rustls, floor-tls13lab or
 //! floor-aws-lc (the crypto floor of tls13lab's handshake on its own crates or on aws-lc), CASE
 //! full, resumed, psk_ke or 0rtt. Everything else (the certificate, the configurations, a warm-up
 //! handshake, the ticket for a resumption) happens outside that function, so callgrind's
@@ -32,7 +32,7 @@ fn main() {
     }
     let [lib, case, group] = &args[..] else {
         eprintln!(
-            "usage: one_handshake tls13lab|tls13lab-nomemo|rustls|floor-tls13lab|floor-aws-lc \
+            "usage: one_handshake tls13lab|tls13lab-nomemo|tls13lab-ech|rustls|floor-tls13lab|floor-aws-lc \
              full|resumed|psk_ke|0rtt GROUP  (or --groups)"
         );
         std::process::exit(2);
@@ -51,10 +51,14 @@ fn main() {
     let id = Identity::new();
     let suite = CipherSuite::TLS_AES_128_GCM_SHA256;
     match lib.as_str() {
-        "tls13lab" | "tls13lab-nomemo" => {
+        "tls13lab" | "tls13lab-nomemo" | "tls13lab-ech" => {
             let mut o = Ours::new(&id, group, suite, case);
             if lib == "tls13lab-nomemo" {
                 o = o.without_memo();
+            }
+            if lib == "tls13lab-ech" {
+                o = o.with_ech();
+                o.check(); // ECH is accepted
             }
             let server = o.server.clone();
             o.handshake(&mut Timer::new(Who::Both), &server, TicketStore::default()); // warm-up

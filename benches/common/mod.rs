@@ -357,6 +357,27 @@ impl Ours {
         }
     }
 
+    /// The same setup with Encrypted ClientHello (RFC 9849): the server (and the ticket
+    /// minter) hold an ECH key (X25519, HKDF-SHA256, AES-128-GCM) and the client seals its
+    /// ClientHello to it, so each handshake adds HPKE's Encap, Seal, Decap and Open, the inner
+    /// hello's encoding and the acceptance confirmation.
+    pub fn with_ech(&self) -> Ours {
+        let key = tls13lab::lab::ech::key(7, 1).expect("ECH key");
+        let mut c = (*self.client).clone();
+        c.ech = tls13lab::config::EchMode::offer(key.list.clone());
+        let mut s = (*self.server).clone();
+        s.ech_keys = vec![key.clone()];
+        let mut m = (*self.mint).clone();
+        m.ech_keys = vec![key];
+        Ours {
+            client: Arc::new(c),
+            server: Arc::new(s),
+            mint: Arc::new(m),
+            case: self.case,
+            seed: self.seed,
+        }
+    }
+
     /// One handshake (0-RTT data sent when the case says so), timing `t.who`'s calls.
     pub fn handshake(
         &mut self,
@@ -446,9 +467,18 @@ impl Ours {
             one.insert(t.clone());
         }
         let server = o.server.clone();
-        let (c, s) = o.handshake(&mut Timer::new(Who::Both), &server, one);
-        let n = c.negotiated().expect("connected");
+        let (mut c, s) = o.handshake_observed(&server, one);
+        let n = c.negotiated().expect("connected").clone();
         assert!(s.is_connected());
+        // With ECH configured, it was accepted (the figures are of ECH handshakes).
+        let ech = c.events().any(|e| {
+            matches!(e, tls13lab::events::Event::EchOffer(o)
+                if o.outcome == tls13lab::events::EchOutcome::Accepted)
+        });
+        assert_eq!(
+            ech,
+            matches!(self.client.ech, tls13lab::config::EchMode::Config { .. }),
+        );
         assert_eq!(n.resumed, self.case.resumes(), "{:?}", self.case);
         if !self.case.resumes() {
             // The identity's scheme (the one offered): ECDSA P-256 or the chain's ML-DSA level.
