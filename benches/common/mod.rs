@@ -321,14 +321,18 @@ impl Ours {
         }
     }
 
-    /// The same setup with every event observed (for the crypto floor and the checks).
-    pub fn observed(&self) -> Ours {
+    /// The same setup with `client` applied to the client's configuration and `server` to the
+    /// server's and the ticket minter's.
+    fn altered(
+        &self,
+        client: impl Fn(&mut ClientConfig),
+        server: impl Fn(&mut ServerConfig),
+    ) -> Ours {
         let mut c = (*self.client).clone();
-        c.observe = Observe::ALL_WITH_SECRETS;
-        let mut s = (*self.server).clone();
-        s.observe = Observe::ALL_WITH_SECRETS;
-        let mut m = (*self.mint).clone();
-        m.observe = Observe::ALL_WITH_SECRETS;
+        client(&mut c);
+        let (mut s, mut m) = ((*self.server).clone(), (*self.mint).clone());
+        server(&mut s);
+        server(&mut m);
         Ours {
             client: Arc::new(c),
             server: Arc::new(s),
@@ -338,23 +342,19 @@ impl Ours {
         }
     }
 
+    /// The same setup with every event observed (for the crypto floor and the checks).
+    pub fn observed(&self) -> Ours {
+        self.altered(
+            |c| c.observe = Observe::ALL_WITH_SECRETS,
+            |s| s.observe = Observe::ALL_WITH_SECRETS,
+        )
+    }
+
     /// The same setup without the certificate-signature memo on either side
     /// (`signature_memo: None`): every handshake verifies the certificate's signature again,
     /// as rustls does.
     pub fn without_memo(&self) -> Ours {
-        let mut c = (*self.client).clone();
-        c.signature_memo = None;
-        let mut s = (*self.server).clone();
-        s.signature_memo = None;
-        let mut m = (*self.mint).clone();
-        m.signature_memo = None;
-        Ours {
-            client: Arc::new(c),
-            server: Arc::new(s),
-            mint: Arc::new(m),
-            case: self.case,
-            seed: self.seed,
-        }
+        self.altered(|c| c.signature_memo = None, |s| s.signature_memo = None)
     }
 
     /// The same setup with Encrypted ClientHello (RFC 9849): the server (and the ticket
@@ -363,19 +363,10 @@ impl Ours {
     /// hello's encoding and the acceptance confirmation.
     pub fn with_ech(&self) -> Ours {
         let key = tls13lab::lab::ech::key(7, 1).expect("ECH key");
-        let mut c = (*self.client).clone();
-        c.ech = tls13lab::config::EchMode::offer(key.list.clone());
-        let mut s = (*self.server).clone();
-        s.ech_keys = vec![key.clone()];
-        let mut m = (*self.mint).clone();
-        m.ech_keys = vec![key];
-        Ours {
-            client: Arc::new(c),
-            server: Arc::new(s),
-            mint: Arc::new(m),
-            case: self.case,
-            seed: self.seed,
-        }
+        self.altered(
+            |c| c.ech = tls13lab::config::EchMode::offer(key.list.clone()),
+            |s| s.ech_keys = vec![key.clone()],
+        )
     }
 
     /// One handshake (0-RTT data sent when the case says so), timing `t.who`'s calls.
