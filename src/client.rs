@@ -51,9 +51,9 @@ use crate::ech::wire::{decode_hrr_confirmation, decode_retry_configs, EchClientH
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
     EarlyDataStatus, EchInnerParts, EchOfferEvent, EchOutcome, EchParts, Epoch, Event,
-    HandshakeEvent, KeyShareEvent, Negotiated, SecretEvent, Side,
+    HandshakeEvent, KeyShareEvent, Negotiated, Side,
 };
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, SecretName, TrafficSecret};
+use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::keyschedule::NoSink;
 use crate::messages::ech::EchConfigList;
@@ -474,9 +474,12 @@ impl Client {
             // RFC 9850 §4: the traffic secrets stay keyed by ClientHelloInner.random, which the
             // handshake uses if ECH is accepted (settle_ech switches to the outer one if not);
             // the ECH lines are keyed by the outer random (§5).
-            let observed = self.conn.observe().secrets;
             let mut steps: Vec<HpkeStep> = Vec::new();
-            let sink: &mut dyn HpkeSink = if observed { &mut steps } else { &mut NoSink };
+            let sink: &mut dyn HpkeSink = if self.conn.observes_hpke() {
+                &mut steps
+            } else {
+                &mut NoSink
+            };
             let (enc, context) = hpke::setup_base_s(
                 chosen.suite,
                 &chosen.public_key,
@@ -485,28 +488,7 @@ impl Client {
                 sink,
             )
             .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
-            let shared = steps
-                .iter()
-                .rev()
-                .find(|s| s.name == hpke::HpkeValue::SharedSecret)
-                .map(|s| s.output.clone());
-            let lines = [
-                (SecretName::EchSecret, shared),
-                (SecretName::EchConfig, Some(chosen.config.raw.clone())),
-            ];
-            for step in steps {
-                self.conn.ev.push(Event::Hpke(step));
-            }
-            for (name, secret) in lines {
-                if let (true, Some(label), Some(secret)) = (observed, name.nss_label(), secret) {
-                    self.conn.ev.push(Event::Secret(SecretEvent {
-                        name,
-                        nss_label: label,
-                        client_random: outer_random.to_vec(),
-                        secret,
-                    }));
-                }
-            }
+            self.conn.ech_hpke(steps, &outer_random, &chosen.config.raw);
             let grease_psk = self.grease_psk();
             let mut offer = Box::new(EchOffer {
                 chosen,

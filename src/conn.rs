@@ -260,6 +260,12 @@ impl Conn {
 
     /// Report a named secret (the NSS key log is built from these).
     pub(crate) fn log_secret(&mut self, name: SecretName, secret: &[u8]) {
+        let random = self.client_random;
+        self.log_secret_by(name, &random, secret);
+    }
+
+    /// Report a named secret keyed by `client_random`.
+    fn log_secret_by(&mut self, name: SecretName, client_random: &[u8; 32], secret: &[u8]) {
         if !self.ev.observe.secrets {
             return;
         }
@@ -267,10 +273,42 @@ impl Conn {
             self.ev.push(Event::Secret(SecretEvent {
                 name,
                 nss_label: label,
-                client_random: self.client_random.to_vec(),
+                client_random: client_random.to_vec(),
                 secret: secret.to_vec(),
             }));
         }
+    }
+
+    /// Whether HPKE's steps should be collected: for their events or for the key log's ECH
+    /// lines.
+    pub(crate) fn observes_hpke(&self) -> bool {
+        let o = self.ev.observe;
+        o.derivations || o.secrets
+    }
+
+    /// Reports what setting up ECH's HPKE context derived, on either side: the steps (with
+    /// derivations), and `ECH_SECRET` (the KEM shared secret) and `ECH_CONFIG` keyed by
+    /// ClientHelloOuter.random (RFC 9850 §5).
+    pub(crate) fn ech_hpke(
+        &mut self,
+        steps: Vec<crate::crypto::hpke::HpkeStep>,
+        outer_random: &[u8; 32],
+        config: &[u8],
+    ) {
+        let shared = steps
+            .iter()
+            .rev()
+            .find(|s| s.name == crate::crypto::hpke::HpkeValue::SharedSecret)
+            .map(|s| s.output.clone());
+        if self.ev.observe.derivations {
+            for s in steps {
+                self.ev.push(Event::Hpke(s));
+            }
+        }
+        if let Some(shared) = shared {
+            self.log_secret_by(SecretName::EchSecret, outer_random, &shared);
+        }
+        self.log_secret_by(SecretName::EchConfig, outer_random, config);
     }
 
     /// The dummy ChangeCipherSpec of compatibility mode (§D.4): always plaintext.

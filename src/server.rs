@@ -41,7 +41,7 @@ use crate::connection::check_verify_data;
 use crate::connection::{Connection, Role};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::cert::{self, Usage};
-use crate::crypto::hpke::{self, HpkeStep, HpkeValue, ReceiverContext};
+use crate::crypto::hpke::{self, HpkeStep, ReceiverContext};
 use crate::crypto::kx;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::{certificate_verify_message, SigError};
@@ -51,9 +51,8 @@ use crate::ech::{inner, EchError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
     EarlyDataStatus, EchEvent, EchInnerParts, EchParts, EchStatus, Epoch, Event, HandshakeEvent,
-    KeyShareEvent, Negotiated, SecretEvent, Side,
+    KeyShareEvent, Negotiated, Side,
 };
-use crate::keyschedule::schedule::SecretName;
 use crate::keyschedule::schedule::{
     EarlySecret, ExporterSecret, HandshakeSecret, MasterSecret, TrafficSecret,
 };
@@ -1200,8 +1199,7 @@ impl Server {
         if candidates.is_empty() && config.ech_trial_decrypt {
             candidates = config.ech_keys.iter().collect();
         }
-        let observe = self.conn.observe();
-        let watch = observe.derivations || observe.secrets;
+        let watch = self.conn.observes_hpke();
         for key in candidates {
             // §7.1: a config of another version, or without the client's suite, is skipped.
             let Some(c) = key.config.contents() else {
@@ -1228,7 +1226,7 @@ impl Server {
             let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
             let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
             self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
-            self.ech_opened(&steps, &outer.random, &key.config.raw);
+            self.conn.ech_hpke(steps, &outer.random, &key.config.raw);
             let inner_sni = inner.host_name();
             self.ech_event(
                 EchStatus::Accepted,
@@ -1333,40 +1331,6 @@ impl Server {
             )));
         }
         Ok((ch, bytes))
-    }
-
-    /// Reports what opening ClientHelloInner derived, when asked: the HPKE steps (with
-    /// derivations), and `ECH_SECRET` / `ECH_CONFIG` keyed by the *outer* random (RFC 9850
-    /// §5).
-    fn ech_opened(&mut self, steps: &[HpkeStep], outer_random: &[u8; 32], config: &[u8]) {
-        let observe = self.conn.observe();
-        if observe.derivations {
-            for s in steps {
-                self.conn.ev.push(Event::Hpke(s.clone()));
-            }
-        }
-        if observe.secrets {
-            let shared = steps
-                .iter()
-                .rev()
-                .find(|s| s.name == HpkeValue::SharedSecret)
-                .map(|s| s.output.clone());
-            let lines = [
-                (SecretName::EchSecret, shared),
-                (SecretName::EchConfig, Some(config.to_vec())),
-            ];
-            for (name, secret) in lines {
-                let (Some(label), Some(secret)) = (name.nss_label(), secret) else {
-                    continue;
-                };
-                self.conn.ev.push(Event::Secret(SecretEvent {
-                    name,
-                    nss_label: label,
-                    client_random: outer_random.to_vec(),
-                    secret,
-                }));
-            }
-        }
     }
 
     /// Reports [`Event::EchParts`] for the extension of ClientHelloOuter `outer`: its outer
