@@ -731,6 +731,16 @@ impl DerivationSink for EventQueue {
     }
 }
 
+/// Whether one endpoint's `events` say ECH was accepted: the client's [`Event::EchOffer`] or the
+/// server's [`Event::Ech`] (RFC 9849 §6.1.4, §7.1).
+pub fn ech_accepted(events: &[Event]) -> bool {
+    events.iter().any(|e| match e {
+        Event::EchOffer(o) => o.outcome == EchOutcome::Accepted,
+        Event::Ech(x) => x.status == EchStatus::Accepted,
+        _ => false,
+    })
+}
+
 /// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

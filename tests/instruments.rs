@@ -827,12 +827,7 @@ fn simulate_with_ech() {
             p.label
         );
     }
-    let accepted = |x: &Outcome| {
-        x.client_events.iter().any(|e| {
-            matches!(e, tls13lab::events::Event::EchOffer(o)
-                if o.outcome == tls13lab::events::EchOutcome::Accepted)
-        })
-    };
+    let accepted = |x: &Outcome| tls13lab::events::ech_accepted(&x.client_events);
     for kx in ["classical", "hybrid"] {
         for (kind, rts) in [("full", 3.0), ("resumed", 3.0), ("0-RTT", 2.0)] {
             let without = outcome(&o, &format!("{kx} {kind}"));

@@ -462,10 +462,7 @@ impl Ours {
         let n = c.negotiated().expect("connected").clone();
         assert!(s.is_connected());
         // With ECH configured, it was accepted (the figures are of ECH handshakes).
-        let ech = c.events().any(|e| {
-            matches!(e, tls13lab::events::Event::EchOffer(o)
-                if o.outcome == tls13lab::events::EchOutcome::Accepted)
-        });
+        let ech = tls13lab::events::ech_accepted(&c.events().collect::<Vec<_>>());
         assert_eq!(
             ech,
             matches!(self.client.ech, tls13lab::config::EchMode::Config { .. }),

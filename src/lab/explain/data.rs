@@ -490,13 +490,8 @@ pub fn in_memory(
     }
     p.client_events.extend(p.client.events());
     p.server_events.extend(p.server.events());
-    if o.ech {
-        let accepted = p.client_events.iter().any(
-            |e| matches!(e, Event::EchOffer(x) if x.outcome == crate::events::EchOutcome::Accepted),
-        );
-        if !accepted {
-            return Err(crate::Error::InvalidState("ECH was not accepted"));
-        }
+    if o.ech && !crate::events::ech_accepted(&p.client_events) {
+        return Err(crate::Error::InvalidState("ECH was not accepted"));
     }
     Ok((p.client_events, p.server_events))
 }

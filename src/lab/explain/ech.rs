@@ -17,7 +17,7 @@ use crate::crypto::hpke::{Aead, HpkeStep, HpkeValue};
 use crate::ech::confirm::{self, ACCEPT_LABEL, HRR_ACCEPT_LABEL};
 use crate::ech::inner;
 use crate::ech::wire::EchClientHello;
-use crate::events::{hex, EchOutcome, EchStatus, Event};
+use crate::events::{hex, Event};
 use crate::keyschedule::hkdf;
 use crate::messages::codec::Reader;
 use crate::messages::ech::{EchConfig, EchConfigBody};
@@ -114,14 +114,11 @@ impl EchInputs {
     pub(super) fn from_events(events: &[Event]) -> (EchInputs, Vec<Vec<u8>>) {
         let mut x = EchInputs::default();
         let mut messages = Vec::new();
-        let mut accepted = false;
         for e in events {
             match e {
                 Event::Hpke(s) => x.steps.push(s.clone()),
                 Event::Handshake(h) => messages.push((h.bytes.clone(), false)),
                 Event::InnerClientHello(h) => messages.push((h.bytes.clone(), true)),
-                Event::EchOffer(o) => accepted |= o.outcome == EchOutcome::Accepted,
-                Event::Ech(o) => accepted |= o.status == EchStatus::Accepted,
                 Event::EchConfirmation {
                     label,
                     inner_random,
@@ -136,7 +133,7 @@ impl EchInputs {
                 _ => {}
             }
         }
-        let transcript = x.take_messages(messages, accepted);
+        let transcript = x.take_messages(messages, crate::events::ech_accepted(events));
         (x, transcript)
     }
 
