@@ -182,8 +182,10 @@ echo 'server without a certificate: the client needs neither `--cafile` nor `--i
 echo 'server not take the PSK and send a certificate, that is verified as ever (without `--cafile`,'
 echo 'against no trust anchors: the handshake fails). `--psk-modes ke` asks for psk_ke, no key exchange'
 echo '(the server accepts `--psk-modes`, in its order of preference, too). The summary names the PSK and'
-echo 'the mode, and lists the groups the server sent in EncryptedExtensions (RFC 8446 §4.2.7; `tls13lab'
-echo 'server --ee-groups off` does not send them):'
+echo 'the mode, and lists the groups the server sent in EncryptedExtensions (RFC 8446 §4.2.7): `tls13lab'
+echo 'server` sends them only to a client that sent supported_groups, and by default (`--ee-groups auto`)'
+echo 'only when the handshake did not use its first group, here none under psk_ke; `--ee-groups on` sends'
+echo 'them whenever asked, `off` never:'
 echo
 start_server --psk 00112233445566778899aabbccddeeff --psk-identity client1 --naccept 1
 show "tls13lab client 127.0.0.1:$PORT --psk 00112233445566778899aabbccddeeff --psk-identity client1 --psk-modes ke   # summary only" \

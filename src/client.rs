@@ -172,9 +172,12 @@ struct EchOffer {
 
 /// What ECH settled for the rest of the handshake.
 enum EchStatus {
-    /// Not offered, or accepted: an `encrypted_client_hello` in EncryptedExtensions was not
-    /// asked for (unsupported_extension).
-    Plain,
+    /// Not offered: an `encrypted_client_hello` in EncryptedExtensions was not asked for
+    /// (unsupported_extension, RFC 8446 §4.2).
+    NotOffered,
+    /// Accepted: the handshake is ClientHelloInner's, whose extension is the `inner` variant;
+    /// retry_configs in EncryptedExtensions are unsupported_extension (RFC 9849 §5).
+    Accepted,
     /// GREASE: the server's extension is checked for syntax and ignored (§6.2).
     Grease,
     /// Rejected (§6.1.6): the certificate must be valid for `public_name`, and the handshake
@@ -1053,7 +1056,7 @@ impl Client {
         suite: &SuiteParams,
     ) -> Result<EchStatus, Error> {
         let e = match core::mem::replace(&mut offer.ech, OfferEch::None) {
-            OfferEch::None => return Ok(EchStatus::Plain),
+            OfferEch::None => return Ok(EchStatus::NotOffered),
             OfferEch::Grease(_) => return Ok(EchStatus::Grease),
             OfferEch::Real(e) => e,
         };
@@ -1095,7 +1098,7 @@ impl Client {
             hello_retry: e.hrr_accepted.is_some(),
         }));
         if accepted {
-            return Ok(EchStatus::Plain);
+            return Ok(EchStatus::Accepted);
         }
         // §6.1.2: the outer hello's PSK is GREASE; a server that selects it misbehaves.
         if sh.find(ExtensionType::PreSharedKey).is_some() {
@@ -1439,13 +1442,24 @@ impl Client {
                 Extension::EarlyDataEmpty if early_offered && psk_identity.is_some() => {
                     early_accepted = true;
                 }
-                // RFC 9849 §6.1.6, §6.2: retry_configs, checked for syntax (decode_error);
-                // kept only after a rejection. Sent after an acceptance, or unasked, it
-                // falls through to unsupported_extension.
+                // RFC 9849 §5: "The response is valid only when the server used the
+                // ClientHelloOuter ... MUST abort with an "unsupported_extension" alert."
+                Extension::Unknown {
+                    typ: ExtensionType::EncryptedClientHello,
+                    ..
+                } if matches!(hs.ech, EchStatus::Accepted) => {
+                    return Err(PeerMisbehaved::UnsolicitedExtension(
+                        ExtensionType::EncryptedClientHello,
+                    )
+                    .into());
+                }
+                // RFC 9849 §6.1.6, §6.2: retry_configs after a rejection or GREASE, checked
+                // for syntax (decode_error) and kept only after a rejection. Unasked, the
+                // extension falls through to unsupported_extension.
                 Extension::Unknown {
                     typ: ExtensionType::EncryptedClientHello,
                     body,
-                } if !matches!(hs.ech, EchStatus::Plain) => {
+                } if matches!(hs.ech, EchStatus::Grease | EchStatus::Rejected { .. }) => {
                     let list = decode_retry_configs(body)?;
                     EchConfigList::decode(&list)?;
                     if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {

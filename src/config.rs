@@ -398,8 +398,10 @@ pub struct ServerConfig {
     pub compat_mode: bool,
     /// record_size_limit to advertise in EncryptedExtensions when the client sent one.
     pub record_size_limit: Option<u16>,
-    /// Send our supported_groups in EncryptedExtensions (§4.2.7 allows it).
-    pub send_supported_groups: bool,
+    /// When our supported_groups goes in EncryptedExtensions (§4.2.7 allows it): never (the
+    /// default), or only in answer to a client's supported_groups (§4.2), always or when it
+    /// tells the client something new.
+    pub send_supported_groups: EeSupportedGroups,
     /// Acknowledge server_name with an empty extension in EncryptedExtensions (RFC 6066 §3).
     pub ack_server_name: bool,
     /// EncryptedExtensions order: listed types first.
@@ -451,7 +453,13 @@ pub struct ServerConfig {
     pub compressed_certificates: Option<Arc<CompressionCache>>,
     /// ECH keys (RFC 9849 §7.1), each with the ECHConfig it publishes: a ClientHelloOuter
     /// sealed to one of them is opened and its ClientHelloInner answered; their configs are the
-    /// retry_configs of a rejection. Empty: ECH is ignored (a server that does not know ECH).
+    /// retry_configs of a rejection. With keys, every RFC 9849 §7 check applies: a malformed,
+    /// inner-type or unknown-type `encrypted_client_hello` is fatal (docs/alerts.md).
+    /// Empty: a server that does not implement ECH (RFC 8446 §4.2, unknown extensions are
+    /// ignored): no `encrypted_client_hello`, in the first or the second ClientHello, is
+    /// refused, whatever it holds; ClientHelloOuter is answered (RFC 9849 §7's "rejecting
+    /// ECH") and no retry_configs are sent. The ECH event still reports a rejection, with the
+    /// config_id and suite when the extension parses as an outer ECHClientHello.
     pub ech_keys: Vec<crate::crypto::ech::EchKeyPair>,
     /// Try every ECH key when the client's config_id names none (§7.1 method 2, for clients
     /// that randomize config_id); off by default, as §7.1 requires unless configured.
@@ -461,6 +469,41 @@ pub struct ServerConfig {
     /// default: OpenSSL 4.0.3's client takes any such extension for an acceptance and aborts at
     /// ServerHello instead of reading retry_configs (docs/ech.md).
     pub ech_hrr_disguise: bool,
+}
+
+/// When a server lists its groups in EncryptedExtensions (RFC 8446 §4.2.7), "so that the
+/// client can use them in subsequent connections". Whatever the choice, never to a client that
+/// sent no supported_groups: §4.2, "Implementations MUST NOT send extension responses if the
+/// remote endpoint did not send the corresponding extension requests".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EeSupportedGroups {
+    /// Never (the default).
+    #[default]
+    Never,
+    /// Whenever the client sent supported_groups (the servers of RFC 8448's traces do).
+    Always,
+    /// When the client sent supported_groups and the handshake did not use our most preferred
+    /// group (under psk_ke, none): only when the list tells the client something it could use
+    /// next time, as OpenSSL's server does. `tls13lab server`'s default.
+    WhenNotOurFirst,
+}
+
+impl EeSupportedGroups {
+    /// Whether to send the list to a client that sent supported_groups (`requested`), in a
+    /// handshake that used `used` (`None` under psk_ke), when our preference starts with
+    /// `first`.
+    pub fn sends(
+        self,
+        requested: bool,
+        used: Option<NamedGroup>,
+        first: Option<NamedGroup>,
+    ) -> bool {
+        match self {
+            EeSupportedGroups::Never => false,
+            EeSupportedGroups::Always => requested,
+            EeSupportedGroups::WhenNotOurFirst => requested && (used.is_none() || used != first),
+        }
+    }
 }
 
 impl ServerConfig {
@@ -492,7 +535,7 @@ impl ServerConfig {
             post_handshake_auth: ClientAuth::None,
             compat_mode: true,
             record_size_limit: None,
-            send_supported_groups: false,
+            send_supported_groups: EeSupportedGroups::Never,
             ack_server_name: true,
             extension_order: Vec::new(),
             strict_group_preference: false,

@@ -448,8 +448,9 @@ pub struct EchInnerParts {
 pub enum EchStatus {
     /// The ClientHelloInner was decrypted and answered.
     Accepted,
-    /// An outer ECH extension that no key opened (a stale config, or GREASE): the handshake
-    /// answered ClientHelloOuter and sent retry_configs.
+    /// An outer ECH extension that no key opened (a stale config, or GREASE), or any ECH
+    /// extension at a server without ECH keys: the handshake answered ClientHelloOuter, with
+    /// retry_configs when the server has keys ([`EchEvent::retry_configs_sent`]).
     Rejected,
     /// No `encrypted_client_hello` in the ClientHello.
     NotOffered,

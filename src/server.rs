@@ -423,11 +423,17 @@ impl Server {
         let (ch, encoded, ech) = match ech {
             EchState::Accepted(acc) => self.open_second_ech(acc, ch, encoded)?,
             // Rejected or not offered: the second ClientHelloOuter is answered as it is, and
-            // its payload, if any, is not opened (§7.1.1).
+            // its payload, if any, is not opened (§7.1.1). Only a server with ECH keys checks
+            // the extension (see `open_ech`).
             other => {
                 if let Some(e) = ch.find(ExtensionType::EncryptedClientHello) {
-                    let (suite, config_id, enc, payload) = ech_offer(e)?;
-                    self.ech_parts(&ch, suite, config_id, &enc, &payload, None);
+                    let offer = match ech_offer(e) {
+                        Err(e) if !self.side.config.ech_keys.is_empty() => return Err(e),
+                        r => r.ok(),
+                    };
+                    if let Some((suite, config_id, enc, payload)) = offer {
+                        self.ech_parts(&ch, suite, config_id, &enc, &payload, None);
+                    }
                 }
                 (ch, encoded, other)
             }
@@ -640,7 +646,8 @@ impl Server {
         }
 
         // EncryptedExtensions (§4.3.1).
-        let mut ee = self.encrypted_extensions(ch, alpn.as_deref())?;
+        let used_group = share.as_ref().map(|s| s.group);
+        let mut ee = self.encrypted_extensions(ch, alpn.as_deref(), used_group)?;
         if early_accepted {
             ee.push(Extension::EarlyDataEmpty);
         }
@@ -1171,20 +1178,30 @@ impl Server {
     /// the client's suite, and open the payload with the first that works. A payload no key
     /// opens is a rejection, not an error (it may be GREASE); once one opens, every later
     /// check is fatal. Returns the ClientHello to answer (ClientHelloInner when accepted).
+    /// Without keys we are a server that does not implement ECH: the extension, whatever it
+    /// holds, is ignored (RFC 8446 §4.2) and ClientHelloOuter answered — RFC 9849 §7's
+    /// "rejecting ECH" with no retry_configs, which §7.1 asks only of a server with configs.
     fn open_ech(
         &mut self,
         outer: ClientHello,
         encoded: Vec<u8>,
     ) -> Result<(ClientHello, Vec<u8>, EchState), Error> {
         let outer_sni = outer.host_name();
-        let offer = match outer.find(ExtensionType::EncryptedClientHello) {
-            Some(e) => Some(ech_offer(e)?),
-            None => None,
-        };
-        let Some((suite, config_id, enc, payload)) = offer else {
+        let Some(e) = outer.find(ExtensionType::EncryptedClientHello) else {
             self.ech_event(EchStatus::NotOffered, None, outer_sni, None);
             return Ok((outer, encoded, EchState::NotOffered));
         };
+        if self.side.config.ech_keys.is_empty() {
+            // Reported as what it was, when it parses as an outer ECHClientHello.
+            let offer = ech_offer(e).ok();
+            if let Some((suite, config_id, enc, payload)) = &offer {
+                self.ech_parts(&outer, *suite, *config_id, enc, payload, None);
+            }
+            let ids = offer.map(|(suite, config_id, ..)| (suite, config_id));
+            self.ech_event(EchStatus::Rejected, ids, outer_sni, None);
+            return Ok((outer, encoded, EchState::Rejected));
+        }
+        let (suite, config_id, enc, payload) = ech_offer(e)?;
         let config = Arc::clone(&self.side.config);
         let body = encoded.get(4..).unwrap_or_default();
         let aad = inner::aad(body).map_err(ech_error)?;
@@ -1290,7 +1307,10 @@ impl Server {
     }
 
     /// ClientHelloInner from an opened EncodedClientHelloInner (§5.1), as a whole message,
-    /// with the §7.1 checks: an inner-type `encrypted_client_hello`, and TLS 1.3 only.
+    /// with the §7.1 checks: a well-formed inner-type `encrypted_client_hello` (its type byte
+    /// and nothing else), and TLS 1.3 only. `ech_outer_extensions`, which "MUST NOT appear
+    /// in ... ClientHelloInner" (§5.1), cannot be left in it: `inner::decode` replaces the
+    /// one it expands and refuses a second and a reference to one in ClientHelloOuter.
     fn inner_hello(
         &mut self,
         encoded_inner: &[u8],
@@ -1317,7 +1337,7 @@ impl Server {
             Some(Extension::Unknown { body, .. }) if body.as_slice() == [1] => {}
             _ => {
                 return Err(ech_error(EchError::Illegal(
-                    "ClientHelloInner lacks an inner-type encrypted_client_hello",
+                    "ClientHelloInner lacks a well-formed inner-type encrypted_client_hello",
                 )))
             }
         }
@@ -1392,11 +1412,12 @@ impl Server {
         }));
     }
 
-    /// Our EncryptedExtensions (§4.3.1).
+    /// Our EncryptedExtensions (§4.3.1), for a handshake that used `used_group` (none: psk_ke).
     fn encrypted_extensions(
         &mut self,
         ch: &ClientHello,
         alpn: Option<&[u8]>,
+        used_group: Option<NamedGroup>,
     ) -> Result<Vec<Extension>, Error> {
         let cfg = &self.side.config;
         let mut exts = Vec::new();
@@ -1406,7 +1427,11 @@ impl Server {
         if let Some(p) = alpn {
             exts.push(Extension::Alpn(vec![p.to_vec()]));
         }
-        if cfg.send_supported_groups {
+        let requested = ch.find(ExtensionType::SupportedGroups).is_some();
+        if cfg
+            .send_supported_groups
+            .sends(requested, used_group, cfg.groups.first().copied())
+        {
             exts.push(Extension::SupportedGroups(cfg.groups.clone()));
         }
         if let (Some(Extension::RecordSizeLimit(theirs)), Some(ours)) = (
@@ -1865,14 +1890,10 @@ impl Server {
     }
 }
 
-/// §4.1.2: the second ClientHello repeats the first "without modification, except": the
-/// key_share replaced by one share of the group asked for (checked by `choose_share`),
-/// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
-/// another hash dropped), and the padding extension added, removed or resized. Everything else
-/// — every other field, every other extension byte for byte, and their order — must match.
 /// The outer `encrypted_client_hello` of a ClientHello (RFC 9849 §5): suite, config_id, enc,
 /// payload. An inner-type one from the network and an unknown ECHClientHelloType are
-/// illegal_parameter (§7); one that does not parse is decode_error.
+/// illegal_parameter (§7); one that does not parse is decode_error. Fatal only to a server
+/// with ECH keys: one without reports what parsed and ignores the rest (`open_ech`).
 fn ech_offer(e: &Extension) -> Result<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>), Error> {
     let Extension::Unknown { body, .. } = e else {
         return Err(DecodeError::Invalid {
@@ -1919,6 +1940,11 @@ fn ech_error(e: EchError) -> Error {
     Error::Peer(PeerMisbehaved::Ech(e))
 }
 
+/// §4.1.2: the second ClientHello repeats the first "without modification, except": the
+/// key_share replaced by one share of the group asked for (checked by `choose_share`),
+/// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
+/// another hash dropped), and the padding extension added, removed or resized. Everything else
+/// — every other field, every other extension byte for byte, and their order — must match.
 fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(), Error> {
     let first = &r.first;
     let mismatch = |what| Err(PeerMisbehaved::SecondClientHelloMismatch(what).into());

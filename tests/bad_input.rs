@@ -1496,6 +1496,95 @@ fn unknown_values_are_ignored() {
     assert!(recs.iter().all(|r| r.typ != ContentType::Alert));
 }
 
+/// The supported_groups our server put in EncryptedExtensions in answer to `ch`, if any.
+fn ee_groups_for(s: ServerConfig, ch: &ClientHello) -> Option<Vec<NamedGroup>> {
+    let mut server = Ep::server(s, SERVER_SEED);
+    server.feed(&ch_wire(ch)).unwrap();
+    let recs = server.output();
+    let sealed = recs.iter().find(|r| r.epoch == Epoch::Handshake).unwrap();
+    let msgs = split_messages(&sealed.content);
+    let HandshakePayload::EncryptedExtensions(ee) = decode(&msgs[0]) else {
+        panic!("EncryptedExtensions first: {msgs:?}")
+    };
+    ee.iter().find_map(|e| match e {
+        Extension::SupportedGroups(g) => Some(g.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn supported_groups_in_encrypted_extensions_only_in_answer_to_a_request() {
+    // §4.2: "Implementations MUST NOT send extension responses if the remote endpoint did not
+    // send the corresponding extension requests" (only HelloRetryRequest's cookie is exempt).
+    // A psk_ke ClientHello needs neither supported_groups nor key_share (§9.2: both or neither):
+    // without them our server, set to list its groups, lists nothing; with them it does.
+    use tls13lab::config::{EeSupportedGroups, ExternalPsk};
+    use tls13lab::crypto::hash::HashAlg;
+    use tls13lab::keyschedule::{EarlySecret, NoSink};
+    use tls13lab::messages::enums::PskKeyExchangeMode;
+    let psk = ExternalPsk {
+        identity: b"probe".to_vec(),
+        key: vec![9; 32],
+        suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+    };
+    let mut c = client_config();
+    c.external_psks = vec![psk.clone()];
+    c.psk_modes = vec![PskKeyExchangeMode::PskKe];
+    let with = client_hello_of(c);
+    // The same hello without the two extensions, its binder recomputed over the new bytes
+    // (§4.2.11.2: HMAC over the hello truncated before the binders list).
+    let mut without = with.clone();
+    remove_ext(&mut without.extensions, ExtensionType::SupportedGroups);
+    remove_ext(&mut without.extensions, ExtensionType::KeyShare);
+    let encoded = encode(HandshakePayload::ClientHello(without.clone()));
+    let binders_len = 2 + 1 + 32;
+    let partial = &encoded[..encoded.len() - binders_len];
+    let bk = EarlySecret::new(HashAlg::Sha256, Some(&psk.key), &mut NoSink)
+        .binder_key(false, &mut NoSink);
+    let binder = bk.binder(HashAlg::Sha256.hash(partial).as_ref(), &mut NoSink);
+    match without.extensions.last_mut() {
+        Some(Extension::PreSharedKeyClient(o)) => o.binders = vec![binder],
+        other => panic!("{other:?}"),
+    }
+
+    let mut s = server_config();
+    s.external_psks = vec![psk];
+    s.psk_modes = vec![PskKeyExchangeMode::PskKe];
+    let ours = s.groups.clone();
+    let first = ours[0];
+    for mode in [
+        EeSupportedGroups::Always,
+        EeSupportedGroups::WhenNotOurFirst,
+    ] {
+        s.send_supported_groups = mode;
+        assert_eq!(ee_groups_for(s.clone(), &without), None, "{mode:?}");
+        // psk_ke used no group: the list is news under either rule.
+        assert_eq!(
+            ee_groups_for(s.clone(), &with),
+            Some(ours.clone()),
+            "{mode:?}"
+        );
+    }
+    s.send_supported_groups = EeSupportedGroups::Never;
+    assert_eq!(ee_groups_for(s, &with), None);
+
+    // A full handshake: `Always` lists them whenever asked; `WhenNotOurFirst` only when the
+    // client's share was not for our first group (OpenSSL's rule: otherwise nothing is new).
+    let mut s = server_config();
+    let mut c = client_config();
+    (c.groups, c.key_shares) = (vec![first], vec![first]);
+    let on_first = client_hello_of(c);
+    let second = *ours.iter().find(|g| **g != first).unwrap();
+    let mut c = client_config();
+    (c.groups, c.key_shares) = (vec![second], vec![second]);
+    let on_second = client_hello_of(c);
+    s.send_supported_groups = EeSupportedGroups::Always;
+    assert_eq!(ee_groups_for(s.clone(), &on_first), Some(ours.clone()));
+    s.send_supported_groups = EeSupportedGroups::WhenNotOurFirst;
+    assert_eq!(ee_groups_for(s.clone(), &on_first), None);
+    assert_eq!(ee_groups_for(s, &on_second), Some(ours));
+}
+
 #[test]
 fn record_size_limit_below_64_is_illegal_parameter() {
     // RFC 8449 §4: "Endpoints MUST NOT send a "record_size_limit" extension with a value smaller
@@ -4793,6 +4882,98 @@ mod cert_compression {
         ));
     }
 
+    /// The client's Certificate (with client authentication, compression offered in the
+    /// CertificateRequest) replaced by `msg`; the server must refuse it with bad_certificate.
+    #[track_caller]
+    fn server_rejects_compressed_as_bad_certificate(msg: Vec<u8>) -> Error {
+        let (c, mut s) = client_auth_configs();
+        s.cert_compression = tls13lab::certcomp::supported().to_vec();
+        let mut t = to_server_with(c, s);
+        let mut msgs = t.messages();
+        // The client compressed its certificate, as the CertificateRequest offered.
+        let i = index_of(&msgs, HandshakeType::CompressedCertificate);
+        msgs[i] = msg;
+        let w = t.seal(&msgs);
+        t.server.rejects(&w, A::BadCertificate)
+    }
+
+    /// The 4-byte header of a CompressedCertificate declaring a `len`-byte body, and the start
+    /// of that body: what a peer has sent when the first record of a huge message arrives.
+    fn compressed_header(len: usize) -> Vec<u8> {
+        let mut m = vec![25, (len >> 16) as u8, (len >> 8) as u8, len as u8];
+        m.extend([0, 1, 0, 0x10, 0]);
+        m.extend(vec![0x78; 200]);
+        m
+    }
+
+    #[test]
+    fn compressed_certificate_over_the_message_limit_is_bad_certificate_both_ways() {
+        // RFC 8879 §4: "If the received CompressedCertificate message cannot be decompressed, the
+        // connection MUST be terminated with the "bad_certificate" alert." A message longer than
+        // we buffer (64 KiB) is refused on its header, so it is never decompressed: the alert is
+        // RFC 8879's, not the decode_error other oversized messages get
+        // (oversized_handshake_messages_are_refused_on_their_header). The lengths are the
+        // conformance suite's: just over the limit, 1.6 MB, and the largest a u24 holds.
+        let max = client_config().max_handshake_message;
+        assert_eq!(max, server_config().max_handshake_message);
+        for len in [max + 1, 1_600_000, (1 << 24) - 1] {
+            let want = Error::Record(RecordError::HandshakeTooLarge {
+                typ: HandshakeType::CompressedCertificate,
+                len,
+                max,
+            });
+            // From a server, in place of its Certificate.
+            let t = ToClient::default();
+            let mut msgs = t.encrypted();
+            let c = index_of(&msgs, HandshakeType::Certificate);
+            msgs.truncate(c);
+            msgs.push(compressed_header(len));
+            let w = t.wire_msgs(&msgs);
+            assert_eq!(
+                t.rejects(&w, A::BadCertificate),
+                want,
+                "to the client, {len}"
+            );
+            // From a client, as its certificate.
+            let e = server_rejects_compressed_as_bad_certificate(compressed_header(len));
+            assert_eq!(e, want, "to the server, {len}");
+        }
+    }
+
+    #[test]
+    fn compressed_client_certificate_over_the_certificate_limit_is_bad_certificate() {
+        // RFC 8879 §5 at the server: a client's uncompressed_length over our Certificate limit
+        // is refused before decompressing, and a bomb is cut one byte past its declared length.
+        use tls13lab::certcomp::compress;
+        use tls13lab::messages::CertificateCompressionAlgorithm as C;
+        let limit = server_config().max_handshake_message;
+        for alg in [C::Zlib, C::Brotli, C::Zstd] {
+            let msg = encode(HandshakePayload::CompressedCertificate(compressed(
+                alg,
+                limit + 1,
+                vec![0xff; 16],
+            )));
+            let e = server_rejects_compressed_as_bad_certificate(msg);
+            assert_eq!(
+                e,
+                peer(PeerMisbehaved::CompressedCertificateTooLarge),
+                "{alg}"
+            );
+        }
+        let bomb = encode(HandshakePayload::CompressedCertificate(compressed(
+            C::Zlib,
+            1000,
+            compress(C::Zlib, &vec![0; 1 << 20]).unwrap(),
+        )));
+        let e = server_rejects_compressed_as_bad_certificate(bomb);
+        assert_eq!(
+            e,
+            peer(PeerMisbehaved::BadCompressedCertificate(
+                "decompresses to more than uncompressed_length"
+            ))
+        );
+    }
+
     #[test]
     fn compressed_certificate_longer_than_declared_is_bad_certificate() {
         // RFC 8879 §5: "MUST abort the connection if the size of the output of the decompression
@@ -4990,8 +5171,17 @@ mod ech_server {
     }
 
     fn outer_ext(config_id: u8, enc: Vec<u8>, payload: Vec<u8>) -> Extension {
+        outer_ext_in(SUITE, config_id, enc, payload)
+    }
+
+    fn outer_ext_in(
+        suite: HpkeSymmetricCipherSuite,
+        config_id: u8,
+        enc: Vec<u8>,
+        payload: Vec<u8>,
+    ) -> Extension {
         let e = EchClientHello::Outer {
-            suite: SUITE,
+            suite,
             config_id,
             enc,
             payload,
@@ -5101,6 +5291,27 @@ mod ech_server {
         })
     }
 
+    /// The `encrypted_client_hello` of the EncryptedExtensions a server sent (which it must
+    /// have sent), if any.
+    fn ee_ech(events: &[Event]) -> Option<Vec<u8>> {
+        let ee = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h) if h.typ == HandshakeType::EncryptedExtensions => {
+                    Some(h.bytes.clone())
+                }
+                _ => None,
+            })
+            .expect("EncryptedExtensions sent");
+        let HandshakePayload::EncryptedExtensions(exts) = decode(&ee) else {
+            panic!("EncryptedExtensions");
+        };
+        exts.iter().find_map(|e| match e {
+            Extension::Unknown { typ, body } if *typ == ECH => Some(body.clone()),
+            _ => None,
+        })
+    }
+
     #[test]
     fn a_sealed_inner_hello_is_accepted_and_confirmed_and_replays() {
         let inner = inner_hello();
@@ -5134,10 +5345,12 @@ mod ech_server {
         // Replay: the same seeds, the same bytes.
         let (_, again) = run();
         assert_eq!(wire(&recs), wire(&again));
-        // Without the key, the same hello is rejected and retry_configs go out.
+        // A server without ECH keys answers the same hello as ClientHelloOuter (a rejection)
+        // and, having no configs, sends no retry_configs (§7.1).
         let mut s = Ep::server(server_config(), SERVER_SEED);
         s.feed(&ch_wire(&outer)).expect("answered as outer");
         assert_eq!(ech_status(&s.events), Some(EchStatus::Rejected));
+        assert_eq!(ee_ech(&s.events), None);
     }
 
     #[test]
@@ -5149,20 +5362,7 @@ mod ech_server {
         let mut s = Ep::server(ech_server_config(None), SERVER_SEED);
         s.feed(&ch_wire(&outer)).expect("answered as outer");
         assert_eq!(ech_status(&s.events), Some(EchStatus::Rejected));
-        let ee = s.events.iter().find_map(|e| match e {
-            Event::Handshake(h) if h.typ == HandshakeType::EncryptedExtensions => {
-                Some(h.bytes.clone())
-            }
-            _ => None,
-        });
-        let HandshakePayload::EncryptedExtensions(exts) = decode(&ee.unwrap()) else {
-            panic!()
-        };
-        let retry = exts.iter().find_map(|e| match e {
-            Extension::Unknown { typ, body } if *typ == ECH => Some(body.clone()),
-            _ => None,
-        });
-        assert_eq!(retry, Some(key().list.encode()));
+        assert_eq!(ee_ech(&s.events), Some(key().list.encode()));
         // With trial decryption the same hello opens.
         let mut cfg = ech_server_config(None);
         cfg.ech_trial_decrypt = true;
@@ -5171,6 +5371,7 @@ mod ech_server {
         assert_eq!(ech_status(&s.events), Some(EchStatus::Accepted));
     }
 
+    /// A server with ECH keys: every §5/§7 check on the extension itself is fatal.
     #[test]
     fn malformed_or_misplaced_ech_extensions() {
         let mut ch = client_hello();
@@ -5201,40 +5402,198 @@ mod ech_server {
         }
     }
 
+    /// A server without ECH keys does not implement ECH (`ServerConfig::ech_keys`): whatever
+    /// the `encrypted_client_hello` holds, it is ignored as RFC 8446 §4.2 ignores an unknown
+    /// extension, and ClientHelloOuter is answered (RFC 9849 §7 "rejecting ECH") without
+    /// retry_configs, in the first ClientHello and after a HelloRetryRequest. The ECH event
+    /// reports a rejection, with the config_id when the extension parses as an outer one.
+    #[test]
+    fn a_server_without_ech_keys_ignores_any_encrypted_client_hello() {
+        let outer = EchClientHello::Outer {
+            suite: SUITE,
+            config_id: CONFIG_ID,
+            enc: vec![1; 32],
+            payload: vec![2; 40],
+        }
+        .encode();
+        let trailing = [outer.as_slice(), &[0]].concat();
+        let cases: [(&str, Vec<u8>, Option<u8>); 6] = [
+            ("truncated", vec![0, 0, 1], None),
+            ("empty", vec![], None),
+            ("trailing bytes", trailing, None),
+            ("inner-type", vec![1], None),
+            ("unknown ECHClientHelloType", vec![2, 0, 1], None),
+            ("a well-formed outer one", outer, Some(CONFIG_ID)),
+        ];
+        let answered = |s: &mut Ep<ServerSide>, what: &str| {
+            let recs = s.output();
+            assert!(
+                recs.iter().all(|r| r.typ != ContentType::Alert),
+                "{what}: {recs:?}"
+            );
+            assert_eq!(ee_ech(&s.events), None, "{what}: no retry_configs");
+        };
+        for (what, body, config_id) in cases {
+            // The first ClientHello.
+            let mut ch = client_hello();
+            ch.extensions.push(ext(ECH, body.clone()));
+            let mut s = Ep::server(server_config(), SERVER_SEED);
+            s.feed(&ch_wire(&ch))
+                .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            answered(&mut s, what);
+            let ech = s.events.iter().find_map(|e| match e {
+                Event::Ech(e) => Some(e.clone()),
+                _ => None,
+            });
+            let ech = ech.unwrap_or_else(|| panic!("{what}: no ECH event"));
+            assert_eq!(ech.status, EchStatus::Rejected, "{what}");
+            assert_eq!(ech.config_id, config_id, "{what}");
+            assert!(!ech.retry_configs_sent, "{what}");
+            // Both ClientHellos around a HelloRetryRequest (the server speaks only P-256, our
+            // client's share is X25519); the second repeats the extension (RFC 8446 §4.1.2).
+            let (c, sc) = retry_configs();
+            let mut client = Ep::client(c, CLIENT_SEED);
+            let HandshakePayload::ClientHello(mut ch1) = decode(&client.output()[0].content) else {
+                panic!("ClientHello");
+            };
+            ch1.extensions.push(ext(ECH, body.clone()));
+            let mut s = Ep::server(sc, SERVER_SEED);
+            s.feed(&ch_wire(&ch1))
+                .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+            let hrr = s.output();
+            let HandshakePayload::ServerHello(h) = decode(&split_messages(&hrr[0].content)[0])
+            else {
+                panic!("HelloRetryRequest");
+            };
+            assert_eq!(h.random, HRR_RANDOM, "{what}");
+            assert!(h.find(ECH).is_none(), "{what}: nothing in the HRR");
+            client
+                .feed(&wire(&hrr))
+                .expect("the client answers the HRR");
+            let recs = client.output();
+            let rec = recs
+                .iter()
+                .find(|r| r.typ == ContentType::Handshake)
+                .unwrap();
+            let HandshakePayload::ClientHello(mut ch2) = decode(&rec.content) else {
+                panic!("second ClientHello");
+            };
+            ch2.extensions.push(ext(ECH, body));
+            s.feed(&hs_record(&encode(HandshakePayload::ClientHello(ch2))))
+                .unwrap_or_else(|e| panic!("{what}, second ClientHello: {e:?}"));
+            answered(&mut s, what);
+        }
+    }
+
     #[test]
     fn inner_hello_violations_are_illegal_parameter() {
         let inner = inner_hello();
-        let cases: Vec<(&str, ClientHello)> = vec![
+        let outer_refs = ExtensionType::Unknown(ECH_OUTER_EXTENSIONS);
+        // Each case, and the EchError it must give (compared by variant).
+        let cases: Vec<(&str, ClientHello, EchError)> = vec![
             // §5.1: a reference to an extension the outer lacks.
             (
                 "missing",
                 sealed_without(&inner, &[KS], ExtensionType::KeyShare),
+                EchError::OuterExtensions(""),
             ),
-            ("repeated", sealed(&inner, &[KS, KS], &[])),
-            ("reordered", sealed(&inner, &[KS, 0x000a], &[])),
-            ("encrypted_client_hello", sealed(&inner, &[0xfe0d], &[])),
-            ("non-zero padding", sealed(&inner, &[KS], &[0, 0, 1])),
-            ("TLS 1.2 offered", {
-                let mut i = inner.clone();
-                set_ext(
-                    &mut i.extensions,
-                    Extension::SupportedVersionsClient(vec![
-                        ProtocolVersion::TLSv1_3,
-                        ProtocolVersion::TLSv1_2,
-                    ]),
-                );
-                sealed(&i, &[KS], &[])
-            }),
-            ("no inner extension", {
-                let mut i = inner.clone();
-                remove_ext(&mut i.extensions, ECH);
-                sealed(&i, &[KS], &[])
-            }),
+            (
+                "repeated",
+                sealed(&inner, &[KS, KS], &[]),
+                EchError::OuterExtensions(""),
+            ),
+            (
+                "reordered",
+                sealed(&inner, &[KS, 0x000a], &[]),
+                EchError::OuterExtensions(""),
+            ),
+            (
+                "encrypted_client_hello",
+                sealed(&inner, &[0xfe0d], &[]),
+                EchError::OuterExtensions(""),
+            ),
+            // §5.1: ech_outer_extensions "MUST NOT appear in either ClientHelloOuter or
+            // ClientHelloInner": a reference would copy the outer's (present here, so only
+            // that check stops it) into ClientHelloInner.
+            (
+                "references ech_outer_extensions",
+                {
+                    let mut shell = inner.clone();
+                    let at = shell
+                        .extensions
+                        .iter()
+                        .position(|x| x.typ() == ExtensionType::KeyShare)
+                        .unwrap();
+                    shell
+                        .extensions
+                        .insert(at + 1, ext(outer_refs, encode_outer_extensions(&[0x000a])));
+                    let enc = encoded(&inner, &[KS, ECH_OUTER_EXTENSIONS], &[]);
+                    seal_outer(&shell, &enc, None, 41, CONFIG_ID).0
+                },
+                EchError::OuterExtensions(""),
+            ),
+            // ... and a second one would stay in ClientHelloInner (expanded, this one's
+            // supported_groups would only be a duplicate: another error).
+            (
+                "two ech_outer_extensions",
+                {
+                    let mut i = inner.clone();
+                    i.extensions
+                        .insert(0, ext(outer_refs, encode_outer_extensions(&[0x000a])));
+                    let enc = encoded(&i, &[KS], &[]);
+                    seal_outer(&inner, &enc, None, 41, CONFIG_ID).0
+                },
+                EchError::OuterExtensions(""),
+            ),
+            (
+                "non-zero padding",
+                sealed(&inner, &[KS], &[0, 0, 1]),
+                EchError::NonZeroPadding,
+            ),
+            (
+                "TLS 1.2 offered",
+                {
+                    let mut i = inner.clone();
+                    set_ext(
+                        &mut i.extensions,
+                        Extension::SupportedVersionsClient(vec![
+                            ProtocolVersion::TLSv1_3,
+                            ProtocolVersion::TLSv1_2,
+                        ]),
+                    );
+                    sealed(&i, &[KS], &[])
+                },
+                EchError::Illegal(""),
+            ),
+            (
+                "no inner extension",
+                {
+                    let mut i = inner.clone();
+                    remove_ext(&mut i.extensions, ECH);
+                    sealed(&i, &[KS], &[])
+                },
+                EchError::Illegal(""),
+            ),
+            // §7.1: "a well-formed "encrypted_client_hello" extension of type inner": the
+            // type byte alone.
+            (
+                "malformed inner extension",
+                {
+                    let mut i = inner.clone();
+                    set_ext(&mut i.extensions, ext(ECH, vec![1, 0]));
+                    sealed(&i, &[KS], &[])
+                },
+                EchError::Illegal(""),
+            ),
         ];
-        for (what, ch) in cases {
+        for (what, ch, want) in cases {
             let e = ech_rejects(&ch, A::IllegalParameter);
-            assert!(
-                matches!(e, Error::Peer(PeerMisbehaved::Ech(_))),
+            let Error::Peer(PeerMisbehaved::Ech(got)) = &e else {
+                panic!("{what}: {e:?}");
+            };
+            assert_eq!(
+                std::mem::discriminant(got),
+                std::mem::discriminant(&want),
                 "{what}: {e:?}"
             );
         }
@@ -5296,29 +5655,32 @@ mod ech_server {
             A::MissingExtension,
         );
         assert_eq!(e, peer(PeerMisbehaved::Ech(EchError::MissingAfterRetry)));
-        // Another config_id, a non-empty enc: illegal_parameter.
-        after_hrr(
-            |inner, _| {
-                let mut o = inner.clone();
-                set_ext(
-                    &mut o.extensions,
-                    outer_ext(CONFIG_ID + 1, vec![], vec![1; 40]),
-                );
-                o
-            },
-            A::IllegalParameter,
-        );
-        after_hrr(
-            |inner, _| {
-                let mut o = inner.clone();
-                set_ext(
-                    &mut o.extensions,
-                    outer_ext(CONFIG_ID, vec![9; 32], vec![1; 40]),
-                );
-                o
-            },
-            A::IllegalParameter,
-        );
+        // Another cipher suite or config_id, a non-empty enc: illegal_parameter.
+        let chacha = HpkeSymmetricCipherSuite {
+            kdf_id: HpkeKdfId::HkdfSha256,
+            aead_id: HpkeAeadId::ChaCha20Poly1305,
+        };
+        for (what, changed) in [
+            (
+                "cipher suite",
+                outer_ext_in(chacha, CONFIG_ID, vec![], vec![1; 40]),
+            ),
+            ("config_id", outer_ext(CONFIG_ID + 1, vec![], vec![1; 40])),
+            ("enc", outer_ext(CONFIG_ID, vec![9; 32], vec![1; 40])),
+        ] {
+            let e = after_hrr(
+                |inner, _| {
+                    let mut o = inner.clone();
+                    set_ext(&mut o.extensions, changed);
+                    o
+                },
+                A::IllegalParameter,
+            );
+            assert!(
+                matches!(e, Error::Peer(PeerMisbehaved::Ech(EchError::Illegal(_)))),
+                "{what}: {e:?}"
+            );
+        }
         // A payload the first context cannot open: decrypt_error.
         let e = after_hrr(
             |inner, _| {
@@ -5343,12 +5705,13 @@ mod ech_server {
 }
 
 // =============================================================================================
-// Encrypted ClientHello, the client (RFC 9849 §6.1): our server does not do ECH, so it always
-// answers the outer ClientHello — a rejection — unless a test forges the confirmation.
+// Encrypted ClientHello, the client (RFC 9849 §6.1, §6.2): our server without ECH keys answers
+// the outer ClientHello — a rejection — unless a test forges the confirmation; with the key
+// (`ech_key`) it accepts.
 // =============================================================================================
 
-/// A client offering ECH with a fresh config for `public_name`, connecting to `inner_name`.
-fn ech_client_config(public_name: &str, inner_name: &str) -> ClientConfig {
+/// An ECH key whose config names `public_name` (the same for the same name).
+fn ech_key(public_name: &str) -> tls13lab::crypto::ech::EchKeyPair {
     use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
     use tls13lab::crypto::hpke::Kem;
     let params = EchKeyParams {
@@ -5358,7 +5721,12 @@ fn ech_client_config(public_name: &str, inner_name: &str) -> ClientConfig {
         config_id: Some(7),
         maximum_name_length: 32,
     };
-    let key = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap();
+    EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap()
+}
+
+/// A client offering ECH with `ech_key(public_name)`'s config, connecting to `inner_name`.
+fn ech_client_config(public_name: &str, inner_name: &str) -> ClientConfig {
+    let key = ech_key(public_name);
     let mut c = client_config();
     c.server_name = Some(inner_name.into());
     c.ech = tls13lab::config::EchMode::Config {
@@ -5403,12 +5771,12 @@ fn rejected_ech_with_a_certificate_not_for_the_public_name_fails() {
         server_config(),
     );
     let w = wire(&t.flight);
-    let e = t
-        .client
-        .feed(&w)
-        .expect_err("certificate not for public.example");
-    assert!(matches!(e, Error::Certificate(_)), "{e:?}");
-    t.client.check_failed(&e);
+    let e = t.client.rejects(&w, A::BadCertificate);
+    assert!(
+        matches!(&e, Error::Certificate(tls13lab::crypto::cert::CertError::NameMismatch { expected, .. })
+            if expected == "public.example"),
+        "{e:?}"
+    );
 }
 
 /// §6.1.2: the outer ClientHello's PSK is GREASE; a server that rejected ECH and selects it
@@ -5434,20 +5802,92 @@ fn rejected_ech_malformed_retry_configs_are_decode_error() {
             ech_client_config("localhost", "secret.example"),
             server_config(),
         );
-        let mut msgs = t.encrypted();
-        let ee = index_of(&msgs, HandshakeType::EncryptedExtensions);
-        let HandshakePayload::EncryptedExtensions(mut exts) = decode(&msgs[ee]) else {
-            panic!("EncryptedExtensions");
-        };
-        exts.push(Extension::Unknown {
-            typ: ExtensionType::EncryptedClientHello,
-            body,
-        });
-        msgs[ee] = encode(HandshakePayload::EncryptedExtensions(exts));
-        let w = t.wire_msgs(&msgs);
+        let w = ee_with_ech(&t, body);
         let e = t.rejects(&w, A::DecodeError);
         assert!(matches!(e, Error::Decode(_)), "{e:?}");
     }
+}
+
+/// `encrypted_client_hello` with `body` added to the EncryptedExtensions of `t`'s flight.
+fn ee_with_ech(t: &ToClient, body: Vec<u8>) -> Vec<u8> {
+    let mut msgs = t.encrypted();
+    let ee = index_of(&msgs, HandshakeType::EncryptedExtensions);
+    let HandshakePayload::EncryptedExtensions(mut exts) = decode(&msgs[ee]) else {
+        panic!("EncryptedExtensions");
+    };
+    exts.push(Extension::Unknown {
+        typ: ExtensionType::EncryptedClientHello,
+        body,
+    });
+    msgs[ee] = encode(HandshakePayload::EncryptedExtensions(exts));
+    t.wire_msgs(&msgs)
+}
+
+/// RFC 9849 §5: retry_configs are "valid only when the server used the ClientHelloOuter. If
+/// the server sent this extension in response to the `inner` variant, then the client MUST
+/// abort with an "unsupported_extension" alert." A server with the key accepts; a valid
+/// ECHConfigList added to its EncryptedExtensions is refused.
+#[test]
+fn accepted_ech_retry_configs_in_encrypted_extensions_is_unsupported_extension() {
+    let mut s = server_config();
+    s.ech_keys = vec![ech_key("public.example")];
+    let mut t = ToClient::new(ech_client_config("public.example", "localhost"), s);
+    let w = ee_with_ech(&t, ech_key("public.example").list.encode());
+    let e = t.client.rejects(&w, A::UnsupportedExtension);
+    assert_eq!(
+        e,
+        peer(PeerMisbehaved::UnsolicitedExtension(
+            ExtensionType::EncryptedClientHello
+        ))
+    );
+    let outcome = t.client.events.iter().find_map(|e| match e {
+        Event::EchOffer(e) => Some(e.outcome),
+        _ => None,
+    });
+    assert_eq!(outcome, Some(tls13lab::events::EchOutcome::Accepted));
+}
+
+/// A client sending GREASE ECH (§6.2).
+fn grease_client_config() -> ClientConfig {
+    let mut c = client_config();
+    c.ech = tls13lab::config::EchMode::Grease;
+    c
+}
+
+/// §6.2: a GREASE client checks an `encrypted_client_hello` in EncryptedExtensions
+/// syntactically (decode_error) and ignores a valid one.
+#[test]
+fn grease_ech_malformed_retry_configs_are_decode_error() {
+    for body in [vec![], vec![0, 0], vec![0, 4, 0xfe, 0x0d, 0, 9]] {
+        let t = ToClient::new(grease_client_config(), server_config());
+        let w = ee_with_ech(&t, body);
+        let e = t.rejects(&w, A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+}
+
+/// §6.2: "It otherwise ignores the extension. It MUST NOT save the "retry_configs" value":
+/// a server with ECH keys rejects GREASE with its retry_configs, and the GREASE client
+/// connects (no ech_required, no `Error::EchRejected`).
+#[test]
+fn grease_ech_valid_retry_configs_are_ignored() {
+    let mut s = server_config();
+    s.ech_keys = vec![ech_key("public.example")];
+    let c = connected_with(grease_client_config(), s);
+    let ee = c.client.events.iter().find_map(|e| match e {
+        Event::Handshake(h) if h.typ == HandshakeType::EncryptedExtensions => {
+            Some(decode(&h.bytes))
+        }
+        _ => None,
+    });
+    let Some(HandshakePayload::EncryptedExtensions(exts)) = ee else {
+        panic!("EncryptedExtensions");
+    };
+    assert!(
+        exts.iter()
+            .any(|e| e.typ() == ExtensionType::EncryptedClientHello),
+        "the server sent retry_configs"
+    );
 }
 
 /// A HelloRetryRequest to an ECH client (X25519 share, the server wants P-256), and what the
@@ -5481,6 +5921,38 @@ fn ech_hello_retry_confirmation_of_the_wrong_length_is_decode_error() {
         });
         let e = r.client.rejects(&sh_record(&hrr), A::DecodeError);
         assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+}
+
+/// §6.2: a GREASE client checks an `encrypted_client_hello` in a HelloRetryRequest: 8
+/// bytes, else decode_error; 8 bytes are ignored (the second ClientHello goes out).
+#[test]
+fn grease_ech_hello_retry_extension_of_the_wrong_length_is_decode_error() {
+    let grease_retry = || {
+        let (_, s) = retry_configs();
+        let mut c = grease_client_config();
+        c.key_shares = vec![NamedGroup::X25519];
+        retry_with(c, s)
+    };
+    for len in [0, 7, 8, 9] {
+        let mut r = grease_retry();
+        let mut hrr = sh_of(&r.hrr);
+        hrr.extensions.push(Extension::Unknown {
+            typ: ExtensionType::EncryptedClientHello,
+            body: vec![0xaa; len],
+        });
+        if len == 8 {
+            r.client.feed(&sh_record(&hrr)).expect("ignored");
+            let second = r
+                .client
+                .output()
+                .iter()
+                .any(|rec| HandshakeType::from(rec.content[0]) == HandshakeType::ClientHello);
+            assert!(second, "the second ClientHello went out");
+            continue;
+        }
+        let e = r.client.rejects(&sh_record(&hrr), A::DecodeError);
+        assert!(matches!(e, Error::Decode(_)), "{len}: {e:?}");
     }
 }
 

@@ -997,9 +997,10 @@ fn bad_psk_options_give_one_line_and_exit_2() {
 
 // --------------------------------------------------------------- supported_groups in EE
 
-/// RFC 8446 §4.2.7: our server lists its groups in EncryptedExtensions (`--ee-groups on`, the
-/// default); our client reports them after the handshake, in the server's order, and does not
-/// act on them (its key share stays its own).
+/// RFC 8446 §4.2.7: our server lists its groups in EncryptedExtensions (`--ee-groups auto`, the
+/// default, when the client's group was not our first; `on`, whenever the client sent
+/// supported_groups); our client reports them after the handshake, in the server's order, and
+/// does not act on them (its key share stays its own).
 #[test]
 fn server_groups_from_encrypted_extensions() {
     let t = TempDir::new("eegroups");
@@ -1035,6 +1036,21 @@ fn server_groups_from_encrypted_extensions() {
         at("server_groups") > at("connected"),
         "reported after: {events:?}"
     );
+
+    // `auto`: a client whose share was for our first group learns nothing new, so no list;
+    // `on` sends it anyway.
+    for (mode, listed) in [("auto", false), ("on", true)] {
+        let server = ServerGuard::start(&["--groups", "x25519,P-256", "--ee-groups", mode]);
+        let o = run(&["client", &server.addr(), "--insecure"]);
+        assert_ok(&o);
+        assert_eq!(summary_value(&stdout(&o), "group"), "x25519");
+        assert_eq!(
+            stdout(&o).contains("server groups"),
+            listed,
+            "{mode}: {}",
+            stdout(&o)
+        );
+    }
 
     let server = ServerGuard::start(&["--groups", "P-256,x25519", "--ee-groups", "off"]);
     let o = run(&[

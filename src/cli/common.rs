@@ -634,6 +634,19 @@ pub fn on_off(s: &str) -> Result<bool, String> {
     }
 }
 
+/// `--ee-groups` value parser: auto, on or off (and on/off's synonyms).
+pub fn ee_groups(s: &str) -> Result<tls13lab::config::EeSupportedGroups, String> {
+    use tls13lab::config::EeSupportedGroups as E;
+    if norm(s) == "auto" {
+        return Ok(E::WhenNotOurFirst);
+    }
+    match on_off(s) {
+        Ok(true) => Ok(E::Always),
+        Ok(false) => Ok(E::Never),
+        Err(_) => Err(format!("expected auto, on or off, got '{s}'")),
+    }
+}
+
 /// Bytes given on the command line (a newtype, so clap does not read `Vec<u8>` as repetition).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bytes(pub Vec<u8>);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tls13lab::config::CertifiedKey;
+use tls13lab::config::EeSupportedGroups;
 use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
@@ -18,7 +19,7 @@ use tls13lab::messages::{
 use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
-    alpn, cert_compression, groups, ledger, load_certified_key, load_certs, observe_for, on_off,
+    alpn, cert_compression, ee_groups, groups, ledger, load_certified_key, load_certs, observe_for,
     padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List,
     Policy, PskArgs, PskUse, Report,
 };
@@ -54,9 +55,9 @@ pub struct ServerArgs {
     /// Certificate compression (RFC 8879) in preference order: our certificate goes compressed with the first the client offers (when smaller), and CertificateRequests offer them; zlib, brotli, zstd (or a number), none [default: none].
     #[arg(long, value_name = "LIST", value_parser = cert_compression)]
     pub cert_compression: Option<List<CertificateCompressionAlgorithm>>,
-    /// List our groups in EncryptedExtensions (RFC 8446 §4.2.7), for the client to choose its key shares by next time.
-    #[arg(long, value_name = "on|off", value_parser = on_off, default_value = "on", action = clap::ArgAction::Set)]
-    pub ee_groups: bool,
+    /// List our groups in EncryptedExtensions (RFC 8446 §4.2.7), for the client to choose its key shares by next time; never to a client that sent no supported_groups (§4.2). auto: only when the handshake did not use our first group (it tells the client something new, as OpenSSL does); on: whenever the client sent supported_groups; off: never.
+    #[arg(long, value_name = "auto|on|off", value_parser = ee_groups, default_value = "auto")]
+    pub ee_groups: EeSupportedGroups,
     #[command(flatten)]
     pub psk: PskArgs,
     /// PSK key exchange modes accepted, for tickets and --psk, in preference order: dhe (psk_dhe_ke), ke (psk_ke) or both [default: dhe,ke].

@@ -111,7 +111,11 @@ fn server_name_len(body: &[u8], p: &HelloParts) -> Option<usize> {
 /// The server's reverse of [`encode`] (§5.1): `encoded` is what the HPKE context opened,
 /// `outer` the ClientHelloOuter body it came in. Returns the ClientHelloInner body: the
 /// encoded ClientHello with the outer legacy_session_id and the referenced outer extensions
-/// put back, built in one linear pass (Appendix A).
+/// put back, built in one linear pass (Appendix A). The result never holds
+/// `ech_outer_extensions`, which "MUST NOT appear in either ClientHelloOuter or
+/// ClientHelloInner" (§5.1): a second one, which would stay, and a reference to one, which
+/// would copy it in, are refused (illegal_parameter; §5.1 names no alert, this is §5.1's
+/// alert for every other `ech_outer_extensions` violation).
 pub fn decode(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
     let (p, end) = HelloParts::parse_prefix(encoded).map_err(EchError::Decode)?;
     // "If any padding byte is non-zero, the server MUST abort ... illegal_parameter".
@@ -131,7 +135,7 @@ pub fn decode(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
         }
         if referenced {
             return Err(EchError::OuterExtensions(
-                "ech_outer_extensions appears twice",
+                "ech_outer_extensions appears twice (the second would stay in ClientHelloInner)",
             ));
         }
         referenced = true;
@@ -144,6 +148,11 @@ pub fn decode(encoded: &[u8], outer: &[u8]) -> Result<Vec<u8>, EchError> {
             if t == ENCRYPTED_CLIENT_HELLO {
                 return Err(EchError::OuterExtensions(
                     "ech_outer_extensions references encrypted_client_hello",
+                ));
+            }
+            if t == ECH_OUTER_EXTENSIONS {
+                return Err(EchError::OuterExtensions(
+                    "ech_outer_extensions references ech_outer_extensions",
                 ));
             }
             while i < o.exts.len() && o.exts[i].typ != t {
@@ -367,6 +376,14 @@ mod tests {
         illegal(with(&[51, 10], &[], &[]));
         illegal(with(&[10, 10], &[], &[]));
         illegal(with(&[10, ENCRYPTED_CLIENT_HELLO], &[], &[]));
+        // §5.1: ech_outer_extensions never reaches ClientHelloInner, even when the outer
+        // carries one to copy.
+        let o2 = outer(&[s[0].clone(), ext(ECH_OUTER_EXTENSIONS, &[2, 0, 10])], 64);
+        let refs = ext(
+            ECH_OUTER_EXTENSIONS,
+            &encode_outer_extensions(&[10, ECH_OUTER_EXTENSIONS]),
+        );
+        illegal(decode(&hello(2, &[], &[refs]), &o2));
         illegal(with(&[10, 51], &[1], &[]));
         // Two references.
         let mut e = vec![ext(

@@ -332,7 +332,7 @@ impl Section {
                 }
             }
         }
-        cfg.send_supported_groups = true;
+        cfg.send_supported_groups = crate::config::EeSupportedGroups::Always;
         // The RFC's server sends a plain Certificate (and its CertificateRequest in §6 offers
         // no compression).
         cfg.cert_compression = Vec::new();

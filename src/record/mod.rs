@@ -79,8 +79,15 @@ impl RecordError {
             RecordError::NoContentType
             | RecordError::EmptyFragment(_)
             | RecordError::UnexpectedContentType(_) => AlertDescription::UnexpectedMessage,
-            // A length field outside what we will buffer: decode_error ("the length of the
-            // message was incorrect", §6.2), as the message cannot be decoded here.
+            // A CompressedCertificate we will not decompress because it is too large to
+            // buffer: RFC 8879 §4 answers every CompressedCertificate that "cannot be
+            // decompressed" with bad_certificate, whatever the reason.
+            RecordError::HandshakeTooLarge {
+                typ: HandshakeType::CompressedCertificate,
+                ..
+            } => AlertDescription::BadCertificate,
+            // Any other length field outside what we will buffer: decode_error ("the length of
+            // the message was incorrect", §6.2), as the message cannot be decoded here.
             RecordError::HandshakeTooLarge { .. } => AlertDescription::DecodeError,
             RecordError::SeqExhausted | RecordError::PlaintextTooLong | RecordError::BadKey => {
                 AlertDescription::InternalError
