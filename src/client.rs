@@ -82,6 +82,8 @@ pub struct ClientSide {
     tickets: TicketStore,
     offered_ticket: Option<StoredTicket>,
     early_data: EarlyDataState,
+    /// ECH's outcome (RFC 9849 §6.1), once the ServerHello settled it.
+    ech: Option<EchOutcome>,
 }
 
 /// 0-RTT bookkeeping on the client (§4.2.10).
@@ -94,6 +96,9 @@ struct EarlyDataState {
     /// Early data may be written now.
     open: bool,
     status: Option<EarlyDataStatus>,
+    /// What the server rejected, until the application takes it to send again
+    /// ([`Client::take_rejected_early_data`]): the data path, observed or not.
+    rejected: Vec<u8>,
 }
 
 enum State {
@@ -335,6 +340,7 @@ impl Client {
                 tickets: TicketStore::default(),
                 offered_ticket: None,
                 early_data: EarlyDataState::default(),
+                ech: None,
             },
         ))
     }
@@ -390,6 +396,19 @@ impl Client {
     /// Tickets received so far (and those given at construction that were not used).
     pub fn tickets(&self) -> &TicketStore {
         &self.side.tickets
+    }
+
+    /// ECH's outcome (RFC 9849 §6.1): accepted, rejected, GREASE sent, or asked for but not
+    /// offered; `None` when not configured, or before the ServerHello.
+    pub fn ech_outcome(&self) -> Option<EchOutcome> {
+        self.side.ech
+    }
+
+    /// The 0-RTT data the server rejected (RFC 8446 §4.2.10): it was not delivered, and is
+    /// the application's to send again now that the handshake is done. Empty when 0-RTT was
+    /// accepted, not offered, or this was already taken.
+    pub fn take_rejected_early_data(&mut self) -> Vec<u8> {
+        core::mem::take(&mut self.side.early_data.rejected)
     }
 
     // ------------------------------------------------------------ ClientHello
@@ -943,6 +962,7 @@ impl Client {
         suite: Option<String>,
         encoded_inner_len: usize,
     ) {
+        self.side.ech = Some(outcome);
         let name = self.side.config.server_name.clone();
         self.conn.ev.push(Event::EchOffer(EchOfferEvent {
             outcome,
@@ -1085,6 +1105,7 @@ impl Client {
         } else {
             EchOutcome::Rejected
         };
+        self.side.ech = Some(outcome);
         let l = e.layout;
         self.conn.ev.push(Event::EchOffer(EchOfferEvent {
             outcome,
@@ -1957,8 +1978,14 @@ impl Client {
             self.side.early_data.status = Some(EarlyDataStatus::Rejected);
             self.side.early_data.open = false;
             let data = core::mem::take(&mut self.side.early_data.sent);
-            // Never lose application bytes silently: hand them back.
-            self.conn.ev.push(Event::EarlyDataRejected { data });
+            // Never lose application bytes silently: hand them back, on the data path (an
+            // observer is told too).
+            if self.conn.ev.active() {
+                self.conn
+                    .ev
+                    .push(Event::EarlyDataRejected { data: data.clone() });
+            }
+            self.side.early_data.rejected = data;
         }
     }
 }

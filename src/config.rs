@@ -246,7 +246,7 @@ pub struct ClientConfig {
     pub enable_early_data: bool,
     /// ClientHello padding (RFC 7685).
     pub hello_padding: HelloPadding,
-    /// Which optional events to record.
+    /// What to record ([`Observe::NONE`], the default: nothing, at no cost).
     pub observe: Observe,
     /// Unix time (ms) used for certificate validation when the caller passes no clock; tests use it.
     pub fixed_validation_time_ms: Option<u64>,
@@ -301,7 +301,7 @@ impl Default for ClientConfig {
             external_psks: Vec::new(),
             enable_early_data: true,
             hello_padding: HelloPadding::None,
-            observe: Observe::PUBLIC,
+            observe: Observe::NONE,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
             cert_compression: crate::certcomp::supported().to_vec(),
@@ -415,7 +415,7 @@ pub struct ServerConfig {
     pub padding: PaddingPolicy,
     /// Largest handshake message accepted.
     pub max_handshake_message: usize,
-    /// Which optional events to record.
+    /// What to record ([`Observe::NONE`], the default: nothing, at no cost).
     pub observe: Observe,
     /// Unix time (ms) for client certificate validation (tests).
     pub fixed_validation_time_ms: Option<u64>,
@@ -542,7 +542,7 @@ impl ServerConfig {
             hrr_cookie: None,
             padding: PaddingPolicy::None,
             max_handshake_message: DEFAULT_MAX_HANDSHAKE_MESSAGE,
-            observe: Observe::PUBLIC,
+            observe: Observe::NONE,
             fixed_validation_time_ms: None,
             signature_memo: Some(Arc::default()),
             tickets: 2,

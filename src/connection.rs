@@ -184,9 +184,24 @@ impl<R: Role> Connection<R> {
         self.buffer_limit = bytes;
     }
 
+    /// Records what `what` asks for from now on (on top of what the configuration asked for),
+    /// for [`events`](Self::events) or the observer: how an instrument installs its recorder
+    /// on a connection made from someone else's configuration. Call it before the first
+    /// `start` or `receive` to see the whole connection.
+    pub fn record(&mut self, what: crate::events::Observe) {
+        self.conn.ev.observe = self.conn.ev.observe.union(what);
+    }
+
+    /// [`record`](Self::record), by value: `Client::new(..)?.recording(Observe::PUBLIC)`.
+    pub fn recording(mut self, what: crate::events::Observe) -> Self {
+        self.record(what);
+        self
+    }
+
     /// Sends every event to `observer` instead of the queue [`events`](Self::events) drains;
     /// events still queued go to it first, so it sees them all, in order. What is reported is
-    /// still chosen by the configuration's [`Observe`](crate::events::Observe).
+    /// still chosen by the configuration's [`Observe`](crate::events::Observe) (and
+    /// [`record`](Self::record)): under `Observe::NONE`, nothing.
     pub fn set_observer(&mut self, observer: Box<dyn Observer>) {
         self.conn.ev.set_sink(observer);
     }

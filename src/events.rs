@@ -1,7 +1,8 @@
 //! Everything a connection reports to its observer.
 //!
 //! The state machines push [`Event`]s in the order things happen, into the connection's queue
-//! (drained with `events()`) or into an [`Observer`] the caller plugs in with `set_observer`. The
+//! (drained with `events()`) or into an [`Observer`] the caller plugs in with `set_observer`;
+//! with neither asked for ([`Observe::NONE`], the default) nothing is built or kept. The
 //! ledger ([`crate::ledger`]), the NSS key log, the JSON output and the teaching CLI are all
 //! projections of this one stream, so they can never disagree.
 //!
@@ -528,9 +529,12 @@ pub struct EchOfferEvent {
     pub hello_retry: bool,
 }
 
-/// Which optional event kinds a connection records; each can be switched on alone. Turning them
-/// off makes the hot path allocation-free for benchmarks; alerts, tickets, key updates and the
-/// outcome are always reported.
+/// What a connection records, kind by kind. [`Observe::NONE`], the default, records nothing:
+/// no event is built or queued, no record or message is copied, and the connection holds only
+/// its buffers however long it runs and whether or not anyone calls `events()`. Any other value
+/// installs a recorder: the events of the kinds switched on, plus the outcome (connected,
+/// alerts, tickets, key updates, ECH, close), are queued for `events()` or handed to the
+/// observer set with `set_observer`.
 ///
 /// Built from a preset and switched kind by kind:
 /// `Observe::PUBLIC.with_records(false)`, `Observe::NONE.with_secrets(true)`.
@@ -547,6 +551,9 @@ pub struct Observe {
     pub derivations: bool,
     /// [`Event::Secret`] and [`Event::KeyShare`] (secret values).
     pub secrets: bool,
+    /// The outcome events, which every preset but [`Observe::NONE`] records: connected, alerts,
+    /// tickets, key updates, ECH's outcome, close.
+    pub outcome: bool,
 }
 
 impl Observe {
@@ -558,6 +565,7 @@ impl Observe {
         layouts: true,
         derivations: false,
         secrets: false,
+        outcome: true,
     };
     /// Everything, secrets included: every key-schedule derivation with its value, the traffic
     /// and exporter secrets (the NSS key log), the key-exchange secrets. What the teaching and
@@ -568,14 +576,24 @@ impl Observe {
         layouts: true,
         derivations: true,
         secrets: true,
+        outcome: true,
     };
-    /// Only what applications need (benchmarks).
+    /// Nothing: no recorder, no event (the default). What an application needs of the outcome
+    /// it reads from the connection (`negotiated`, `is_connected`, the client's tickets) and
+    /// from the errors `receive` returns.
     pub const NONE: Observe = Observe {
         records: false,
         handshake: false,
         layouts: false,
         derivations: false,
         secrets: false,
+        outcome: false,
+    };
+    /// Only the outcome events (connected, alerts, tickets, key updates, ECH, close): a few
+    /// small events per connection, for an application that reads them from `events()`.
+    pub const OUTCOME: Observe = Observe {
+        outcome: true,
+        ..Observe::NONE
     };
 
     /// With [`Event::Record`] on or off.
@@ -608,16 +626,40 @@ impl Observe {
         self
     }
 
+    /// With the outcome events on or off (on whenever another kind is).
+    pub const fn with_outcome(mut self, on: bool) -> Self {
+        self.outcome = on;
+        self
+    }
+
     /// Whether any secret value can reach the events (derivations or secrets).
     pub fn reports_secrets(&self) -> bool {
         self.derivations || self.secrets
     }
+
+    /// Every kind either records: what an instrument asks for on top of a configuration's.
+    pub const fn union(self, other: Observe) -> Observe {
+        Observe {
+            records: self.records || other.records,
+            handshake: self.handshake || other.handshake,
+            layouts: self.layouts || other.layouts,
+            derivations: self.derivations || other.derivations,
+            secrets: self.secrets || other.secrets,
+            outcome: self.outcome || other.outcome,
+        }
+    }
+
+    /// Whether a recorder is installed: anything at all is recorded.
+    pub fn records_anything(&self) -> bool {
+        *self != Observe::NONE
+    }
 }
 
 impl Default for Observe {
-    /// [`Observe::PUBLIC`]: secrets are reported only when asked for.
+    /// [`Observe::NONE`]: a connection pays nothing for observation unless asked to, and
+    /// secrets are reported only when asked for by name.
     fn default() -> Self {
-        Observe::PUBLIC
+        Observe::NONE
     }
 }
 
@@ -708,14 +750,23 @@ impl EventQueue {
         self.sink = Some(sink);
     }
 
+    /// Whether anything is reported: without it an event is not even built where building it
+    /// costs anything.
+    pub(crate) fn active(&self) -> bool {
+        self.observe.records_anything()
+    }
+
     pub(crate) fn push(&mut self, e: Event) {
+        if !self.observe.records_anything() {
+            // Observe::NONE: nothing is reported, to a queue or to an observer.
+            return;
+        }
         if let Some(sink) = self.sink.as_mut() {
             return sink.observe(e);
         }
-        // Without observers a connection queues only a few events between drains (the outcome,
-        // alerts, tickets), and the queue keeps its capacity for the connection's life: start
-        // it at one slot, not the default four (an Event is 136 bytes).
-        if self.queue.capacity() == 0 && self.observe == Observe::NONE {
+        // An outcome-only recorder queues a few events between drains, and the queue keeps its
+        // capacity for the connection's life: start it at one slot, not the default four.
+        if self.queue.capacity() == 0 && self.observe == Observe::OUTCOME {
             self.queue.reserve_exact(1);
         }
         self.queue.push_back(e);

@@ -34,7 +34,10 @@
 //! let mut request = [0u8; 64];
 //! let n = server.read(&mut request);
 //! assert_eq!(&request[..n], b"GET / HTTP/1.0\r\n\r\n");
+//! // Events only where a recorder was asked for: the demo's server configuration records
+//! // everything; the client's, by default (`Observe::NONE`), nothing, at no cost.
 //! assert!(server.events().count() > 0);
+//! assert_eq!(client.events().count(), 0);
 //! ```
 //!
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and

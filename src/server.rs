@@ -83,6 +83,8 @@ pub struct ServerSide {
     config: Arc<ServerConfig>,
     state: State,
     tickets_sent: u16,
+    /// What the first ClientHello decided about ECH (RFC 9849 §7.1), once it did.
+    ech: Option<EchStatus>,
 }
 
 /// One variant per state of §A.2, each boxed so that a connection carries one pointer while it
@@ -306,8 +308,15 @@ impl Server {
                 config,
                 state: State::ExpectClientHello,
                 tickets_sent: 0,
+                ech: None,
             },
         ))
+    }
+
+    /// What the first ClientHello decided about ECH (RFC 9849 §7.1): accepted, rejected
+    /// (ClientHelloOuter answered) or not offered; `None` before a ClientHello arrived.
+    pub fn ech_status(&self) -> Option<EchStatus> {
+        self.side.ech
     }
 
     /// [`Connection::send`] for a server: allowed once our Finished is out (0.5-RTT data, §2).
@@ -1399,6 +1408,7 @@ impl Server {
         outer_sni: Option<String>,
         inner_sni: Option<String>,
     ) {
+        self.side.ech = Some(status);
         let retry_configs_sent =
             status == EchStatus::Rejected && !self.side.config.ech_keys.is_empty();
         self.conn.ev.push(Event::Ech(EchEvent {

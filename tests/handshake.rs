@@ -23,7 +23,7 @@ use tls13lab::messages::handshake::{
 use tls13lab::record::PaddingPolicy;
 use tls13lab::session::TicketStore;
 use tls13lab::{
-    Client, ClientAuth, ClientConfig, Error, Ledger, PeerMisbehaved, Server, ServerConfig,
+    Client, ClientAuth, ClientConfig, Error, Ledger, Observe, PeerMisbehaved, Server, ServerConfig,
 };
 
 use util::{check_ledger, check_mirror, client_config, handshake_messages, KeyKind, NOW};
@@ -343,6 +343,7 @@ fn a_server_with_two_chains_picks_by_the_clients_signature_algorithms() {
     for (offer, want) in cases {
         let (server, roots) = dual_credential_server();
         let mut client = ClientConfig::new(roots.clone());
+        client.observe = Observe::PUBLIC;
         client.server_name = Some("localhost".into());
         client.fixed_validation_time_ms = Some(NOW);
         client.signature_schemes = offer.to_vec();
@@ -369,6 +370,7 @@ fn a_server_with_two_chains_picks_by_the_clients_signature_algorithms() {
     // Neither key's scheme offered: handshake_failure, as with one chain.
     let (server, roots) = dual_credential_server();
     let mut client = ClientConfig::new(roots);
+    client.observe = Observe::PUBLIC;
     client.signature_schemes = vec![SignatureScheme::ed25519, SignatureScheme::mldsa87];
     let (e, seen) = handshake_rejected_by_server(client, server);
     assert_eq!(e, Error::Peer(PeerMisbehaved::NoCommonSignatureScheme));
@@ -403,8 +405,10 @@ fn signature_algorithms_cert_decides_between_chains_whose_keys_both_fit() {
             chain: chain.clone(),
             key: Arc::new(chain_key.clone()),
         });
+        server.observe = Observe::PUBLIC;
         server.more_certs = vec![single.clone()];
         let mut client = ClientConfig::new(vec![chain_root.clone(), single_root.clone()]);
+        client.observe = Observe::PUBLIC;
         client.server_name = Some("localhost".into());
         client.fixed_validation_time_ms = Some(NOW);
         client.signature_schemes = vec![SignatureScheme::mldsa44];
@@ -900,6 +904,7 @@ fn a_default_client_trusts_no_certificate() {
     // The same server with its root given: connected; and accepting any certificate takes a
     // constructor that says so.
     let mut trusting = ClientConfig::new(vec![root]);
+    trusting.observe = Observe::PUBLIC;
     trusting.server_name = Some("localhost".into());
     let mut insecure = ClientConfig::insecure_accept_any_certificate();
     insecure.server_name = Some("localhost".into());
@@ -2372,6 +2377,7 @@ mod cert_compression {
     ) -> (ClientConfig, ServerConfig) {
         let (ck, root) = util::compressible_identity(0xc0_0001);
         let mut server = ServerConfig::new(ck);
+        server.observe = Observe::PUBLIC;
         server.cert_compression = server_algs.to_vec();
         let mut client = client_config(root);
         client.cert_compression = client_algs.to_vec();

@@ -1323,6 +1323,7 @@ fn comp_our_client(i: usize) -> CellResult {
     config.key_shares = vec![g];
     config.cipher_suites = vec![s];
     config.cert_compression = vec![alg];
+    config.observe = tls13lab::Observe::PUBLIC;
     let p = client_pair(&config, 41, TicketStore::default(), &Arc::new(server), None);
     let cc = sent_compressed(&p.events, Direction::ServerToClient);
     assert_eq!(cc.algorithm, alg);
@@ -1341,6 +1342,7 @@ fn comp_rustls_client(i: usize) -> CellResult {
     ours.groups = vec![g];
     ours.cipher_suites = vec![s];
     ours.cert_compression = vec![alg];
+    ours.observe = tls13lab::Observe::PUBLIC;
     let mut client = rustls::ClientConfig::builder_with_provider(provider(&[g], &[s]))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()

@@ -313,6 +313,7 @@ fn p384_certificate_with_secp384r1_mlkem1024() {
         chain: vec![cert.clone()],
         key: Arc::new(key),
     });
+    server.observe = tls13lab::Observe::PUBLIC;
     let g = NamedGroup::SecP384r1MLKEM1024;
     server.groups = vec![g];
     server.signature_schemes = vec![SignatureScheme::ecdsa_secp384r1_sha384];

@@ -207,7 +207,11 @@ fn an_observer_sees_what_the_queue_would_and_no_secret_by_default() {
     let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
     let mut secrets = Secrets(Vec::new());
     secrets.add_events(&with);
-    for observe in [Observe::ALL_WITH_SECRETS, Observe::default()] {
+    for observe in [
+        Observe::ALL_WITH_SECRETS,
+        Observe::PUBLIC,
+        Observe::default(),
+    ] {
         // Fresh configurations for each run: a server's session state (its ticket key) is
         // shared through its configuration.
         let (c, s) = configs(Some(observe));
@@ -258,8 +262,8 @@ fn events_show_no_secret_unless_asked() {
 #[test]
 fn default_configurations_report_no_secret() {
     // Secrets reach the observation stream only when asked for: the configurations' defaults
-    // (ClientConfig::default, ServerConfig::new) observe records, messages and layouts, and no
-    // derivation, traffic secret or key-exchange secret.
+    // (ClientConfig::default, ServerConfig::new) observe nothing, and Observe::PUBLIC records,
+    // messages and layouts, no derivation, traffic secret or key-exchange secret.
     let (client_default, server_default) = (
         ClientConfig::new(Vec::new()).observe,
         ServerConfig::new(configs(None).1.cert).observe,
@@ -271,18 +275,22 @@ fn default_configurations_report_no_secret() {
     let (_, with) = connections(Some(Observe::ALL_WITH_SECRETS));
     let mut secrets = Secrets(Vec::new());
     secrets.add_events(&with);
+    // The default records nothing at all; Observe::PUBLIC, what the instruments ask for when
+    // they do not ask for secrets, records records and messages, and no secret.
     let (_, by_default) = connections(Some(Observe::default()));
-    assert!(by_default
+    assert!(by_default.is_empty(), "{by_default:?}");
+    let (_, public) = connections(Some(Observe::PUBLIC));
+    assert!(public
         .iter()
         .any(|e| matches!(e, Event::Record(_) | Event::Handshake(_))));
-    assert!(!by_default.iter().any(|e| matches!(
+    assert!(!public.iter().any(|e| matches!(
         e,
         Event::Derivation(_) | Event::Secret(_) | Event::KeyShare(_)
     )));
-    secrets.assert_absent("events by default", &format!("{by_default:?}"));
+    secrets.assert_absent("public events", &format!("{public:?}"));
     secrets.assert_absent(
-        "events by default (JSON)",
-        &serde_json::to_string(&by_default).unwrap(),
+        "public events (JSON)",
+        &serde_json::to_string(&public).unwrap(),
     );
 }
 

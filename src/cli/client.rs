@@ -487,13 +487,10 @@ fn converse(
         let step = d.step(wait);
         let new = d.drain_events();
         keylog.write_events(&new);
-        for e in &new {
-            if let Event::EarlyDataRejected { data } = e {
-                // §4.2.10: rejected 0-RTT data was not delivered; send it again as 1-RTT.
-                let mut again = data.clone();
-                again.extend_from_slice(&after_handshake);
-                after_handshake = again;
-            }
+        // §4.2.10: rejected 0-RTT data was not delivered; send it again as 1-RTT.
+        let rejected = d.ep.take_rejected_early_data();
+        if !rejected.is_empty() {
+            after_handshake = [rejected, after_handshake].concat();
         }
         let response_started = d.data_len() > 0;
         events.extend(new);

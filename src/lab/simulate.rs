@@ -27,7 +27,7 @@ use crate::crypto::cert::{self_signed_p256, ChainSpec, KeyAlg};
 use crate::crypto::random::SeededRandom;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
-use crate::events::{Direction, EarlyDataStatus, Event};
+use crate::events::{Direction, EarlyDataStatus, Event, Observe};
 use crate::lab::tcp::Link;
 use crate::ledger::Ledger;
 use crate::messages::enums::{HandshakeType, NamedGroup};
@@ -545,7 +545,8 @@ pub fn simulate(
                     client.clone(),
                     Box::new(SeededRandom::from_seed(seed.wrapping_mul(2))),
                 )?
-                .with_tickets(tickets.clone()),
+                .with_tickets(tickets.clone())
+                .recording(Observe::PUBLIC),
                 request: request.to_vec(),
                 sent: false,
                 resent: false,
@@ -557,7 +558,8 @@ pub fn simulate(
                 server: Server::new(
                     server.clone(),
                     Box::new(SeededRandom::from_seed(seed.wrapping_mul(2) + 1)),
-                )?,
+                )?
+                .recording(Observe::PUBLIC),
                 request_len: request.len(),
                 response: response.to_vec(),
                 answered: false,

@@ -179,10 +179,14 @@ fn rcgen_self_signed(key: &SigningKey, alg: &'static rcgen::SignatureAlgorithm) 
     params.self_signed(&kp).expect("self-signed").der().to_vec()
 }
 
-/// A server configuration around a key of `kind`, with the root a client must trust.
+/// A server configuration around a key of `kind`, with the root a client must trust. It
+/// records what the tests check (`Observe::PUBLIC`: records, messages, layouts, no secrets);
+/// a configuration's default records nothing.
 pub fn server_config(kind: KeyKind) -> (ServerConfig, Vec<u8>) {
     let (ck, root) = certified(kind);
-    (ServerConfig::new(ck), root)
+    let mut s = ServerConfig::new(ck);
+    s.observe = tls13lab::Observe::PUBLIC;
+    (s, root)
 }
 
 /// A client configuration that validates the chain against `root` for `localhost`.
