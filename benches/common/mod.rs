@@ -1127,6 +1127,8 @@ impl AwsLcPrimitives {
 /// encapsulation key, and a decapsulation key (bytes) with a ciphertext for it.
 struct AwsPeer {
     x25519: Vec<u8>,
+    /// A long-lived X25519 key (an ECH server's).
+    static_key: aws_lc_rs::agreement::PrivateKey,
     ek: Vec<u8>,
     dk: aws_lc_rs::kem::DecapsulationKey,
     ct: Vec<u8>,
@@ -1142,6 +1144,8 @@ thread_local! {
         let (ct, _) = ek.encapsulate().unwrap();
         AwsPeer {
             x25519: k.compute_public_key().unwrap().as_ref().to_vec(),
+            static_key: aws_lc_rs::agreement::PrivateKey::generate(&aws_lc_rs::agreement::X25519)
+                .unwrap(),
             ek: ek.key_bytes().unwrap().as_ref().to_vec(),
             dk,
             ct: ct.as_ref().to_vec(),
@@ -1334,19 +1338,23 @@ pub fn run_ech_floor(
     buf: &mut Vec<u8>,
 ) {
     AWS_PEER.with(|peer| {
-        let (k, _) = if client {
-            aws.x25519_pair()
+        if client {
+            let (k, _) = aws.x25519_pair();
+            aws.x25519_agree(k, &peer.x25519);
         } else {
-            // The server's key is its ECH key: no public key to compute.
-            let rng = &aws.rng;
-            let k = aws_lc_rs::agreement::EphemeralPrivateKey::generate(
-                &aws_lc_rs::agreement::X25519,
-                rng,
+            // The server's key is its ECH key, made once: one shared secret, no key generation.
+            use aws_lc_rs::agreement::{agree, UnparsedPublicKey, X25519};
+            agree(
+                &peer.static_key,
+                UnparsedPublicKey::new(&X25519, &peer.x25519),
+                (),
+                |s| {
+                    std::hint::black_box(s.len());
+                    Ok(())
+                },
             )
             .unwrap();
-            (k, Vec::new())
-        };
-        aws.x25519_agree(k, &peer.x25519);
+        }
     });
     // "HPKE-v1" || suite_id || label || ikm, and I2OSP(L, 2) || "HPKE-v1" || suite_id ||
     // label || info: the HMAC inputs' lengths (suite_id: 5 bytes for the KEM, 10 for HPKE).
