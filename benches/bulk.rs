@@ -396,6 +396,58 @@ fn primitives(c: &mut Criterion) {
         })
     });
     g.finish();
+    mldsa_primitives(c);
+}
+
+/// ML-DSA-44/65/87 signing and verification of a CertificateVerify-sized message: through our
+/// `SigningKey` and `verify_signature` (aws-lc with `aws-lc-mldsa`, RustCrypto's `ml-dsa`
+/// without: run both builds to compare) and through aws-lc-rs' `PqdsaKeyPair` (rustls' signer).
+/// Signing is a rejection loop: each iteration signs with a fresh rnd, so the mean is a
+/// handshake's.
+fn mldsa_primitives(c: &mut Criterion) {
+    use aws_lc_rs::signature::{self as sig, KeyPair, PqdsaKeyPair, UnparsedPublicKey};
+    use tls13lab::crypto::random::SeededRandom;
+    use tls13lab::crypto::sign::{verify_signature, MlDsaLevel, SigningKey};
+    let mut g = c.benchmark_group("primitives");
+    let msg = [0x20u8; 130];
+    for level in MlDsaLevel::ALL {
+        let name = level.scheme().to_string();
+        let key = SigningKey::generate_mldsa(level, &mut SeededRandom::from_seed(42));
+        let spki = key.public_key_spki_der().unwrap();
+        let mut seed = 0u64;
+        g.bench_function(format!("{name}-sign/tls13lab"), |b| {
+            b.iter(|| {
+                seed += 1;
+                key.sign(level.scheme(), &msg, &mut SeededRandom::from_seed(seed))
+                    .unwrap()
+            })
+        });
+        let signature = key
+            .sign(level.scheme(), &msg, &mut SeededRandom::from_seed(1))
+            .unwrap();
+        g.bench_function(format!("{name}-verify/tls13lab"), |b| {
+            b.iter(|| verify_signature(level.scheme(), &spki, &msg, &signature).unwrap())
+        });
+        let (signing, verifying) = match level {
+            MlDsaLevel::L44 => (&sig::ML_DSA_44_SIGNING, &sig::ML_DSA_44),
+            MlDsaLevel::L65 => (&sig::ML_DSA_65_SIGNING, &sig::ML_DSA_65),
+            MlDsaLevel::L87 => (&sig::ML_DSA_87_SIGNING, &sig::ML_DSA_87),
+        };
+        let kp = PqdsaKeyPair::from_pkcs8(signing, &key.to_pkcs8_der().unwrap()).unwrap();
+        let mut out = vec![0u8; level.signature_len()];
+        g.bench_function(format!("{name}-sign/aws-lc"), |b| {
+            b.iter(|| kp.sign(&msg, &mut out).unwrap())
+        });
+        let pk = kp.public_key().as_ref().to_vec();
+        g.bench_function(format!("{name}-verify/aws-lc"), |b| {
+            b.iter(|| {
+                UnparsedPublicKey::new(verifying, &pk)
+                    .verify(&msg, &signature)
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bulk, primitives);

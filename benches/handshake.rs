@@ -77,19 +77,22 @@ fn handshakes(c: &mut Criterion) {
     mldsa_handshakes(c);
 }
 
-/// Full X25519MLKEM768 handshakes with an ML-DSA-44 and an ML-DSA-65 server chain (root → leaf
-/// of one level, `tls13lab cert`'s generator): tls13lab, rustls (its aws-lc-rs provider signs
-/// and verifies ML-DSA in 0.23.46) and our crypto floor of the same handshake. No aws-lc floor:
-/// aws-lc-rs has ML-DSA only behind its `unstable` feature.
+/// Full X25519MLKEM768 handshakes with an ML-DSA-44, -65 and -87 server chain (root → leaf of
+/// one level, `tls13lab cert`'s generator): tls13lab with and without the signature memo,
+/// rustls (its aws-lc-rs provider signs and verifies ML-DSA in 0.23.46), and the crypto floor
+/// of the same handshake on our crates and on aws-lc-rs (its `PqdsaKeyPair`, which draws its
+/// own randomness: a floor only).
 fn mldsa_handshakes(c: &mut Criterion) {
     use tls13lab::crypto::cert::KeyAlg;
     use tls13lab::messages::enums::NamedGroup;
     let group = NamedGroup::X25519MLKEM768;
-    for alg in [KeyAlg::MlDsa44, KeyAlg::MlDsa65] {
+    for alg in [KeyAlg::MlDsa44, KeyAlg::MlDsa65, KeyAlg::MlDsa87] {
         let id = Identity::mldsa(alg);
         let ours_p = OurPrimitives::new(&id);
+        let aws_p = AwsLcPrimitives::new(&id);
         let mut ours = Ours::new(&id, group, SUITE, Case::Full);
         ours.check();
+        let mut nomemo = ours.without_memo();
         let theirs = Rustls::new(&id, group, SUITE, Case::Full);
         theirs.check();
         let (cf, sf) = FloorOps::of(&ours);
@@ -102,12 +105,22 @@ fn mldsa_handshakes(c: &mut Criterion) {
             g.bench_function(format!("tls13lab/{}", who.name()), |b| {
                 b.iter_custom(|iters| ours.run(who, iters))
             });
+            if who != Who::Server {
+                g.bench_function(format!("tls13lab-nomemo/{}", who.name()), |b| {
+                    b.iter_custom(|iters| nomemo.run(who, iters))
+                });
+            }
             g.bench_function(format!("rustls/{}", who.name()), |b| {
                 b.iter_custom(|iters| theirs.run(who, iters))
             });
-            g.bench_function(format!("floor-tls13lab/{}", who.name()), |b| {
-                b.iter_custom(|iters| floor(&ours_p, &cf, &sf, who, iters))
-            });
+            for (name, p) in [
+                ("floor-tls13lab", &ours_p as &dyn Primitives),
+                ("floor-aws-lc", &aws_p as &dyn Primitives),
+            ] {
+                g.bench_function(format!("{name}/{}", who.name()), |b| {
+                    b.iter_custom(|iters| floor(p, &cf, &sf, who, iters))
+                });
+            }
         }
         g.finish();
     }

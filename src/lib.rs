@@ -48,8 +48,8 @@
 //! ([`lab::rfc8448`]), the key schedule as a tree ([`lab::explain`]), ladder diagrams as text or
 //! SVG ([`lab::ladder`]), ClientHello sizes, network simulation, capture export and dissection.
 
-// No unsafe anywhere except crypto::awslc (feature `aws-lc-kx`), the FFI to aws-lc's
-// deterministic ML-KEM and X25519, which opts in with `#![allow(unsafe_code)]`.
+// No unsafe anywhere except crypto::awslc (features `aws-lc-kx`, `aws-lc-mldsa`), the FFI to
+// aws-lc's deterministic ML-KEM, X25519 and ML-DSA, which opts in with `#![allow(unsafe_code)]`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

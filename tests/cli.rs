@@ -1735,6 +1735,70 @@ fn bench_reports_every_figure_as_json() {
     }
 }
 
+/// `tls13lab bench --chain LIST --ech`: handshakes/s with a post-quantum chain and with
+/// Encrypted ClientHello (each row's first handshake is checked to be ML-DSA-signed and ECH
+/// accepted inside), and the JSON says which chain, scheme and ECH the figures are of.
+#[test]
+fn bench_takes_a_chain_and_ech() {
+    let json = |extra: &[&str]| -> Value {
+        let o = run(&[
+            &[
+                "bench",
+                "--groups",
+                "x25519mlkem768",
+                "--seconds",
+                "0.02",
+                "--json",
+            ][..],
+            extra,
+        ]
+        .concat());
+        assert_ok(&o);
+        serde_json::from_str(&stdout(&o)).expect("JSON")
+    };
+    let v = json(&["--chain", "mldsa44", "--only", "full"]);
+    assert_eq!(v["chain"], serde_json::json!(["mldsa44"]));
+    assert_eq!(v["signature_scheme"], "mldsa44");
+    assert_eq!(v["ech"], false);
+    let hs = v["handshakes"].as_array().expect("handshakes");
+    assert_eq!(hs.len(), 1, "{hs:?}");
+    assert_eq!(hs[0]["group"], "X25519MLKEM768");
+    assert!(hs[0]["per_second"].as_f64().unwrap() > 0.0, "{v}");
+    let v = json(&[
+        "--chain",
+        "mldsa87,mldsa65",
+        "--ech",
+        "--only",
+        "full,resumed",
+    ]);
+    assert_eq!(v["chain"], serde_json::json!(["mldsa87", "mldsa65"]));
+    assert_eq!(v["signature_scheme"], "mldsa65");
+    assert_eq!(v["ech"], true);
+    assert_eq!(v["handshakes"].as_array().unwrap().len(), 2, "{v}");
+    // The default is the self-signed ECDSA P-256 certificate.
+    let v = json(&["--only", "full"]);
+    assert_eq!(v["chain"], serde_json::json!(["ecdsa-p256"]));
+    assert_eq!(v["signature_scheme"], "ecdsa_secp256r1_sha256");
+    // The table names the chain; a leaf that cannot sign CertificateVerify is an error.
+    let o = run(&[
+        "bench",
+        "--chain",
+        "rsa-2048,ed25519",
+        "--only",
+        "full",
+        "--seconds",
+        "0.02",
+    ]);
+    assert_ok(&o);
+    assert!(
+        stdout(&o).contains("chain rsa-2048,ed25519 (CertificateVerify ed25519)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["bench", "--chain", "nosuch", "--only", "full"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+}
+
 /// `tls13lab ech keygen`: the file reads back as an ECH key whose config is what the options
 /// asked for, stdout is its ECHConfigList in base64, a seed gives the same file, and bad suites
 /// are exit 2. (OpenSSL reading these files: tests/interop_openssl.rs.)

@@ -314,6 +314,65 @@ fn every_suite_and_group_with_mldsa_44_65_87() {
     }
 }
 
+#[test]
+fn mldsa_connections_replay_byte_for_byte_on_every_backend() {
+    // ML-DSA signing is hedged with 32 bytes from the server's RandomSource (FIPS 204 §3.4):
+    // the same seeds give the same records, CertificateVerify included, and the signature is
+    // the same whether aws-lc (the default build) or RustCrypto's ml-dsa (the all-RustCrypto
+    // build) made it: the SHA-256 of each CertificateVerify below (seed 7, the same on
+    // both builds when recorded) holds on both builds.
+    let golden = [
+        (
+            KeyKind::MlDsa44,
+            "2066cb63c9234fd414a77f582e18cba3e6c90dcffcf9110c1a665d6b16879e9b",
+        ),
+        (
+            KeyKind::MlDsa65,
+            "4ed2bda49bc03d7998d78ef001d5783f81900d63b413e3f80612aa5e00171881",
+        ),
+        (
+            KeyKind::MlDsa87,
+            "d99f0c4084a450fc646305e920f4627217896c44ff5aec1f77c4232085c222a2",
+        ),
+    ];
+    for (kind, want) in golden {
+        let wire = |seed| {
+            let (server, root) = util::server_config(kind);
+            // The offer must not depend on the build: no certificate compression (a feature).
+            let mut client = client_config(root);
+            client.cert_compression = Vec::new();
+            let p = run(client, server, seed);
+            let records: Vec<Vec<u8>> = [&p.client_events, &p.server_events]
+                .into_iter()
+                .flatten()
+                .filter_map(|e| match e {
+                    Event::Record(r) => Some([r.header.clone(), r.content.clone()].concat()),
+                    _ => None,
+                })
+                .collect();
+            let s2c = handshake_messages(&p.client_events, Direction::ServerToClient);
+            let cv = s2c
+                .into_iter()
+                .find(|(t, _)| *t == HandshakeType::CertificateVerify)
+                .unwrap()
+                .1;
+            (records, cv)
+        };
+        let (a, cv) = wire(7);
+        let (b, cv_again) = wire(7);
+        assert_eq!(a, b, "{kind:?}");
+        assert_eq!(cv, cv_again, "{kind:?}");
+        let (c, cv_other) = wire(8);
+        assert_ne!(a, c, "{kind:?}");
+        assert_ne!(
+            cv, cv_other,
+            "{kind:?}: hedged, so another seed signs differently"
+        );
+        let digest = tls13lab::crypto::hash::HashAlg::Sha256.hash(&cv);
+        assert_eq!(hex::encode(digest.as_slice()), want, "{kind:?}");
+    }
+}
+
 /// An ECDSA P-256 chain and an ML-DSA-65 chain on one server (issue 16 item 3).
 fn dual_credential_server() -> (ServerConfig, Vec<Vec<u8>>) {
     let (mut server, ecdsa_root) = util::server_config(KeyKind::P256);

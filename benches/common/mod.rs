@@ -901,6 +901,9 @@ pub struct OurPrimitives {
     signature: Vec<u8>,
     aead: AeadKey,
     sealed: Vec<u8>,
+    /// The seed of the next signature's RandomSource: ML-DSA signing is a rejection loop whose
+    /// iterations depend on `rnd`, so each call draws another, as successive handshakes do.
+    sign_seed: std::cell::Cell<u64>,
 }
 
 impl OurPrimitives {
@@ -916,6 +919,7 @@ impl OurPrimitives {
             signature,
             aead: AeadKey::new(AeadAlg::Aes128Gcm, &[7; 16]).unwrap(),
             sealed: Vec::new(),
+            sign_seed: std::cell::Cell::new(3),
         }
     }
 }
@@ -936,7 +940,9 @@ impl Primitives for OurPrimitives {
     }
 
     fn sign(&self) {
-        let mut rng = SeededRandom::from_seed(3);
+        let seed = self.sign_seed.get();
+        self.sign_seed.set(seed.wrapping_add(1));
+        let mut rng = SeededRandom::from_seed(seed);
         std::hint::black_box(self.key.sign(self.scheme, &self.message, &mut rng).unwrap());
     }
 
@@ -1035,9 +1041,17 @@ pub fn peer_share(group: NamedGroup) -> Vec<u8> {
     })
 }
 
+/// The server's key on aws-lc-rs: ECDSA P-256, or ML-DSA (`PqdsaKeyPair`, which draws its own
+/// `rnd`: a floor, not a signer tls13lab could use).
+enum AwsLcKey {
+    Ecdsa(aws_lc_rs::signature::EcdsaKeyPair),
+    MlDsa(aws_lc_rs::signature::PqdsaKeyPair),
+}
+
 /// The same operations on aws-lc-rs (what rustls' default provider calls).
 pub struct AwsLcPrimitives {
-    key: aws_lc_rs::signature::EcdsaKeyPair,
+    key: AwsLcKey,
+    verify_alg: &'static dyn aws_lc_rs::signature::VerificationAlgorithm,
     public: Vec<u8>,
     message: Vec<u8>,
     signature: Vec<u8>,
@@ -1047,17 +1061,43 @@ pub struct AwsLcPrimitives {
 
 impl AwsLcPrimitives {
     pub fn new(id: &Identity) -> AwsLcPrimitives {
-        use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
+        use aws_lc_rs::signature::{self as sig, EcdsaKeyPair, KeyPair, PqdsaKeyPair};
         let rng = aws_lc_rs::rand::SystemRandom::new();
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &id.key_pkcs8).unwrap();
         let message = vec![0x20; 130];
-        let signature = key.sign(&rng, &message).unwrap().as_ref().to_vec();
-        let public = key.public_key().as_ref().to_vec();
+        let mldsa = |signing: &'static sig::PqdsaSigningAlgorithm| {
+            AwsLcKey::MlDsa(PqdsaKeyPair::from_pkcs8(signing, &id.key_pkcs8).unwrap())
+        };
+        let (key, verify_alg): (_, &'static dyn sig::VerificationAlgorithm) = match id.scheme {
+            SignatureScheme::ecdsa_secp256r1_sha256 => (
+                AwsLcKey::Ecdsa(
+                    EcdsaKeyPair::from_pkcs8(&sig::ECDSA_P256_SHA256_ASN1_SIGNING, &id.key_pkcs8)
+                        .unwrap(),
+                ),
+                &sig::ECDSA_P256_SHA256_ASN1,
+            ),
+            SignatureScheme::mldsa44 => (mldsa(&sig::ML_DSA_44_SIGNING), &sig::ML_DSA_44),
+            SignatureScheme::mldsa65 => (mldsa(&sig::ML_DSA_65_SIGNING), &sig::ML_DSA_65),
+            SignatureScheme::mldsa87 => (mldsa(&sig::ML_DSA_87_SIGNING), &sig::ML_DSA_87),
+            other => panic!("no aws-lc floor for {other}"),
+        };
+        let (signature, public) = match &key {
+            AwsLcKey::Ecdsa(k) => (
+                k.sign(&rng, &message).unwrap().as_ref().to_vec(),
+                k.public_key().as_ref().to_vec(),
+            ),
+            AwsLcKey::MlDsa(k) => {
+                let mut s = vec![0; 4627];
+                let n = k.sign(&message, &mut s).unwrap();
+                s.truncate(n);
+                (s, k.public_key().as_ref().to_vec())
+            }
+        };
         let aead = aws_lc_rs::aead::LessSafeKey::new(
             aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_128_GCM, &[7; 16]).unwrap(),
         );
         AwsLcPrimitives {
             key,
+            verify_alg,
             public,
             message,
             signature,
@@ -1087,6 +1127,8 @@ impl AwsLcPrimitives {
 /// encapsulation key, and a decapsulation key (bytes) with a ciphertext for it.
 struct AwsPeer {
     x25519: Vec<u8>,
+    /// A long-lived X25519 key (an ECH server's).
+    static_key: aws_lc_rs::agreement::PrivateKey,
     ek: Vec<u8>,
     dk: aws_lc_rs::kem::DecapsulationKey,
     ct: Vec<u8>,
@@ -1102,6 +1144,8 @@ thread_local! {
         let (ct, _) = ek.encapsulate().unwrap();
         AwsPeer {
             x25519: k.compute_public_key().unwrap().as_ref().to_vec(),
+            static_key: aws_lc_rs::agreement::PrivateKey::generate(&aws_lc_rs::agreement::X25519)
+                .unwrap(),
             ek: ek.key_bytes().unwrap().as_ref().to_vec(),
             dk,
             ct: ct.as_ref().to_vec(),
@@ -1140,12 +1184,21 @@ impl Primitives for AwsLcPrimitives {
     }
 
     fn sign(&self) {
-        std::hint::black_box(self.key.sign(&self.rng, &self.message).unwrap());
+        match &self.key {
+            AwsLcKey::Ecdsa(k) => {
+                std::hint::black_box(k.sign(&self.rng, &self.message).unwrap());
+            }
+            AwsLcKey::MlDsa(k) => {
+                // A fresh rnd each call (aws-lc draws it), so the rejection loop's iterations
+                // average out over a run as a handshake's do.
+                let mut s = [0u8; 4627];
+                std::hint::black_box(k.sign(&self.message, &mut s).unwrap());
+            }
+        }
     }
 
     fn verify(&self) {
-        use aws_lc_rs::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_ASN1};
-        UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.public)
+        aws_lc_rs::signature::UnparsedPublicKey::new(self.verify_alg, &self.public)
             .verify(&self.message, &self.signature)
             .unwrap();
     }
@@ -1215,4 +1268,139 @@ impl Primitives for AwsLcPrimitives {
             aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_128_GCM, &[7; 16]).unwrap(),
         ));
     }
+}
+
+// ---------------------------------------------------------------------------- ECH's own floor
+
+/// What Encrypted ClientHello adds to a handshake at the least (RFC 9849 §6.1, §7.1 over RFC
+/// 9180's base mode with DHKEM(X25519, HKDF-SHA256), HKDF-SHA256 and AES-128-GCM), read from
+/// an observed ECH handshake of `ours`: the sizes the AEAD and the key schedule work on.
+pub struct EchFloorOps {
+    /// EncodedClientHelloInner, padding included: what the client seals and the server opens.
+    pub inner_len: usize,
+    /// ClientHelloOuterAAD: the outer hello with the payload zeroed (§5.2), the AEAD's AAD.
+    pub aad_len: usize,
+    /// HPKE's `info`: "tls ech" || 0x00 || ECHConfig (§6.1).
+    pub info_len: usize,
+}
+
+impl EchFloorOps {
+    /// The sizes of `ours`' handshake, which must offer ECH (`Ours::with_ech`).
+    pub fn of(ours: &Ours) -> EchFloorOps {
+        let mut o = ours.observed();
+        let server = o.server.clone();
+        let (mut c, _s) = o.handshake_observed(&server, TicketStore::default());
+        let events: Vec<Event> = c.events().collect();
+        let inner_len = events
+            .iter()
+            .find_map(|e| match e {
+                Event::EchOffer(x) => Some(x.encoded_inner_len),
+                _ => None,
+            })
+            .expect("an ECH offer");
+        // The first ClientHello the client sent is the outer one (4-byte header excluded).
+        let outer_len = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h)
+                    if h.direction == Direction::ClientToServer
+                        && h.typ == HandshakeType::ClientHello =>
+                {
+                    Some(h.bytes.len() - 4)
+                }
+                _ => None,
+            })
+            .expect("a ClientHello");
+        let config_len = match &ours.client.ech {
+            tls13lab::config::EchMode::Config { list, .. } => list.encode().len() - 2,
+            _ => panic!("ECH is not offered"),
+        };
+        EchFloorOps {
+            inner_len,
+            aad_len: outer_len,
+            info_len: 8 + config_len,
+        }
+    }
+}
+
+/// One side's share of [`EchFloorOps`] on the fastest backends measured here: X25519 on
+/// aws-lc (aws-lc-rs: the client generates a key and computes one shared secret, the server
+/// one shared secret with its static key), the HPKE key schedule's seven HMAC-SHA256 (each
+/// labeled step is one HMAC: LabeledExtract eae_prk, LabeledExpand shared_secret, then
+/// KeySchedule's psk_id_hash, info_hash, secret, key and base_nonce; RFC 9180 §4.1, §5.1) and
+/// one AES-128-GCM key setup and Seal or Open of the inner hello under the outer hello as
+/// AAD, on our crypto module (ring with the default features).
+pub fn run_ech_floor(
+    aws: &AwsLcPrimitives,
+    ours: &OurPrimitives,
+    ops: &EchFloorOps,
+    client: bool,
+    buf: &mut Vec<u8>,
+) {
+    AWS_PEER.with(|peer| {
+        if client {
+            let (k, _) = aws.x25519_pair();
+            aws.x25519_agree(k, &peer.x25519);
+        } else {
+            // The server's key is its ECH key, made once: one shared secret, no key generation.
+            use aws_lc_rs::agreement::{agree, UnparsedPublicKey, X25519};
+            agree(
+                &peer.static_key,
+                UnparsedPublicKey::new(&X25519, &peer.x25519),
+                (),
+                |s| {
+                    std::hint::black_box(s.len());
+                    Ok(())
+                },
+            )
+            .unwrap();
+        }
+    });
+    // "HPKE-v1" || suite_id || label || ikm, and I2OSP(L, 2) || "HPKE-v1" || suite_id ||
+    // label || info: the HMAC inputs' lengths (suite_id: 5 bytes for the KEM, 10 for HPKE).
+    let extract = |suite: usize, label: usize, ikm: usize| 7 + suite + label + ikm;
+    let expand = |suite: usize, label: usize, info: usize| 2 + 7 + suite + label + info + 1;
+    let zeros = [0u8; 2048];
+    let ks_context = 1 + 32 + 32;
+    let steps = [
+        extract(5, 7, 32),            // eae_prk over the DH output
+        expand(5, 13, 2 * 32),        // shared_secret over enc || pkR
+        extract(10, 11, 0),           // psk_id_hash
+        extract(10, 9, ops.info_len), // info_hash
+        extract(10, 6, 0),            // secret (psk empty)
+        expand(10, 3, ks_context),    // key
+        expand(10, 10, ks_context),   // base_nonce
+    ];
+    for len in steps {
+        std::hint::black_box(ours.hmac(&[7; 32], &[&zeros[..len]]));
+    }
+    let key = AeadKey::new(AeadAlg::Aes128Gcm, &[7; 16]).unwrap();
+    let nonce = [1u8; 12];
+    let aad = vec![0u8; ops.aad_len];
+    buf.clear();
+    buf.resize(ops.inner_len, 0);
+    if client {
+        std::hint::black_box(key.seal_detached(&nonce, &aad, buf).unwrap());
+    } else {
+        // Open a real ciphertext (made once, outside the timing).
+        let tag = ECH_SEALED.with(|m| {
+            let mut m = m.borrow_mut();
+            let (ct, tag) = m.entry((ops.inner_len, ops.aad_len)).or_insert_with(|| {
+                let mut b = vec![0u8; ops.inner_len];
+                let tag = key.seal_detached(&nonce, &aad, &mut b).unwrap();
+                (b, tag)
+            });
+            buf.copy_from_slice(ct);
+            *tag
+        });
+        key.open_detached(&nonce, &aad, buf, &tag).unwrap();
+    }
+}
+
+/// Ciphertext and tag by (plaintext, AAD) length.
+type EchSealedCache =
+    std::collections::HashMap<(usize, usize), (Vec<u8>, tls13lab::crypto::aead::Tag)>;
+
+thread_local! {
+    static ECH_SEALED: std::cell::RefCell<EchSealedCache> = Default::default();
 }

@@ -3,19 +3,21 @@
 //! CPU cost of both ends together; bulk figures are one direction through the connection API
 //! (`send` + `take_output` to encrypt, `receive` to decrypt) with 16 KiB records.
 //!
-//! Setup as in benches/ (docs/performance.md): a self-signed ECDSA P-256 certificate, one group
-//! and one suite per row, `Observe::NONE`, no tickets on full handshakes, stateful single-use
-//! tickets for resumption and 0-RTT (minted outside the timing).
+//! Setup as in benches/ (docs/performance.md): a self-signed ECDSA P-256 certificate (or, with
+//! `--chain`, a chain `tls13lab cert` would make, e.g. ML-DSA), one group and one suite per row,
+//! `Observe::NONE`, no tickets on full handshakes, stateful single-use tickets for resumption
+//! and 0-RTT (minted outside the timing); `--ech` adds Encrypted ClientHello (RFC 9849) to
+//! every handshake.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tls13lab::crypto::cert::self_signed_p256;
+use tls13lab::crypto::cert::{chain, self_signed_p256, ChainSpec, KeyAlg};
 use tls13lab::crypto::kx;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::messages::enums::{CipherSuite, NamedGroup};
+use tls13lab::messages::enums::{CipherSuite, NamedGroup, SignatureScheme};
 use tls13lab::record::MAX_RECORD_LEN;
 use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, Server, ServerConfig};
@@ -41,6 +43,16 @@ pub struct BenchArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
+    /// The server's chain instead of a self-signed ECDSA P-256 certificate, generated as
+    /// `tls13lab cert --chain LIST` makes it (root first; ecdsa-p256, rsa-2048, ed25519,
+    /// mldsa44, mldsa65, mldsa87 ...). The leaf's key must be one this build signs
+    /// CertificateVerify with.
+    #[arg(long, value_name = "LIST", value_parser = super::cert::alg_list)]
+    pub chain: Option<super::cert::AlgList>,
+    /// Encrypted ClientHello (RFC 9849) on every handshake: the server holds an ECH key
+    /// (X25519, HKDF-SHA256, AES-128-GCM) and the client seals its ClientHello to it.
+    #[arg(long)]
+    pub ech: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -74,6 +86,15 @@ struct Report {
     cores: usize,
     /// Which optional backends this binary was built with.
     backends: String,
+    /// The server's chain, root first (`--chain`; one `ecdsa-p256` for the self-signed default).
+    chain: Vec<String>,
+    /// The server's CertificateVerify scheme.
+    signature_scheme: String,
+    /// Whether every handshake used Encrypted ClientHello (`--ech`).
+    ech: bool,
+    /// The table's name for the certificate.
+    #[serde(skip)]
+    certificate: String,
     seconds_per_measurement: f64,
     handshakes: Vec<HandshakeRow>,
     bulk: Vec<BulkRow>,
@@ -118,12 +139,28 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|e| e.to_string())?
         .as_millis() as u64;
-    let identity = Identity::new(now)?;
+    let identity = match &args.chain {
+        Some(levels) => Identity::chain(&levels.0, now)?,
+        None => Identity::new(now)?,
+    };
+    let ech = if args.ech {
+        Some(tls13lab::lab::ech::key(7, 1).map_err(|e| format!("ECH key: {e}"))?)
+    } else {
+        None
+    };
 
     let mut report = Report {
         cpu: cpu_model(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         backends: backends(),
+        chain: identity
+            .levels
+            .iter()
+            .map(|l| l.name().to_string())
+            .collect(),
+        signature_scheme: identity.scheme.to_string(),
+        ech: args.ech,
+        certificate: identity.describe(),
         seconds_per_measurement: args.seconds,
         handshakes: Vec::new(),
         bulk: Vec::new(),
@@ -131,6 +168,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     for &group in &groups {
         for &kind in kinds.iter().filter(|k| **k != Kind::Bulk) {
             let mut setup = Setup::new(&identity, group, first_suite, kind, now);
+            if let Some(key) = &ech {
+                setup.with_ech(key);
+            }
             let (n, t) = setup.measure(budget)?;
             let row = HandshakeRow {
                 kind: kind.name(),
@@ -211,8 +251,15 @@ fn parse_suite(s: &str) -> Result<CipherSuite, String> {
 
 /// The certificate every measurement uses.
 struct Identity {
-    cert: Vec<u8>,
+    /// The trust anchor: the root, or the self-signed certificate.
+    root: Vec<u8>,
+    /// What the server sends, leaf first.
+    certs: Vec<Vec<u8>>,
     signer: Arc<dyn tls13lab::config::Signer>,
+    /// The chain's algorithms, root first.
+    levels: Vec<KeyAlg>,
+    /// The leaf key's CertificateVerify scheme.
+    scheme: SignatureScheme,
 }
 
 impl Identity {
@@ -230,7 +277,74 @@ impl Identity {
         );
         #[cfg(not(feature = "ring-sign"))]
         let signer = Arc::new(key);
-        Ok(Identity { cert, signer })
+        Ok(Identity {
+            root: cert.clone(),
+            certs: vec![cert],
+            signer,
+            levels: vec![KeyAlg::EcdsaP256],
+            scheme: SignatureScheme::ecdsa_secp256r1_sha256,
+        })
+    }
+
+    /// A chain of `levels` (root first) for `localhost`, valid for a day around `now_ms`,
+    /// from `tls13lab cert`'s generator (seed 1). The server signs CertificateVerify with the
+    /// leaf key's first scheme (ECDSA P-256 on ring where the build has `ring-sign`).
+    fn chain(levels: &[KeyAlg], now_ms: u64) -> Result<Identity, String> {
+        let now_s = now_ms / 1000;
+        let spec = ChainSpec {
+            sans: vec!["localhost".into()],
+            not_before: now_s - 86_400,
+            not_after: now_s + 86_400,
+            ..ChainSpec::new(levels.to_vec())
+        };
+        let made = chain(&spec, 1).map_err(|e| format!("--chain: {e}"))?;
+        let key = SigningKey::from_pkcs8_der(&made.key_pkcs8_der).map_err(|e| {
+            format!(
+                "--chain: a {} leaf cannot sign CertificateVerify here: {e}",
+                levels[levels.len() - 1]
+            )
+        })?;
+        let scheme = *key
+            .schemes()
+            .first()
+            .ok_or("--chain: the leaf key signs no scheme")?;
+        #[cfg(feature = "ring-sign")]
+        let signer: Arc<dyn tls13lab::config::Signer> =
+            if scheme == SignatureScheme::ecdsa_secp256r1_sha256 {
+                Arc::new(
+                    tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(&made.key_pkcs8_der)
+                        .map_err(|e| format!("{e:?}"))?,
+                )
+            } else {
+                Arc::new(key)
+            };
+        #[cfg(not(feature = "ring-sign"))]
+        let signer: Arc<dyn tls13lab::config::Signer> = Arc::new(key);
+        Ok(Identity {
+            root: made.root_der,
+            certs: made.certs_der,
+            signer,
+            levels: levels.to_vec(),
+            scheme,
+        })
+    }
+
+    /// What the table calls the certificate.
+    fn describe(&self) -> String {
+        match &self.levels[..] {
+            [KeyAlg::EcdsaP256] if self.certs.len() == 1 && self.certs[0] == self.root => {
+                "ECDSA P-256 certificate".into()
+            }
+            levels => format!(
+                "chain {} (CertificateVerify {})",
+                levels
+                    .iter()
+                    .map(|l| l.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                self.scheme
+            ),
+        }
     }
 }
 
@@ -242,6 +356,8 @@ struct Setup {
     kind: Kind,
     now: u64,
     seed: u64,
+    /// Leave the client's events queued (for [`Setup::check_once`]).
+    keep_events: bool,
 }
 
 /// Tickets per minting handshake.
@@ -249,13 +365,20 @@ const MINTED: u32 = 8;
 
 impl Setup {
     fn new(id: &Identity, group: NamedGroup, suite: CipherSuite, kind: Kind, now: u64) -> Setup {
-        let (client, server) = tls13lab::demo::bench_configs(
-            id.cert.clone(),
+        let (mut client, mut server) = tls13lab::demo::bench_configs(
+            id.root.clone(),
             id.signer.clone(),
             group,
             suite,
             kind == Kind::ZeroRtt,
         );
+        // bench_configs is ECDSA P-256 only: a chain brings its leaf's scheme, and the client
+        // accepts every scheme for the certificates' own signatures.
+        server.cert.chain = id.certs.clone();
+        server.signature_schemes = vec![id.scheme];
+        if id.scheme != SignatureScheme::ecdsa_secp256r1_sha256 || id.certs.len() > 1 {
+            client.signature_schemes = tls13lab::crypto::sign::supported_verify_schemes().to_vec();
+        }
         let mut mint = server.clone(); // shares the session cache
         mint.tickets = MINTED;
         Setup {
@@ -265,6 +388,20 @@ impl Setup {
             kind,
             now,
             seed: 1,
+            keep_events: false,
+        }
+    }
+
+    /// Encrypted ClientHello with `key` on every handshake (RFC 9849): the server and the
+    /// ticket minter hold the key, the client offers its ECHConfigList.
+    fn with_ech(&mut self, key: &tls13lab::crypto::ech::EchKeyPair) {
+        let mut client = (*self.client).clone();
+        client.ech = tls13lab::config::EchMode::offer(key.list.clone());
+        self.client = Arc::new(client);
+        for s in [&mut self.server, &mut self.mint] {
+            let mut c = (**s).clone();
+            c.ech_keys = vec![key.clone()];
+            *s = Arc::new(c);
         }
     }
 
@@ -301,7 +438,9 @@ impl Setup {
             let back = s.take_output();
             if !back.is_empty() {
                 c.receive(&back, self.now).map_err(e)?;
-                c.events().for_each(drop);
+                if !self.keep_events {
+                    c.events().for_each(drop);
+                }
             }
             if out.is_empty() && back.is_empty() {
                 break;
@@ -313,8 +452,47 @@ impl Setup {
         Ok((c, s))
     }
 
+    /// One handshake of this row with every public event observed, checked to be what the row
+    /// says: resumed or not, 0-RTT accepted or not, ECH accepted when offered.
+    fn check_once(&mut self) -> Result<(), String> {
+        let observed = |o: &mut tls13lab::events::Observe| *o = tls13lab::events::Observe::PUBLIC;
+        let (client, server, mint) = (self.client.clone(), self.server.clone(), self.mint.clone());
+        let mut c = (*client).clone();
+        observed(&mut c.observe);
+        self.client = Arc::new(c);
+        let (mut s, mut m) = ((*server).clone(), (*mint).clone());
+        observed(&mut s.observe);
+        observed(&mut m.observe);
+        let (s, m) = (Arc::new(s), Arc::new(m));
+        self.keep_events = true;
+        let result = (|| {
+            let mut one = TicketStore::default();
+            if self.kind != Kind::Full {
+                let (c, _) = self.handshake(&m, TicketStore::default())?;
+                one.insert(
+                    c.tickets()
+                        .tickets
+                        .back()
+                        .ok_or("no ticket issued")?
+                        .clone(),
+                );
+            }
+            let (mut c, _) = self.handshake(&s, one)?;
+            let events: Vec<_> = c.events().collect();
+            check(
+                &c,
+                self.kind,
+                matches!(client.ech, tls13lab::config::EchMode::Config { .. }),
+                &events,
+            )
+        })();
+        (self.client, self.keep_events) = (client, false);
+        result
+    }
+
     /// Handshakes until `budget` of timed handshaking has passed: (count, time).
     fn measure(&mut self, budget: Duration) -> Result<(u64, Duration), String> {
+        self.check_once()?;
         let mut n = 0;
         let mut total = Duration::ZERO;
         let mut tickets = TicketStore::default();
@@ -336,17 +514,29 @@ impl Setup {
             let (c, _s) = self.handshake(&server, one)?;
             total += t.elapsed();
             n += 1;
-            if n == 1 {
-                check(&c, self.kind)?;
+            if !(c.is_connected() && c.negotiated().is_some()) {
+                return Err("handshake did not complete".into());
             }
         }
         Ok((n, total))
     }
 }
 
-/// The first handshake of a row must be what the row says.
-fn check(c: &Client, kind: Kind) -> Result<(), String> {
+/// A handshake of a row must be what the row says (ECH accepted when offered).
+fn check(
+    c: &Client,
+    kind: Kind,
+    ech: bool,
+    events: &[tls13lab::events::Event],
+) -> Result<(), String> {
     let n = c.negotiated().ok_or("not connected")?;
+    if tls13lab::events::ech_accepted(events) != ech {
+        return Err(format!(
+            "{} handshake: ECH accepted is {}, offered is {ech}",
+            kind.name(),
+            !ech
+        ));
+    }
     let early = n.early_data == tls13lab::events::EarlyDataStatus::Accepted;
     if n.resumed != (kind != Kind::Full) || early != (kind == Kind::ZeroRtt) {
         return Err(format!(
@@ -474,7 +664,12 @@ fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
         r.cpu, r.cores, r.seconds_per_measurement, r.backends
     );
     if !r.handshakes.is_empty() {
-        let _ = writeln!(s, "\nhandshakes/s with {suite}, ECDSA P-256 certificate");
+        let _ = writeln!(
+            s,
+            "\nhandshakes/s with {suite}, {}{}",
+            r.certificate,
+            if r.ech { ", Encrypted ClientHello" } else { "" }
+        );
         let _ = writeln!(
             s,
             "{:<20} {:>10} {:>10} {:>10}",
@@ -540,9 +735,10 @@ fn table(r: &Report, groups: &[NamedGroup], suite: CipherSuite) -> String {
 fn backends() -> String {
     let pick = |on: bool, fast: &str, default: &str| if on { fast } else { default }.to_string();
     format!(
-        "records {}, signature verification {}, signing {}, key exchange {}, hashing {}; \
-         certificate signatures remembered across connections",
-        // ring has no CCM: the CCM suites' records are RustCrypto's in every build.
+        "records {}, signature verification {}, signing {}, ML-DSA {}, key exchange {}, \
+         hashing {}; certificate signatures remembered across connections",
+        // ring has no CCM: the CCM suites' records are RustCrypto's in every build. ECDSA
+        // P-256 verification and signing are ring's with ring-verify / ring-sign.
         pick(
             cfg!(feature = "ring-aead"),
             "ring (CCM: RustCrypto)",
@@ -550,6 +746,7 @@ fn backends() -> String {
         ),
         pick(cfg!(feature = "ring-verify"), "ring", "RustCrypto"),
         pick(cfg!(feature = "ring-sign"), "ring", "RustCrypto"),
+        pick(cfg!(feature = "aws-lc-mldsa"), "aws-lc", "RustCrypto"),
         pick(
             cfg!(feature = "aws-lc-kx"),
             "aws-lc (X25519, ML-KEM)",

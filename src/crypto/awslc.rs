@@ -1,6 +1,7 @@
-//! The optional aws-lc key-exchange backend (feature `aws-lc-kx`): X25519 and ML-KEM on aws-lc's
-//! assembly, through `aws-lc-sys`, with *injected* randomness so that connections still replay
-//! byte for byte from the seed.
+//! The optional aws-lc backends: key exchange (feature `aws-lc-kx`: X25519 and ML-KEM) and
+//! ML-DSA signing and verification (feature `aws-lc-mldsa`), on aws-lc's assembly through
+//! `aws-lc-sys`, with *injected* randomness so that connections still replay byte for byte
+//! from the seed.
 //!
 //! aws-lc-rs's safe API draws ML-KEM's seeds from the OS, which would break replay. aws-lc itself
 //! exports the deterministic FIPS 203 entry points (`EVP_PKEY_keygen_deterministic` takes d || z,
@@ -10,7 +11,17 @@
 //! owned by exactly one Rust value that frees it on drop. The RFC 8448 and hybrid test vectors
 //! pass unchanged through this backend (`cargo test --features aws-lc-kx`), which is what shows
 //! the seeds are consumed exactly as the RustCrypto path consumes them.
+//!
+//! ML-DSA: aws-lc-rs' signer draws its `rnd` itself, so this module calls FIPS 204's internal
+//! functions (Algorithms 6–8), which take ξ and `rnd` from the caller, with pure ML-DSA's
+//! prefix for the empty context. They give the same keys and signatures as the RustCrypto
+//! `ml-dsa` path (crypto::sign's tests compare both on all three levels).
 #![allow(unsafe_code)]
+// Each feature uses its half of the module.
+#![cfg_attr(
+    not(all(feature = "aws-lc-kx", feature = "aws-lc-mldsa")),
+    allow(dead_code)
+)]
 
 use core::ptr::{self, NonNull};
 
@@ -243,4 +254,183 @@ impl MlKemPrivate {
         out.extend_from_slice(&ss[..]);
         Some(())
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ML-DSA (feature `aws-lc-mldsa`): mldsa-native inside aws-lc, FIPS 204's internal interface.
+
+/// The FIPS 204 "internal" entry points of aws-lc's ML-DSA (crypto/fipsmodule/ml_dsa/ml_dsa.h).
+/// aws-lc-sys binds none of them, so they are declared here under the prefix aws-lc-sys gives
+/// every symbol of the libcrypto it builds (`aws_lc_` and its version; Cargo.toml pins that
+/// version, and a mismatch fails at link time, never at run time). Each returns 1 on success.
+mod mldsa_ffi {
+    macro_rules! levels {
+        ($($l:literal: $keypair:ident $pk_from_sk:ident $sign:ident $verify:ident;)*) => {$(
+            extern "C" {
+                #[link_name = concat!("aws_lc_0_47_0_ml_dsa_", $l, "_keypair_internal")]
+                pub(super) fn $keypair(public_key: *mut u8, private_key: *mut u8, seed: *const u8)
+                    -> i32;
+                #[link_name = concat!("aws_lc_0_47_0_ml_dsa_", $l, "_pack_pk_from_sk")]
+                pub(super) fn $pk_from_sk(public_key: *mut u8, private_key: *const u8) -> i32;
+                #[link_name = concat!("aws_lc_0_47_0_ml_dsa_", $l, "_sign_internal")]
+                pub(super) fn $sign(
+                    private_key: *const u8,
+                    sig: *mut u8,
+                    sig_len: *mut usize,
+                    message: *const u8,
+                    message_len: usize,
+                    pre: *const u8,
+                    pre_len: usize,
+                    rnd: *const u8,
+                ) -> i32;
+                #[link_name = concat!("aws_lc_0_47_0_ml_dsa_", $l, "_verify_internal")]
+                pub(super) fn $verify(
+                    public_key: *const u8,
+                    sig: *const u8,
+                    sig_len: usize,
+                    message: *const u8,
+                    message_len: usize,
+                    pre: *const u8,
+                    pre_len: usize,
+                ) -> i32;
+            }
+        )*};
+    }
+    levels! {
+        "44": keypair_44 pk_from_sk_44 sign_44 verify_44;
+        "65": keypair_65 pk_from_sk_65 sign_65 verify_65;
+        "87": keypair_87 pk_from_sk_87 sign_87 verify_87;
+    }
+}
+
+/// The three ML-DSA parameter sets (FIPS 204 Table 1) with their byte lengths (Table 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MlDsa {
+    L44,
+    L65,
+    L87,
+}
+
+impl MlDsa {
+    /// (public key, expanded private key, signature) lengths, FIPS 204 Table 2.
+    pub(crate) fn lens(self) -> (usize, usize, usize) {
+        match self {
+            MlDsa::L44 => (1312, 2560, 2420),
+            MlDsa::L65 => (1952, 4032, 3309),
+            MlDsa::L87 => (2592, 4896, 4627),
+        }
+    }
+}
+
+/// Pure ML-DSA's prefix for the empty context string: M' = 0x00 || len(ctx) = 0 || M (FIPS 204
+/// Algorithm 2 line 10, Algorithm 3 line 5); draft-ietf-tls-mldsa §3 signs with ctx empty.
+const PURE_EMPTY_CONTEXT: [u8; 2] = [0, 0];
+
+/// ML-DSA.KeyGen_internal(ξ) (FIPS 204 Algorithm 6): (pkEncode, skEncode) of the key of `seed`.
+pub(crate) fn mldsa_keypair(level: MlDsa, seed: &[u8; 32]) -> (Vec<u8>, Zeroizing<Vec<u8>>) {
+    let (pk_len, sk_len, _) = level.lens();
+    let mut pk = vec![0u8; pk_len];
+    let mut sk = Zeroizing::new(vec![0u8; sk_len]);
+    let f = match level {
+        MlDsa::L44 => mldsa_ffi::keypair_44,
+        MlDsa::L65 => mldsa_ffi::keypair_65,
+        MlDsa::L87 => mldsa_ffi::keypair_87,
+    };
+    // SAFETY: `pk` and `sk` have exactly the level's lengths, `seed` 32 bytes, as the function
+    // requires; it writes nothing else.
+    let ok = unsafe { f(pk.as_mut_ptr(), sk.as_mut_ptr(), seed.as_ptr()) };
+    // Key generation from a seed has no failure mode outside a FIPS build's pairwise test.
+    assert_eq!(ok, 1, "aws-lc ML-DSA key generation failed");
+    (pk, sk)
+}
+
+/// The public key of an expanded private key, or `None` if the key is invalid: aws-lc
+/// recomputes t from s1 and s2 and refuses a key whose s1 or s2 coefficients lie outside
+/// [−η, η], whose t0 differs from the recomputed one or whose tr is not H(pk) (FIPS 204
+/// Algorithm 25 decodes any bytes; §3.6.2's checks are on the caller).
+pub(crate) fn mldsa_public_from_private(level: MlDsa, sk: &[u8]) -> Option<Vec<u8>> {
+    let (pk_len, sk_len, _) = level.lens();
+    if sk.len() != sk_len {
+        return None;
+    }
+    let mut pk = vec![0u8; pk_len];
+    let f = match level {
+        MlDsa::L44 => mldsa_ffi::pk_from_sk_44,
+        MlDsa::L65 => mldsa_ffi::pk_from_sk_65,
+        MlDsa::L87 => mldsa_ffi::pk_from_sk_87,
+    };
+    // SAFETY: `pk` and `sk` have exactly the level's lengths (checked above).
+    let ok = unsafe { f(pk.as_mut_ptr(), sk.as_ptr()) };
+    (ok == 1).then_some(pk)
+}
+
+/// ML-DSA.Sign_internal(sk, M', rnd) (FIPS 204 Algorithm 7) with M' = 0x00 || 0x00 || message:
+/// pure ML-DSA, empty context, hedged with the caller's `rnd`. Appends the signature to `out`.
+/// `sk` must be a key [`mldsa_public_from_private`] accepted (or one [`mldsa_keypair`] made).
+pub(crate) fn mldsa_sign(
+    level: MlDsa,
+    sk: &[u8],
+    message: &[u8],
+    rnd: &[u8; 32],
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let (_, sk_len, sig_len) = level.lens();
+    if sk.len() != sk_len {
+        return None;
+    }
+    let f = match level {
+        MlDsa::L44 => mldsa_ffi::sign_44,
+        MlDsa::L65 => mldsa_ffi::sign_65,
+        MlDsa::L87 => mldsa_ffi::sign_87,
+    };
+    let start = out.len();
+    out.resize(start + sig_len, 0);
+    let mut written = 0usize;
+    // SAFETY: `sk` has the level's length (checked), `out[start..]` room for one signature of
+    // this level, `rnd` 32 bytes; the message and prefix pointers address their lengths.
+    let ok = unsafe {
+        f(
+            sk.as_ptr(),
+            out[start..].as_mut_ptr(),
+            &mut written,
+            message.as_ptr(),
+            message.len(),
+            PURE_EMPTY_CONTEXT.as_ptr(),
+            PURE_EMPTY_CONTEXT.len(),
+            rnd.as_ptr(),
+        )
+    };
+    if ok != 1 || written != sig_len {
+        out.truncate(start);
+        return None;
+    }
+    Some(())
+}
+
+/// ML-DSA.Verify_internal(pk, M', σ) (FIPS 204 Algorithm 8) with M' = 0x00 || 0x00 || message.
+/// `false` for a public key or signature of the wrong length as for a wrong signature.
+pub(crate) fn mldsa_verify(level: MlDsa, pk: &[u8], message: &[u8], sig: &[u8]) -> bool {
+    let (pk_len, _, sig_len) = level.lens();
+    if pk.len() != pk_len || sig.len() != sig_len {
+        return false;
+    }
+    let f = match level {
+        MlDsa::L44 => mldsa_ffi::verify_44,
+        MlDsa::L65 => mldsa_ffi::verify_65,
+        MlDsa::L87 => mldsa_ffi::verify_87,
+    };
+    // SAFETY: `pk` and `sig` have the level's lengths (checked); every pointer addresses the
+    // length passed beside it; nothing is written.
+    let ok = unsafe {
+        f(
+            pk.as_ptr(),
+            sig.as_ptr(),
+            sig.len(),
+            message.as_ptr(),
+            message.len(),
+            PURE_EMPTY_CONTEXT.as_ptr(),
+            PURE_EMPTY_CONTEXT.len(),
+        )
+    };
+    ok == 1
 }

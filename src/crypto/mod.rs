@@ -13,11 +13,12 @@
 //! Faster backends, on by default (docs/performance.md; `--no-default-features` is all
 //! RustCrypto): `ring-aead` (records), `ring-verify` (ECDSA P-256 verification), `ring-sign`
 //! (`ring_signer`, whose signatures draw their randomness from the connection's source), and
-//! `aws-lc-kx` (X25519 and ML-KEM on aws-lc, the only `unsafe` in the crate, with the same
-//! injected seeds). Every one of them keeps connections replayable.
+//! `aws-lc-kx` (X25519 and ML-KEM on aws-lc) and `aws-lc-mldsa` (ML-DSA on aws-lc), the only
+//! `unsafe` in the crate (`awslc`), with the same injected seeds. Every one of them keeps
+//! connections replayable.
 
 pub mod aead;
-#[cfg(feature = "aws-lc-kx")]
+#[cfg(any(feature = "aws-lc-kx", feature = "aws-lc-mldsa"))]
 mod awslc;
 pub mod cert;
 pub mod ech;

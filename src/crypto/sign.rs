@@ -850,50 +850,222 @@ impl MlDsaLevel {
     }
 }
 
-/// The expanded key FIPS 204 signs with, one type per parameter set (boxed: up to ~60 KB with
-/// its precomputed NTT matrix).
-#[derive(Clone)]
-enum MlDsaExpanded {
-    L44(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa44>>),
-    L65(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa65>>),
-    L87(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa87>>),
+/// The RustCrypto `ml-dsa` backend: the all-RustCrypto build's signer and verifier, and in
+/// the tests of a build with `aws-lc-mldsa` the reference aws-lc's bytes are compared with.
+#[cfg(any(test, not(feature = "aws-lc-mldsa")))]
+mod mldsa_rc {
+    use core::fmt;
+
+    use zeroize::Zeroizing;
+
+    use super::{MlDsaLevel, SigError};
+
+    /// The expanded key FIPS 204 signs with, one type per parameter set (boxed: up to ~60 KB
+    /// with its precomputed NTT matrix).
+    #[derive(Clone)]
+    pub(super) enum Key {
+        L44(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa44>>),
+        L65(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa65>>),
+        L87(Box<ml_dsa::ExpandedSigningKey<ml_dsa::MlDsa87>>),
+    }
+
+    /// Runs `$body` with `$k` bound to the expanded key of whichever parameter set `$e` holds.
+    macro_rules! dispatch {
+        ($e:expr, $k:ident => $body:expr) => {
+            match $e {
+                Key::L44($k) => $body,
+                Key::L65($k) => $body,
+                Key::L87($k) => $body,
+            }
+        };
+    }
+
+    impl Key {
+        /// ML-DSA.KeyGen_internal(ξ) (FIPS 204 Algorithm 6).
+        pub(super) fn from_seed(level: MlDsaLevel, seed: &[u8; 32]) -> Key {
+            let xi = ml_dsa::B32::from(*seed);
+            match level {
+                MlDsaLevel::L44 => Key::L44(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
+                MlDsaLevel::L65 => Key::L65(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
+                MlDsaLevel::L87 => Key::L87(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi))),
+            }
+        }
+
+        /// skDecode of an expanded key whose length and s1/s2 ranges the caller checked (ml-dsa
+        /// asserts on them); `None` unless it re-encodes to the same bytes.
+        pub(super) fn from_expanded(level: MlDsaLevel, bytes: &[u8]) -> Option<Key> {
+            #[allow(deprecated)] // the expandedKey form of RFC 9881 §6; checked by the caller
+            fn decode<P: ml_dsa::MlDsaParams>(
+                bytes: &[u8],
+            ) -> Option<Box<ml_dsa::ExpandedSigningKey<P>>> {
+                let enc = ml_dsa::ExpandedSigningKeyBytes::<P>::try_from(bytes).ok()?;
+                let k = ml_dsa::ExpandedSigningKey::<P>::from_expanded(&enc);
+                (k.to_expanded() == enc).then(|| Box::new(k))
+            }
+            Some(match level {
+                MlDsaLevel::L44 => Key::L44(decode(bytes)?),
+                MlDsaLevel::L65 => Key::L65(decode(bytes)?),
+                MlDsaLevel::L87 => Key::L87(decode(bytes)?),
+            })
+        }
+
+        pub(super) fn level(&self) -> MlDsaLevel {
+            match self {
+                Key::L44(_) => MlDsaLevel::L44,
+                Key::L65(_) => MlDsaLevel::L65,
+                Key::L87(_) => MlDsaLevel::L87,
+            }
+        }
+
+        /// pkEncode (FIPS 204 Algorithm 22).
+        pub(super) fn public_key(&self) -> Vec<u8> {
+            dispatch!(self, k => k.verifying_key().encode().to_vec())
+        }
+
+        /// skEncode (FIPS 204 Algorithm 24).
+        pub(super) fn expanded(&self) -> Zeroizing<Vec<u8>> {
+            #[allow(deprecated)] // writes the expandedKey form; only for comparison and export
+            let v = dispatch!(self, k => k.to_expanded().to_vec());
+            Zeroizing::new(v)
+        }
+
+        /// Hedged ML-DSA.Sign (FIPS 204 Algorithm 2), empty context, `rnd` as its randomness.
+        pub(super) fn sign(&self, message: &[u8], rnd: &[u8; 32]) -> Result<Vec<u8>, SigError> {
+            let mut rng = OneDraw(Some(*rnd));
+            dispatch!(self, k => k
+                .sign_randomized(message, &[], &mut rng)
+                .map(|s| s.encode().to_vec()))
+            .map_err(|_| SigError::SigningFailed("ML-DSA signing"))
+        }
+    }
+
+    /// ML-DSA.Verify (FIPS 204 Algorithm 3) with the empty context string.
+    pub(super) fn verify(
+        level: MlDsaLevel,
+        public_key: &[u8],
+        message: &[u8],
+        sig: &[u8],
+    ) -> Result<(), SigError> {
+        fn verify<P: ml_dsa::MlDsaParams>(
+            public_key: &[u8],
+            message: &[u8],
+            sig: &[u8],
+        ) -> Result<(), SigError> {
+            let enc = ml_dsa::EncodedVerifyingKey::<P>::try_from(public_key)
+                .map_err(|_| SigError::BadKey("ML-DSA public key of the wrong length"))?;
+            let vk = ml_dsa::VerifyingKey::<P>::decode(&enc);
+            // A signature of the wrong length, or whose hint or z is malformed, simply does not
+            // verify (§4.4.3: decrypt_error).
+            let sig = ml_dsa::Signature::<P>::try_from(sig).map_err(|_| SigError::BadSignature)?;
+            if vk.verify_with_context(message, &[], &sig) {
+                Ok(())
+            } else {
+                Err(SigError::BadSignature)
+            }
+        }
+        match level {
+            MlDsaLevel::L44 => verify::<ml_dsa::MlDsa44>(public_key, message, sig),
+            MlDsaLevel::L65 => verify::<ml_dsa::MlDsa65>(public_key, message, sig),
+            MlDsaLevel::L87 => verify::<ml_dsa::MlDsa87>(public_key, message, sig),
+        }
+    }
+
+    /// The RNG handed to ml-dsa's hedged signer: the 32 bytes we drew, once. Any further
+    /// request fails, so the signer can never consume randomness the RandomSource did not give.
+    struct OneDraw(Option<[u8; 32]>);
+
+    /// What [`OneDraw`] answers to a second request.
+    #[derive(Debug)]
+    struct DrawnOnce;
+
+    impl fmt::Display for DrawnOnce {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("ML-DSA asked for more than its 32 random bytes")
+        }
+    }
+
+    impl std::error::Error for DrawnOnce {}
+
+    impl ml_dsa::signature::rand_core::TryRng for OneDraw {
+        type Error = DrawnOnce;
+
+        fn try_next_u32(&mut self) -> Result<u32, DrawnOnce> {
+            Err(DrawnOnce)
+        }
+
+        fn try_next_u64(&mut self) -> Result<u64, DrawnOnce> {
+            Err(DrawnOnce)
+        }
+
+        fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), DrawnOnce> {
+            match self.0.take() {
+                Some(rnd) if rnd.len() == dst.len() => {
+                    dst.copy_from_slice(&rnd);
+                    Ok(())
+                }
+                _ => Err(DrawnOnce),
+            }
+        }
+    }
+
+    impl ml_dsa::signature::rand_core::TryCryptoRng for OneDraw {}
+
+    impl Drop for OneDraw {
+        fn drop(&mut self) {
+            if let Some(rnd) = &mut self.0 {
+                zeroize::Zeroize::zeroize(rnd);
+            }
+        }
+    }
 }
 
-/// Runs `$body` with `$k` bound to the expanded key of whichever parameter set `$e` holds.
-macro_rules! mldsa_dispatch {
-    ($e:expr, $k:ident => $body:expr) => {
-        match $e {
-            MlDsaExpanded::L44($k) => $body,
-            MlDsaExpanded::L65($k) => $body,
-            MlDsaExpanded::L87($k) => $body,
+/// aws-lc's ML-DSA key: the encoded expanded key it signs from (skEncode) and the public key.
+#[cfg(feature = "aws-lc-mldsa")]
+#[derive(Clone)]
+struct AwsLcMlDsaKey {
+    level: MlDsaLevel,
+    expanded: Zeroizing<Vec<u8>>,
+    public: Vec<u8>,
+}
+
+#[cfg(feature = "aws-lc-mldsa")]
+impl MlDsaLevel {
+    fn awslc(self) -> super::awslc::MlDsa {
+        match self {
+            MlDsaLevel::L44 => super::awslc::MlDsa::L44,
+            MlDsaLevel::L65 => super::awslc::MlDsa::L65,
+            MlDsaLevel::L87 => super::awslc::MlDsa::L87,
         }
-    };
+    }
 }
 
 /// An ML-DSA private key. RFC 9881 §6 lets a key be stored as its 32-byte seed ξ, its expanded
 /// key, or both; the seed is kept when it was given, so the key is written back the way it came
-/// (seed-only when both were given, the form RFC 9881 recommends).
+/// (seed-only when both were given, the form RFC 9881 recommends). Signs on aws-lc with
+/// `aws-lc-mldsa` (the default), on RustCrypto's `ml-dsa` without: the same bytes.
 #[derive(Clone)]
 pub struct MlDsaKey {
-    key: MlDsaExpanded,
+    #[cfg(feature = "aws-lc-mldsa")]
+    key: AwsLcMlDsaKey,
+    #[cfg(not(feature = "aws-lc-mldsa"))]
+    key: mldsa_rc::Key,
     seed: Option<Zeroizing<[u8; 32]>>,
 }
 
 impl MlDsaKey {
     /// The key of ML-DSA.KeyGen_internal(ξ) (FIPS 204 Algorithm 6).
     pub fn from_seed(level: MlDsaLevel, seed: &[u8; 32]) -> MlDsaKey {
-        let xi = ml_dsa::B32::from(*seed);
-        let key = match level {
-            MlDsaLevel::L44 => {
-                MlDsaExpanded::L44(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
-            }
-            MlDsaLevel::L65 => {
-                MlDsaExpanded::L65(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
-            }
-            MlDsaLevel::L87 => {
-                MlDsaExpanded::L87(Box::new(ml_dsa::ExpandedSigningKey::from_seed(&xi)))
+        #[cfg(feature = "aws-lc-mldsa")]
+        let key = {
+            let (public, expanded) = super::awslc::mldsa_keypair(level.awslc(), seed);
+            AwsLcMlDsaKey {
+                level,
+                expanded,
+                public,
             }
         };
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        let key = mldsa_rc::Key::from_seed(level, seed);
         MlDsaKey {
             key,
             seed: Some(Zeroizing::new(*seed)),
@@ -901,42 +1073,48 @@ impl MlDsaKey {
     }
 
     /// A key from its expanded form (skEncode, FIPS 204 Algorithm 24) alone. skDecode takes
-    /// any bytes, so the key is checked: it must re-encode to the same bytes (s1, s2 within η)
-    /// and sign a test message that its own public key verifies (tr = H(pk), t0 consistent).
+    /// any bytes, so the key is checked before any backend sees it: s1 and s2 within η, t0 the
+    /// one s1 and s2 give, tr = H(pk) (on aws-lc, which recomputes the public key; on
+    /// RustCrypto, by re-encoding and signing a test message its own public key verifies).
     pub fn from_expanded(level: MlDsaLevel, expanded: &[u8]) -> Result<MlDsaKey, SigError> {
-        #[allow(deprecated)] // the expandedKey form of RFC 9881 §6; checked below
-        fn decode<P: ml_dsa::MlDsaParams>(
-            bytes: &[u8],
-        ) -> Option<Box<ml_dsa::ExpandedSigningKey<P>>> {
-            let enc = ml_dsa::ExpandedSigningKeyBytes::<P>::try_from(bytes).ok()?;
-            let k = ml_dsa::ExpandedSigningKey::<P>::from_expanded(&enc);
-            (k.to_expanded() == enc).then(|| Box::new(k))
-        }
         let bad = SigError::BadPrivateKey("not an ML-DSA expanded private key of this level");
         // ml-dsa's skDecode asserts (panics) on an s1 or s2 coefficient outside [-η, η]: check
-        // those first (t0's 13-bit fields take every value).
+        // those first on either backend (t0's 13-bit fields take every value).
         if expanded.len() != level.expanded_key_len() || !level.s1_s2_in_range(expanded) {
             return Err(bad);
         }
-        let key = match level {
-            MlDsaLevel::L44 => MlDsaExpanded::L44(decode(expanded).ok_or(bad.clone())?),
-            MlDsaLevel::L65 => MlDsaExpanded::L65(decode(expanded).ok_or(bad.clone())?),
-            MlDsaLevel::L87 => MlDsaExpanded::L87(decode(expanded).ok_or(bad.clone())?),
-        };
-        let key = MlDsaKey { key, seed: None };
-        let probe = b"tls13lab ML-DSA expanded key check";
-        let sig = key.sign(probe, &[0; 32]).map_err(|_| bad.clone())?;
-        mldsa_verify(level, &key.public_key(), probe, &sig).map_err(|_| bad)?;
-        Ok(key)
+        #[cfg(feature = "aws-lc-mldsa")]
+        {
+            let public =
+                super::awslc::mldsa_public_from_private(level.awslc(), expanded).ok_or(bad)?;
+            Ok(MlDsaKey {
+                key: AwsLcMlDsaKey {
+                    level,
+                    expanded: Zeroizing::new(expanded.to_vec()),
+                    public,
+                },
+                seed: None,
+            })
+        }
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        {
+            let key = MlDsaKey {
+                key: mldsa_rc::Key::from_expanded(level, expanded).ok_or(bad.clone())?,
+                seed: None,
+            };
+            let probe = b"tls13lab ML-DSA expanded key check";
+            let sig = key.sign(probe, &[0; 32]).map_err(|_| bad.clone())?;
+            mldsa_verify(level, &key.public_key(), probe, &sig).map_err(|_| bad)?;
+            Ok(key)
+        }
     }
 
     /// The parameter set.
     pub fn level(&self) -> MlDsaLevel {
-        match self.key {
-            MlDsaExpanded::L44(_) => MlDsaLevel::L44,
-            MlDsaExpanded::L65(_) => MlDsaLevel::L65,
-            MlDsaExpanded::L87(_) => MlDsaLevel::L87,
-        }
+        #[cfg(feature = "aws-lc-mldsa")]
+        return self.key.level;
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        return self.key.level();
     }
 
     /// Whether the seed ξ is known (the key was generated or read from a seed form).
@@ -946,14 +1124,18 @@ impl MlDsaKey {
 
     /// The encoded public key (pkEncode, FIPS 204 Algorithm 22).
     pub fn public_key(&self) -> Vec<u8> {
-        mldsa_dispatch!(&self.key, k => k.verifying_key().encode().to_vec())
+        #[cfg(feature = "aws-lc-mldsa")]
+        return self.key.public.clone();
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        return self.key.public_key();
     }
 
     /// The expanded private key (skEncode), as RFC 9881's expandedKey holds it.
     fn expanded(&self) -> Zeroizing<Vec<u8>> {
-        #[allow(deprecated)] // writes the expandedKey form; only for comparison and export
-        let v = mldsa_dispatch!(&self.key, k => k.to_expanded().to_vec());
-        Zeroizing::new(v)
+        #[cfg(feature = "aws-lc-mldsa")]
+        return self.key.expanded.clone();
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        return self.key.expanded();
     }
 
     /// Hedged ML-DSA.Sign (FIPS 204 Algorithm 2) with the empty context string
@@ -961,11 +1143,16 @@ impl MlDsaKey {
     /// bytes. FIPS 204 already mixes the secret K, rnd and μ into the signing nonce, so a
     /// repeated `rnd` (a reused seed) over two messages still gives two nonces.
     fn sign(&self, message: &[u8], rnd: &[u8; 32]) -> Result<Vec<u8>, SigError> {
-        let mut rng = OneDraw(Some(*rnd));
-        mldsa_dispatch!(&self.key, k => k
-            .sign_randomized(message, &[], &mut rng)
-            .map(|s| s.encode().to_vec()))
-        .map_err(|_| SigError::SigningFailed("ML-DSA signing"))
+        #[cfg(feature = "aws-lc-mldsa")]
+        {
+            let level = self.key.level;
+            let mut sig = Vec::with_capacity(level.signature_len());
+            super::awslc::mldsa_sign(level.awslc(), &self.key.expanded, message, rnd, &mut sig)
+                .ok_or(SigError::SigningFailed("ML-DSA signing"))?;
+            Ok(sig)
+        }
+        #[cfg(not(feature = "aws-lc-mldsa"))]
+        self.key.sign(message, rnd)
     }
 
     /// The PKCS#8 PrivateKeyInfo (RFC 9881 §6): version 0, id-ML-DSA-*, and the private key
@@ -1048,83 +1235,28 @@ impl MlDsaKey {
 }
 
 /// ML-DSA.Verify (FIPS 204 Algorithm 3) with the empty context string, `public_key` the
-/// encoded key (the subjectPublicKey BIT STRING contents, RFC 9881 §4).
+/// encoded key (the subjectPublicKey BIT STRING contents, RFC 9881 §4). A signature of the
+/// wrong length, or whose hint or z is malformed, simply does not verify (§4.4.3:
+/// decrypt_error).
 fn mldsa_verify(
     level: MlDsaLevel,
     public_key: &[u8],
     message: &[u8],
     sig: &[u8],
 ) -> Result<(), SigError> {
-    fn verify<P: ml_dsa::MlDsaParams>(
-        public_key: &[u8],
-        message: &[u8],
-        sig: &[u8],
-    ) -> Result<(), SigError> {
-        let enc = ml_dsa::EncodedVerifyingKey::<P>::try_from(public_key)
-            .map_err(|_| SigError::BadKey("ML-DSA public key of the wrong length"))?;
-        let vk = ml_dsa::VerifyingKey::<P>::decode(&enc);
-        // A signature of the wrong length, or whose hint or z is malformed, simply does not
-        // verify (§4.4.3: decrypt_error).
-        let sig = ml_dsa::Signature::<P>::try_from(sig).map_err(|_| SigError::BadSignature)?;
-        if vk.verify_with_context(message, &[], &sig) {
+    #[cfg(feature = "aws-lc-mldsa")]
+    {
+        if public_key.len() != level.public_key_len() {
+            return Err(SigError::BadKey("ML-DSA public key of the wrong length"));
+        }
+        if super::awslc::mldsa_verify(level.awslc(), public_key, message, sig) {
             Ok(())
         } else {
             Err(SigError::BadSignature)
         }
     }
-    match level {
-        MlDsaLevel::L44 => verify::<ml_dsa::MlDsa44>(public_key, message, sig),
-        MlDsaLevel::L65 => verify::<ml_dsa::MlDsa65>(public_key, message, sig),
-        MlDsaLevel::L87 => verify::<ml_dsa::MlDsa87>(public_key, message, sig),
-    }
-}
-
-/// The RNG handed to ml-dsa's hedged signer: the 32 bytes we drew, once. Any further request
-/// fails, so the signer can never consume randomness that the RandomSource did not give.
-struct OneDraw(Option<[u8; 32]>);
-
-/// What [`OneDraw`] answers to a second request.
-#[derive(Debug)]
-struct DrawnOnce;
-
-impl fmt::Display for DrawnOnce {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ML-DSA asked for more than its 32 random bytes")
-    }
-}
-
-impl std::error::Error for DrawnOnce {}
-
-impl ml_dsa::signature::rand_core::TryRng for OneDraw {
-    type Error = DrawnOnce;
-
-    fn try_next_u32(&mut self) -> Result<u32, DrawnOnce> {
-        Err(DrawnOnce)
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, DrawnOnce> {
-        Err(DrawnOnce)
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), DrawnOnce> {
-        match self.0.take() {
-            Some(rnd) if rnd.len() == dst.len() => {
-                dst.copy_from_slice(&rnd);
-                Ok(())
-            }
-            _ => Err(DrawnOnce),
-        }
-    }
-}
-
-impl ml_dsa::signature::rand_core::TryCryptoRng for OneDraw {}
-
-impl Drop for OneDraw {
-    fn drop(&mut self) {
-        if let Some(rnd) = &mut self.0 {
-            zeroize::Zeroize::zeroize(rnd);
-        }
-    }
+    #[cfg(not(feature = "aws-lc-mldsa"))]
+    mldsa_rc::verify(level, public_key, message, sig)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2400,6 +2532,16 @@ mod tests {
             SigningKey::from_pkcs8_der(&bad),
             Err(SigError::BadPrivateKey(_))
         ));
+        // ρ or tr changed (bytes 0..32 and 64..128 of skEncode): tr is no longer H(pk).
+        let key_at = expanded.len() - MlDsaLevel::L65.expanded_key_len();
+        for at in [key_at + 5, key_at + 70] {
+            let mut bad = expanded.clone();
+            bad[at] ^= 1;
+            assert!(matches!(
+                SigningKey::from_pkcs8_der(&bad),
+                Err(SigError::BadPrivateKey(_))
+            ));
+        }
         // s1 out of range (η = 4: a 4-bit coefficient of 0xf).
         let mut bad = expanded.clone();
         let s1 = bad.len() - MlDsaLevel::L65.expanded_key_len() + 128;
@@ -2503,6 +2645,59 @@ mod tests {
             assert!(CERTIFICATE_ALGORITHMS
                 .iter()
                 .any(|a| a.name() == scheme.name()));
+        }
+    }
+
+    /// The default build signs and verifies ML-DSA on aws-lc: its keys and signatures must be
+    /// RustCrypto's `ml-dsa` ones byte for byte (same ξ, same rnd, same message), so a seeded
+    /// connection gives the same bytes on either build, and each verifies the other's.
+    #[cfg(feature = "aws-lc-mldsa")]
+    #[test]
+    fn mldsa_aws_lc_and_rustcrypto_agree_byte_for_byte() {
+        let mut rng = SeededRandom::from_seed(44);
+        let cv = certificate_verify_message(true, &[7; 32]);
+        let messages: [&[u8]; 3] = [b"", b"m", &cv];
+        for level in MlDsaLevel::ALL {
+            for _ in 0..3 {
+                let mut seed = [0u8; 32];
+                rng.fill(&mut seed);
+                let ours = MlDsaKey::from_seed(level, &seed);
+                let rc = mldsa_rc::Key::from_seed(level, &seed);
+                assert_eq!(rc.level(), level);
+                let public = rc.public_key();
+                // aws-lc's expanded key decodes in ml-dsa to the same key.
+                let rc_loaded = mldsa_rc::Key::from_expanded(level, &ours.expanded()).unwrap();
+                assert_eq!(rc_loaded.public_key(), public);
+                assert_eq!(ours.public_key(), public, "{level:?}");
+                assert_eq!(ours.expanded()[..], rc.expanded()[..], "{level:?}");
+                // The expanded form alone loads into the same key.
+                let loaded = MlDsaKey::from_expanded(level, &rc.expanded()).unwrap();
+                assert_eq!(loaded.public_key(), public);
+                for msg in messages {
+                    // The deterministic variant (rnd = 0, FIPS 204 §3.4) and hedged ones.
+                    let mut rnd = [0u8; 32];
+                    for _ in 0..2 {
+                        let sig = ours.sign(msg, &rnd).unwrap();
+                        assert_eq!(sig, rc.sign(msg, &rnd).unwrap(), "{level:?}");
+                        assert_eq!(sig, loaded.sign(msg, &rnd).unwrap());
+                        assert_eq!(sig, rc_loaded.sign(msg, &rnd).unwrap());
+                        assert_eq!(sig.len(), level.signature_len());
+                        mldsa_verify(level, &public, msg, &sig).unwrap();
+                        mldsa_rc::verify(level, &public, msg, &sig).unwrap();
+                        let mut flipped = sig.clone();
+                        flipped[sig.len() / 2] ^= 4;
+                        assert_eq!(
+                            mldsa_verify(level, &public, msg, &flipped),
+                            Err(SigError::BadSignature)
+                        );
+                        assert_eq!(
+                            mldsa_rc::verify(level, &public, msg, &flipped),
+                            Err(SigError::BadSignature)
+                        );
+                        rng.fill(&mut rnd);
+                    }
+                }
+            }
         }
     }
 }
