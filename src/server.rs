@@ -2091,6 +2091,8 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
     .into()
 }
 
+impl crate::connection::sealed::Sealed for ServerSide {}
+
 impl Role for ServerSide {
     const SIDE: Side = Side::Server;
 
