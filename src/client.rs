@@ -2126,6 +2126,8 @@ fn suite_name(s: crate::ech::wire::HpkeSymmetricCipherSuite) -> String {
     format!("{}/{}", s.kdf_id, s.aead_id)
 }
 
+impl crate::connection::sealed::Sealed for ClientSide {}
+
 impl Role for ClientSide {
     const SIDE: Side = Side::Client;
 

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use crate::certcomp::CompressionCache;
 use crate::crypto::cert::SignatureMemo;
 use crate::crypto::random::RandomSource;
+#[cfg(feature = "ring-sign")]
+use crate::crypto::ring_signer::RingEcdsaSigner;
 use crate::crypto::sign::SigningKey;
 use crate::error::Error;
 use crate::events::Observe;
@@ -51,6 +53,22 @@ impl Signer for SigningKey {
         rng: &mut dyn RandomSource,
     ) -> Result<Vec<u8>, Error> {
         SigningKey::sign(self, scheme, message, rng).map_err(Error::Signature)
+    }
+}
+
+#[cfg(feature = "ring-sign")]
+impl Signer for RingEcdsaSigner {
+    fn schemes(&self) -> Vec<SignatureScheme> {
+        RingEcdsaSigner::schemes(self)
+    }
+
+    fn sign(
+        &self,
+        scheme: SignatureScheme,
+        message: &[u8],
+        rng: &mut dyn RandomSource,
+    ) -> Result<Vec<u8>, Error> {
+        RingEcdsaSigner::sign(self, scheme, message, rng).map_err(Error::Signature)
     }
 }
 

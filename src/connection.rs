@@ -42,10 +42,10 @@ pub struct Connection<R: Role> {
     pub(crate) side: R,
 }
 
-mod sealed {
+/// Crate-visible, so each side seals itself in its own module (client.rs, server.rs) and this
+/// one names neither: the sides are built on the connection, not the reverse.
+pub(crate) mod sealed {
     pub trait Sealed {}
-    impl Sealed for crate::client::ClientSide {}
-    impl Sealed for crate::server::ServerSide {}
 }
 
 /// A side of a connection: [`ClientSide`](crate::client::ClientSide) or

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::crypto::kx::KxComponent;
 use crate::keyschedule::schedule::{Derivation, DerivationSink, SecretName};
@@ -109,7 +109,7 @@ pub struct RecordEvent {
     /// The caller's clock (ms) when the record was sent or received.
     pub time_ms: u64,
     /// The 5-byte record header as on the wire.
-    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    #[serde(serialize_with = "ser_hex")]
     pub header: Vec<u8>,
     /// TLSPlaintext.type / TLSCiphertext.opaque_type.
     pub wire_type: ContentType,
@@ -142,7 +142,7 @@ pub struct HandshakeEvent {
     /// HandshakeType.
     pub typ: HandshakeType,
     /// The whole message including its 4-byte header.
-    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    #[serde(serialize_with = "ser_hex")]
     pub bytes: Vec<u8>,
     /// Byte spans of every field and extension (present when layouts are observed).
     pub layout: Option<Vec<Span>>,
@@ -156,7 +156,7 @@ pub struct KeyShareEvent {
     /// Each component's shares and secret.
     pub components: Vec<KxComponent>,
     /// The combined (EC)DHE/KEM shared secret fed into the handshake secret.
-    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    #[serde(serialize_with = "ser_hex")]
     pub shared_secret: Vec<u8>,
 }
 
@@ -168,10 +168,10 @@ pub struct SecretEvent {
     /// The NSS SSLKEYLOGFILE label, e.g. `CLIENT_HANDSHAKE_TRAFFIC_SECRET`.
     pub nss_label: &'static str,
     /// ClientHello.random, the key of every key-log line.
-    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    #[serde(serialize_with = "ser_hex")]
     pub client_random: Vec<u8>,
     /// The secret.
-    #[serde(serialize_with = "crate::ledger::ser_hex")]
+    #[serde(serialize_with = "ser_hex")]
     pub secret: Vec<u8>,
 }
 
@@ -291,7 +291,7 @@ pub enum Event {
     /// The server rejected our 0-RTT data: these bytes were NOT delivered; resend them if needed.
     EarlyDataRejected {
         /// The bytes that were sent as early data.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        #[serde(serialize_with = "ser_hex")]
         data: Vec<u8>,
     },
     /// A NewSessionTicket was issued (server) or received and stored (client).
@@ -318,7 +318,7 @@ pub enum Event {
         /// Always client to server: the answer's direction.
         direction: Direction,
         /// The certificate_request_context this answer echoes (§4.3.2).
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        #[serde(serialize_with = "ser_hex")]
         context: Vec<u8>,
         /// Certificates in the client's Certificate; 0 for an empty one (no client
         /// authentication, which the server accepted).
@@ -354,14 +354,14 @@ pub enum Event {
         /// `"ech accept confirmation"` or `"hrr ech accept confirmation"`.
         label: &'static str,
         /// ClientHelloInner.random.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        #[serde(serialize_with = "ser_hex")]
         inner_random: Vec<u8>,
         /// The inner transcript through the ServerHello or HelloRetryRequest whose
         /// confirmation bytes are zero.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        #[serde(serialize_with = "ser_hex")]
         transcript_hash: Vec<u8>,
         /// The eight bytes.
-        #[serde(serialize_with = "crate::ledger::ser_hex")]
+        #[serde(serialize_with = "ser_hex")]
         confirmation: Vec<u8>,
     },
     /// What became of our Encrypted ClientHello offer (RFC 9849), client only: reported when the
@@ -697,12 +697,6 @@ impl Observer for VecDeque<Event> {
     }
 }
 
-impl Observer for crate::ledger::Ledger {
-    fn observe(&mut self, event: Event) {
-        crate::ledger::Ledger::observe(self, &event);
-    }
-}
-
 /// A sink the caller shares with the connection (and reads while it runs).
 impl<O: Observer> Observer for std::sync::Arc<std::sync::Mutex<O>> {
     fn observe(&mut self, event: Event) {
@@ -802,4 +796,9 @@ pub fn hex(bytes: &[u8]) -> String {
         s.push(DIGITS[(b & 15) as usize] as char);
     }
     s
+}
+
+/// Serialize bytes as lowercase hex (serde helper; also `ledger::ser_hex`).
+pub fn ser_hex<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&hex(v))
 }

@@ -8,12 +8,12 @@
 
 use std::fmt::Write as _;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::crypto::cert::{cert_parts, CertParts};
 use crate::events::{
     Direction, EarlyDataStatus, EchEvent, EchOfferEvent, EchOutcome, EchParts, EchStatus, Epoch,
-    Event, HandshakeEvent, Negotiated, RecordEvent,
+    Event, HandshakeEvent, Negotiated, Observer, RecordEvent,
 };
 use crate::messages::codec::{DecodeError, Reader};
 use crate::messages::enums::{CertificateCompressionAlgorithm, ContentType, HandshakeType};
@@ -416,6 +416,14 @@ impl Splitter {
     }
 }
 
+/// The ledger as a connection's observer (`set_observer`). Here, not in events.rs: the ledger is
+/// built on events, never the reverse.
+impl Observer for Ledger {
+    fn observe(&mut self, event: Event) {
+        Ledger::observe(self, &event);
+    }
+}
+
 impl Ledger {
     /// An empty ledger.
     pub fn new() -> Self {
@@ -709,10 +717,8 @@ fn alert_text(content: &[u8]) -> String {
     }
 }
 
-/// Serialize bytes as lowercase hex (serde helper).
-pub fn ser_hex<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::events::hex(v))
-}
+// Beside `events::hex`, which the events' own serde attributes use: events sit below the ledger.
+pub use crate::events::ser_hex;
 
 /// Parse lowercase/uppercase hex.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {

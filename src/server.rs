@@ -2101,6 +2101,8 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
     .into()
 }
 
+impl crate::connection::sealed::Sealed for ServerSide {}
+
 impl Role for ServerSide {
     const SIDE: Side = Side::Server;
 
@@ -2138,47 +2140,5 @@ impl core::fmt::Debug for Server {
             .field("closed", &self.is_closed())
             .field("negotiated", &self.negotiated)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(all(test, feature = "certgen"))]
-mod tests {
-    use std::sync::Arc;
-
-    use crate::config::ClientAuth;
-    use crate::demo::{client_config, server_config, Pair, NOW_MS};
-    use crate::error::{Error, PeerMisbehaved};
-    use crate::messages::enums::SignatureScheme;
-
-    /// §4.4.2: "The sender's certificate MUST come in the first CertificateEntry in the list":
-    /// the client's CertificateVerify is checked with that one, whatever follows it. No roots, so
-    /// the chain is not validated and only the certificates' order decides whose key counts.
-    #[test]
-    fn client_certificate_verify_is_checked_with_the_first_certificate() {
-        let run = |leaf_first: bool| {
-            let (mut server, root) = server_config(1, NOW_MS).expect("server");
-            server.client_auth = ClientAuth::InsecureAcceptAny { required: true };
-            let mut identity = server_config(2, NOW_MS).expect("client identity").0.cert;
-            let leaf = identity.chain[0].clone();
-            let other = server_config(3, NOW_MS).expect("another certificate").1;
-            identity.chain = if leaf_first {
-                vec![leaf, other]
-            } else {
-                vec![other, leaf]
-            };
-            let mut client = client_config(root);
-            client.client_cert = Some(identity);
-            let mut p = Pair::new(Arc::new(client), Arc::new(server), 7, NOW_MS).expect("pair");
-            p.handshake().map(|()| {
-                p.server
-                    .negotiated()
-                    .and_then(|n| n.client_signature_scheme)
-            })
-        };
-        assert_eq!(run(true), Ok(Some(SignatureScheme::ecdsa_secp256r1_sha256)));
-        assert_eq!(
-            run(false),
-            Err(Error::Peer(PeerMisbehaved::BadCertificateVerify))
-        );
     }
 }

@@ -881,6 +881,41 @@ fn client_auth_optional_without_certificate() {
     }
 }
 
+/// §4.4.2: "The sender's certificate MUST come in the first CertificateEntry in the list":
+/// the client's CertificateVerify is checked with that one, whatever follows it. No roots, so
+/// the chain is not validated and only the certificates' order decides whose key counts.
+#[test]
+fn client_certificate_verify_is_checked_with_the_first_certificate() {
+    // Was a unit test in server.rs; here because it needs the `demo` harness, which is built
+    // on the server (the core's modules form no cycle: tests/layers.rs).
+    use tls13lab::demo::{client_config, server_config, NOW_MS};
+    let run = |leaf_first: bool| {
+        let (mut server, root) = server_config(1, NOW_MS).expect("server");
+        server.client_auth = ClientAuth::InsecureAcceptAny { required: true };
+        let mut identity = server_config(2, NOW_MS).expect("client identity").0.cert;
+        let leaf = identity.chain[0].clone();
+        let other = server_config(3, NOW_MS).expect("another certificate").1;
+        identity.chain = if leaf_first {
+            vec![leaf, other]
+        } else {
+            vec![other, leaf]
+        };
+        let mut client = client_config(root);
+        client.client_cert = Some(identity);
+        let mut p = Pair::new(Arc::new(client), Arc::new(server), 7, NOW_MS).expect("pair");
+        p.handshake().map(|()| {
+            p.server
+                .negotiated()
+                .and_then(|n| n.client_signature_scheme)
+        })
+    };
+    assert_eq!(run(true), Ok(Some(SignatureScheme::ecdsa_secp256r1_sha256)));
+    assert_eq!(
+        run(false),
+        Err(Error::Peer(PeerMisbehaved::BadCertificateVerify))
+    );
+}
+
 #[test]
 fn client_certificate_not_requested_is_not_sent() {
     let (client, server) = client_auth_configs(ClientAuth::None, true);

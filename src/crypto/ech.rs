@@ -16,7 +16,7 @@ use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
 use super::cert::{pem_blocks, pem_encode};
 use super::hpke::{HpkeError, Kem, KeyPair};
 use super::random::RandomSource;
-use crate::keyschedule::NoSink;
+use super::NoSink;
 use crate::messages::codec::DecodeError;
 use crate::messages::ech::{
     EchConfig, EchConfigContents, EchConfigList, HpkeKeyConfig, HpkeSymmetricCipherSuite,

@@ -34,10 +34,10 @@ use zeroize::Zeroizing;
 
 use super::aead::{AeadAlg, AeadError, AeadKey, NONCE_LEN};
 use super::hash::{to_hex, HashAlg};
+use super::hkdf;
 use super::kx::{static_dh, KxError};
 use super::random::RandomSource;
-use crate::keyschedule::hkdf::expand_parts;
-use crate::keyschedule::NoSink;
+use super::NoSink;
 use crate::messages::enums::{HpkeAeadId, HpkeKdfId, HpkeKemId};
 
 /// The version label every LabeledExtract/LabeledExpand starts with (RFC 9180 §4).
@@ -889,7 +889,7 @@ impl<'a> Labeled<'a> {
         let l = u16::try_from(len).map_err(|_| HpkeError::ExportTooLong)?;
         let l = l.to_be_bytes();
         let mut out = Zeroizing::new(vec![0u8; len]);
-        expand_parts(
+        hkdf::expand(
             self.hash,
             prk,
             &[&l, VERSION_LABEL, self.suite_id, label, info],

@@ -1,6 +1,7 @@
 //! Cryptographic backends for the sans-IO core (all RustCrypto, all randomness injected).
 //!
-//! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7).
+//! - [`hash`], [`aead`]: transcript hashes, HMAC and record protection (RFC 8446 §5, §7);
+//!   `hkdf`: HKDF-Expand, under the key schedule's Expand-Label and HPKE's LabeledExpand.
 //! - [`ech`]: ECH key files (a PKCS#8 key and an ECHConfigList, as OpenSSL writes them).
 //! - [`hpke`]: HPKE (RFC 9180) base mode for Encrypted ClientHello, every step observable.
 //! - [`random`]: the [`random::RandomSource`] every random value is drawn from.
@@ -24,6 +25,7 @@ pub mod cert;
 pub mod ech;
 pub mod ffdhe;
 pub mod hash;
+pub(crate) mod hkdf;
 pub(crate) mod hmac_key;
 pub mod hpke;
 pub mod kx;
@@ -32,3 +34,9 @@ pub mod random;
 pub mod ring_signer;
 pub mod sign;
 pub mod x448;
+
+/// Observes nothing: the sink of HPKE's steps ([`hpke::HpkeSink`]) and of the key schedule's
+/// derivations ([`DerivationSink`](crate::keyschedule::DerivationSink)) when nobody watches.
+/// Defined here, below both, so one value serves either (also as `keyschedule::NoSink`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoSink;

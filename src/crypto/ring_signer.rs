@@ -19,10 +19,8 @@
 
 use ring::test::rand::FixedSliceRandom;
 
-use crate::config::Signer;
 use crate::crypto::random::RandomSource;
 use crate::crypto::sign::SigError;
-use crate::error::Error;
 use crate::messages::enums::SignatureScheme;
 
 /// The random bytes ring asks for per P-256 signature: a SHA-256 block minus its digest.
@@ -54,27 +52,30 @@ impl core::fmt::Debug for RingEcdsaSigner {
     }
 }
 
-impl Signer for RingEcdsaSigner {
-    fn schemes(&self) -> Vec<SignatureScheme> {
+// The `config::Signer` impl is in config.rs, as `SigningKey`'s is: crypto sits below the
+// configuration and reports its own error type.
+impl RingEcdsaSigner {
+    /// The one scheme this key signs with.
+    pub fn schemes(&self) -> Vec<SignatureScheme> {
         vec![SignatureScheme::ecdsa_secp256r1_sha256]
     }
 
     /// Draws the signature's 32 random bytes from `rng` (see the module docs).
-    fn sign(
+    pub fn sign(
         &self,
         scheme: SignatureScheme,
         message: &[u8],
         rng: &mut dyn RandomSource,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Vec<u8>, SigError> {
         if scheme != SignatureScheme::ecdsa_secp256r1_sha256 {
-            return Err(Error::Signature(SigError::CannotSign(scheme)));
+            return Err(SigError::CannotSign(scheme));
         }
         let mut drawn = zeroize::Zeroizing::new([0u8; NONCE_RANDOM]);
         rng.fill(drawn.as_mut());
         self.key
             .sign(&FixedSliceRandom { bytes: &drawn[..] }, message)
             .map(|s| s.as_ref().to_vec())
-            .map_err(|_| Error::Signature(SigError::SigningFailed("ring ECDSA signing")))
+            .map_err(|_| SigError::SigningFailed("ring ECDSA signing"))
     }
 }
 

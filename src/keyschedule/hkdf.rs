@@ -405,46 +405,10 @@ impl Prk<'_> {
     }
 }
 
-/// HKDF-Expand(PRK, info, L) with `info` given in up to six pieces (HPKE's LabeledExpand,
-/// RFC 9180 §4, has five); fails on L > 255 × Hash.length (RFC 5869 §2.3).
-pub(crate) fn expand_parts(
-    hash: HashAlg,
-    prk: &[u8],
-    info: &[&[u8]],
-    out: &mut [u8],
-) -> Result<(), HkdfError> {
-    if out.len() > 255 * hash.output_len() || info.len() > 6 {
-        return Err(HkdfError::OutputTooLong);
-    }
-    expand(hash, Prk::Bytes(prk), info, out);
-    Ok(())
-}
-
-/// HKDF-Expand (RFC 5869 §2.3): T(i) = HMAC(PRK, T(i-1) | info | i). `out` must be at most
-/// 255 × Hash.length bytes (callers check).
+/// HKDF-Expand (RFC 5869 §2.3) from a [`Prk`]: a [`Secret`] keys HMAC from its kept state.
+/// `out` must be at most 255 × Hash.length bytes (callers check).
 fn expand(hash: HashAlg, prk: Prk<'_>, info: &[&[u8]], out: &mut [u8]) {
-    let hl = hash.output_len();
-    // T(0) is empty: no part at all (and no empty `Output` to erase) for the first block.
-    let mut prev: Option<Output> = None;
-    for (i, chunk) in out.chunks_mut(hl).enumerate() {
-        let counter = [(i + 1) as u8];
-        // At most 1 (T(i-1)) + 6 (info pieces) + 1 (counter) parts.
-        let mut parts: [&[u8]; 8] = [&[]; 8];
-        let mut n = 0;
-        if let Some(p) = &prev {
-            parts[0] = p.as_slice();
-            n = 1;
-        }
-        for p in info.iter().take(6) {
-            parts[n] = p;
-            n += 1;
-        }
-        parts[n] = &counter;
-        let t = prk.hmac_parts(hash, &parts[..n + 1]);
-        chunk.copy_from_slice(&t[..chunk.len()]);
-        // The previous T(i) is erased as it is dropped here.
-        prev = Some(t);
-    }
+    crate::crypto::hkdf::expand_with(hash, |parts| prk.hmac_parts(hash, parts), info, out);
 }
 
 fn secret_from_output(o: &Output) -> Secret {
