@@ -70,9 +70,11 @@ use crate::session::{StoredTicket, TicketStore};
 use crate::traffic::{receive_key_update, Traffic};
 
 /// A TLS 1.3 client connection, sans-IO: feed it bytes with [`Client::receive`], send what
-/// [`Client::take_output`] returns, and read what happened from [`Client::events`]. The calls
-/// both sides share are those of [`Connection`]; the client adds [`Client::new`],
-/// [`Client::start`], [`Client::with_tickets`] and [`Client::tickets`].
+/// [`Client::take_output`] returns, read the outcome from its state ([`Client::negotiated`])
+/// and, when a recorder was asked for ([`crate::Observe`]), what happened from
+/// [`Client::events`]. The calls both sides share are those of [`Connection`]; the client adds
+/// [`Client::new`], [`Client::start`], [`Client::with_tickets`], [`Client::tickets`],
+/// [`Client::ech_outcome`] and [`Client::take_rejected_early_data`].
 pub type Client = Connection<ClientSide>;
 
 /// The client's side of a [`Connection`]: its configuration, handshake state and tickets.
@@ -1509,6 +1511,8 @@ impl Client {
         if early_offered {
             if early_accepted {
                 self.side.early_data.status = Some(EarlyDataStatus::Accepted);
+                // Delivered: the copy kept for a rejection is not needed any more.
+                self.side.early_data.sent = Vec::new();
             } else {
                 self.reject_early_data();
                 self.conn

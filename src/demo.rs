@@ -329,6 +329,7 @@ pub fn request_response(
     p.client.start(p.now_ms)?;
     let mut request_sent = p.client.send(request).is_ok();
     let mut responded = false;
+    let mut rejected = false;
     for _ in 0..32 {
         let moved = p.client_to_server()?;
         if !responded && p.server_received().len() >= request.len() {
@@ -336,12 +337,10 @@ pub fn request_response(
             responded = true;
         }
         let moved = moved + p.server_to_client()?;
-        let rejected = p
-            .client_events
-            .iter()
-            .any(|e| matches!(e, Event::EarlyDataRejected { .. }));
+        // Rejected 0-RTT data comes back to the application (on the data path, recorded or
+        // not), which sends it again.
+        rejected |= !p.client.take_rejected_early_data().is_empty();
         if p.client.is_connected() && (!request_sent || rejected) && !p.client_has_resent {
-            // Rejected 0-RTT data comes back to the application, which sends it again.
             p.client.send(request)?;
             p.client_has_resent = rejected;
             request_sent = true;

@@ -259,7 +259,8 @@ pub enum EarlyDataStatus {
     NotSent,
     /// The server accepted it.
     Accepted,
-    /// The server rejected it; the client got it back in [`Event::EarlyDataRejected`].
+    /// The server rejected it; the client gets it back from `take_rejected_early_data` (and
+    /// a recorder in [`Event::EarlyDataRejected`]).
     Rejected,
 }
 
@@ -626,7 +627,8 @@ impl Observe {
         self
     }
 
-    /// With the outcome events on or off (on whenever another kind is).
+    /// With the outcome events on or off. They are recorded whenever any kind is, so this
+    /// matters only on its own: `Observe::NONE.with_outcome(true)` is [`Observe::OUTCOME`].
     pub const fn with_outcome(mut self, on: bool) -> Self {
         self.outcome = on;
         self

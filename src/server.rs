@@ -1195,14 +1195,17 @@ impl Server {
         outer: ClientHello,
         encoded: Vec<u8>,
     ) -> Result<(ClientHello, Vec<u8>, EchState), Error> {
-        let outer_sni = outer.host_name();
+        // What is reported (the outer server_name, a keyless server's view of the offer) is
+        // worked out only for a recorder.
+        let observed = self.conn.ev.active();
+        let outer_sni = if observed { outer.host_name() } else { None };
         let Some(e) = outer.find(ExtensionType::EncryptedClientHello) else {
             self.ech_event(EchStatus::NotOffered, None, outer_sni, None);
             return Ok((outer, encoded, EchState::NotOffered));
         };
         if self.side.config.ech_keys.is_empty() {
             // Reported as what it was, when it parses as an outer ECHClientHello.
-            let offer = ech_offer(e).ok();
+            let offer = if observed { ech_offer(e).ok() } else { None };
             if let Some((suite, config_id, enc, payload)) = &offer {
                 self.ech_parts(&outer, *suite, *config_id, enc, payload, None);
             }
@@ -1409,6 +1412,9 @@ impl Server {
         inner_sni: Option<String>,
     ) {
         self.side.ech = Some(status);
+        if !self.conn.ev.active() {
+            return;
+        }
         let retry_configs_sent =
             status == EchStatus::Rejected && !self.side.config.ech_keys.is_empty();
         self.conn.ev.push(Event::Ech(EchEvent {

@@ -5888,6 +5888,11 @@ fn grease_ech_valid_retry_configs_are_ignored() {
             .any(|e| e.typ() == ExtensionType::EncryptedClientHello),
         "the server sent retry_configs"
     );
+    // Not kept: a GREASE client stays a GREASE client, connected, with nothing to retry.
+    assert_eq!(
+        c.client.tls.ech_outcome(),
+        Some(tls13lab::events::EchOutcome::Grease)
+    );
 }
 
 /// A HelloRetryRequest to an ECH client (X25519 share, the server wants P-256), and what the

@@ -1736,7 +1736,7 @@ fn bench_reports_every_figure_as_json() {
 }
 
 /// `tls13lab bench --chain LIST --ech`: handshakes/s with a post-quantum chain and with
-/// Encrypted ClientHello (each row's first handshake is checked to be ML-DSA-signed and ECH
+/// Encrypted ClientHello (every timed handshake is checked to be ML-DSA-signed and ECH
 /// accepted inside), and the JSON says which chain, scheme and ECH the figures are of.
 #[test]
 fn bench_takes_a_chain_and_ech() {

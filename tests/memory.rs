@@ -164,6 +164,8 @@ fn an_undrained_connection_holds_its_buffers_only_and_a_recorder_sees_everything
     let (_, up) = transfer(&mut c, &mut s);
     let (_, down) = transfer(&mut s, &mut c);
     println!("with a recorder nobody drains: {up} B and {down} B");
+    // What the recorder keeps is every record's plaintext at least, until drained.
+    assert!(up > TOTAL as isize && down > TOTAL as isize, "{up} {down}");
     for (events, side) in [
         (c.events().collect::<Vec<_>>(), "client"),
         (s.events().collect::<Vec<_>>(), "server"),
