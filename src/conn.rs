@@ -830,7 +830,15 @@ impl Conn {
             return;
         }
         self.failed = true;
-        if let Some(desc) = err.alert() {
+        // The peer always learns why (§6.2): a failure with no alert of its own is one of our
+        // invariants not holding (Error::InvalidState inside a call that was taking input),
+        // "an internal error unrelated to the peer", so internal_error. A received alert is not
+        // answered, and a connection already closed sends nothing.
+        let desc = match err {
+            Error::AlertReceived(_) | Error::Closed => None,
+            e => Some(e.alert().unwrap_or(AlertDescription::InternalError)),
+        };
+        if let Some(desc) = desc {
             self.send_alert(AlertLevel::Fatal, desc);
         }
         self.read_closed = true;

@@ -197,7 +197,9 @@ pub enum Error {
     AlertReceived(crate::messages::enums::AlertDescription),
     /// A configuration that cannot work.
     Config(String),
-    /// The caller used the API in a state where that is not possible.
+    /// The caller used the API in a state where that is not possible. Inside a call taking
+    /// input it is an invariant that did not hold: the connection fails and the peer gets
+    /// internal_error (`alert()` is `None`: the caller's own misuse sends nothing).
     InvalidState(&'static str),
     /// The connection already failed or was closed.
     Closed,
