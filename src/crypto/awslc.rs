@@ -28,6 +28,9 @@ use core::ptr::{self, NonNull};
 use aws_lc_sys as ffi;
 use zeroize::Zeroizing;
 
+// crypto::sign's ML-DSA parameter set: its FIPS 204 Table 2 lengths size every buffer here.
+use super::sign::MlDsaLevel as MlDsa;
+
 /// X25519(k, 9): the public key of a 32-byte private key (clamped inside, RFC 7748 §5).
 pub(crate) fn x25519_public(private: &[u8; 32]) -> [u8; 32] {
     let mut public = [0u8; 32];
@@ -303,23 +306,13 @@ mod mldsa_ffi {
     }
 }
 
-/// The three ML-DSA parameter sets (FIPS 204 Table 1) with their byte lengths (Table 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MlDsa {
-    L44,
-    L65,
-    L87,
-}
-
-impl MlDsa {
-    /// (public key, expanded private key, signature) lengths, FIPS 204 Table 2.
-    pub(crate) fn lens(self) -> (usize, usize, usize) {
-        match self {
-            MlDsa::L44 => (1312, 2560, 2420),
-            MlDsa::L65 => (1952, 4032, 3309),
-            MlDsa::L87 => (2592, 4896, 4627),
-        }
-    }
+/// (public key, expanded private key, signature) lengths of `level`.
+fn lens(level: MlDsa) -> (usize, usize, usize) {
+    (
+        level.public_key_len(),
+        level.expanded_key_len(),
+        level.signature_len(),
+    )
 }
 
 /// Pure ML-DSA's prefix for the empty context string: M' = 0x00 || len(ctx) = 0 || M (FIPS 204
@@ -328,7 +321,7 @@ const PURE_EMPTY_CONTEXT: [u8; 2] = [0, 0];
 
 /// ML-DSA.KeyGen_internal(ξ) (FIPS 204 Algorithm 6): (pkEncode, skEncode) of the key of `seed`.
 pub(crate) fn mldsa_keypair(level: MlDsa, seed: &[u8; 32]) -> (Vec<u8>, Zeroizing<Vec<u8>>) {
-    let (pk_len, sk_len, _) = level.lens();
+    let (pk_len, sk_len, _) = lens(level);
     let mut pk = vec![0u8; pk_len];
     let mut sk = Zeroizing::new(vec![0u8; sk_len]);
     let f = match level {
@@ -349,7 +342,7 @@ pub(crate) fn mldsa_keypair(level: MlDsa, seed: &[u8; 32]) -> (Vec<u8>, Zeroizin
 /// [−η, η], whose t0 differs from the recomputed one or whose tr is not H(pk) (FIPS 204
 /// Algorithm 25 decodes any bytes; §3.6.2's checks are on the caller).
 pub(crate) fn mldsa_public_from_private(level: MlDsa, sk: &[u8]) -> Option<Vec<u8>> {
-    let (pk_len, sk_len, _) = level.lens();
+    let (pk_len, sk_len, _) = lens(level);
     if sk.len() != sk_len {
         return None;
     }
@@ -374,7 +367,7 @@ pub(crate) fn mldsa_sign(
     rnd: &[u8; 32],
     out: &mut Vec<u8>,
 ) -> Option<()> {
-    let (_, sk_len, sig_len) = level.lens();
+    let (_, sk_len, sig_len) = lens(level);
     if sk.len() != sk_len {
         return None;
     }
@@ -410,7 +403,7 @@ pub(crate) fn mldsa_sign(
 /// ML-DSA.Verify_internal(pk, M', σ) (FIPS 204 Algorithm 8) with M' = 0x00 || 0x00 || message.
 /// `false` for a public key or signature of the wrong length as for a wrong signature.
 pub(crate) fn mldsa_verify(level: MlDsa, pk: &[u8], message: &[u8], sig: &[u8]) -> bool {
-    let (pk_len, _, sig_len) = level.lens();
+    let (pk_len, _, sig_len) = lens(level);
     if pk.len() != pk_len || sig.len() != sig_len {
         return false;
     }

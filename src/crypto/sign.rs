@@ -1028,17 +1028,6 @@ struct AwsLcMlDsaKey {
     public: Vec<u8>,
 }
 
-#[cfg(feature = "aws-lc-mldsa")]
-impl MlDsaLevel {
-    fn awslc(self) -> super::awslc::MlDsa {
-        match self {
-            MlDsaLevel::L44 => super::awslc::MlDsa::L44,
-            MlDsaLevel::L65 => super::awslc::MlDsa::L65,
-            MlDsaLevel::L87 => super::awslc::MlDsa::L87,
-        }
-    }
-}
-
 /// An ML-DSA private key. RFC 9881 §6 lets a key be stored as its 32-byte seed ξ, its expanded
 /// key, or both; the seed is kept when it was given, so the key is written back the way it came
 /// (seed-only when both were given, the form RFC 9881 recommends). Signs on aws-lc with
@@ -1057,7 +1046,7 @@ impl MlDsaKey {
     pub fn from_seed(level: MlDsaLevel, seed: &[u8; 32]) -> MlDsaKey {
         #[cfg(feature = "aws-lc-mldsa")]
         let key = {
-            let (public, expanded) = super::awslc::mldsa_keypair(level.awslc(), seed);
+            let (public, expanded) = super::awslc::mldsa_keypair(level, seed);
             AwsLcMlDsaKey {
                 level,
                 expanded,
@@ -1085,8 +1074,7 @@ impl MlDsaKey {
         }
         #[cfg(feature = "aws-lc-mldsa")]
         {
-            let public =
-                super::awslc::mldsa_public_from_private(level.awslc(), expanded).ok_or(bad)?;
+            let public = super::awslc::mldsa_public_from_private(level, expanded).ok_or(bad)?;
             Ok(MlDsaKey {
                 key: AwsLcMlDsaKey {
                     level,
@@ -1147,7 +1135,7 @@ impl MlDsaKey {
         {
             let level = self.key.level;
             let mut sig = Vec::with_capacity(level.signature_len());
-            super::awslc::mldsa_sign(level.awslc(), &self.key.expanded, message, rnd, &mut sig)
+            super::awslc::mldsa_sign(level, &self.key.expanded, message, rnd, &mut sig)
                 .ok_or(SigError::SigningFailed("ML-DSA signing"))?;
             Ok(sig)
         }
@@ -1249,7 +1237,7 @@ fn mldsa_verify(
         if public_key.len() != level.public_key_len() {
             return Err(SigError::BadKey("ML-DSA public key of the wrong length"));
         }
-        if super::awslc::mldsa_verify(level.awslc(), public_key, message, sig) {
+        if super::awslc::mldsa_verify(level, public_key, message, sig) {
             Ok(())
         } else {
             Err(SigError::BadSignature)
