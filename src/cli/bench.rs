@@ -262,21 +262,30 @@ struct Identity {
     scheme: SignatureScheme,
 }
 
+/// `key` as the server signs with it in a benchmark: ECDSA P-256 on ring where the build has
+/// `ring-sign` (from the same PKCS#8), anything else as it is.
+fn fastest_signer(
+    key: SigningKey,
+    pkcs8: &[u8],
+) -> Result<Arc<dyn tls13lab::config::Signer>, String> {
+    #[cfg(feature = "ring-sign")]
+    if key.schemes().first() == Some(&SignatureScheme::ecdsa_secp256r1_sha256) {
+        let ring = tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(pkcs8)
+            .map_err(|e| format!("{e:?}"))?;
+        return Ok(Arc::new(ring));
+    }
+    let _ = pkcs8;
+    Ok(Arc::new(key))
+}
+
 impl Identity {
     fn new(now_ms: u64) -> Result<Identity, String> {
         let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(42));
         let now_s = now_ms / 1000;
         let cert = self_signed_p256(&["localhost"], &key, now_s - 86_400, now_s + 86_400)
             .map_err(|e| e.to_string())?;
-        #[cfg(feature = "ring-sign")]
-        let signer = Arc::new(
-            tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(
-                &key.to_pkcs8_der().map_err(|e| format!("{e:?}"))?,
-            )
-            .map_err(|e| format!("{e:?}"))?,
-        );
-        #[cfg(not(feature = "ring-sign"))]
-        let signer = Arc::new(key);
+        let pkcs8 = key.to_pkcs8_der().map_err(|e| format!("{e:?}"))?;
+        let signer = fastest_signer(key, &pkcs8)?;
         Ok(Identity {
             root: cert.clone(),
             certs: vec![cert],
@@ -308,18 +317,7 @@ impl Identity {
             .schemes()
             .first()
             .ok_or("--chain: the leaf key signs no scheme")?;
-        #[cfg(feature = "ring-sign")]
-        let signer: Arc<dyn tls13lab::config::Signer> =
-            if scheme == SignatureScheme::ecdsa_secp256r1_sha256 {
-                Arc::new(
-                    tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(&made.key_pkcs8_der)
-                        .map_err(|e| format!("{e:?}"))?,
-                )
-            } else {
-                Arc::new(key)
-            };
-        #[cfg(not(feature = "ring-sign"))]
-        let signer: Arc<dyn tls13lab::config::Signer> = Arc::new(key);
+        let signer = fastest_signer(key, &made.key_pkcs8_der)?;
         Ok(Identity {
             root: made.root_der,
             certs: made.certs_der,
