@@ -26,7 +26,7 @@ else
     export RUSTC_BOOTSTRAP=1
 fi
 
-FUZZ_CORPUS_DIR="$PWD/fuzz/corpus" cargo test --release --test fuzz_corpus -- --ignored write_corpus
+FUZZ_CORPUS_DIR="$PWD/fuzz/corpus" cargo test --release -p tls13lab --test fuzz_corpus -- --ignored write_corpus
 sanitizer=()
 if ! cargo "${toolchain[@]}" fuzz build -O; then
     echo "fuzz: the AddressSanitizer build failed; fuzzing without a sanitizer"

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use lab::certgen::self_signed_p256;
 use tls13lab::certcomp::{compress, decompress, supported, CompressionCache};
-use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::messages::OutgoingMessage;

@@ -83,7 +83,7 @@ fn handshakes(c: &mut Criterion) {
 /// of the same handshake on our crates and on aws-lc-rs (its `PqdsaKeyPair`, which draws its
 /// own randomness: a floor only).
 fn mldsa_handshakes(c: &mut Criterion) {
-    use tls13lab::crypto::cert::KeyAlg;
+    use lab::certgen::KeyAlg;
     use tls13lab::messages::enums::NamedGroup;
     let group = NamedGroup::X25519MLKEM768;
     for alg in [KeyAlg::MlDsa44, KeyAlg::MlDsa65, KeyAlg::MlDsa87] {

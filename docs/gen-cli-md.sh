@@ -57,7 +57,7 @@ cat <<'EOF'
 server over real TCP, and an in-memory demo, all printing the record-by-record ledger
 ([docs/ledger.md](ledger.md)), and instruments that take connections apart: the key schedule, a
 benchmark, the ClientHello size lab, a network simulator and a capture dissector. The TCP driver
-(`src/net.rs`) and the CLI (`src/cli/`) live in the binary and use only the library's public
+(`cli/src/net.rs`) and the CLI (`cli/src/`) are the binary's own crate and use only the library's public
 sans-IO API.
 
 - **Exit codes:** 0 success; 2 bad option; 3 bad file (missing, unreadable, not PEM, not a session

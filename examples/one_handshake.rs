@@ -19,7 +19,7 @@ use common::{
     group_name, groups, run_ech_floor, run_floor, AwsLcPrimitives, Case, EchFloorOps, FloorOps,
     Identity, OurPrimitives, Ours, Primitives, Rustls, Timer, Who,
 };
-use tls13lab::crypto::cert::KeyAlg;
+use lab::certgen::KeyAlg;
 use tls13lab::messages::enums::CipherSuite;
 use tls13lab::session::TicketStore;
 

@@ -6,9 +6,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use lab::demo;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::events::{hex, Event, Side};
-use tls13lab::{demo, Client, ClientConfig, Ledger, Observe, Server};
+use tls13lab::{Client, ClientConfig, Ledger, Observe, Server};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     run(&mut std::io::stdout().lock())
@@ -112,7 +113,7 @@ pub fn run(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
 
     // The ledger is built from the same events: every record, every byte.
     let ledger = Ledger::from_events(&client_events);
-    write!(out, "{}", tls13lab::lab::ladder::ladder(&ledger))?;
+    write!(out, "{}", lab::ladder::ladder(&ledger))?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 # Build the `openssl` command-line tool of OpenSSL 3.5 (post-quantum groups: X25519MLKEM768,
 # SecP256r1MLKEM768, SecP384r1MLKEM1024, MLKEM512/768/1024) or OpenSSL 4.0 (also ECH and
 # certificate compression with zlib, brotli and zstd) from the source that the `openssl-src` crate
-# bundles. openssl-src (300.x and, renamed, 400.x) is a dev-dependency of tls13lab only so that
+# bundles. openssl-src (300.x and, renamed, 400.x) is a dev-dependency of the CLI (cli/Cargo.toml) only so that
 # cargo fetches that source; this script turns it into a binary for the interop tests.
 #
 # Usage: scripts/build-openssl.sh [CACHE_ROOT]

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-cargo build --release --example one_handshake "$@" >&2
+cargo build --release -p tls13lab --example one_handshake "$@" >&2
 bin="${CARGO_TARGET_DIR:-target}/release/examples/one_handshake"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -430,7 +430,7 @@ impl<R: Role> Connection<R> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tls13lab::demo::{client_config, server_config, Pair};
+/// use lab::demo::{client_config, server_config, Pair};
 /// use tls13lab::record::{HEADER_LEN, MAX_RECORD_LEN};
 ///
 /// let now = 1_767_225_600_000;

@@ -215,7 +215,6 @@ impl SecretEvent {
 
 /// What was negotiated, reported once when the handshake completes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
 pub struct Negotiated {
     /// Always TLS 1.3.
     pub version: &'static str,
@@ -253,7 +252,6 @@ impl Negotiated {
 /// What happened to 0-RTT data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum EarlyDataStatus {
     /// The client offered none.
     NotSent,

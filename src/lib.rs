@@ -12,7 +12,8 @@
 //!
 //! // The server's certificate, and the root the client trusts: the client verifies the server
 //! // against the roots it is given (`ClientConfig::default()` trusts none).
-//! let (server_config, root) = tls13lab::demo::server_config(7, 1_700_000_000_000).unwrap();
+//! // The lab crate's in-memory harness makes a certificate (a dev-dependency here).
+//! let (server_config, root) = lab::demo::server_config(7, 1_700_000_000_000).unwrap();
 //! let mut client_config = ClientConfig::new(vec![root]);
 //! client_config.server_name = Some("localhost".into());
 //! let mut client = Client::new(Arc::new(client_config), Box::new(SeededRandom::from_seed(1))).unwrap();
@@ -43,10 +44,10 @@
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
 //! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
-//! Outside the core: [`demo`] wires a client and a server in memory (the harness of the demo, the
-//! tests and the benchmarks); [`lab`] holds every research instrument: RFC 8448 replays
-//! ([`lab::rfc8448`]), the key schedule as a tree ([`lab::explain`]), ladder diagrams as text or
-//! SVG ([`lab::ladder`]), ClientHello sizes, network simulation, capture export and dissection.
+//! Outside the core, as crates of their own on this public API (docs/architecture.md): `lab/`
+//! (the crate `lab`) holds the in-memory harness (`lab::demo`), certificate generation and every
+//! research instrument: RFC 8448 replays, the key schedule as a tree, ladder diagrams, ClientHello
+//! sizes, network simulation, capture export and dissection; `cli/` is the `tls13lab` binary.
 
 // No unsafe anywhere except crypto::awslc (features `aws-lc-kx`, `aws-lc-mldsa`), the FFI to
 // aws-lc's deterministic ML-KEM, X25519 and ML-DSA, which opts in with `#![allow(unsafe_code)]`.
@@ -59,13 +60,10 @@ pub mod config;
 pub(crate) mod conn;
 pub mod connection;
 pub mod crypto;
-#[cfg(feature = "certgen")]
-pub mod demo;
 pub mod ech;
 pub mod error;
 pub mod events;
 pub mod keyschedule;
-pub mod lab;
 pub mod ledger;
 pub mod messages;
 pub mod record;

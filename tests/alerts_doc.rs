@@ -1,4 +1,5 @@
-//! docs/alerts.md is checked, not just written: every test it names exists in `tests/*.rs`,
+//! docs/alerts.md is checked, not just written: every test it names exists in `tests/*.rs` or
+//! `cli/tests/*.rs` (the tests that run the binary),
 //! every `PeerMisbehaved` and `RecordError` variant appears in it, and the alert written in a
 //! row that names a `PeerMisbehaved` variant is the one `PeerMisbehaved::alert` maps it to
 //! (read from src/error.rs).
@@ -11,10 +12,13 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{ROOT}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// `#[test] fn name()` functions of each `tests/*.rs` file, by file stem.
+/// `#[test] fn name()` functions of each `tests/*.rs` and `cli/tests/*.rs` file, by file stem.
 fn test_functions() -> BTreeMap<String, BTreeSet<String>> {
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(format!("{ROOT}/tests")).expect("tests/") {
+    let entries = ["tests", "cli/tests"].into_iter().flat_map(|dir| {
+        std::fs::read_dir(format!("{ROOT}/{dir}")).unwrap_or_else(|e| panic!("{dir}/: {e}"))
+    });
+    for entry in entries {
         let path = entry.expect("entry").path();
         if path.extension().and_then(|e| e.to_str()) != Some("rs") {
             continue;

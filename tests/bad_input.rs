@@ -157,7 +157,7 @@ impl<R: Role> Ep<R> {
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        let r = tls13lab::demo::deliver(&mut self.tls, bytes, NOW, &mut self.early, &mut self.data);
+        let r = lab::demo::deliver(&mut self.tls, bytes, NOW, &mut self.early, &mut self.data);
         self.events.extend(self.tls.events().collect::<Vec<_>>());
         r
     }
@@ -4150,7 +4150,7 @@ fn fuzz_mutated_hello_retry_messages() {
 
 /// Tickets from a full handshake between `c` and `s` (the clone of `s` shares its ticket keys).
 fn tickets_for(c: &ClientConfig, s: &ServerConfig) -> tls13lab::session::TicketStore {
-    let p = tls13lab::demo::request_response(
+    let p = lab::demo::request_response(
         Arc::new(c.clone()),
         Arc::new(s.clone()),
         40,

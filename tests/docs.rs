@@ -9,12 +9,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tls13lab::demo::{self, DemoRun};
-use tls13lab::events::Side;
-use tls13lab::lab::explain::{self, InMemory};
-use tls13lab::lab::ladder::ladder;
+use lab::demo::{self, DemoRun};
+use lab::explain::{self, InMemory};
+use lab::ladder::ladder;
 #[cfg(feature = "cert-compression")]
-use tls13lab::lab::pqauth;
+use lab::pqauth;
+use tls13lab::events::Side;
 use tls13lab::messages::enums::{HandshakeType, NamedGroup};
 
 #[path = "../examples/sans_io.rs"]
@@ -129,9 +129,9 @@ fn compare() -> String {
 }
 
 /// docs/ech.md's connections, run once for all of its blocks.
-fn ech_runs() -> &'static [tls13lab::lab::ech::EchRun] {
-    static RUNS: std::sync::OnceLock<Vec<tls13lab::lab::ech::EchRun>> = std::sync::OnceLock::new();
-    RUNS.get_or_init(|| tls13lab::lab::ech::runs().expect("the ECH runs"))
+fn ech_runs() -> &'static [lab::ech::EchRun] {
+    static RUNS: std::sync::OnceLock<Vec<lab::ech::EchRun>> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| lab::ech::runs().expect("the ECH runs"))
 }
 
 /// docs/pq-auth.md's round-trip time.

@@ -1,4 +1,4 @@
-//! Whole connections in memory (`tls13lab::demo::Pair`): every suite × group × server key,
+//! Whole connections in memory (`lab::demo::Pair`): every suite × group × server key,
 //! HelloRetryRequest, client authentication, compatibility mode, ALPN, record_size_limit,
 //! KeyUpdate, exporters, close_notify, determinism, and the ledger's byte accounting and padding.
 //!
@@ -9,8 +9,8 @@ mod util;
 
 use std::sync::Arc;
 
+use lab::demo::{request_response, Pair};
 use tls13lab::crypto::random::SeededRandom;
-use tls13lab::demo::{request_response, Pair};
 use tls13lab::events::{Direction, Epoch, Event, Negotiated};
 use tls13lab::messages::enums::{
     AlertDescription, CipherSuite, ContentType, ExtensionType, HandshakeType, KeyUpdateRequest,
@@ -888,7 +888,7 @@ fn client_auth_optional_without_certificate() {
 fn client_certificate_verify_is_checked_with_the_first_certificate() {
     // Was a unit test in server.rs; here because it needs the `demo` harness, which is built
     // on the server (the core's modules form no cycle: tests/layers.rs).
-    use tls13lab::demo::{client_config, server_config, NOW_MS};
+    use lab::demo::{client_config, server_config, NOW_MS};
     let run = |leaf_first: bool| {
         let (mut server, root) = server_config(1, NOW_MS).expect("server");
         server.client_auth = ClientAuth::InsecureAcceptAny { required: true };
@@ -1004,7 +1004,7 @@ fn a_default_client_trusts_no_certificate() {
     insecure.server_name = Some("localhost".into());
     for client in [trusting, insecure] {
         let mut p =
-            tls13lab::demo::Pair::new(Arc::new(client), Arc::new(server.clone()), 3, NOW).unwrap();
+            lab::demo::Pair::new(Arc::new(client), Arc::new(server.clone()), 3, NOW).unwrap();
         p.handshake().unwrap();
         assert!(p.client.is_connected() && p.server.is_connected());
     }
@@ -1518,13 +1518,13 @@ fn transcript(seed: u64, kind: KeyKind) -> Transcript {
         let out = c.take_output();
         if !out.is_empty() {
             let now = NOW + step as u64;
-            tls13lab::demo::deliver(&mut s, &out, now, &mut Vec::new(), &mut request).unwrap();
+            lab::demo::deliver(&mut s, &out, now, &mut Vec::new(), &mut request).unwrap();
             t.wire.push((Direction::ClientToServer, out));
         }
         let out = s.take_output();
         if !out.is_empty() {
             let now = NOW + step as u64;
-            tls13lab::demo::deliver(&mut c, &out, now, &mut Vec::new(), &mut response).unwrap();
+            lab::demo::deliver(&mut c, &out, now, &mut Vec::new(), &mut response).unwrap();
             t.wire.push((Direction::ServerToClient, out));
         }
         t.client_events.extend(c.events());
@@ -1699,10 +1699,10 @@ fn no_padding_means_no_padding_bytes() {
 fn client_alert_after_server_hello_is_encrypted() {
     use std::sync::Arc;
     let now = 1_767_225_600_000;
-    let (s, _root) = tls13lab::demo::server_config(21, now).unwrap();
-    let (_, other_root) = tls13lab::demo::server_config(22, now).unwrap();
-    let c = tls13lab::demo::client_config(other_root);
-    let mut p = tls13lab::demo::Pair::new(Arc::new(c), Arc::new(s), 5, now).unwrap();
+    let (s, _root) = lab::demo::server_config(21, now).unwrap();
+    let (_, other_root) = lab::demo::server_config(22, now).unwrap();
+    let c = lab::demo::client_config(other_root);
+    let mut p = lab::demo::Pair::new(Arc::new(c), Arc::new(s), 5, now).unwrap();
     p.client.start(now).unwrap();
     p.client_to_server().unwrap();
     let err = p.server_to_client().unwrap_err();
@@ -2628,7 +2628,7 @@ mod cert_compression {
 #[test]
 fn ech_between_our_client_and_server() {
     use tls13lab::events::EchOutcome;
-    let runs = tls13lab::lab::ech::runs().expect("ECH runs");
+    let runs = lab::ech::runs().expect("ECH runs");
     let outcome = |label: &str| {
         let r = runs.iter().find(|r| r.label == label).expect(label);
         (r.ledger.ech.as_ref().map(|e| e.outcome), r.end.as_str())
@@ -2651,15 +2651,12 @@ fn ech_between_our_client_and_server() {
     );
     let accepted = runs.iter().find(|r| r.label == "ECH accepted").unwrap();
     let e = accepted.ledger.ech.as_ref().unwrap();
-    assert_eq!(e.inner_sni.as_deref(), Some(tls13lab::lab::ech::INNER_NAME));
-    assert_eq!(
-        e.outer_sni.as_deref(),
-        Some(tls13lab::lab::ech::PUBLIC_NAME)
-    );
+    assert_eq!(e.inner_sni.as_deref(), Some(lab::ech::INNER_NAME));
+    assert_eq!(e.outer_sni.as_deref(), Some(lab::ech::PUBLIC_NAME));
     // The hybrid key share is sent once: ECH adds far less than a second ClientHello.
     let plain = runs.iter().find(|r| r.label == "no ECH").unwrap();
     assert!(accepted.client_hello_len < plain.client_hello_len + 400);
-    let again = tls13lab::lab::ech::runs().expect("ECH runs");
+    let again = lab::ech::runs().expect("ECH runs");
     for (a, b) in runs.iter().zip(&again) {
         assert_eq!(a.ledger.table(), b.ledger.table(), "{}", a.label);
     }
@@ -2671,9 +2668,9 @@ fn ech_between_our_client_and_server() {
 /// retry_configs, a GREASE client ignores them (§6.2), and without an offer there is none.
 #[test]
 fn ech_rejecting_hello_retry_carries_random_bytes() {
+    use lab::ech;
     use tls13lab::config::EchMode;
     use tls13lab::events::EchOutcome;
-    use tls13lab::lab::ech;
     let (mut s, root) = ech::server(vec![ech::key(1, 1).unwrap()]).unwrap();
     // The client's one share is X25519MLKEM768; a server wanting X25519 asks again.
     s.groups = vec![NamedGroup::X25519];
@@ -2692,7 +2689,7 @@ fn ech_rejecting_hello_retry_carries_random_bytes() {
         let offered = want.is_some();
         let mut c = ech::client(root.clone(), mode);
         c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
-        let mut p = Pair::new(Arc::new(c), s.clone(), seed, tls13lab::demo::NOW_MS).unwrap();
+        let mut p = Pair::new(Arc::new(c), s.clone(), seed, lab::demo::NOW_MS).unwrap();
         let result = p.handshake().and_then(|_| p.settle());
         let hrr = p
             .client_events
@@ -2746,7 +2743,7 @@ fn ech_rejecting_hello_retry_carries_random_bytes() {
         },
     );
     c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
-    let mut p = Pair::new(Arc::new(c), s, 7, tls13lab::demo::NOW_MS).unwrap();
+    let mut p = Pair::new(Arc::new(c), s, 7, lab::demo::NOW_MS).unwrap();
     assert!(p.handshake().and_then(|_| p.settle()).is_err());
     let hrr = p.client_events.iter().find_map(|e| match e {
         Event::Handshake(h) if h.typ == HandshakeType::ServerHello => Some(decode(&h.bytes)),

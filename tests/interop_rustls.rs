@@ -277,7 +277,7 @@ impl<O: Role, R: Rustls> Pair<O, R> {
         }
         let b = rustls_out(self.theirs.common());
         if !b.is_empty() {
-            let r = tls13lab::demo::deliver(
+            let r = lab::demo::deliver(
                 &mut self.ours,
                 &b,
                 now_ms(),

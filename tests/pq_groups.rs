@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use lab::certgen::self_signed_ecdsa;
+use lab::demo::{self, Pair};
 use tls13lab::config::CertifiedKey;
-use tls13lab::crypto::cert::self_signed_ecdsa;
 use tls13lab::crypto::kx::KxError;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::demo::{self, Pair};
 use tls13lab::events::{Direction, Event, KeyShareEvent, Negotiated};
 use tls13lab::messages::enums::{AlertDescription, HandshakeType, NamedGroup, SignatureScheme};
 use tls13lab::messages::extensions::{Extension, KeyShareEntry};
@@ -428,13 +428,13 @@ fn reused_x25519_scalar_appears_twice_and_still_works() {
         (vec![NamedGroup::X25519MLKEM768], NamedGroup::X25519MLKEM768),
         (vec![NamedGroup::X25519], NamedGroup::X25519),
     ] {
-        let (mut s, root) = tls13lab::demo::server_config(3, now).unwrap();
+        let (mut s, root) = lab::demo::server_config(3, now).unwrap();
         s.groups = server_groups;
-        let mut c = tls13lab::demo::client_config(root);
+        let mut c = lab::demo::client_config(root);
         c.groups = vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519];
         c.key_shares = c.groups.clone();
         c.reuse_x25519 = true;
-        let mut p = tls13lab::demo::Pair::new(Arc::new(c), Arc::new(s), 4, now).unwrap();
+        let mut p = lab::demo::Pair::new(Arc::new(c), Arc::new(s), 4, now).unwrap();
         p.handshake().unwrap();
         assert_eq!(p.client.negotiated().unwrap().group, Some(expect));
         let ch = p

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use lab::demo::{self, request_response, Pair};
 use tls13lab::config::{AntiReplay, ExternalPsk, TicketMode};
-use tls13lab::demo::{self, request_response, Pair};
 use tls13lab::events::{EarlyDataStatus, Event};
 use tls13lab::messages::enums::{CipherSuite, NamedGroup, PskKeyExchangeMode};
 use tls13lab::session::TicketStore;

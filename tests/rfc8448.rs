@@ -1,14 +1,14 @@
 //! RFC 8448 traces replayed byte for byte, in both roles, for all five sections.
 //!
 //! The replay machinery (configurations, injected randomness, the replay signer, the record walk)
-//! lives in `tls13lab::lab::rfc8448`, shared with `tls13lab keys --rfc8448`; here every record our
+//! lives in `lab::rfc8448`, shared with `tls13lab keys --rfc8448`; here every record our
 //! endpoint sends must equal the RFC's record, and every value of the section's key schedule must
 //! appear among the derivations our endpoint reports.
 
 use std::collections::HashSet;
 
+use lab::rfc8448::{Section, NOW_MS, RESUME_MS};
 use tls13lab::events::{Event, Side};
-use tls13lab::lab::rfc8448::{Section, NOW_MS, RESUME_MS};
 use tls13lab::messages::enums::{AlertDescription, SignatureScheme};
 use tls13lab::session::TicketStore;
 use tls13lab::{Client, Server};
@@ -53,15 +53,13 @@ fn assert_secrets(sec: &Section, side: Side, events: &[Event]) {
 }
 
 fn run_client(n: u8, tickets: TicketStore, now: u64) -> (Client, Vec<Event>) {
-    let (c, events) =
-        tls13lab::lab::rfc8448::run_client(n, tickets, now).unwrap_or_else(|e| panic!("{e}"));
+    let (c, events) = lab::rfc8448::run_client(n, tickets, now).unwrap_or_else(|e| panic!("{e}"));
     assert_secrets(&section(n), Side::Client, &events);
     (c, events)
 }
 
 fn run_server(n: u8, cfg: tls13lab::ServerConfig, now: u64) -> (Server, Vec<Event>) {
-    let (s, events) =
-        tls13lab::lab::rfc8448::run_server(n, cfg, now).unwrap_or_else(|e| panic!("{e}"));
+    let (s, events) = lab::rfc8448::run_server(n, cfg, now).unwrap_or_else(|e| panic!("{e}"));
     assert_secrets(&section(n), Side::Server, &events);
     (s, events)
 }
@@ -153,7 +151,7 @@ fn section7_compatibility_mode_server() {
 #[test]
 fn events_helper_chains_section4_after_section3() {
     for side in [Side::Client, Side::Server] {
-        let events = tls13lab::lab::rfc8448::replay_section(4, side, None).unwrap();
+        let events = lab::rfc8448::replay_section(4, side, None).unwrap();
         assert_secrets(&section(4), side, &events);
     }
 }

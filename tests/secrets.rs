@@ -13,13 +13,13 @@ mod util;
 
 use std::sync::Arc;
 
+use lab::demo::Pair;
 use tls13lab::config::ExternalPsk;
 use tls13lab::crypto::aead::{AeadAlg, AeadKey};
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::kx::{server_respond, KeyShareSecret};
 use tls13lab::crypto::random::{RandomSource, ScriptedRandom, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::demo::Pair;
 use tls13lab::events::{Event, Observe};
 use tls13lab::keyschedule::schedule::{Derivation, EarlySecret, SecretName};
 use tls13lab::keyschedule::transcript::Transcript;

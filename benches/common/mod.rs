@@ -16,8 +16,8 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use lab::certgen::self_signed_p256;
 use tls13lab::crypto::aead::{AeadAlg, AeadKey};
-use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::kx;
 use tls13lab::crypto::random::SeededRandom;
@@ -232,8 +232,8 @@ impl Identity {
 
     /// A `tls13lab cert` chain (crypto::cert::chain, seeded): an ML-DSA root of `alg`'s level
     /// signing an ML-DSA leaf of the same level for `localhost`; the server sends the leaf.
-    pub fn mldsa(alg: tls13lab::crypto::cert::KeyAlg) -> Identity {
-        use tls13lab::crypto::cert::{chain, ChainSpec};
+    pub fn mldsa(alg: lab::certgen::KeyAlg) -> Identity {
+        use lab::certgen::{chain, ChainSpec};
         let scheme = match alg.name() {
             "mldsa44" => SignatureScheme::mldsa44,
             "mldsa65" => SignatureScheme::mldsa65,
@@ -293,7 +293,7 @@ pub const MINTED: u32 = 8;
 
 impl Ours {
     pub fn new(id: &Identity, group: NamedGroup, suite: CipherSuite, case: Case) -> Ours {
-        let (mut client, server) = tls13lab::demo::bench_configs(
+        let (mut client, server) = lab::demo::bench_configs(
             id.cert_der.clone(),
             id.signer(),
             group,
@@ -362,7 +362,7 @@ impl Ours {
     /// ClientHello to it, so each handshake adds HPKE's Encap, Seal, Decap and Open, the inner
     /// hello's encoding and the acceptance confirmation.
     pub fn with_ech(&self) -> Ours {
-        let key = tls13lab::lab::ech::key(7, 1).expect("ECH key");
+        let key = lab::ech::key(7, 1).expect("ECH key");
         self.altered(
             |c| c.ech = tls13lab::config::EchMode::offer(key.list.clone()),
             |s| s.ech_keys = vec![key.clone()],

@@ -354,8 +354,8 @@ impl Session {
     /// 3: resumption with 0-RTT (replays allowed, so every fresh server accepts it again).
     /// 4: X25519MLKEM768. Every connection ends with data both ways and a KeyUpdate.
     fn record(n: u8) -> Session {
-        let (mut s, root) = tls13lab::demo::server_config(77, NOW).expect("server config");
-        let mut c = tls13lab::demo::client_config(root);
+        let (mut s, root) = lab::demo::server_config(77, NOW).expect("server config");
+        let mut c = lab::demo::client_config(root);
         s.anti_replay = AntiReplay::Off;
         match n {
             1 => {
@@ -364,7 +364,7 @@ impl Session {
             }
             2 => {
                 let (client_side, client_root) =
-                    tls13lab::demo::server_config(78, NOW).expect("client identity");
+                    lab::demo::server_config(78, NOW).expect("client identity");
                 c.client_cert = Some(client_side.cert.clone());
                 s.client_auth = ClientAuth::Required(vec![client_root]);
                 c.compat_mode = true;
@@ -381,7 +381,7 @@ impl Session {
         s.fixed_validation_time_ms = Some(NOW);
         let (c, s) = (Arc::new(c), Arc::new(s));
         let tickets = if n == 3 {
-            let p = tls13lab::demo::request_response(
+            let p = lab::demo::request_response(
                 c.clone(),
                 s.clone(),
                 5,
@@ -704,7 +704,7 @@ fn drive<R: Role>(
             open_all(ep, &mut pending, bytes)
         } else {
             // What arrives is read as it arrives, so back-pressure never holds input back.
-            tls13lab::demo::deliver(ep, bytes, NOW, &mut Vec::new(), &mut Vec::new())
+            lab::demo::deliver(ep, bytes, NOW, &mut Vec::new(), &mut Vec::new())
         }
     };
     let me = match peer {

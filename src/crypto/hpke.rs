@@ -247,7 +247,8 @@ impl Aead {
         }
     }
 
-    pub(crate) fn alg(self) -> Option<AeadAlg> {
+    /// The record AEAD it is (the same AES-GCM and ChaCha20-Poly1305), `None` for export-only.
+    pub fn alg(self) -> Option<AeadAlg> {
         match self {
             Aead::Aes128Gcm => Some(AeadAlg::Aes128Gcm),
             Aead::Aes256Gcm => Some(AeadAlg::Aes256Gcm),

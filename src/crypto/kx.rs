@@ -480,12 +480,12 @@ where
 }
 
 /// A P-256 private scalar from 32-byte draws (see [`draw_scalar`]).
-pub(crate) fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
+pub fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
     draw_scalar::<p256::NistP256>(rng)
 }
 
 /// A P-384 private scalar from 48-byte draws (see [`draw_scalar`]).
-pub(crate) fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScalar {
+pub fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScalar {
     draw_scalar::<p384::NistP384>(rng)
 }
 

@@ -35,6 +35,42 @@ pub mod ring_signer;
 pub mod sign;
 pub mod x448;
 
+/// Which backend each primitive runs on in this build (the features above), for reports such as
+/// `tls13lab bench`'s: every one of them gives the same bytes from the same injected randomness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backends {
+    /// Record protection (AES-GCM, ChaCha20-Poly1305); CCM is RustCrypto's in every build.
+    pub records: &'static str,
+    /// ECDSA P-256 signature verification (certificates, CertificateVerify).
+    pub verify: &'static str,
+    /// ECDSA P-256 CertificateVerify signing (through [`config::fastest_signer`](crate::config::fastest_signer)).
+    pub sign: &'static str,
+    /// ML-DSA-44/65/87 signing and verification.
+    pub mldsa: &'static str,
+    /// X25519 and ML-KEM (alone and inside the hybrids).
+    pub kx: &'static str,
+    /// Transcript hashes and HMAC (so HKDF).
+    pub hash: &'static str,
+}
+
+const fn pick(on: bool, fast: &'static str) -> &'static str {
+    if on {
+        fast
+    } else {
+        "RustCrypto"
+    }
+}
+
+/// The backends of this build.
+pub const BACKENDS: Backends = Backends {
+    records: pick(cfg!(feature = "ring-aead"), "ring (CCM: RustCrypto)"),
+    verify: pick(cfg!(feature = "ring-verify"), "ring"),
+    sign: pick(cfg!(feature = "ring-sign"), "ring"),
+    mldsa: pick(cfg!(feature = "aws-lc-mldsa"), "aws-lc"),
+    kx: pick(cfg!(feature = "aws-lc-kx"), "aws-lc (X25519, ML-KEM)"),
+    hash: pick(cfg!(feature = "ring-hash"), "ring"),
+};
+
 /// Observes nothing: the sink of HPKE's steps ([`hpke::HpkeSink`]) and of the key schedule's
 /// derivations ([`DerivationSink`](crate::keyschedule::DerivationSink)) when nobody watches.
 /// Defined here, below both, so one value serves either (also as `keyschedule::NoSink`).

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tls13lab::crypto::cert::self_signed_p256;
+use lab::certgen::self_signed_p256;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, Event, HandshakeEvent};
@@ -442,9 +442,13 @@ pub fn outcome<'a>(results: &'a [(String, Outcome)], name: &str) -> &'a Outcome 
 
 // ---------------------------------------------------------------------------- the docs
 
-/// docs/interop.md.
+/// docs/interop.md, found from the package that compiles this module (the root or cli/).
 pub fn docs_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/interop.md")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|p| p.join("Cargo.lock").exists())
+        .unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .join("docs/interop.md")
 }
 
 /// `intro`, then a `| cell | result |` table of `results` (a pass shows what it returned), into

@@ -8,8 +8,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+use lab::certgen::self_signed_p256;
 use tls13lab::config::CertifiedKey;
-use tls13lab::crypto::cert::self_signed_p256;
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, Epoch, Event, RecordEvent};
@@ -191,7 +191,7 @@ pub fn server_config(kind: KeyKind) -> (ServerConfig, Vec<u8>) {
 
 /// A client configuration that validates the chain against `root` for `localhost`.
 pub fn client_config(root: Vec<u8>) -> ClientConfig {
-    tls13lab::demo::client_config(root)
+    lab::demo::client_config(root)
 }
 
 /// The records of `events`.

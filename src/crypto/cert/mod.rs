@@ -12,17 +12,10 @@
 //!   seeded chains of any algorithm per level; the client, the server and validation never
 //!   call it.
 
-#[cfg(feature = "certgen")]
-mod generate;
 mod parts;
 mod pem;
 mod verify;
 
-#[cfg(feature = "certgen")]
-pub use generate::{
-    chain, self_signed_ecdsa, self_signed_p256, CertGenError, ChainSpec, GeneratedChain,
-    GeneratedLevel, KeyAlg,
-};
 pub use parts::{cert_parts, tbs_range, CertParts, PartsError, SCT_LIST_OID};
 pub use pem::{base64_decode, base64_encode, certs_from_pem, pem_blocks, pem_encode};
 pub use verify::{

@@ -1,0 +1,39 @@
+//! Research instruments: pure functions from configurations, byte streams and ledgers to reports.
+//!
+//! Nothing here owns a socket or reads a clock. Each instrument drives the real client and server
+//! (through [`crate::demo::Pair`]-style in-memory exchange) or reads what they reported
+//! ([`tls13lab::ledger::Ledger`], [`tls13lab::events::Event`]), so an instrument can never describe bytes
+//! that tls13lab would not send.
+//!
+//! - [`dissect`]: decode a captured connection with an NSS key log: ledger, decrypted messages,
+//!   Finished checks, missing secrets.
+//! - [`explain`]: a connection's key schedule as a tree, text or SVG (`tls13lab keys`).
+//! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
+//! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock.
+//! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
+//! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
+//!   reading.
+//! - [`ech`]: Encrypted ClientHello between our client and server in memory: docs/ech.md.
+//! - [`pqauth`]: what post-quantum authentication (ML-DSA chains, SCTs, certificate
+//!   compression) does to the server's flight: the table of docs/pq-auth.md.
+//! - [`rfc8448`]: RFC 8448's example traces replayed byte for byte through our client and server.
+//! - [`simulate`]: complete connections over a virtual link (RTT, bandwidth, MTU, initial
+//!   congestion window): time to the first response byte and round trips.
+//! - [`tcp`]: what the instruments assume about packets (headers, MSS, segmentation).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod certgen;
+pub mod demo;
+pub mod dissect;
+pub mod ech;
+pub mod explain;
+pub mod hello;
+pub mod keylog;
+pub mod ladder;
+pub mod pcap;
+pub mod pqauth;
+pub mod rfc8448;
+pub mod simulate;
+pub mod tcp;
