@@ -112,13 +112,21 @@ enum State {
     ExpectCertificate(Box<ExpectCertificate>),
     ExpectCertificateVerify(Box<ExpectCertificateVerify>),
     ExpectFinished(Box<ExpectFinished>),
-    /// The traffic secrets are the connection's (`Connection::traffic`). When we offered
-    /// post_handshake_auth, the transcript through our Finished: every post-handshake
-    /// CertificateRequest's Handshake Context starts from it (§4.4.1). Kept only then, so an
-    /// idle connection that cannot be asked holds no hash state.
-    Connected(Option<Box<Transcript>>),
+    /// The handshake is complete; the state owns the traffic secrets, so "connected" is
+    /// stored once.
+    Connected(Box<Connected>),
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
+}
+
+/// After the handshake (§4.6).
+struct Connected {
+    /// The application traffic, exporter and resumption secrets.
+    traffic: Traffic,
+    /// When we offered post_handshake_auth, the transcript through our Finished: every
+    /// post-handshake CertificateRequest's Handshake Context starts from it (§4.4.1). Kept only
+    /// then, so an idle connection that cannot be asked holds no hash state.
+    pha: Option<Box<Transcript>>,
 }
 
 impl State {
@@ -377,7 +385,7 @@ impl Client {
         if self.conn.failed || self.conn.write_closed {
             return Err(Error::Closed);
         }
-        if self.traffic.is_some() {
+        if self.is_connected() {
             self.conn.send_app_data(data)?;
             return Ok(());
         }
@@ -983,11 +991,10 @@ impl Client {
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         let hash_len = match &self.side.state {
-            State::Connected(_) => self
-                .traffic
-                .as_ref()
-                .map_or(32, |t| t.suite.hash.output_len()),
-            state => state.handshake().map_or(32, |h| h.suite.hash.output_len()),
+            State::Connected(c) => c.traffic.suite.hash.output_len(),
+            // Before ServerHello no suite is known: 0 takes any length, and the message is
+            // unexpected here anyway (no Hash.length-sized field precedes the suite).
+            state => state.handshake().map_or(0, |h| h.suite.hash.output_len()),
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
@@ -1006,7 +1013,7 @@ impl Client {
                 State::ExpectFinished(self.on_certificate_verify(s, msg)?)
             }
             State::ExpectFinished(s) => self.on_finished(s, msg)?,
-            State::Connected(pha) => self.on_post_handshake(pha, msg)?,
+            State::Connected(c) => State::Connected(self.on_post_handshake(c, msg)?),
             State::Start | State::Poisoned => {
                 return Err(unexpected("nothing (handshake not started)", &msg))
             }
@@ -1796,17 +1803,17 @@ impl Client {
         if let Some(groups) = ee.groups {
             self.conn.ev.push(Event::ServerGroups { groups });
         }
-        self.traffic = Some(Box::new(Traffic {
+        let traffic = Traffic {
             suite: hs.suite,
             client_app,
             server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
-        }));
+        };
         // §4.6.2: only a client that offered post_handshake_auth may be asked later.
         let pha = offers_post_handshake_auth(&self.side.config).then(|| Box::new(hs.transcript));
-        Ok(State::Connected(pha))
+        Ok(State::Connected(Box::new(Connected { traffic, pha })))
     }
 
     /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify, echoing
@@ -1878,22 +1885,19 @@ impl Client {
 
     fn on_post_handshake(
         &mut self,
-        pha: Option<Box<Transcript>>,
+        mut c: Box<Connected>,
         msg: HandshakeMessage,
-    ) -> Result<State, Error> {
+    ) -> Result<Box<Connected>, Error> {
         if let HandshakePayload::CertificateRequest(cr) = &msg.payload {
             // §4.2.6: a CertificateRequest to a client that did not offer post_handshake_auth
             // is "a fatal "unexpected_message" alert".
-            let Some(handshake) = pha else {
+            let Some(handshake) = &c.pha else {
                 return Err(unexpected("NewSessionTicket or KeyUpdate", &msg));
             };
-            self.answer_certificate_request(&handshake, cr, &msg.encoded)?;
-            return Ok(State::Connected(Some(handshake)));
+            self.answer_certificate_request(handshake, &c.traffic, cr, &msg.encoded)?;
+            return Ok(c);
         }
-        let next = State::Connected(pha);
-        let Some(t) = self.traffic.as_deref_mut() else {
-            return Err(Error::InvalidState("no traffic secrets"));
-        };
+        let t = &mut c.traffic;
         match &msg.payload {
             HandshakePayload::NewSessionTicket(nst) => {
                 // §4.6.1: lifetime at most 7 days.
@@ -1922,11 +1926,11 @@ impl Client {
                     lifetime: nst.lifetime,
                     max_early_data: max_early,
                 });
-                Ok(next)
+                Ok(c)
             }
             HandshakePayload::KeyUpdate(req) => {
                 receive_key_update(&mut self.conn, t, *req)?;
-                Ok(next)
+                Ok(c)
             }
             _ => Err(unexpected(
                 "NewSessionTicket, KeyUpdate or CertificateRequest",
@@ -1943,6 +1947,7 @@ impl Client {
     fn answer_certificate_request(
         &mut self,
         handshake: &Transcript,
+        t: &Traffic,
         cr: &CertificateRequest,
         encoded: &[u8],
     ) -> Result<(), Error> {
@@ -1957,9 +1962,6 @@ impl Client {
         let mut transcript = handshake.clone();
         transcript.add(HandshakeType::CertificateRequest, encoded);
         let scheme = self.send_client_certificate(&mut transcript, &cr.context, &request)?;
-        let Some(t) = self.traffic.as_deref() else {
-            return Err(Error::InvalidState("no traffic secrets"));
-        };
         // §4.4.4: after the handshake the Finished key comes from
         // client_application_traffic_secret_N, the one we send under now.
         let fin = t.client_app.verify_data_for(&transcript, &mut self.conn.ev);
@@ -2130,7 +2132,21 @@ fn suite_name(s: crate::ech::wire::HpkeSymmetricCipherSuite) -> String {
     format!("{}/{}", s.kdf_id, s.aead_id)
 }
 
-impl crate::connection::sealed::Sealed for ClientSide {}
+impl crate::connection::sealed::Sealed for ClientSide {
+    fn connected(&self) -> Option<&Traffic> {
+        match &self.state {
+            State::Connected(c) => Some(&c.traffic),
+            _ => None,
+        }
+    }
+
+    fn connected_mut(&mut self) -> Option<&mut Traffic> {
+        match &mut self.state {
+            State::Connected(c) => Some(&mut c.traffic),
+            _ => None,
+        }
+    }
+}
 
 impl Role for ClientSide {
     const SIDE: Side = Side::Client;
@@ -2153,5 +2169,38 @@ impl core::fmt::Debug for Client {
             .field("negotiated", &self.negotiated)
             .field("tickets", &self.side.tickets.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Client;
+    use crate::config::ClientConfig;
+    use crate::crypto::random::SeededRandom;
+    use crate::error::Error;
+
+    /// A failure with no alert of its own inside a call taking input (an invariant of ours not
+    /// holding, `Error::InvalidState`) still tells the peer why: a fatal internal_error (RFC
+    /// 8446 §6.2), under the keys of the moment (here none: a plaintext alert record). The
+    /// states that own their secrets left no such failure reachable from `receive` on a
+    /// connected endpoint; this pins the answer for the invariants that remain.
+    #[test]
+    fn an_invariant_failure_sends_internal_error() {
+        let mut c = Client::new(
+            Arc::new(ClientConfig::default()),
+            Box::new(SeededRandom::from_seed(1)),
+        )
+        .unwrap();
+        c.start(0).unwrap();
+        let _hello = c.take_output();
+        c.conn.fail(&Error::InvalidState("an invariant"));
+        // alert(21), legacy version 0x0303, length 2, fatal(2), internal_error(80)
+        assert_eq!(c.take_output(), [21, 3, 3, 0, 2, 2, 80]);
+        assert!(c.is_closed());
+        // A received alert is never answered, and nothing follows the first failure.
+        c.conn.fail(&Error::InvalidState("again"));
+        assert!(c.take_output().is_empty());
     }
 }

@@ -18,7 +18,7 @@ use crate::keyschedule::schedule::ExporterSecret;
 use crate::messages::enums::{AlertDescription, AlertLevel};
 use crate::record::deframer::check_header;
 use crate::record::HEADER_LEN;
-use crate::traffic::{send_key_update, Traffic};
+use crate::traffic::send_key_update;
 
 /// A TLS 1.3 connection, sans-IO: feed it bytes with [`receive`](Self::receive), send what
 /// [`take_output`](Self::take_output) returns, read the peer's data with [`read`](Self::read),
@@ -33,8 +33,6 @@ pub struct Connection<R: Role> {
     /// How much unread data `receive` lets accumulate before it stops taking input.
     buffer_limit: usize,
     pub(crate) negotiated: Option<Negotiated>,
-    /// Once connected: the application traffic secrets, exporter and resumption secrets.
-    pub(crate) traffic: Option<Box<Traffic>>,
     pub(crate) early_exporter: Option<ExporterSecret>,
     /// Early-data bytes a server that rejected 0-RTT may still skip (§4.2.10).
     pub(crate) early_skip: Option<usize>,
@@ -45,7 +43,15 @@ pub struct Connection<R: Role> {
 /// Crate-visible, so each side seals itself in its own module (client.rs, server.rs) and this
 /// one names neither: the sides are built on the connection, not the reverse.
 pub(crate) mod sealed {
-    pub trait Sealed {}
+    use crate::traffic::Traffic;
+
+    pub trait Sealed {
+        /// The application traffic secrets, exporter and resumption secrets, once connected:
+        /// the side's connected state owns them, so "connected" is stored once.
+        fn connected(&self) -> Option<&Traffic>;
+        /// The same, to update keys.
+        fn connected_mut(&mut self) -> Option<&mut Traffic>;
+    }
 }
 
 /// A side of a connection: [`ClientSide`](crate::client::ClientSide) or
@@ -82,7 +88,6 @@ impl<R: Role> Connection<R> {
             received_early: Received::default(),
             buffer_limit: DEFAULT_BUFFER_LIMIT,
             negotiated: None,
-            traffic: None,
             early_exporter: None,
             early_skip: None,
             side,
@@ -218,7 +223,7 @@ impl<R: Role> Connection<R> {
     /// Application data was opened (in the caller's buffer or ours): only a connected endpoint
     /// takes it, and it ends a run of KeyUpdates.
     pub(crate) fn app_data_in_place(&mut self) -> Result<(), Error> {
-        match self.traffic.as_deref_mut() {
+        match self.side.connected_mut() {
             Some(t) => {
                 t.key_updates_in_a_row = 0;
                 Ok(())
@@ -378,7 +383,7 @@ impl<R: Role> Connection<R> {
     /// Update our sending keys, optionally asking the peer to update its own (RFC 8446
     /// §4.6.3).
     pub fn key_update(&mut self, request_peer: bool) -> Result<(), Error> {
-        let Some(t) = self.traffic.as_deref_mut() else {
+        let Some(t) = self.side.connected_mut() else {
             return Err(Error::InvalidState("handshake not complete"));
         };
         send_key_update(&mut self.conn, t, request_peer)
@@ -386,7 +391,7 @@ impl<R: Role> Connection<R> {
 
     /// RFC 8446 §7.5 exporter.
     pub fn export(&mut self, label: &[u8], context: &[u8], len: usize) -> Result<Vec<u8>, Error> {
-        let Some(t) = self.traffic.as_deref() else {
+        let Some(t) = self.side.connected() else {
             return Err(Error::InvalidState("handshake not complete"));
         };
         t.exporter
@@ -417,7 +422,7 @@ impl<R: Role> Connection<R> {
 
     /// Whether the handshake is complete.
     pub fn is_connected(&self) -> bool {
-        self.traffic.is_some()
+        self.side.connected().is_some()
     }
 
     /// Whether the connection is closed or failed.

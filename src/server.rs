@@ -87,6 +87,15 @@ pub struct ServerSide {
     ech: Option<EchStatus>,
 }
 
+/// After the handshake (§4.6).
+struct Connected {
+    /// The application traffic, exporter and resumption secrets.
+    traffic: Traffic,
+    /// Post-handshake client authentication, kept only when the client offered it and we may
+    /// ask (§4.6.2), so an idle connection that cannot be asked holds no hash state.
+    pha: Option<Box<PostHandshakeAuth>>,
+}
+
 /// One variant per state of §A.2, each boxed so that a connection carries one pointer while it
 /// waits; a transition consumes its state's struct and moves what the next one needs into it.
 enum State {
@@ -97,10 +106,9 @@ enum State {
     ExpectCertificate(Box<ExpectCertificate>),
     ExpectCertificateVerify(Box<ExpectCertificateVerify>),
     ExpectFinished(Box<ExpectFinished>),
-    /// The traffic secrets are the connection's (`Connection::traffic`). Post-handshake
-    /// client authentication is kept only when the client offered it and we may ask (§4.6.2),
-    /// so an idle connection that cannot be asked holds no hash state.
-    Connected(Option<Box<PostHandshakeAuth>>),
+    /// The handshake is complete; the state owns the traffic secrets, so "connected" is
+    /// stored once.
+    Connected(Box<Connected>),
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
@@ -337,11 +345,10 @@ impl Server {
             State::ExpectCertificate(s) => s.hs.suite.hash.output_len(),
             State::ExpectCertificateVerify(s) => s.hs.suite.hash.output_len(),
             State::ExpectFinished(s) => s.hs.suite.hash.output_len(),
-            State::Connected(_) => self
-                .traffic
-                .as_ref()
-                .map_or(32, |t| t.suite.hash.output_len()),
-            _ => 32,
+            State::Connected(c) => c.traffic.suite.hash.output_len(),
+            // No suite yet (a ClientHello is expected): 0 takes any length, and a message
+            // with a Hash.length-sized field is unexpected here anyway.
+            _ => 0,
         };
         let expects_hello = matches!(
             self.side.state,
@@ -362,7 +369,7 @@ impl Server {
             State::ExpectCertificate(s) => self.on_certificate(s, msg)?,
             State::ExpectCertificateVerify(s) => self.on_certificate_verify(s, msg)?,
             State::ExpectFinished(s) => self.on_finished(s, msg)?,
-            State::Connected(pha) => self.on_post_handshake(pha, msg)?,
+            State::Connected(c) => State::Connected(self.on_post_handshake(c, msg)?),
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())
@@ -1602,14 +1609,14 @@ impl Server {
         hs.negotiated.client_signature_scheme = client_verified.map(|v| v.scheme);
         self.negotiated = Some(hs.negotiated.clone());
         self.conn.ev.push(Event::Connected(hs.negotiated));
-        self.traffic = Some(Box::new(Traffic {
+        let traffic = Traffic {
             suite: hs.suite,
             client_app: hs.client_app,
             server_app: hs.server_app,
             exporter,
             resumption,
             key_updates_in_a_row: 0,
-        }));
+        };
         // §4.6.1: tickets go out once the client's Finished is verified — unless the
         // application already sent close_notify (possible when it answered 0-RTT data before
         // the Finished): nothing may follow that alert (§6.1).
@@ -1619,7 +1626,7 @@ impl Server {
             self.side.config.tickets
         };
         for _ in 0..tickets {
-            self.issue_ticket()?;
+            self.issue_ticket(&traffic)?;
         }
         let may_ask = !matches!(self.side.config.post_handshake_auth, ClientAuth::None);
         let pha = (hs.pha_offered && may_ask).then(|| {
@@ -1629,7 +1636,7 @@ impl Server {
                 answer: None,
             })
         });
-        Ok(State::Connected(pha))
+        Ok(State::Connected(Box::new(Connected { traffic, pha })))
     }
 
     /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
@@ -1655,10 +1662,7 @@ impl Server {
 
     /// Send one NewSessionTicket (§4.6.1). Draws age_add, then the ticket (stateful: random
     /// identifier; stateless: sealing nonce) from the injected source.
-    fn issue_ticket(&mut self) -> Result<(), Error> {
-        let Some(t) = self.traffic.as_deref() else {
-            return Err(Error::InvalidState("handshake not complete"));
-        };
+    fn issue_ticket(&mut self, t: &Traffic) -> Result<(), Error> {
         let cfg = self.side.config.clone();
         let age_add = u32::from_be_bytes(self.conn.random::<4>());
         // A per-connection counter keeps nonces unique (§4.6.1); RFC 8448 uses two bytes.
@@ -1709,7 +1713,14 @@ impl Server {
 
     /// Send another NewSessionTicket now (§4.6.1: "at any time after" the client's Finished).
     pub fn send_ticket(&mut self) -> Result<(), Error> {
-        self.issue_ticket()
+        // The connected state lends its secrets; it is put back whatever happens.
+        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
+        let sent = match &state {
+            State::Connected(c) => self.issue_ticket(&c.traffic),
+            _ => Err(Error::InvalidState("handshake not complete")),
+        };
+        self.side.state = state;
+        sent
     }
 
     /// Ask for the client's certificate now (post-handshake authentication, RFC 8446 §4.6.2):
@@ -1727,7 +1738,7 @@ impl Server {
         if self.conn.failed || self.conn.write_closed {
             return Err(Error::Closed);
         }
-        if self.traffic.is_none() {
+        if !self.is_connected() {
             return Err(Error::InvalidState("handshake not complete"));
         }
         if matches!(self.side.config.post_handshake_auth, ClientAuth::None) {
@@ -1735,7 +1746,11 @@ impl Server {
                 "post-handshake authentication is not configured (ServerConfig::post_handshake_auth)",
             ));
         }
-        let State::Connected(Some(pha)) = &mut self.side.state else {
+        let pha = match &mut self.side.state {
+            State::Connected(c) => c.pha.as_deref_mut(),
+            _ => None,
+        };
+        let Some(pha) = pha else {
             return Err(Error::InvalidState(
                 "the client did not offer post_handshake_auth",
             ));
@@ -1774,27 +1789,26 @@ impl Server {
 
     fn on_post_handshake(
         &mut self,
-        pha: Option<Box<PostHandshakeAuth>>,
+        mut c: Box<Connected>,
         msg: HandshakeMessage,
-    ) -> Result<State, Error> {
-        let Some(mut pha) = pha else {
+    ) -> Result<Box<Connected>, Error> {
+        let Connected { traffic, pha } = &mut *c;
+        match pha.as_deref_mut() {
             // Nothing can be asked: Certificate, CertificateVerify or Finished is unsolicited.
-            let Some(t) = self.traffic.as_deref_mut() else {
-                return Err(Error::InvalidState("no traffic secrets"));
-            };
-            return match &msg.payload {
+            None => match &msg.payload {
                 HandshakePayload::KeyUpdate(req) => {
-                    receive_key_update(&mut self.conn, t, *req)?;
-                    Ok(State::Connected(None))
+                    receive_key_update(&mut self.conn, traffic, *req)?;
                 }
-                _ => Err(unexpected("KeyUpdate", &msg)),
-            };
-        };
-        match pha.answer.take() {
-            None => self.on_post_handshake_idle(&mut pha, msg)?,
-            Some(answer) => pha.answer = self.on_post_handshake_answer(answer, msg)?,
+                _ => return Err(unexpected("KeyUpdate", &msg)),
+            },
+            Some(pha) => match pha.answer.take() {
+                None => self.on_post_handshake_idle(pha, traffic, msg)?,
+                Some(answer) => {
+                    pha.answer = self.on_post_handshake_answer(answer, traffic, msg)?;
+                }
+            },
         }
-        Ok(State::Connected(Some(pha)))
+        Ok(c)
     }
 
     /// Between answers: a KeyUpdate, or the Certificate that starts the answer to one of our
@@ -1802,6 +1816,7 @@ impl Server {
     fn on_post_handshake_idle(
         &mut self,
         pha: &mut PostHandshakeAuth,
+        traffic: &mut Traffic,
         msg: HandshakeMessage,
     ) -> Result<(), Error> {
         if !matches!(
@@ -1809,10 +1824,7 @@ impl Server {
             HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_)
         ) {
             if let HandshakePayload::KeyUpdate(req) = &msg.payload {
-                let Some(t) = self.traffic.as_deref_mut() else {
-                    return Err(Error::InvalidState("no traffic secrets"));
-                };
-                return receive_key_update(&mut self.conn, t, *req);
+                return receive_key_update(&mut self.conn, traffic, *req);
             }
             let expected = if pha.pending.is_empty() {
                 "KeyUpdate"
@@ -1869,6 +1881,7 @@ impl Server {
     fn on_post_handshake_answer(
         &mut self,
         mut answer: PhaAnswer,
+        t: &Traffic,
         msg: HandshakeMessage,
     ) -> Result<Option<PhaAnswer>, Error> {
         match answer.step {
@@ -1886,9 +1899,6 @@ impl Server {
             PhaStep::ExpectFinished(verified) => {
                 let HandshakePayload::Finished(verify_data) = &msg.payload else {
                     return Err(unexpected("Finished", &msg));
-                };
-                let Some(t) = self.traffic.as_deref() else {
-                    return Err(Error::InvalidState("no traffic secrets"));
                 };
                 let expected = t
                     .client_app
@@ -2107,7 +2117,21 @@ fn unexpected(expected: &'static str, msg: &HandshakeMessage) -> Error {
     .into()
 }
 
-impl crate::connection::sealed::Sealed for ServerSide {}
+impl crate::connection::sealed::Sealed for ServerSide {
+    fn connected(&self) -> Option<&Traffic> {
+        match &self.state {
+            State::Connected(c) => Some(&c.traffic),
+            _ => None,
+        }
+    }
+
+    fn connected_mut(&mut self) -> Option<&mut Traffic> {
+        match &mut self.state {
+            State::Connected(c) => Some(&mut c.traffic),
+            _ => None,
+        }
+    }
+}
 
 impl Role for ServerSide {
     const SIDE: Side = Side::Server;

@@ -12,8 +12,9 @@ use crate::messages::handshake::HandshakePayload;
 /// Consecutive KeyUpdates we accept without application data in between (resource limit).
 const MAX_KEY_UPDATES: u32 = 32;
 
-/// After the handshake.
-pub(crate) struct Traffic {
+/// After the handshake. Nominally `pub` (the module is not) because the sealed `Role`'s hooks
+/// name it.
+pub struct Traffic {
     pub(crate) suite: SuiteParams,
     pub(crate) client_app: TrafficSecret,
     pub(crate) server_app: TrafficSecret,
