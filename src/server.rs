@@ -26,8 +26,8 @@
 //! client's end-entity certificate (the Certificate was not empty); `ExpectFinished` holds the
 //! client's `ClientVerified` scheme when its CertificateVerify checked out. The states from our
 //! Finished to the client's share a `Handshake`: suite, transcript, secrets, negotiated
-//! parameters. After the handshake the secrets are the connection's (`Connection::traffic`);
-//! `Connected` keeps a `PostHandshakeAuth` (the transcript through the client's Finished, our
+//! parameters. After the handshake `Connected` owns the traffic secrets, and keeps a
+//! `PostHandshakeAuth` (the transcript through the client's Finished, our
 //! outstanding CertificateRequests, the answer being received) only when the client offered
 //! post_handshake_auth and the configuration lets us ask (§4.6.2).
 
