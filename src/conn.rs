@@ -13,7 +13,7 @@ use crate::crypto::aead::MAX_TAG_LEN;
 use crate::crypto::random::RandomSource;
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{
-    Direction, Epoch, Event, EventQueue, HandshakeEvent, Observe, RecordEvent, SecretEvent, Side,
+    Epoch, Event, EventQueue, MessageView, Observe, RecordEvent, RecordView, SecretView, Side,
 };
 use crate::keyschedule::schedule::{SecretName, TrafficSecret};
 use crate::messages::enums::{AlertDescription, AlertLevel, ContentType};
@@ -67,7 +67,7 @@ pub(crate) struct Conn {
     open_record: Option<usize>,
     /// Record events of `out`, reported when the bytes are taken: an observer then sees records in
     /// wire order (what we received before sending comes first).
-    sent_records: Vec<Event>,
+    sent_records: Vec<RecordEvent>,
     padding: PaddingPolicy,
     /// Largest plaintext per record we send (RFC 8449 limit - 1, or 2^14).
     pub(crate) max_fragment: usize,
@@ -184,13 +184,13 @@ impl Conn {
         msg.encode_into(&mut self.out);
         if self.ev.observe.handshake {
             let layout = self.ev.observe.layouts.then(|| msg.layout());
-            self.ev.push(Event::Handshake(HandshakeEvent {
+            self.ev.handshake(MessageView {
                 direction: self.side.sending(),
                 epoch: self.write_epoch,
                 typ: msg.typ(),
-                bytes: self.out[at..].to_vec(),
+                bytes: &self.out[at..],
                 layout,
-            }));
+            });
         }
         &self.out[at..]
     }
@@ -270,12 +270,12 @@ impl Conn {
             return;
         }
         if let Some(label) = name.nss_label() {
-            self.ev.push(Event::Secret(SecretEvent {
+            self.ev.secret(SecretView {
                 name,
                 nss_label: label,
-                client_random: client_random.to_vec(),
-                secret: secret.to_vec(),
-            }));
+                client_random,
+                secret,
+            });
         }
     }
 
@@ -472,7 +472,7 @@ impl Conn {
             return;
         }
         let direction = self.side.sending();
-        self.sent_records.push(Event::Record(RecordEvent {
+        self.sent_records.push(RecordEvent {
             direction,
             // CCS and alerts sent before keys are plaintext whatever the current epoch.
             epoch: if seq.is_some() {
@@ -491,7 +491,7 @@ impl Conn {
             tag_len,
             seq,
             content,
-        }));
+        });
     }
 
     /// Everything queued so far, as wire bytes.
@@ -506,11 +506,9 @@ impl Conn {
     /// Reports the records whose bytes the caller now has, stamped with the current time.
     fn release_sent_events(&mut self) {
         let now = self.now_ms;
-        for mut e in self.sent_records.drain(..) {
-            if let Event::Record(r) = &mut e {
-                r.time_ms = now;
-            }
-            self.ev.push(e);
+        for mut r in self.sent_records.drain(..) {
+            r.time_ms = now;
+            self.ev.record_owned(r);
         }
     }
 
@@ -558,7 +556,8 @@ impl Conn {
         // §5: an unprotected CCS of one byte 0x01 is dropped during the handshake.
         if rec.typ == ContentType::ChangeCipherSpec {
             self.record_event_received(
-                &rec,
+                &rec.header,
+                rec.payload.len(),
                 ContentType::ChangeCipherSpec,
                 &rec.payload,
                 0,
@@ -586,30 +585,25 @@ impl Conn {
             Some(p) if rec.typ == ContentType::ApplicationData => {
                 let seq = p.seq();
                 let n = rec.payload.len();
-                // Decrypt in the record's own buffer unless an observer wants the ciphertext
-                // too: a bulk record is then copied once (into the deframer), not twice.
-                let (opened, kept) = if self.ev.observe.records {
-                    (p.open(&rec), Some(rec))
-                } else {
-                    (p.open_owned(rec), None)
-                };
-                match opened {
+                // Decrypted in the record's own buffer, observed or not: an observer is shown
+                // the header and the plaintext, so nothing else is kept.
+                let header = rec.header;
+                match p.open_owned(rec) {
                     Ok(inner) => {
                         // §4.2.10: skipping ends at the first record that opens under the
                         // handshake keys; from then on a record that fails is bad_record_mac.
                         *early_skip = None;
                         let tag = p.tag_len();
                         self.check_recv_limit(inner.content.len() + 1 + inner.padding)?;
-                        if let Some(rec) = &kept {
-                            self.record_event_received(
-                                rec,
-                                inner.typ,
-                                &inner.content,
-                                inner.padding,
-                                tag,
-                                Some(seq),
-                            );
-                        }
+                        self.record_event_received(
+                            &header,
+                            n,
+                            inner.typ,
+                            &inner.content,
+                            inner.padding,
+                            tag,
+                            Some(seq),
+                        );
                         (inner.typ, inner.content)
                     }
                     Err(e) => {
@@ -633,7 +627,8 @@ impl Conn {
                 if self.read_epoch != Epoch::Handshake && self.read_epoch != Epoch::Early {
                     return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into());
                 }
-                self.record_event_received(&rec, rec.typ, &rec.payload, 0, 0, None);
+                let (header, len) = (rec.header, rec.payload.len());
+                self.record_event_received(&header, len, rec.typ, &rec.payload, 0, 0, None);
                 (rec.typ, rec.payload)
             }
             Some(_) => return Err(PeerMisbehaved::UnexpectedContentType(rec.typ).into()),
@@ -654,7 +649,8 @@ impl Conn {
                     }
                     other => return Err(PeerMisbehaved::UnexpectedContentType(other).into()),
                 }
-                self.record_event_received(&rec, rec.typ, &rec.payload, 0, 0, None);
+                let (header, len) = (rec.header, rec.payload.len());
+                self.record_event_received(&header, len, rec.typ, &rec.payload, 0, 0, None);
                 (rec.typ, rec.payload)
             }
         };
@@ -741,22 +737,22 @@ impl Conn {
     pub(crate) fn open_record_in_place(&mut self, rec: &mut [u8]) -> Result<InPlace, Error> {
         let h = header_of(rec);
         let payload = &mut rec[HEADER_LEN..];
-        // An observer wants the ciphertext as well: only then is it copied.
-        let kept = self.ev.observe.records.then(|| OpaqueRecord {
-            header: h,
-            typ: ContentType::ApplicationData,
-            version: u16::from_be_bytes([h[1], h[2]]),
-            payload: payload.to_vec(),
-        });
+        let payload_len = payload.len();
         let Some(p) = self.read.as_mut() else {
             return Err(Error::InvalidState("no read keys"));
         };
         let (seq, tag) = (p.seq(), p.tag_len());
         let (typ, len, padding) = p.open_slice(&h, payload)?;
         self.check_recv_limit(len + 1 + padding)?;
-        if let Some(rec) = &kept {
-            self.record_event_received(rec, typ, &payload[..len], padding, tag, Some(seq));
-        }
+        self.record_event_received(
+            &h,
+            payload_len,
+            typ,
+            &payload[..len],
+            padding,
+            tag,
+            Some(seq),
+        );
         if !self.check_inner(typ, len)? {
             return Ok(InPlace::Other(None));
         }
@@ -775,9 +771,13 @@ impl Conn {
         Ok(())
     }
 
+    /// Report a received record, borrowed: `header` as received, `payload_len` the bytes after
+    /// it, `content` the opened plaintext.
+    #[allow(clippy::too_many_arguments)]
     fn record_event_received(
         &mut self,
-        rec: &OpaqueRecord,
+        header: &[u8; HEADER_LEN],
+        payload_len: usize,
         inner: ContentType,
         content: &[u8],
         padding_len: usize,
@@ -787,9 +787,8 @@ impl Conn {
         if !self.ev.observe.records {
             return;
         }
-        let direction: Direction = self.side.receiving();
-        self.ev.push(Event::Record(RecordEvent {
-            direction,
+        self.ev.record(RecordView {
+            direction: self.side.receiving(),
             // A CCS or a plaintext alert arriving after the keys changed is still plaintext.
             epoch: if seq.is_some() {
                 self.read_epoch
@@ -797,30 +796,28 @@ impl Conn {
                 Epoch::Plaintext
             },
             time_ms: self.now_ms,
-            header: rec.header.to_vec(),
-            wire_type: rec.typ,
+            header,
+            wire_type: ContentType::from(header[0]),
             inner_type: inner,
-            wire_len: 5 + rec.payload.len(),
-            payload_len: rec.payload.len(),
-            plaintext_len: content.len(),
+            payload_len,
+            plaintext: content,
             padding_len,
             tag_len,
             seq,
-            content: content.to_vec(),
-        }));
+        });
     }
 
     /// Report a received handshake message.
     pub(crate) fn handshake_received(&mut self, msg: &HandshakeMessage) {
         if self.ev.observe.handshake {
             let layout = self.ev.observe.layouts.then(|| msg.layout());
-            self.ev.push(Event::Handshake(HandshakeEvent {
+            self.ev.handshake(MessageView {
                 direction: self.side.receiving(),
                 epoch: self.read_epoch,
                 typ: msg.typ(),
-                bytes: msg.encoded.clone(),
+                bytes: &msg.encoded,
                 layout,
-            }));
+            });
         }
     }
 

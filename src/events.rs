@@ -132,6 +132,139 @@ pub struct RecordEvent {
     pub content: Vec<u8>,
 }
 
+impl RecordEvent {
+    /// The record as an [`Observer`]'s [`record`](Observer::record) hook sees it.
+    pub fn view(&self) -> RecordView<'_> {
+        RecordView {
+            direction: self.direction,
+            epoch: self.epoch,
+            time_ms: self.time_ms,
+            header: &self.header,
+            wire_type: self.wire_type,
+            inner_type: self.inner_type,
+            payload_len: self.payload_len,
+            plaintext: &self.content,
+            padding_len: self.padding_len,
+            tag_len: self.tag_len,
+            seq: self.seq,
+        }
+    }
+}
+
+/// A record as it passes, borrowed from the connection: what [`Observer::record`] is given.
+/// An observer that only looks (counts, checks, writes a capture) copies nothing;
+/// [`to_event`](Self::to_event) makes the owned [`RecordEvent`] a recorder keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordView<'a> {
+    /// Which way it went.
+    pub direction: Direction,
+    /// Which keys protect it.
+    pub epoch: Epoch,
+    /// The caller's clock (ms) when the record was sent or received.
+    pub time_ms: u64,
+    /// The 5-byte record header as on the wire.
+    pub header: &'a [u8],
+    /// TLSPlaintext.type / TLSCiphertext.opaque_type.
+    pub wire_type: ContentType,
+    /// The real content type (TLSInnerPlaintext.type for protected records).
+    pub inner_type: ContentType,
+    /// Bytes after the header (ciphertext and tag for a protected record).
+    pub payload_len: usize,
+    /// The content (without inner type, padding and tag), decrypted.
+    pub plaintext: &'a [u8],
+    /// Zero bytes of TLSInnerPlaintext padding.
+    pub padding_len: usize,
+    /// AEAD tag bytes, or 0.
+    pub tag_len: usize,
+    /// AEAD sequence number, for protected records.
+    pub seq: Option<u64>,
+}
+
+impl RecordView<'_> {
+    /// The owned event (copies the header and the plaintext).
+    pub fn to_event(&self) -> RecordEvent {
+        RecordEvent {
+            direction: self.direction,
+            epoch: self.epoch,
+            time_ms: self.time_ms,
+            header: self.header.to_vec(),
+            wire_type: self.wire_type,
+            inner_type: self.inner_type,
+            wire_len: self.header.len() + self.payload_len,
+            payload_len: self.payload_len,
+            plaintext_len: self.plaintext.len(),
+            padding_len: self.padding_len,
+            tag_len: self.tag_len,
+            seq: self.seq,
+            content: self.plaintext.to_vec(),
+        }
+    }
+}
+
+/// A handshake message as it passes, its bytes borrowed: what [`Observer::handshake`] is given.
+#[derive(Clone, Debug)]
+pub struct MessageView<'a> {
+    /// Which way it went.
+    pub direction: Direction,
+    /// Which keys protected it.
+    pub epoch: Epoch,
+    /// HandshakeType.
+    pub typ: HandshakeType,
+    /// The whole message including its 4-byte header.
+    pub bytes: &'a [u8],
+    /// Byte spans of every field and extension (present when layouts are observed).
+    pub layout: Option<Vec<Span>>,
+}
+
+impl MessageView<'_> {
+    /// The owned event (copies the bytes).
+    pub fn into_event(self) -> HandshakeEvent {
+        HandshakeEvent {
+            direction: self.direction,
+            epoch: self.epoch,
+            typ: self.typ,
+            bytes: self.bytes.to_vec(),
+            layout: self.layout,
+        }
+    }
+}
+
+/// A named secret, borrowed: what [`Observer::secret`] is given (only under an [`Observe`]
+/// that asks for secrets by name).
+#[derive(Clone, Copy)]
+pub struct SecretView<'a> {
+    /// Which secret.
+    pub name: SecretName,
+    /// The NSS SSLKEYLOGFILE label.
+    pub nss_label: &'static str,
+    /// ClientHello.random, the key of every key-log line.
+    pub client_random: &'a [u8],
+    /// The secret.
+    pub secret: &'a [u8],
+}
+
+/// As for [`SecretEvent`]: the value is never printed by `Debug`.
+impl core::fmt::Debug for SecretView<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SecretView")
+            .field("name", &self.name)
+            .field("secret", &format_args!("<{} bytes>", self.secret.len()))
+            .finish()
+    }
+}
+
+impl SecretView<'_> {
+    /// The owned event (copies the secret).
+    pub fn to_event(&self) -> SecretEvent {
+        SecretEvent {
+            name: self.name,
+            nss_label: self.nss_label,
+            client_random: self.client_random.to_vec(),
+            secret: self.secret.to_vec(),
+        }
+    }
+}
+
 /// One handshake message, sent or received, with its exact bytes and field layout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HandshakeEvent {
@@ -665,7 +798,16 @@ impl Default for Observe {
 
 /// Where a connection's events go when the caller does not drain them from its queue: the
 /// ledger, a key-log writer, a test's collector. Set with `Connection::set_observer`; each event
-/// arrives once, in order, as it happens.
+/// arrives once, in order, as it happens, and only what the configuration's [`Observe`] asks
+/// for.
+///
+/// Records, handshake messages and secrets arrive through typed hooks that borrow from the
+/// connection ([`record`](Self::record), [`handshake`](Self::handshake),
+/// [`secret`](Self::secret)): their default builds the owned event and hands it to
+/// [`observe`](Self::observe) (a recorder), and an observer that overrides them sees the bytes
+/// as they pass without copying them. A received record is borrowed where it was opened; a sent
+/// record is reported when the caller takes the bytes (`take_output`), from the copy of its
+/// plaintext made before sealing overwrote it.
 ///
 /// `Send`, like the connection that holds it: a sink the caller reads while the connection runs
 /// is shared through `Arc<Mutex<_>>`.
@@ -683,6 +825,24 @@ impl Default for Observe {
 pub trait Observer: Send {
     /// One event, in the order things happened.
     fn observe(&mut self, event: Event);
+
+    /// A record as it passes (under `Observe::records`). Default: the owned
+    /// [`Event::Record`], to [`observe`](Self::observe).
+    fn record(&mut self, record: RecordView<'_>) {
+        self.observe(Event::Record(record.to_event()));
+    }
+
+    /// A handshake message as it passes (under `Observe::handshake`). Default: the owned
+    /// [`Event::Handshake`], to [`observe`](Self::observe).
+    fn handshake(&mut self, message: MessageView<'_>) {
+        self.observe(Event::Handshake(message.into_event()));
+    }
+
+    /// A named secret (under `Observe::secrets` only). Default: the owned [`Event::Secret`],
+    /// to [`observe`](Self::observe).
+    fn secret(&mut self, secret: SecretView<'_>) {
+        self.observe(Event::Secret(secret.to_event()));
+    }
 }
 
 impl Observer for Vec<Event> {
@@ -704,6 +864,27 @@ impl<O: Observer> Observer for std::sync::Arc<std::sync::Mutex<O>> {
         match self.lock() {
             Ok(mut o) => o.observe(event),
             Err(p) => p.into_inner().observe(event),
+        }
+    }
+
+    fn record(&mut self, record: RecordView<'_>) {
+        match self.lock() {
+            Ok(mut o) => o.record(record),
+            Err(p) => p.into_inner().record(record),
+        }
+    }
+
+    fn handshake(&mut self, message: MessageView<'_>) {
+        match self.lock() {
+            Ok(mut o) => o.handshake(message),
+            Err(p) => p.into_inner().handshake(message),
+        }
+    }
+
+    fn secret(&mut self, secret: SecretView<'_>) {
+        match self.lock() {
+            Ok(mut o) => o.secret(secret),
+            Err(p) => p.into_inner().secret(secret),
         }
     }
 }
@@ -748,6 +929,40 @@ impl EventQueue {
     /// costs anything.
     pub(crate) fn active(&self) -> bool {
         self.observe.records_anything()
+    }
+
+    /// A record as it passes, to the observer's hook or, as an owned event, to the queue.
+    /// Called only under `Observe::records`.
+    pub(crate) fn record(&mut self, r: RecordView<'_>) {
+        match self.sink.as_mut() {
+            Some(sink) => sink.record(r),
+            None => self.queue.push_back(Event::Record(r.to_event())),
+        }
+    }
+
+    /// A sent record kept until the caller took its bytes: its owned event goes to the queue as
+    /// it is; an observer's hook borrows it.
+    pub(crate) fn record_owned(&mut self, r: RecordEvent) {
+        match self.sink.as_mut() {
+            Some(sink) => sink.record(r.view()),
+            None => self.queue.push_back(Event::Record(r)),
+        }
+    }
+
+    /// A handshake message as it passes. Called only under `Observe::handshake`.
+    pub(crate) fn handshake(&mut self, m: MessageView<'_>) {
+        match self.sink.as_mut() {
+            Some(sink) => sink.handshake(m),
+            None => self.queue.push_back(Event::Handshake(m.into_event())),
+        }
+    }
+
+    /// A named secret. Called only under `Observe::secrets`.
+    pub(crate) fn secret(&mut self, s: SecretView<'_>) {
+        match self.sink.as_mut() {
+            Some(sink) => sink.secret(s),
+            None => self.queue.push_back(Event::Secret(s.to_event())),
+        }
     }
 
     pub(crate) fn push(&mut self, e: Event) {

@@ -10,8 +10,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
+use std::sync::Mutex;
 use tls13lab::crypto::random::SeededRandom;
-use tls13lab::events::{Direction, Event};
+
+use tls13lab::events::{Direction, Event, Observer, RecordView};
 use tls13lab::messages::enums::ContentType;
 use tls13lab::{Client, ClientConfig, ClientSide, Connection, Observe, Role, Server, ServerSide};
 
@@ -135,6 +137,26 @@ fn transfer<A: Role, B: Role>(from: &mut Connection<A>, to: &mut Connection<B>) 
     (received, peak)
 }
 
+/// An observer that looks at every record as it passes and keeps nothing: the application data
+/// bytes it saw, per direction.
+#[derive(Default)]
+struct Looker {
+    data: [usize; 2],
+    events: usize,
+}
+
+impl Observer for Looker {
+    fn observe(&mut self, _event: Event) {
+        self.events += 1;
+    }
+
+    fn record(&mut self, r: RecordView<'_>) {
+        if r.inner_type == ContentType::ApplicationData {
+            self.data[r.direction as usize] += r.plaintext.len();
+        }
+    }
+}
+
 #[test]
 fn an_undrained_connection_holds_its_buffers_only_and_a_recorder_sees_everything() {
     // Observe::NONE, the default: nothing is recorded, so a connection whose events nobody
@@ -155,6 +177,31 @@ fn an_undrained_connection_holds_its_buffers_only_and_a_recorder_sees_everything
     );
     assert_eq!(c.events().count(), 0);
     assert_eq!(s.events().count(), 0);
+
+    // An observer with borrowed hooks (Observe::PUBLIC): it sees every record's plaintext as it
+    // passes, and the connections hold no more than without it.
+    let (mut c, mut s) = pair(Observe::PUBLIC);
+    let (cl, sl): (Arc<Mutex<Looker>>, Arc<Mutex<Looker>>) = Default::default();
+    c.set_observer(Box::new(cl.clone()));
+    s.set_observer(Box::new(sl.clone()));
+    let (_, up) = transfer(&mut c, &mut s);
+    let (_, down) = transfer(&mut s, &mut c);
+    println!("with an observer that only looks: {up} B and {down} B");
+    assert!(
+        up < bound,
+        "client → server, observed: {up} B held, bound {bound}"
+    );
+    assert!(
+        down < bound,
+        "server → client, observed: {down} B held, bound {bound}"
+    );
+    for (looker, side) in [(cl, "client"), (sl, "server")] {
+        let l = looker.lock().unwrap();
+        assert_eq!(l.data, [TOTAL, TOTAL], "{side}");
+        // The rest (handshake messages, the outcome) still arrives as events.
+        assert!(l.events > 0, "{side}");
+    }
+    assert_eq!(c.events().count(), 0);
 
     // A recorder (Observe::PUBLIC): every record is there, with its plaintext; what it keeps
     // is the recorder's (and grows with the connection until drained).
