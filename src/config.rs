@@ -200,6 +200,29 @@ pub enum HelloPadding {
     Avoid256To511,
 }
 
+impl HelloPadding {
+    /// The length this rule pads a ClientHello of `len` bytes (message with its header) to, if
+    /// it pads one of that length at all. `ToSize(n)` gives `n` whatever `len` is: padding
+    /// happens only while the message is shorter (see [`extension_body_len`](Self::extension_body_len)).
+    pub fn target(self, len: usize) -> Option<usize> {
+        match self {
+            HelloPadding::None => None,
+            HelloPadding::ToSize(n) => Some(n),
+            HelloPadding::Avoid256To511 => (256..512).contains(&len).then_some(512),
+        }
+    }
+
+    /// The body length of the padding extension (RFC 7685: a 4-byte extension header and that
+    /// many zeros) that brings a ClientHello of `len` bytes to this rule's target; `None` when
+    /// nothing is padded: no target, or one closer than an extension header. The client and
+    /// the ClientHello lab both pad by it, placing the extension before pre_shared_key (which
+    /// stays last, RFC 8446 §4.2.11).
+    pub fn extension_body_len(self, len: usize) -> Option<usize> {
+        let target = self.target(len)?;
+        (len + 4 <= target).then(|| target - len - 4)
+    }
+}
+
 /// Whether the client offers Encrypted ClientHello (RFC 9849).
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]

@@ -523,15 +523,10 @@ fn pad(ch: &mut ClientHello, p: HelloPadding, notes: &mut Vec<String>) {
     let len = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()))
         .encoded
         .len();
-    let target = match p {
-        HelloPadding::ToSize(n) => n,
-        HelloPadding::Avoid256To511 if (256..512).contains(&len) => 512,
-        _ => 0,
-    };
-    if len + 4 <= target {
+    let target = p.target(len).unwrap_or(0);
+    if let Some(body) = p.extension_body_len(len) {
         let at = psk_position(ch);
-        ch.extensions
-            .insert(at, Extension::Padding(vec![0; target - len - 4]));
+        ch.extensions.insert(at, Extension::Padding(vec![0; body]));
         notes.push(format!(
             "padding (RFC 7685): {} bytes brought the message from {len} to {target}",
             target - len
