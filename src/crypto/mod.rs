@@ -8,8 +8,8 @@
 //! - [`kx`]: key_share groups: (EC)DHE, ML-KEM and the hybrids (§4.2.8, §7.4), with
 //!   [`x448`] (RFC 7748) and [`ffdhe`] (RFC 7919) written out on crypto-bigint.
 //! - [`sign`]: CertificateVerify signing and verification (§4.4.3).
-//! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers, PEM
-//!   loading, and self-signed certificate generation (rcgen) kept apart from validation.
+//! - [`cert`]: certificate path validation (§4.4.2.4) via rustls-webpki on our verifiers and
+//!   PEM loading (generation is the lab crate's).
 //!
 //! Faster backends, on by default (docs/performance.md; `--no-default-features` is all
 //! RustCrypto): `ring-aead` (records), `ring-verify` (ECDSA P-256 verification), `ring-sign`
