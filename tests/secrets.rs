@@ -409,16 +409,35 @@ fn finished_and_binder_comparisons_are_constant_time() {
     let root = env!("CARGO_MANIFEST_DIR");
     let ct = "use subtle::ConstantTimeEq;";
     let check = "check_verify_data(expected, verify_data)";
-    for (file, wanted) in [
-        ("src/connection.rs", &[ct, "expected.ct_eq(got)"][..]),
-        ("src/client.rs", &[check][..]),
-        (
-            "src/server.rs",
-            &[ct, check, "expected.ct_eq(&p.binder)"][..],
-        ),
-    ] {
+    let wanted: &[(&str, &[&str])] = &[
+        ("src/connection.rs", &[ct, "expected.ct_eq(got)"]),
+        ("src/client/handshake.rs", &[check]),
+        ("src/server/handshake.rs", &[check]),
+        ("src/server/tickets.rs", &[ct, "expected.ct_eq(&p.binder)"]),
+    ];
+    // Every file of the state machines is read for `==` on a MAC, not only those above.
+    let mut files: Vec<String> = ["src/connection.rs", "src/client.rs", "src/server.rs"]
+        .map(String::from)
+        .to_vec();
+    for dir in ["src/client", "src/server"] {
+        for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".rs") {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    files.sort();
+    for (file, _) in wanted {
+        assert!(files.iter().any(|f| f == file), "{file} is gone");
+    }
+    for file in &files {
         let src = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
-        for w in wanted {
+        let must = wanted
+            .iter()
+            .find(|(f, _)| f == file)
+            .map_or(&[][..], |(_, w)| *w);
+        for w in must {
             assert!(src.contains(w), "{file} no longer has {w}");
         }
         for (i, line) in src.lines().enumerate() {
