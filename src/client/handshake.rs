@@ -1,25 +1,22 @@
 //! From ServerHello to our Finished (RFC 8446 §4.1.3 to §4.4): the server's flight checked
-//! message by message, each transition consuming its state, then our second flight.
+//! message by message, each transition consuming its state, then our second flight. The
+//! Certificate, CertificateVerify and Finished checks and sends are [`crate::auth`]'s, which the
+//! server calls too.
 
-use std::sync::Arc;
-
+use crate::auth::{self, Compression};
 use crate::config::{ClientConfig, ServerVerification};
-use crate::connection::check_verify_data;
-
 use crate::crypto::aead::{suite_params, SuiteParams};
-use crate::crypto::cert::{self, Usage};
-use crate::crypto::sign::{certificate_verify_message, SigError};
+use crate::crypto::cert::Usage;
 use crate::ech::wire::decode_retry_configs;
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated};
+use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
 use crate::keyschedule::schedule::EarlySecret;
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{ExtensionType, HandshakeType, ProtocolVersion, SignatureScheme};
 use crate::messages::extensions::{Extension, ExtensionContext};
 use crate::messages::handshake::{
-    CertificateVerify, HandshakeMessage, HandshakePayload, OutgoingMessage, ServerHello,
-    DOWNGRADE_TLS11, DOWNGRADE_TLS12,
+    HandshakeMessage, HandshakePayload, ServerHello, DOWNGRADE_TLS11, DOWNGRADE_TLS12,
 };
 use crate::traffic::Traffic;
 
@@ -415,18 +412,13 @@ impl Client {
             EchStatus::Rejected { public_name, .. } => Some(public_name.as_str()),
             _ => self.side.config.server_name.as_deref(),
         };
-        let transcript = &mut hs.transcript;
-        let typ = msg.typ();
-        let c = match msg.payload {
-            HandshakePayload::Certificate(c) => c,
-            HandshakePayload::CompressedCertificate(ref cc) => crate::certcomp::certificate_from(
-                cc,
-                &self.side.config.cert_compression,
-                self.side.config.max_handshake_message,
-                "Certificate",
-            )?,
-            _ => return Err(unexpected("Certificate", &msg)),
-        };
+        let config = &*self.side.config;
+        let (c, typ, encoded) = auth::received_certificate(
+            msg,
+            &config.cert_compression,
+            config.max_handshake_message,
+            "Certificate",
+        )?;
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
@@ -435,31 +427,15 @@ impl Client {
         if chain.is_empty() {
             return Err(PeerMisbehaved::NoServerCertificate.into());
         }
-        let now = self
-            .side
-            .config
-            .fixed_validation_time_ms
-            .unwrap_or(self.conn.now_ms);
-        match &self.side.config.verification {
-            ServerVerification::Roots(roots) => cert::verify_chain(
-                &chain,
-                roots,
-                name,
-                now / 1000,
-                Usage::Server,
-                self.side.config.signature_memo.as_deref(),
-            )?,
-            ServerVerification::RootsNoName(roots) => cert::verify_chain(
-                &chain,
-                roots,
-                None,
-                now / 1000,
-                Usage::Server,
-                self.side.config.signature_memo.as_deref(),
-            )?,
-            ServerVerification::InsecureAcceptAny => {}
-        }
-        transcript.add(typ, &msg.encoded);
+        let (roots, name) = match &config.verification {
+            ServerVerification::Roots(roots) => (Some(roots.as_slice()), name),
+            ServerVerification::RootsNoName(roots) => (Some(roots.as_slice()), None),
+            ServerVerification::InsecureAcceptAny => (None, None),
+        };
+        let now = config.fixed_validation_time_ms.unwrap_or(self.conn.now_ms);
+        let memo = config.signature_memo.as_deref();
+        auth::verify_chain(&chain, roots, name, now, Usage::Server, memo)?;
+        hs.transcript.add(typ, &encoded);
         // Only the end-entity certificate is needed from here on; `chain` is not empty (above).
         Ok(ServerCertificate {
             leaf: chain.swap_remove(0),
@@ -474,32 +450,21 @@ impl Client {
         let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
             return Err(unexpected("CertificateVerify", &msg));
         };
-        if !self.side.config.signature_schemes.contains(&cv.scheme) {
-            return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
-        }
         let ExpectCertificateVerify {
             mut hs,
             ee,
             request,
             cert,
         } = *s;
-        let hash = hs.transcript.current_hash();
-        let content = certificate_verify_message(true, hash.as_ref());
-        cert::verify_with_leaf(&cert.leaf, cv.scheme, &content, &cv.signature).map_err(
-            |e| match e {
-                SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
-                other => Error::Signature(other),
-            },
-        )?;
+        let offered = &self.side.config.signature_schemes;
+        let scheme =
+            auth::check_certificate_verify(Side::Server, offered, &hs.transcript, &cert.leaf, cv)?;
         hs.transcript
             .add(HandshakeType::CertificateVerify, &msg.encoded);
         Ok(Box::new(ExpectFinished {
             hs,
             ee,
-            auth: ServerAuth::Certificate {
-                scheme: cv.scheme,
-                request,
-            },
+            auth: ServerAuth::Certificate { scheme, request },
         }))
     }
 
@@ -511,13 +476,12 @@ impl Client {
         let HandshakePayload::Finished(verify_data) = &msg.payload else {
             return Err(unexpected("Finished", &msg));
         };
-        let ExpectFinished { mut hs, ee, auth } = *s;
-        let ev = &mut self.conn.ev;
-        // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
-        let expected: &[u8] = &hs
-            .server_hs
-            .verify_data(hs.transcript.current_hash().as_ref(), ev);
-        check_verify_data(expected, verify_data)?;
+        let ExpectFinished {
+            mut hs,
+            ee,
+            auth: server_auth,
+        } = *s;
+        auth::check_finished(&mut self.conn, &hs.server_hs, &hs.transcript, verify_data)?;
         // RFC 9849 §6.1.6: a rejected ECH handshake that completed ends here with ech_required
         // (the error's alert), before our Finished: never a connection, no tickets.
         if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {
@@ -526,6 +490,7 @@ impl Client {
             });
         }
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
+        let ev = &mut self.conn.ev;
         let master = hs.secret.into_master(ev);
         let client_app = master.client_application_traffic_secret(&hs.transcript, ev);
         let server_app = master.server_application_traffic_secret(&hs.transcript, ev);
@@ -541,7 +506,7 @@ impl Client {
         if let ServerAuth::Psk {
             early_data_accepted: true,
             ..
-        } = auth
+        } = server_auth
         {
             let eoed = HandshakePayload::EndOfEarlyData;
             hs.transcript.add(
@@ -558,22 +523,16 @@ impl Client {
         if let ServerAuth::Certificate {
             request: Some(request),
             ..
-        } = &auth
+        } = &server_auth
         {
             client_scheme = self.send_client_certificate(&mut hs.transcript, &[], request)?;
         }
-        let fin = hs
-            .client_hs
-            .verify_data(hs.transcript.current_hash().as_ref(), &mut self.conn.ev);
-        hs.transcript.add(
-            HandshakeType::Finished,
-            self.conn.send_handshake(OutgoingMessage::Finished(&fin)),
-        );
+        auth::send_finished(&mut self.conn, &mut hs.transcript, &hs.client_hs);
         let resumption = master.resumption_master_secret(&hs.transcript, &mut self.conn.ev);
         self.conn
             .set_write_keys(Epoch::Application(0), &hs.suite, &client_app)?;
         self.conn.log_secret(exporter.name(), exporter.as_bytes());
-        let (signature_scheme, psk_identity) = match auth {
+        let (signature_scheme, psk_identity) = match server_auth {
             ServerAuth::Certificate { scheme, .. } => (Some(scheme), None),
             ServerAuth::Psk { identity, .. } => (None, Some(identity)),
         };
@@ -624,60 +583,25 @@ impl Client {
         context: &[u8],
         request: &CertificateRequested,
     ) -> Result<Option<SignatureScheme>, Error> {
-        let schemes = &request.schemes;
         // The certificate is sent from the configuration as it is (no copy of the chain).
-        let config = Arc::clone(&self.side.config);
+        let config = &*self.side.config;
         let Some(ck) = &config.client_cert else {
-            let m = OutgoingMessage::Certificate {
-                context,
-                chain: &[],
-            };
-            transcript.add(HandshakeType::Certificate, self.conn.send_handshake(m));
+            auth::send_certificate(&mut self.conn, transcript, context, &[], Compression::NONE);
             return Ok(None);
         };
         let scheme = ck
             .key
             .schemes()
             .into_iter()
-            .find(|s| schemes.contains(s))
+            .find(|s| request.schemes.contains(s))
             .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
-        let m = OutgoingMessage::Certificate {
-            context,
-            chain: &ck.chain,
+        let compression = Compression {
+            ours: &config.cert_compression,
+            theirs: &request.compression,
+            cache: config.compressed_certificates.as_deref(),
         };
-        let compressed = if request.compression.is_empty() {
-            None
-        } else {
-            let body = m.body_bytes();
-            crate::certcomp::compress_for_peer(
-                &config.cert_compression,
-                &request.compression,
-                config.compressed_certificates.as_deref(),
-                &body,
-            )
-            .map(|(algorithm, bytes)| (algorithm, body.len() as u32, bytes))
-        };
-        let (typ, sent) = match &compressed {
-            // The transcript holds the CompressedCertificate as sent (RFC 8879 §4).
-            Some((algorithm, uncompressed_length, bytes)) => (
-                HandshakeType::CompressedCertificate,
-                self.conn
-                    .send_handshake(OutgoingMessage::CompressedCertificate {
-                        algorithm: *algorithm,
-                        uncompressed_length: *uncompressed_length,
-                        compressed: bytes,
-                    }),
-            ),
-            None => (HandshakeType::Certificate, self.conn.send_handshake(m)),
-        };
-        transcript.add(typ, sent);
-        let content = certificate_verify_message(false, transcript.current_hash().as_ref());
-        let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
-        let m = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
-        transcript.add(
-            HandshakeType::CertificateVerify,
-            self.conn.send_handshake(&m),
-        );
+        auth::send_certificate(&mut self.conn, transcript, context, &ck.chain, compression);
+        auth::send_certificate_verify(&mut self.conn, transcript, ck.key.as_ref(), scheme)?;
         Ok(Some(scheme))
     }
 }

@@ -1,28 +1,23 @@
 //! Our flight and the client's (RFC 8446 §2): ServerHello, EncryptedExtensions,
 //! CertificateRequest, Certificate, CertificateVerify and Finished sent in one go, then the
 //! client's EndOfEarlyData, Certificate, CertificateVerify and Finished, each transition
-//! consuming its state.
+//! consuming its state. The Certificate, CertificateVerify and Finished sends and checks are
+//! [`crate::auth`]'s, which the client calls too.
 
-use std::sync::Arc;
-
+use crate::auth::{self, Compression};
 use crate::config::{apply_extension_order, ClientAuth, ServerConfig};
-use crate::connection::check_verify_data;
 use crate::crypto::aead::SuiteParams;
-use crate::crypto::cert::{self, Usage};
+use crate::crypto::cert::Usage;
 use crate::crypto::kx;
-use crate::crypto::sign::{certificate_verify_message, SigError};
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated};
+use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
 use crate::keyschedule::schedule::HandshakeSecret;
 use crate::keyschedule::transcript::Transcript;
-use crate::messages::enums::{
-    CertificateCompressionAlgorithm, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion,
-    SignatureScheme,
-};
+use crate::messages::enums::{ExtensionType, HandshakeType, NamedGroup, ProtocolVersion};
 use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
     CertificatePayload, CertificateRequest, CertificateVerify, ClientHello, HandshakeMessage,
-    HandshakePayload, OutgoingMessage, ServerHello,
+    HandshakePayload, ServerHello,
 };
 use crate::traffic::Traffic;
 
@@ -191,20 +186,28 @@ impl Server {
                     self.conn.send_handshake(&cr),
                 );
             }
-            let compression = match ch.find(ExtensionType::CompressCertificate) {
-                Some(Extension::CompressCertificate(algorithms)) => algorithms.as_slice(),
-                _ => &[],
+            let config = &*self.side.config;
+            let ck = config
+                .credentials()
+                .nth(credential)
+                .ok_or_else(|| Error::Config("credential chosen out of range".into()))?;
+            // Compressed in the first algorithm of our preference list that the client's
+            // compress_certificate lists, when that is smaller (RFC 8879 §4).
+            let compression = Compression {
+                ours: &config.cert_compression,
+                theirs: match ch.find(ExtensionType::CompressCertificate) {
+                    Some(Extension::CompressCertificate(algorithms)) => algorithms,
+                    _ => &[],
+                },
+                cache: config.compressed_certificates.as_deref(),
             };
-            self.send_certificate(&mut transcript, credential, scheme, compression)?;
+            let conn = &mut self.conn;
+            auth::send_certificate(conn, &mut transcript, &[], &ck.chain, compression);
+            auth::send_certificate_verify(conn, &mut transcript, ck.key.as_ref(), scheme)?;
         }
 
         // Finished (§4.4.4), then the application keys for our side.
-        let ev = &mut self.conn.ev;
-        let fin = server_hs.verify_data(transcript.current_hash().as_ref(), ev);
-        transcript.add(
-            HandshakeType::Finished,
-            self.conn.send_handshake(OutgoingMessage::Finished(&fin)),
-        );
+        auth::send_finished(&mut self.conn, &mut transcript, &server_hs);
         let ev = &mut self.conn.ev;
         let master = hs.into_master(ev);
         let client_app = master.client_application_traffic_secret(&transcript, ev);
@@ -259,65 +262,6 @@ impl Server {
         })
     }
 
-    /// Certificate and CertificateVerify (§4.4.2, §4.4.3) with credential number `credential`
-    /// of [`ServerConfig::credentials`]. The Certificate goes out as a CompressedCertificate
-    /// (RFC 8879 §4) in the first algorithm of our preference list that the client's
-    /// compress_certificate (`client_compression`) lists, when that is smaller.
-    fn send_certificate(
-        &mut self,
-        transcript: &mut Transcript,
-        credential: usize,
-        scheme: SignatureScheme,
-        client_compression: &[CertificateCompressionAlgorithm],
-    ) -> Result<(), Error> {
-        let config = Arc::clone(&self.side.config);
-        let ck = config
-            .credentials()
-            .nth(credential)
-            .ok_or_else(|| Error::Config("credential chosen out of range".into()))?;
-        // Sent from the configured chain as it is, without copying it into a message value.
-        let cert = OutgoingMessage::Certificate {
-            context: &[],
-            chain: &ck.chain,
-        };
-        let compressed = if client_compression.is_empty() || config.cert_compression.is_empty() {
-            None
-        } else {
-            // Compressed once per chain and algorithm (the cache), not per handshake.
-            let body = cert.body_bytes();
-            crate::certcomp::compress_for_peer(
-                &config.cert_compression,
-                client_compression,
-                config.compressed_certificates.as_deref(),
-                &body,
-            )
-            .map(|(algorithm, bytes)| (algorithm, body.len() as u32, bytes))
-        };
-        match &compressed {
-            // The transcript holds the CompressedCertificate as sent (RFC 8879 §4).
-            Some((algorithm, uncompressed_length, bytes)) => {
-                let m = OutgoingMessage::CompressedCertificate {
-                    algorithm: *algorithm,
-                    uncompressed_length: *uncompressed_length,
-                    compressed: bytes,
-                };
-                transcript.add(
-                    HandshakeType::CompressedCertificate,
-                    self.conn.send_handshake(m),
-                );
-            }
-            None => transcript.add(HandshakeType::Certificate, self.conn.send_handshake(cert)),
-        }
-        let content = certificate_verify_message(true, transcript.current_hash().as_ref());
-        let signature = ck.key.sign(scheme, &content, self.conn.rng.as_mut())?;
-        let cv = HandshakePayload::CertificateVerify(CertificateVerify { scheme, signature });
-        transcript.add(
-            HandshakeType::CertificateVerify,
-            self.conn.send_handshake(&cv),
-        );
-        Ok(())
-    }
-
     /// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, and
     /// compress_certificate when we decompress (RFC 8879 §3).
     pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Extension> {
@@ -339,18 +283,9 @@ impl Server {
         msg: HandshakeMessage,
         expected: &'static str,
     ) -> Result<(CertificatePayload, HandshakeType, Vec<u8>), Error> {
-        let typ = msg.typ();
-        let c = match msg.payload {
-            HandshakePayload::Certificate(c) => c,
-            HandshakePayload::CompressedCertificate(ref cc) => crate::certcomp::certificate_from(
-                cc,
-                &self.side.config.cert_compression,
-                self.side.config.max_handshake_message,
-                expected,
-            )?,
-            _ => return Err(unexpected(expected, &msg)),
-        };
-        Ok((c, typ, msg.encoded))
+        let config = &self.side.config;
+        let limit = config.max_handshake_message;
+        auth::received_certificate(msg, &config.cert_compression, limit, expected)
     }
 
     /// Our EncryptedExtensions (§4.3.1), for a handshake that used `used_group` (none: psk_ke).
@@ -478,23 +413,10 @@ impl Server {
         chain: &[Vec<u8>],
         roots: Option<&[Vec<u8>]>,
     ) -> Result<(), Error> {
-        let Some(roots) = roots else {
-            return Ok(());
-        };
-        let now = self
-            .side
-            .config
-            .fixed_validation_time_ms
-            .unwrap_or(self.conn.now_ms);
-        cert::verify_chain(
-            chain,
-            roots,
-            None,
-            now / 1000,
-            Usage::Client,
-            self.side.config.signature_memo.as_deref(),
-        )?;
-        Ok(())
+        let config = &self.side.config;
+        let now = config.fixed_validation_time_ms.unwrap_or(self.conn.now_ms);
+        let memo = config.signature_memo.as_deref();
+        auth::verify_chain(chain, roots, None, now, Usage::Client, memo)
     }
 
     /// §4.4.3: the client's CertificateVerify, in a scheme we offered, signed by its end-entity
@@ -505,17 +427,10 @@ impl Server {
         leaf: &ClientCertificate,
         cv: &CertificateVerify,
     ) -> Result<ClientVerified, Error> {
-        if !self.side.config.signature_schemes.contains(&cv.scheme) {
-            return Err(PeerMisbehaved::UnofferedSignatureScheme.into());
-        }
-        let content = certificate_verify_message(false, transcript.current_hash().as_ref());
-        cert::verify_with_leaf(&leaf.0, cv.scheme, &content, &cv.signature).map_err(
-            |e| match e {
-                SigError::BadSignature => Error::Peer(PeerMisbehaved::BadCertificateVerify),
-                other => Error::Signature(other),
-            },
-        )?;
-        Ok(ClientVerified { scheme: cv.scheme })
+        let offered = &self.side.config.signature_schemes;
+        let scheme =
+            auth::check_certificate_verify(Side::Client, offered, transcript, &leaf.0, cv)?;
+        Ok(ClientVerified { scheme })
     }
 
     pub(super) fn on_finished(
@@ -530,12 +445,7 @@ impl Server {
             mut hs,
             client_verified,
         } = *st;
-        let ev = &mut self.conn.ev;
-        // verify_data is computed inline (an `Output`); compared as bytes, in constant time.
-        let expected: &[u8] = &hs
-            .client_hs
-            .verify_data(hs.transcript.current_hash().as_ref(), ev);
-        check_verify_data(expected, verify_data)?;
+        auth::check_finished(&mut self.conn, &hs.client_hs, &hs.transcript, verify_data)?;
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
         self.early_skip = None;
         self.conn

@@ -2,8 +2,8 @@
 //! post-handshake client authentication (§4.6.2): our CertificateRequests and the client's
 //! answers to them, one after another.
 
+use crate::auth;
 use crate::config::ClientAuth;
-use crate::connection::check_verify_data;
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::Event;
 use crate::messages::enums::HandshakeType;
@@ -196,7 +196,7 @@ impl Server {
                 let expected = t
                     .client_app
                     .verify_data_for(&answer.transcript, &mut self.conn.ev);
-                check_verify_data(&expected, verify_data)?;
+                auth::check_verify_data(&expected, verify_data)?;
                 self.conn.ev.push(Event::PostHandshakeAuth {
                     direction: self.conn.side.receiving(),
                     context: answer.context,
