@@ -219,7 +219,7 @@ impl Client {
 
     /// §6.1.2: a pre_shared_key for the outer hello shaped like the inner one's, all random:
     /// identity of the same length, a random obfuscated_ticket_age, a binder of the same length.
-    pub(super) fn grease_psk(&mut self) -> Option<Extension> {
+    fn grease_psk(&mut self) -> Option<Extension> {
         let t = self.side.offered_ticket.as_ref()?;
         let mut identity = vec![0u8; t.ticket.len()];
         let mut binder = vec![0u8; suite_params(t.suite).map_or(32, |s| s.hash.output_len())];
@@ -240,7 +240,7 @@ impl Client {
     /// §6.2: a GREASE `encrypted_client_hello` for `hello`, its payload as long as a real
     /// offer's would be: `hello` as the inner one (plus the 5-byte inner extension), compressed
     /// alike, padded with maximum_name_length 0 (§6.1.3), plus the tag. Reported as the event.
-    pub(super) fn grease_ech(&mut self, hello: &ClientHelloOut<'_>) -> Result<Vec<u8>, Error> {
+    fn grease_ech(&mut self, hello: &ClientHelloOut<'_>) -> Result<Vec<u8>, Error> {
         let mut msg = Vec::with_capacity(hello.message_len());
         OutgoingMessage::ClientHello(hello).encode_into(&mut msg);
         let types: Vec<ExtensionType> = hello.extensions.iter().map(|e| e.typ()).collect();
@@ -288,7 +288,7 @@ impl Client {
     }
 
     /// Reports [`Event::EchOffer`] for an offer without a config (GREASE, not offered).
-    pub(super) fn ech_event(
+    fn ech_event(
         &mut self,
         outcome: EchOutcome,
         config_id: Option<u8>,

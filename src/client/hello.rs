@@ -24,6 +24,8 @@ use super::{
 };
 
 impl Client {
+    /// The first ClientHello (§4.1.2), sealed into ClientHelloOuter when ECH is offered, then
+    /// the 0-RTT keys when the hello offers early data (§4.2.10).
     pub(super) fn send_first_hello(&mut self) -> Result<ExpectServerHello, Error> {
         let random: [u8; 32] = self.conn.random();
         self.conn.client_random = random;

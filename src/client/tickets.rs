@@ -70,7 +70,9 @@ impl Client {
         Ok(ccs_sent)
     }
 
-    pub(super) fn ticket_suite(&self) -> Result<SuiteParams, Error> {
+    /// The offered ticket's suite, whose hash the early secrets use (§4.2.10: 0-RTT is sent in
+    /// the suite of the ticket).
+    fn ticket_suite(&self) -> Result<SuiteParams, Error> {
         self.side
             .offered_ticket
             .as_ref()
@@ -78,6 +80,8 @@ impl Client {
             .ok_or(Error::InvalidState("no ticket"))
     }
 
+    /// A hello that offers early data may carry up to the ticket's max_early_data_size
+    /// (§4.2.10); until EncryptedExtensions accepts it, it counts as rejected.
     pub(super) fn early_data_budget(&mut self, early_data_offered: bool) {
         if let (Some(t), true) = (&self.side.offered_ticket, early_data_offered) {
             self.side.early_data.budget = t.max_early_data as usize;
@@ -85,6 +89,8 @@ impl Client {
         }
     }
 
+    /// The server did not take our 0-RTT data (§4.2.10), or a HelloRetryRequest abandoned it:
+    /// no more may be sent, and what was sent is the application's to send again.
     pub(super) fn reject_early_data(&mut self) {
         if self.side.early_data.status.is_some() {
             self.side.early_data.status = Some(EarlyDataStatus::Rejected);

@@ -157,7 +157,7 @@ impl Server {
     /// ClientHelloOuter must carry ECH (missing_extension) with the same suite and config_id
     /// and an empty enc (illegal_parameter), and its payload must open with the first
     /// context (decrypt_error).
-    pub(super) fn open_second_ech(
+    fn open_second_ech(
         &mut self,
         mut acc: Box<EchAccepted>,
         outer: ClientHello,
@@ -282,7 +282,7 @@ impl Server {
     /// parts as received, and, when a key opened it, the EncodedClientHelloInner and the
     /// ClientHelloInner message rebuilt from it. `saved` is what the rebuilt hello has beyond
     /// the encoded one's ClientHello and the legacy_session_id copied back in (§5.1).
-    pub(super) fn ech_parts(
+    fn ech_parts(
         &mut self,
         outer: &ClientHello,
         suite: HpkeSymmetricCipherSuite,
@@ -346,9 +346,7 @@ impl Server {
 /// payload. An inner-type one from the network and an unknown ECHClientHelloType are
 /// illegal_parameter (§7); one that does not parse is decode_error. Fatal only to a server
 /// with ECH keys: one without reports what parsed and ignores the rest (`open_ech`).
-pub(super) fn ech_offer(
-    e: &Extension,
-) -> Result<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>), Error> {
+fn ech_offer(e: &Extension) -> Result<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>), Error> {
     let Extension::Unknown { body, .. } = e else {
         return Err(DecodeError::Invalid {
             what: "encrypted_client_hello",
