@@ -465,22 +465,6 @@ pub struct Opened {
     pub data: Option<core::ops::Range<usize>>,
 }
 
-/// A Finished's verify_data against the value we computed, in constant time (§4.4.4): both
-/// sides, in the handshake and after it.
-pub(crate) fn check_verify_data(expected: &[u8], got: &[u8]) -> Result<(), Error> {
-    use subtle::ConstantTimeEq;
-    if got.len() != expected.len() {
-        return Err(crate::messages::codec::DecodeError::Invalid {
-            what: "Finished length",
-        }
-        .into());
-    }
-    if !bool::from(expected.ct_eq(got)) {
-        return Err(PeerMisbehaved::BadFinished.into());
-    }
-    Ok(())
-}
-
 /// Default for [`Connection::set_buffer_limit`].
 pub const DEFAULT_BUFFER_LIMIT: usize = 64 * 1024;
 

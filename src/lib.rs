@@ -54,6 +54,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub(crate) mod auth;
 pub mod certcomp;
 pub mod client;
 pub mod config;

@@ -1,0 +1,535 @@
+//! The ClientHello (RFC 8446 §4.1.2): the checks every one must pass, what we choose from it in
+//! our preference order (suite, key share group, credential, ALPN: §4.1.1, §4.2), a
+//! HelloRetryRequest when no share is usable (§4.1.4), and the second ClientHello, which must do
+//! as asked and otherwise repeat the first. ECH is opened before anything else (`ech.rs`), PSKs
+//! are looked up in `tickets.rs`, and a hello we can answer goes to `handshake.rs`.
+
+use crate::crypto::aead::{suite_params, SuiteParams};
+use crate::crypto::{cert, kx};
+use crate::error::{Error, PeerMisbehaved};
+use crate::keyschedule::transcript::Transcript;
+use crate::messages::codec::DecodeError;
+use crate::messages::enums::{
+    ExtensionType, HandshakeType, NamedGroup, ProtocolVersion, PskKeyExchangeMode, SignatureScheme,
+};
+use crate::messages::extensions::{Extension, KeyShareEntry};
+use crate::messages::handshake::{
+    ClientHello, HandshakeMessage, HandshakePayload, ServerHello, HRR_RANDOM,
+};
+
+use super::tickets::PskCandidate;
+use super::{unexpected, EchState, ExpectSecondClientHello, Server, State};
+
+/// The key share decision (§4.2.8).
+pub(super) enum ShareChoice<'a> {
+    /// Use the client's share (borrowed from its ClientHello).
+    Use(&'a KeyShareEntry),
+    /// Ask for this group in a HelloRetryRequest.
+    Retry(NamedGroup),
+    /// No group in common.
+    NoCommon,
+    /// The client sent no key_share (possible with psk_ke).
+    Missing,
+}
+
+/// What the client offered for the key exchange (§4.2.8, §4.2.9).
+enum KeyExchange<'a> {
+    Ready(Offer<'a>),
+    /// Ask for this group in a HelloRetryRequest.
+    Retry(NamedGroup),
+}
+
+/// A PSK we can use (binder not yet checked) and the client's share (borrowed from its
+/// ClientHello), unless psk_ke makes it unnecessary.
+pub(super) struct Offer<'a> {
+    pub(super) psk: Option<(PskCandidate, PskKeyExchangeMode)>,
+    pub(super) share: Option<&'a KeyShareEntry>,
+}
+
+/// Where the handshake stood when the ClientHello we answer arrived.
+pub(super) struct Prior {
+    /// Empty, or message_hash(ClientHello1) + HelloRetryRequest.
+    pub(super) transcript: Transcript,
+    pub(super) hello_retry: bool,
+    /// Whether our HelloRetryRequest was followed by a CCS (§D.4: only one is sent).
+    pub(super) ccs_sent: bool,
+    pub(super) ech: EchState,
+}
+
+impl Server {
+    /// The first ClientHello: answered with our flight, or with a HelloRetryRequest when it
+    /// carries no share we can use (§4.1.1).
+    pub(super) fn on_client_hello(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+        // Owned: a HelloRetryRequest keeps this ClientHello for the second to repeat.
+        let HandshakeMessage {
+            payload: HandshakePayload::ClientHello(outer),
+            encoded,
+        } = msg
+        else {
+            return Err(unexpected("ClientHello", &msg));
+        };
+        // Once the first ClientHello is in, a dummy CCS may follow (§5).
+        self.conn.ccs_allowed = true;
+        // RFC 9849 §7.1: ECH is decided before anything else is negotiated; from here on `ch`
+        // is ClientHelloInner when it was accepted.
+        let (ch, encoded, ech) = self.open_ech(outer, encoded)?;
+        check_client_hello(&ch)?;
+        self.conn.client_random = ch.random;
+        let suite = self.choose_suite(&ch)?;
+        let mut transcript = Transcript::new();
+        transcript
+            .start_hash(suite.hash)
+            .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
+        let offer = match self.key_exchange(&ch, &suite, None)? {
+            KeyExchange::Ready(offer) => offer,
+            KeyExchange::Retry(group) => {
+                if ch.find(ExtensionType::EarlyData).is_some() {
+                    // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
+                    self.early_skip = Some(self.early_skip_budget());
+                }
+                return self.send_hello_retry(ch, &encoded, suite, group, ech);
+            }
+        };
+        let prior = Prior {
+            transcript,
+            hello_retry: false,
+            ccs_sent: false,
+            ech,
+        };
+        self.answer_hello(&encoded, &ch, suite, prior, offer)
+    }
+
+    /// The ClientHello after our HelloRetryRequest: it must do as asked (§4.1.4) and otherwise
+    /// repeat the first (§4.1.2). Nothing leads from here to a second HelloRetryRequest.
+    pub(super) fn on_second_client_hello(
+        &mut self,
+        st: Box<ExpectSecondClientHello>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakeMessage {
+            payload: HandshakePayload::ClientHello(ch),
+            encoded,
+        } = msg
+        else {
+            return Err(unexpected("ClientHello", &msg));
+        };
+        // §4.2.10: after a HelloRetryRequest only the 0-RTT records sent before the second
+        // ClientHello may be skipped; nothing after it is early data.
+        self.early_skip = None;
+        let mut st = st;
+        let ech = core::mem::replace(&mut st.ech, EchState::NotOffered);
+        let (ch, encoded, ech) = self.second_hello_ech(ech, ch, encoded)?;
+        let ch = &ch;
+        check_client_hello(ch)?;
+        let suite = self.choose_suite(ch)?;
+        if suite.suite != st.suite {
+            return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
+        }
+        check_second_hello(ch, &st)?;
+        let offer = match self.key_exchange(ch, &suite, Some(st.group))? {
+            KeyExchange::Ready(offer) => offer,
+            // The second ClientHello must carry the share we asked for (§4.1.4).
+            KeyExchange::Retry(_) => {
+                return Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into())
+            }
+        };
+        let ExpectSecondClientHello {
+            transcript,
+            ccs_sent,
+            ..
+        } = *st;
+        let prior = Prior {
+            transcript,
+            hello_retry: true,
+            ccs_sent,
+            ech,
+        };
+        self.answer_hello(&encoded, ch, suite, prior, offer)
+    }
+
+    /// PSK (§4.2.11) first: it decides whether we need a key share (§4.2.9). `asked`: the group
+    /// our HelloRetryRequest asked for.
+    fn key_exchange<'a>(
+        &mut self,
+        ch: &'a ClientHello,
+        suite: &SuiteParams,
+        asked: Option<NamedGroup>,
+    ) -> Result<KeyExchange<'a>, Error> {
+        let psk_offer = self.psk_candidate(ch, suite)?;
+        let share = self.choose_share(ch, asked)?;
+        let mode = match &psk_offer {
+            Some(_) => self.psk_mode(ch, &share),
+            None => None,
+        };
+        let psk = match (psk_offer, mode) {
+            (Some(p), Some(m)) => Some((p, m)),
+            _ => None,
+        };
+        let use_dhe = psk
+            .as_ref()
+            .is_none_or(|(_, m)| *m == PskKeyExchangeMode::PskDheKe);
+        if !use_dhe {
+            return Ok(KeyExchange::Ready(Offer { psk, share: None }));
+        }
+        match share {
+            ShareChoice::Use(entry) => Ok(KeyExchange::Ready(Offer {
+                psk,
+                share: Some(entry),
+            })),
+            ShareChoice::Retry(group) => Ok(KeyExchange::Retry(group)),
+            ShareChoice::NoCommon => Err(PeerMisbehaved::NoCommonGroup.into()),
+            ShareChoice::Missing => {
+                Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into())
+            }
+        }
+    }
+
+    /// Suite in server preference order (§4.1.1).
+    fn choose_suite(&self, ch: &ClientHello) -> Result<SuiteParams, Error> {
+        self.side
+            .config
+            .cipher_suites
+            .iter()
+            .filter(|s| ch.cipher_suites.contains(s))
+            .find_map(|s| suite_params(*s))
+            .ok_or(PeerMisbehaved::NoCommonCipherSuite.into())
+    }
+
+    /// The credential (its index in [`ServerConfig::credentials`]) and the scheme of its key to
+    /// sign with: the first whose key signs a scheme we allow and the client offers (§4.2.3),
+    /// preferring one whose chain is signed only with schemes the client accepts for
+    /// certificates (signature_algorithms_cert, else signature_algorithms: §4.2.3); when no chain
+    /// is, the first whose key fits anyway (§4.4.2.2 "SHOULD continue the handshake").
+    pub(super) fn choose_credential(
+        &self,
+        ch: &ClientHello,
+    ) -> Result<(usize, SignatureScheme), Error> {
+        let client_schemes = match ch.find(ExtensionType::SignatureAlgorithms) {
+            Some(Extension::SignatureAlgorithms(s)) => s,
+            _ => {
+                return Err(
+                    PeerMisbehaved::MissingExtension(ExtensionType::SignatureAlgorithms).into(),
+                )
+            }
+        };
+        let cert_schemes = match ch.find(ExtensionType::SignatureAlgorithmsCert) {
+            Some(Extension::SignatureAlgorithmsCert(s)) => s,
+            _ => client_schemes,
+        };
+        let config = &self.side.config;
+        let mut fallback = None;
+        for (i, ck) in config.credentials().enumerate() {
+            let Some(scheme) = ck
+                .key
+                .schemes()
+                .into_iter()
+                .filter(|s| config.signature_schemes.contains(s))
+                .find(|s| client_schemes.contains(s))
+            else {
+                continue;
+            };
+            if config.more_certs.is_empty() || cert::chain_signed_with(&ck.chain, cert_schemes) {
+                return Ok((i, scheme));
+            }
+            fallback.get_or_insert((i, scheme));
+        }
+        fallback.ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
+    }
+
+    /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client
+    /// already sent a share for (that saves a round trip). `asked`: the group our
+    /// HelloRetryRequest asked for.
+    fn choose_share<'a>(
+        &self,
+        ch: &'a ClientHello,
+        asked: Option<NamedGroup>,
+    ) -> Result<ShareChoice<'a>, Error> {
+        let shares = match ch.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s,
+            Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
+            None => return Ok(ShareChoice::Missing),
+        };
+        // §9.2: key_share requires supported_groups.
+        let client_groups = match ch.find(ExtensionType::SupportedGroups) {
+            Some(Extension::SupportedGroups(g)) => g,
+            _ => {
+                return Err(PeerMisbehaved::MissingExtension(ExtensionType::SupportedGroups).into())
+            }
+        };
+        // §4.2.8: each share's group must be offered, and appear once.
+        for (i, s) in shares.iter().enumerate() {
+            if !client_groups.contains(&s.group) {
+                return Err(PeerMisbehaved::IllegalExtension("key_share group not offered").into());
+            }
+            if shares[..i].iter().any(|o| o.group == s.group) {
+                return Err(PeerMisbehaved::IllegalExtension("duplicate key_share group").into());
+            }
+        }
+        if let Some(group) = asked {
+            // §4.1.4: exactly one share, for the group we asked for.
+            return match shares.as_slice() {
+                [s] if s.group == group => Ok(ShareChoice::Use(s)),
+                _ => Err(PeerMisbehaved::SecondClientHelloMismatch("key_share").into()),
+            };
+        }
+        let mutual = self
+            .side
+            .config
+            .groups
+            .iter()
+            .copied()
+            .filter(|g| client_groups.contains(g) && kx::is_supported(*g));
+        let mut first = None;
+        for g in mutual {
+            if let Some(s) = shares.iter().find(|s| s.group == g) {
+                if first.is_none() || !self.side.config.strict_group_preference {
+                    return Ok(ShareChoice::Use(s));
+                }
+            }
+            first.get_or_insert(g);
+        }
+        Ok(first.map_or(ShareChoice::NoCommon, ShareChoice::Retry))
+    }
+
+    /// ALPN (RFC 7301 §3.2): our first protocol the client offers.
+    pub(super) fn choose_alpn(&self, ch: &ClientHello) -> Result<Option<Vec<u8>>, Error> {
+        if let Some(Extension::Alpn(offered)) =
+            ch.find(ExtensionType::ApplicationLayerProtocolNegotiation)
+        {
+            if !self.side.config.alpn.is_empty() {
+                return self
+                    .side
+                    .config
+                    .alpn
+                    .iter()
+                    .find(|p| offered.contains(p))
+                    .cloned()
+                    .map(Some)
+                    .ok_or(PeerMisbehaved::NoApplicationProtocol.into());
+            }
+        }
+        Ok(None)
+    }
+
+    /// §4.1.4: ask for a share of `group`.
+    fn send_hello_retry(
+        &mut self,
+        ch: ClientHello,
+        encoded: &[u8],
+        suite: SuiteParams,
+        group: NamedGroup,
+        ech: EchState,
+    ) -> Result<State, Error> {
+        let mut exts = vec![Extension::KeyShareHrr(group)];
+        let cookie = self.side.config.hrr_cookie.map(|len| {
+            let mut c = vec![0u8; len];
+            self.conn.rng.fill(&mut c);
+            c
+        });
+        if let Some(c) = &cookie {
+            exts.push(Extension::Cookie(c.clone()));
+        }
+        exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
+        let accepted = matches!(ech, EchState::Accepted(_));
+        // Asked to, a server with ECH keys that opened nothing sends eight random bytes (RFC 9849
+        // §7.1), so the retry does not tell an observer that ECH was rejected (§10.10.4).
+        let disguise = matches!(ech, EchState::Rejected)
+            && self.side.config.ech_hrr_disguise
+            && !self.side.config.ech_keys.is_empty();
+        if accepted || disguise {
+            // §7.2.1: eight bytes, zero while the confirmation is computed.
+            let mut body = vec![0; 8];
+            if disguise {
+                self.conn.rng.fill(&mut body);
+            }
+            exts.push(Extension::Unknown {
+                typ: ExtensionType::EncryptedClientHello,
+                body,
+            });
+        }
+        let mut hrr = ServerHello {
+            legacy_version: 0x0303,
+            random: HRR_RANDOM,
+            legacy_session_id_echo: ch.legacy_session_id.clone(),
+            cipher_suite: suite.suite,
+            legacy_compression_method: 0,
+            extensions: exts,
+        };
+        let mut transcript = Transcript::new();
+        transcript
+            .start_hash(suite.hash)
+            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+        transcript.add(HandshakeType::ClientHello, encoded);
+        transcript
+            .replace_with_message_hash()
+            .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+        if let EchState::Accepted(acc) = &ech {
+            self.confirm_ech_retry(acc, &mut hrr, &transcript, &suite);
+        }
+        let hrr = HandshakePayload::ServerHello(hrr);
+        transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&hrr));
+        let mut ccs_sent = false;
+        if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() {
+            self.conn.send_ccs()?;
+            ccs_sent = true;
+        }
+        Ok(State::ExpectSecondClientHello(Box::new(
+            ExpectSecondClientHello {
+                suite: suite.suite,
+                group,
+                cookie,
+                transcript,
+                first: ch,
+                ccs_sent,
+                ech,
+            },
+        )))
+    }
+
+    pub(super) fn early_skip_budget(&self) -> usize {
+        (self.side.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
+    }
+}
+
+/// §4.1.2: the second ClientHello repeats the first "without modification, except": the
+/// key_share replaced by one share of the group asked for (checked by `choose_share`),
+/// early_data removed, the cookie added, pre_shared_key updated (new ages and binders, PSKs of
+/// another hash dropped), and the padding extension added, removed or resized. Everything else
+/// — every other field, every other extension byte for byte, and their order — must match.
+fn check_second_hello(ch: &ClientHello, r: &ExpectSecondClientHello) -> Result<(), Error> {
+    let first = &r.first;
+    let mismatch = |what| Err(PeerMisbehaved::SecondClientHelloMismatch(what).into());
+    if first.random != ch.random {
+        return mismatch("random");
+    }
+    if first.legacy_session_id != ch.legacy_session_id {
+        return mismatch("legacy_session_id");
+    }
+    if first.legacy_version != ch.legacy_version {
+        return mismatch("legacy_version");
+    }
+    if first.cipher_suites != ch.cipher_suites {
+        return mismatch("cipher_suites");
+    }
+    if first.legacy_compression_methods != ch.legacy_compression_methods {
+        return mismatch("legacy_compression_methods");
+    }
+    let cookie = ch.extensions.iter().find_map(|e| match e {
+        Extension::Cookie(c) => Some(c),
+        _ => None,
+    });
+    if r.cookie.as_ref() != cookie {
+        return mismatch("cookie");
+    }
+    if ch.find(ExtensionType::EarlyData).is_some() {
+        return mismatch("early_data");
+    }
+    // The rest of the block, with what may come and go set aside on both sides.
+    let comparable = |e: &&Extension| {
+        !matches!(
+            e.typ(),
+            ExtensionType::Padding | ExtensionType::EarlyData | ExtensionType::Cookie
+        )
+    };
+    let psk_dropped = first.find(ExtensionType::PreSharedKey).is_some()
+        && ch.find(ExtensionType::PreSharedKey).is_none();
+    let mut before = first
+        .extensions
+        .iter()
+        .filter(comparable)
+        .filter(|e| !(psk_dropped && e.typ() == ExtensionType::PreSharedKey));
+    let mut after = ch.extensions.iter().filter(comparable);
+    loop {
+        match (before.next(), after.next()) {
+            (None, None) => return Ok(()),
+            (Some(a), Some(b)) if a.typ() == b.typ() => {
+                // ECH: the second ClientHelloOuter carries a new payload and an empty enc
+                // (RFC 9849 §6.1.5); §7.1.1 checks what must stay.
+                let may_change = matches!(
+                    a.typ(),
+                    ExtensionType::KeyShare
+                        | ExtensionType::PreSharedKey
+                        | ExtensionType::EncryptedClientHello
+                );
+                if !may_change && a != b {
+                    return mismatch(a.typ().name());
+                }
+            }
+            // One added, removed or moved.
+            _ => return mismatch("extensions"),
+        }
+    }
+}
+
+/// §4.1.2 checks every ClientHello must pass before we look at its offers.
+fn check_client_hello(ch: &ClientHello) -> Result<(), Error> {
+    let versions = match ch.find(ExtensionType::SupportedVersions) {
+        Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3) => v,
+        Some(Extension::SupportedVersionsClient(_)) | None => {
+            return Err(PeerMisbehaved::UnsupportedVersion.into())
+        }
+        Some(_) => return Err(PeerMisbehaved::IllegalExtension("supported_versions").into()),
+    };
+    // §D.5: "Any endpoint receiving a Hello message with ClientHello.legacy_version ... set to
+    // 0x0300 MUST abort the handshake with a "protocol_version" alert"; a TLS 1.3 client sets
+    // 0x0303 (§4.1.2), and a value below it is an older version's hello: protocol_version too.
+    if ch.legacy_version < 0x0303 {
+        return Err(PeerMisbehaved::LegacyVersionTooLow(ch.legacy_version).into());
+    }
+    if ch.legacy_version != 0x0303 {
+        return Err(PeerMisbehaved::BadLegacyField("legacy_version").into());
+    }
+    if ch.legacy_compression_methods != [0] {
+        return Err(PeerMisbehaved::BadLegacyField("legacy_compression_methods").into());
+    }
+    // §4.2.7: obsolete groups "MUST NOT be offered ... by TLS 1.3 implementations". A client
+    // that also offers TLS 1.2 may list them for TLS 1.2; one offering only TLS 1.3 (GREASE
+    // and draft versions aside) must not.
+    let offers_older = versions
+        .iter()
+        .any(|v| (0x0300..0x0304).contains(&v.to_repr()));
+    if !offers_older {
+        let groups = match ch.find(ExtensionType::SupportedGroups) {
+            Some(Extension::SupportedGroups(g)) => g.as_slice(),
+            _ => &[],
+        };
+        let shares = match ch.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareClient(s)) => s.as_slice(),
+            _ => &[],
+        };
+        let offered = groups.iter().copied().chain(shares.iter().map(|s| s.group));
+        if let Some(g) = offered.into_iter().find(|g| g.is_obsolete()) {
+            return Err(PeerMisbehaved::ObsoleteGroup(g).into());
+        }
+    }
+    // §4.2.11: pre_shared_key must be the last extension.
+    if let Some(pos) = ch
+        .extensions
+        .iter()
+        .position(|e| e.typ() == ExtensionType::PreSharedKey)
+    {
+        if pos + 1 != ch.extensions.len() {
+            return Err(PeerMisbehaved::PskNotLast.into());
+        }
+    }
+    Ok(())
+}
+
+/// A message that is not a ClientHello by RFC 8446's grammar, where one is expected: a
+/// well-formed TLS 1.2 ClientHello (no extension block, or one under 8 bytes, RFC 5246 §7.4.1.2)
+/// that does not offer TLS 1.3 is an older client, answered with protocol_version (§4.2.1, §D.2);
+/// anything else keeps its decode error.
+pub(super) fn tls12_hello_or(e: DecodeError, bytes: &[u8]) -> Error {
+    if bytes.first() == Some(&HandshakeType::ClientHello.to_repr()) {
+        if let Ok(ch) = ClientHello::decode_tls12(&bytes[4..]) {
+            let offers_tls13 = matches!(
+                ch.find(ExtensionType::SupportedVersions),
+                Some(Extension::SupportedVersionsClient(v)) if v.contains(&ProtocolVersion::TLSv1_3)
+            );
+            if !offers_tls13 {
+                return PeerMisbehaved::UnsupportedVersion.into();
+            }
+        }
+    }
+    e.into()
+}
