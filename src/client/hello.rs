@@ -214,16 +214,10 @@ impl Client {
         };
         // An inner hello is padded by ECH's own scheme (RFC 9849 §6.1.3) instead.
         if cfg.hello_padding != HelloPadding::None && !ech_inner {
-            // RFC 7685: a padding extension (4-byte header + zeros) brings the message to
-            // `target`; it sits before pre_shared_key, which must stay last (§4.2.11).
-            let len = hello.message_len();
-            let target = match cfg.hello_padding {
-                HelloPadding::ToSize(n) => n,
-                HelloPadding::Avoid256To511 if (256..512).contains(&len) => 512,
-                _ => 0,
-            };
-            if len + 4 <= target {
-                let pad = Extension::Padding(vec![0; target - len - 4]).into();
+            // RFC 7685: a padding extension (4-byte header + zeros) brings the message to the
+            // rule's target; it sits before pre_shared_key, which must stay last (§4.2.11).
+            if let Some(body) = cfg.hello_padding.extension_body_len(hello.message_len()) {
+                let pad = Extension::Padding(vec![0; body]).into();
                 let at = hello
                     .extensions
                     .iter()
