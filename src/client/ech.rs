@@ -21,6 +21,7 @@ use crate::events::{EchInnerParts, EchOfferEvent, EchOutcome, EchParts, Event, H
 use crate::keyschedule::schedule::EarlySecret;
 use crate::keyschedule::transcript::Transcript;
 use crate::keyschedule::NoSink;
+use crate::messages::codec::DecodeError;
 use crate::messages::enums::{ExtensionType, HandshakeType};
 use crate::messages::extensions::{Extension, OutgoingExtension};
 use crate::messages::handshake::{ClientHelloOut, OutgoingMessage, ServerHello};
@@ -370,9 +371,11 @@ impl Client {
             let mut t = offer.transcript.clone();
             t.start_hash(suite.hash)
                 .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-            // A decoded ServerHello is longer than 38 bytes.
-            let zeroed = confirm::zero_server_hello(encoded)
-                .ok_or(Error::InvalidState("short ServerHello"))?;
+            // A decoded ServerHello is longer than 38 bytes: shorter would be the peer's
+            // malformed message.
+            let zeroed = confirm::zero_server_hello(encoded).ok_or(DecodeError::Truncated {
+                what: "ServerHello.random",
+            })?;
             t.add(HandshakeType::ServerHello, &zeroed);
             let want = self.conn.ech_confirmation(
                 suite.hash,

@@ -55,7 +55,7 @@ impl Client {
         );
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
         self.conn.plaintext_version = 0x0301;
-        let first = self.first_transcript()?;
+        let first = self.first_transcript();
         let (transcript, early_secret, early_data_offered, ech) = if let Some(chosen) = chosen {
             self.send_first_ech_hello(chosen, hello, first)?
         } else if grease {
@@ -89,8 +89,7 @@ impl Client {
     /// (RFC 8446 §4.4.1), so the transcript buffers the ClientHello until the ServerHello says
     /// which; but when every suite we offer, and the PSK we offer, use the same hash, that hash
     /// is the only possible answer and hashing can start right away, without the buffer.
-    fn first_transcript(&self) -> Result<Transcript, Error> {
-        let mut transcript = Transcript::new();
+    fn first_transcript(&self) -> Transcript {
         let mut hashes = self
             .side
             .config
@@ -104,14 +103,10 @@ impl Client {
                     .as_ref()
                     .and_then(|t| t.suite_hash()),
             );
-        if let Some(first) = hashes.next() {
-            if hashes.all(|h| h == first) {
-                transcript
-                    .start_hash(first)
-                    .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
-            }
+        match hashes.next() {
+            Some(first) if hashes.all(|h| h == first) => Transcript::with_hash(first),
+            _ => Transcript::new(),
         }
-        Ok(transcript)
     }
 
     /// The ClientHello, its extensions in the configured order (pre_shared_key last, §4.2.11).

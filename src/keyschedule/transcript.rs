@@ -90,6 +90,17 @@ impl Transcript {
         }
     }
 
+    /// An empty transcript hashing with `alg` from the start: the suite (so the hash) is known
+    /// before the first message, as on a server choosing it from the ClientHello it is about
+    /// to add.
+    pub fn with_hash(alg: HashAlg) -> Transcript {
+        Transcript {
+            state: State::Hashing(HashState::new(alg)),
+            covered: [HandshakeType::ClientHello; MAX_COVERED],
+            covered_len: 0,
+        }
+    }
+
     /// Appends one whole handshake message (`msg` starts with its 4-byte header), exactly the
     /// bytes sent or received: hashing a re-encoding could differ from what the peer hashed.
     pub fn add(&mut self, typ: HandshakeType, msg: &[u8]) {

@@ -76,10 +76,7 @@ impl Server {
         check_client_hello(&ch)?;
         self.conn.client_random = ch.random;
         let suite = self.choose_suite(&ch)?;
-        let mut transcript = Transcript::new();
-        transcript
-            .start_hash(suite.hash)
-            .map_err(|_| Error::InvalidState("transcript hash already chosen"))?;
+        let transcript = Transcript::with_hash(suite.hash);
         let offer = match self.key_exchange(&ch, &suite, None)? {
             KeyExchange::Ready(offer) => offer,
             KeyExchange::Retry(group) => {
