@@ -97,7 +97,7 @@ cat <<'EOF'
 A client and a server back to back in memory: a full handshake (request, the server's page, close),
 then a resumption from its ticket, then a resumption with the request sent as 0-RTT data, and the
 three side by side. Last, one post-quantum full handshake (X25519MLKEM768 and an ML-DSA-44 root → leaf
-chain from `crypto::cert::chain` with a fixed seed), its flights beside the first connection's.
+chain from `lab::certgen::chain` with a fixed seed), its flights beside the first connection's.
 `cargo run --release` runs it.
 
 EOF
@@ -158,7 +158,7 @@ show "tls13lab client 127.0.0.1:$PORT --insecure --request 'GET /keyupd HTTP/1.0
 show "tls13lab client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n'   # summary only" \
     bash -c "'$BIN' client 127.0.0.1:$PORT --insecure --suites chacha20 --groups P-256 --request 'GET /x HTTP/1.0\r\n\r\n' | sed -n '/--- summary/,\$p'"
 echo '`openssl s_client` against it (the system `openssl` here; `cli_binary_against_openssl` in'
-echo '`tests/interop_openssl.rs` runs the binary against OpenSSL 3.5 with X25519MLKEM768 in both roles,'
+echo '`cli/tests/interop_openssl.rs` runs the binary against OpenSSL 3.5 with X25519MLKEM768 in both roles,'
 echo 'full, resumed and 0-RTT: [interop.md](interop.md#the-tls13lab-command-line-against-openssl-35)):'
 echo
 show "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client -connect 127.0.0.1:$PORT -tls1_3 -quiet" \

@@ -446,7 +446,13 @@ impl Client {
                 State::ExpectFinished(self.on_certificate_verify(s, msg)?)
             }
             State::ExpectFinished(s) => self.on_finished(s, msg)?,
-            State::Connected(c) => State::Connected(self.on_post_handshake(c, msg)?),
+            State::Connected(mut c) => {
+                // A post-handshake message that fails closes the connection, but the connected
+                // state keeps its secrets: is_connected() and export() still answer.
+                let handled = self.on_post_handshake(&mut c, msg);
+                self.side.state = State::Connected(c);
+                return handled;
+            }
             State::Start | State::Poisoned => {
                 return Err(unexpected("nothing (handshake not started)", &msg))
             }

@@ -305,7 +305,13 @@ impl Server {
             State::ExpectCertificate(s) => self.on_certificate(s, msg)?,
             State::ExpectCertificateVerify(s) => self.on_certificate_verify(s, msg)?,
             State::ExpectFinished(s) => self.on_finished(s, msg)?,
-            State::Connected(c) => State::Connected(self.on_post_handshake(c, msg)?),
+            State::Connected(mut c) => {
+                // A post-handshake message that fails closes the connection, but the connected
+                // state keeps its secrets: is_connected() and export() still answer.
+                let handled = self.on_post_handshake(&mut c, msg);
+                self.side.state = State::Connected(c);
+                return handled;
+            }
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())

@@ -3403,6 +3403,31 @@ fn key_update_flood_is_unexpected_message() {
 }
 
 #[test]
+fn a_finished_before_a_suite_is_unexpected_message_whatever_its_length() {
+    // Before a suite is chosen there is no Hash.length to hold a Finished to: one where a
+    // ClientHello or a ServerHello is expected is out of order (§4, §6.2), whatever its length,
+    // never decode_error for not being 32 bytes.
+    for len in [0usize, 20, 32, 48, 64] {
+        let mut msg = vec![20u8, 0, 0, len as u8];
+        msg.resize(4 + len, 0x5a);
+        let rec = [&[22u8, 3, 3, 0, msg.len() as u8][..], &msg].concat();
+        let mut server = Ep::server(server_config(), SERVER_SEED);
+        let e = server.rejects(&rec, A::UnexpectedMessage);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { .. })),
+            "{e:?}"
+        );
+        let mut client = Ep::client(client_config(), CLIENT_SEED);
+        let _hello = client.output();
+        let e = client.rejects(&rec, A::UnexpectedMessage);
+        assert!(
+            matches!(e, Error::Peer(PeerMisbehaved::UnexpectedMessage { .. })),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
 fn key_update_with_an_invalid_request_is_illegal_parameter() {
     // §4.6.3: "If an implementation receives any other value [than 0 or 1], it MUST terminate
     // the connection with an "illegal_parameter" alert."
@@ -3419,6 +3444,17 @@ fn key_update_with_an_invalid_request_is_illegal_parameter() {
             e,
             Error::Peer(PeerMisbehaved::IllegalExtension(_))
         ));
+        // The connection is closed, yet what the handshake established stays readable: the
+        // connected state keeps its secrets through a failed post-handshake message.
+        assert!(c.client.tls.is_connected() && c.client.tls.is_closed());
+        assert_eq!(
+            c.client
+                .tls
+                .export(b"EXPORTER-test", b"", 16)
+                .unwrap()
+                .len(),
+            16
+        );
     }
 }
 

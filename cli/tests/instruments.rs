@@ -1,4 +1,4 @@
-//! The research instruments (src/lab/, docs/hello.md, docs/simulate.md, docs/ladder.md,
+//! The research instruments (lab/src/, docs/hello.md, docs/simulate.md, docs/ladder.md,
 //! docs/dissect.md): the ClientHello lab's byte accounting and presets, the ladder SVG, the
 //! network simulator's round-trip claims, pcapng export and dissection (checked against tshark
 //! when it is installed).

@@ -18,9 +18,9 @@ use super::{
 impl Client {
     pub(super) fn on_post_handshake(
         &mut self,
-        mut c: Box<Connected>,
+        c: &mut Connected,
         msg: HandshakeMessage,
-    ) -> Result<Box<Connected>, Error> {
+    ) -> Result<(), Error> {
         if let HandshakePayload::CertificateRequest(cr) = &msg.payload {
             // §4.2.6: a CertificateRequest to a client that did not offer post_handshake_auth
             // is "a fatal "unexpected_message" alert".
@@ -28,17 +28,17 @@ impl Client {
                 return Err(unexpected("NewSessionTicket or KeyUpdate", &msg));
             };
             self.answer_certificate_request(handshake, &c.traffic, cr, &msg.encoded)?;
-            return Ok(c);
+            return Ok(());
         }
         let t = &mut c.traffic;
         match &msg.payload {
             HandshakePayload::NewSessionTicket(nst) => {
                 self.store_ticket(t, nst)?;
-                Ok(c)
+                Ok(())
             }
             HandshakePayload::KeyUpdate(req) => {
                 receive_key_update(&mut self.conn, t, *req)?;
-                Ok(c)
+                Ok(())
             }
             _ => Err(unexpected(
                 "NewSessionTicket, KeyUpdate or CertificateRequest",

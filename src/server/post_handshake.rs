@@ -82,10 +82,10 @@ impl Server {
 
     pub(super) fn on_post_handshake(
         &mut self,
-        mut c: Box<Connected>,
+        c: &mut Connected,
         msg: HandshakeMessage,
-    ) -> Result<Box<Connected>, Error> {
-        let Connected { traffic, pha } = &mut *c;
+    ) -> Result<(), Error> {
+        let Connected { traffic, pha } = c;
         match pha.as_deref_mut() {
             // Nothing can be asked: Certificate, CertificateVerify or Finished is unsolicited.
             None => match &msg.payload {
@@ -101,7 +101,7 @@ impl Server {
                 }
             },
         }
-        Ok(c)
+        Ok(())
     }
 
     /// Between answers: a KeyUpdate, or the Certificate that starts the answer to one of our

@@ -45,7 +45,7 @@ pub const GROUPS: &[NamedGroup] = &[
 ];
 
 /// The three suites every peer here has (RFC 8446 §9.1 and ChaCha20; rustls has no CCM, whose
-/// suites tests/interop_openssl.rs adds).
+/// suites cli/tests/interop_openssl.rs adds).
 pub const SUITES: &[CipherSuite] = &[
     CipherSuite::TLS_AES_128_GCM_SHA256,
     CipherSuite::TLS_AES_256_GCM_SHA384,

@@ -1,5 +1,5 @@
 //! The built-in ClientHello shapes ([`PRESETS`]): tls13lab's own, and OpenSSL 3.0's and 3.5's,
-//! which tests/instruments.rs checks against captured hellos.
+//! which cli/tests/instruments.rs checks against captured hellos.
 
 use super::model::HelloSpec;
 use tls13lab::messages::enums::{
@@ -124,7 +124,7 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
                 spec.source = Some(
                     "OpenSSL 3.5 s_client -servername example.com: groups ?*X25519MLKEM768 / ?*X25519:?secp256r1 / \
                      ?X448:?secp384r1:?secp521r1 / ?ffdhe2048:?ffdhe3072 (two key shares), checked against a captured \
-                     ClientHello of OpenSSL 3.5.5 (tests/instruments.rs)"
+                     ClientHello of OpenSSL 3.5.5 (cli/tests/instruments.rs)"
                         .into(),
                 );
             } else {
@@ -151,7 +151,7 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
                 ]);
                 spec.source = Some(
                     "OpenSSL 3.0 s_client -servername example.com (Debian 12, 3.0.19), checked against a captured \
-                     ClientHello (tests/instruments.rs)"
+                     ClientHello (cli/tests/instruments.rs)"
                         .into(),
                 );
             }
