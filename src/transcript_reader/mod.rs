@@ -46,7 +46,8 @@
 //! Per direction the reader holds at most one incomplete record (the deframer), one record
 //! waiting for the other direction, one handshake message being joined (at most
 //! [`max_handshake_message`](TranscriptReader::max_handshake_message) bytes;
-//! [`MAX_CLIENT_HELLO`] for ClientHellos) and the keys of three epochs. The hellos it keeps for
+//! [`MAX_CLIENT_HELLO`] for ClientHellos) and the keys of at most five epochs (the current one,
+//! the one before it, those tried after it). The hellos it keeps for
 //! ECH are two ClientHelloInner messages and one HelloRetryRequest and ServerHello. Garbage
 //! stops a direction (a bad record header, a handshake message over the limit) and is reported
 //! by [`error`](TranscriptReader::error); nothing panics.
@@ -230,10 +231,12 @@ impl Side {
         }
     }
 
-    /// Move to `e`, forgetting the keys of the epochs before it.
+    /// Move to `e`, forgetting the keys of the epochs before it but the one just before (the
+    /// next application generation derives from it).
     fn advance(&mut self, e: Epoch) {
         self.current = e;
-        self.keys.retain(|k| rank(k.epoch) >= rank(e));
+        self.keys
+            .retain(|k| rank(k.epoch).saturating_add(1) >= rank(e));
     }
 }
 
