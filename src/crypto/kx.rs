@@ -479,12 +479,12 @@ where
     NonZeroScalar::random(&mut rand_chacha::ChaCha20Rng::from_seed(*seed))
 }
 
-/// A P-256 private scalar from 32-byte draws (see [`draw_scalar`]).
+/// A P-256 private scalar from 32-byte draws (see `draw_scalar`).
 pub fn draw_p256_scalar(rng: &mut dyn RandomSource) -> p256::NonZeroScalar {
     draw_scalar::<p256::NistP256>(rng)
 }
 
-/// A P-384 private scalar from 48-byte draws (see [`draw_scalar`]).
+/// A P-384 private scalar from 48-byte draws (see `draw_scalar`).
 pub fn draw_p384_scalar(rng: &mut dyn RandomSource) -> p384::NonZeroScalar {
     draw_scalar::<p384::NistP384>(rng)
 }

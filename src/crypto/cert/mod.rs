@@ -1,5 +1,5 @@
 //! Certificates (RFC 8446 §4.4.2): validating a peer's chain, checking CertificateVerify
-//! against its leaf, reading PEM, and making self-signed certificates.
+//! against its leaf, reading PEM.
 //!
 //! - `verify.rs`: path validation (§4.4.2.4) via rustls-webpki on our verifiers, [`CertError`]
 //!   with its one alert per reason, [`CertVerifier`] and the [`SignatureMemo`] of signatures
@@ -7,10 +7,9 @@
 //! - `pem.rs`: [`certs_from_pem`], DER certificates out of PEM text.
 //! - `parts.rs`: [`cert_parts`], where a certificate's bytes go (key, signature, SCTs, other
 //!   extensions), for the ledger.
-//! - `generate.rs`: [`self_signed_p256`] and [`self_signed_ecdsa`] (rcgen around our signing
-//!   keys) for the demo, the simulator, the CLI and the tests, and [`chain`] (`tls13lab cert`):
-//!   seeded chains of any algorithm per level; the client, the server and validation never
-//!   call it.
+//!
+//! Making certificates (self-signed ones, seeded chains of any algorithm per level) is the
+//! lab's `certgen`, outside the core: the client, the server and validation never need it.
 
 mod parts;
 mod pem;
