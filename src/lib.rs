@@ -43,7 +43,8 @@
 //!
 //! Where things live: [`messages`] parses and encodes bytes (no crypto, no state); [`record`] frames and
 //! protects records; [`keyschedule`] derives every secret; [`crypto`] holds the primitives;
-//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened.
+//! [`client`] and [`server`] are the state machines; [`events`] and [`ledger`] report what happened;
+//! [`transcript_reader`] reads a connection from the outside, with the secrets of a [`keylog`].
 //! Outside the core, as crates of their own on this public API (docs/architecture.md): `lab/`
 //! (the crate `lab`) holds the in-memory harness (`lab::demo`), certificate generation and every
 //! research instrument: RFC 8448 replays, the key schedule as a tree, ladder diagrams, ClientHello
@@ -64,6 +65,7 @@ pub mod crypto;
 pub mod ech;
 pub mod error;
 pub mod events;
+pub mod keylog;
 pub mod keyschedule;
 pub mod ledger;
 pub mod messages;
@@ -71,6 +73,7 @@ pub mod record;
 pub mod server;
 pub mod session;
 pub(crate) mod traffic;
+pub mod transcript_reader;
 
 pub use client::{Client, ClientSide};
 pub use config::{ClientAuth, ClientConfig, ServerConfig, ServerVerification};

@@ -16,11 +16,11 @@ use tls13lab::crypto::sign::SigningKey;
 use tls13lab::events::{Direction, EarlyDataStatus, Epoch, Event, SecretEvent, Side};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
-    CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, Extension,
-    ExtensionType, HandshakeMessage, HandshakePayload, HandshakeType, NamedGroup,
-    PskKeyExchangeMode, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, HandshakeMessage,
+    HandshakePayload, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
 use tls13lab::record::PaddingPolicy;
+use tls13lab::transcript_reader::Negotiating;
 use tls13lab::Error;
 use tls13lab::{ClientAuth, ClientConfig, ServerConfig};
 
@@ -812,60 +812,10 @@ pub fn ledger(events: &[Event], origin_ms: u64) -> Ledger {
     l
 }
 
-/// What the ServerHello says, before the handshake is complete (the server answers 0-RTT
-/// requests before the client's Finished, when `Event::Connected` has not happened yet).
-#[derive(Clone, Debug, Default)]
-pub struct HelloView {
-    /// The suite the ServerHello selected.
-    pub suite: Option<CipherSuite>,
-    /// The key_share group, if any.
-    pub group: Option<NamedGroup>,
-    /// Whether the ServerHello selected a PSK.
-    pub resumed: bool,
-    /// Which of the offered PSK identities it selected.
-    pub psk_index: Option<u16>,
-    /// Whether a HelloRetryRequest was sent.
-    pub hello_retry: bool,
-}
-
-impl HelloView {
-    /// Read the ServerHello (and HelloRetryRequest) out of `events`.
-    pub fn from_events(events: &[Event]) -> HelloView {
-        let mut v = HelloView::default();
-        for e in events {
-            let Event::Handshake(h) = e else { continue };
-            if h.typ != HandshakeType::ServerHello {
-                continue;
-            }
-            let Ok(m) = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 0 }) else {
-                continue;
-            };
-            let HandshakePayload::ServerHello(sh) = m.payload else {
-                continue;
-            };
-            if sh.is_hello_retry_request() {
-                v.hello_retry = true;
-                continue;
-            }
-            v.suite = Some(sh.cipher_suite);
-            for x in &sh.extensions {
-                match x {
-                    Extension::KeyShareServer(k) => v.group = Some(k.group),
-                    Extension::PreSharedKeyServer(i) => {
-                        v.resumed = true;
-                        v.psk_index = Some(*i);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        v
-    }
-}
-
-/// The PSK a connection used. The library's `Negotiated` says that one was used, its index
-/// among the offered identities and (`psk_mode`) how; the identity itself is read from the last
-/// ClientHello in the events, which both sides have. Whether it is an external PSK or a ticket
+/// The PSK a connection used: the ServerHello says that one was used, its index among the
+/// offered identities and (by its key_share) how; the identity itself is read from the last
+/// ClientHello in the events that offered PSKs, which both sides have (the core's
+/// [`Negotiating`], which `tls13lab dissect` reads captures with). Whether it is an external PSK or a ticket
 /// depends on the configuration: external if it is one of `external`, the identities of the
 /// configured external PSKs. A server never tries an identity it has as an external PSK as a
 /// ticket, so for the server this is exact; for the client, a ticket equal to its external
@@ -884,39 +834,14 @@ impl PskUse {
     /// Read it out of `events`: `None` if no PSK was selected (or the ServerHello or the
     /// ClientHello are not among the events).
     pub fn from_events(events: &[Event], external: &[Vec<u8>]) -> Option<PskUse> {
-        let hello = HelloView::from_events(events);
-        let index = usize::from(hello.psk_index?);
-        let identity = events.iter().rev().find_map(|e| {
-            let Event::Handshake(h) = e else { return None };
-            if h.typ != HandshakeType::ClientHello {
-                return None;
-            }
-            let m = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 0 }).ok()?;
-            let HandshakePayload::ClientHello(ch) = m.payload else {
-                return None;
-            };
-            match ch.find(ExtensionType::PreSharedKey) {
-                Some(Extension::PreSharedKeyClient(offer)) => {
-                    offer.identities.get(index).map(|i| i.identity.clone())
-                }
-                _ => None,
-            }
-        })?;
-        let negotiated = events.iter().find_map(|e| match e {
-            Event::Connected(n) => Some(n),
-            _ => None,
-        });
         // Before the handshake completes (a server answering 0-RTT data) the ServerHello says
-        // the same: a key_share beside the PSK is psk_dhe_ke.
-        let mode = match negotiated.and_then(|n| n.psk_mode()) {
-            Some(m) => m,
-            None if hello.group.is_some() => PskKeyExchangeMode::PskDheKe,
-            None => PskKeyExchangeMode::PskKe,
-        };
+        // it all: the index, and a key_share beside the PSK for psk_dhe_ke.
+        let hellos = Negotiating::from_events(events);
+        let identity = hellos.psk_identity()?.to_vec();
         Some(PskUse {
             external: external.contains(&identity),
             identity,
-            mode,
+            mode: hellos.psk_mode()?,
         })
     }
 

@@ -16,12 +16,13 @@ use tls13lab::events::{EarlyDataStatus, EchStatus, Event, Side};
 use tls13lab::messages::{
     CertificateCompressionAlgorithm, CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme,
 };
+use tls13lab::transcript_reader::Negotiating;
 use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
     alpn, cert_compression, ee_groups, groups, ledger, load_certified_key, load_certs, observe_for,
-    padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, HelloView, KeyLog, List,
-    Policy, PskArgs, PskUse, Report,
+    padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, KeyLog, List, Policy,
+    PskArgs, PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -737,7 +738,8 @@ pub fn page(
     external: &[Vec<u8>],
 ) -> String {
     let l = ledger(events, 0);
-    let hello = HelloView::from_events(events);
+    // Before the handshake completes, what the ServerHello said.
+    let hello = Negotiating::from_events(events);
     let mut s = format!("tls13lab server: {title}\n");
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<14} {v}\n"));
     let (suite, group, resumed, hrr, early_status) = match &l.negotiated {
@@ -749,10 +751,10 @@ pub fn page(
             Some(n.early_data),
         ),
         None => (
-            hello.suite,
-            hello.group,
-            hello.resumed,
-            hello.hello_retry,
+            hello.suite(),
+            hello.group(),
+            hello.psk_index().is_some(),
+            hello.hello_retry(),
             (!early.is_empty()).then_some(EarlyDataStatus::Accepted),
         ),
     };

@@ -3,43 +3,38 @@
 //! decrypted records, handshake messages, application data, a [`Ledger`], Finished checks and
 //! what was negotiated ([`Negotiation`]) — the view the endpoints had, rebuilt from the outside.
 //!
-//! Decryption follows each direction's epochs in order (RFC 8446 §7): client → server early
-//! (if 0-RTT was offered), handshake, application 0, 1, …; server → client handshake,
-//! application 0, 1, …. A protected record is tried with the current epoch's keys and, if that
-//! fails, with the next ones (this is how a rejected 0-RTT flight or a KeyUpdate is crossed
-//! without reading the state machine's mind); records no key opens are reported, with the
-//! secrets that would have opened them.
+//! The reading is the core's [`TranscriptReader`]: its deframer, record protection and
+//! handshake joiner, and its rules for when each direction's keys change (client → server
+//! early if 0-RTT was offered, handshake, application 0, 1, …; server → client handshake,
+//! application 0, 1, …; a record the expected key does not open is tried under the next ones,
+//! which is how a rejected 0-RTT flight is crossed without reading the state machine's mind).
+//! Records no key opens are reported with the secrets that would have opened them. What this
+//! module adds: capture times and the order of records across directions, ECH's inner hellos
+//! opened with the key log or `--ech-key`, the Finished checks and the report.
 
 use serde::Serialize;
 
 use crate::keylog::{self, KeyLog};
 use crate::tcp::Stream;
-use tls13lab::crypto::aead::{suite_params, SuiteParams};
 use tls13lab::crypto::ech::EchKeyPair;
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::hpke::{self, ReceiverContext};
-use tls13lab::ech::confirm::{self, ACCEPT_LABEL};
 use tls13lab::ech::inner;
 use tls13lab::ech::wire::{
     EchClientHello, HelloParts, HpkeSymmetricCipherSuite, ECH_OUTER_EXTENSIONS,
 };
-use tls13lab::events::{
-    hex, Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent, Negotiated, RecordEvent,
-};
+use tls13lab::events::{hex, Direction, EarlyDataStatus, Epoch, Event, HandshakeEvent};
 use tls13lab::keyschedule::NoSink;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::codec::Reader;
 use tls13lab::messages::ech::EchConfig;
-use tls13lab::messages::enums::{
-    CipherSuite, ContentType, ExtensionType, HandshakeType, NamedGroup, ProtocolVersion,
-    PskKeyExchangeMode, ServerNameType, SignatureScheme,
-};
-use tls13lab::messages::extensions::Extension;
-use tls13lab::messages::handshake::{
-    ClientHello, DecodeContext, HandshakeMessage, HandshakePayload,
-};
-use tls13lab::record::deframer::OpaqueRecord;
-use tls13lab::record::protect::RecordProtector;
+use tls13lab::messages::enums::{ContentType, ExtensionType, HandshakeType};
+use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
+use tls13lab::transcript_reader::{ReadRecord, TranscriptReader};
+
+/// What was negotiated, read from the messages: the core's, where the CLI's reports read it
+/// too.
+pub use tls13lab::transcript_reader::{Negotiation, Seen};
 
 /// One handshake message found in a stream.
 #[derive(Clone, Debug, Serialize)]
@@ -118,53 +113,44 @@ pub struct Dissection {
     pub events: Vec<Event>,
 }
 
-/// A record of one direction, before and after decryption.
+/// A record of one direction as the transcript reader read it, with its capture time.
 struct Rec {
-    direction: Direction,
+    read: ReadRecord,
     time_us: Option<u64>,
-    header: [u8; 5],
-    payload: Vec<u8>,
-    /// Filled in by decryption (plaintext records: the payload).
-    epoch: Epoch,
-    inner: Option<(ContentType, Vec<u8>, usize)>,
-    seq: Option<u64>,
-    /// The tag of the AEAD that opened it: 16, 8 under AES-128-CCM-8, 0 if not opened.
-    tag_len: usize,
 }
 
-fn deframe(
+impl Rec {
+    fn direction(&self) -> Direction {
+        self.read.direction
+    }
+
+    fn epoch(&self) -> Epoch {
+        self.read.epoch
+    }
+
+    fn inner_type(&self) -> Option<ContentType> {
+        self.read.inner.as_ref().map(|i| i.typ)
+    }
+}
+
+/// What the end of a stream says: cut inside a record, garbage, gaps, retransmissions.
+fn stream_notes(
     stream: &Stream,
     direction: Direction,
-    timed: bool,
+    reader: &TranscriptReader,
     notes: &mut Vec<String>,
-) -> Vec<Rec> {
-    let b = &stream.bytes;
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 5 <= b.len() {
-        let len = usize::from(u16::from_be_bytes([b[at + 3], b[at + 4]]));
-        if at + 5 + len > b.len() {
-            break;
-        }
-        let mut header = [0u8; 5];
-        header.copy_from_slice(&b[at..at + 5]);
-        out.push(Rec {
-            direction,
-            time_us: timed.then(|| stream.time_of(at + 5 + len - 1)),
-            header,
-            payload: b[at + 5..at + 5 + len].to_vec(),
-            epoch: Epoch::Plaintext,
-            inner: None,
-            seq: None,
-            tag_len: 0,
-        });
-        at += 5 + len;
-    }
-    if at < b.len() {
+) {
+    let partial = reader.partial_len(direction);
+    if partial > 0 {
         notes.push(format!(
-            "{}: the stream ends inside a record ({} bytes left over)",
+            "{}: the stream ends inside a record ({partial} bytes left over)",
             direction.arrow(),
-            b.len() - at
+        ));
+    }
+    if let Some(e) = reader.error(direction) {
+        notes.push(format!(
+            "{}: {e}: nothing after it is read",
+            direction.arrow()
         ));
     }
     if stream.gap {
@@ -180,203 +166,6 @@ fn deframe(
             stream.retransmissions
         ));
     }
-    out
-}
-
-/// Handshake messages of a run of plaintext fragments.
-fn split_messages(data: &[u8]) -> (Vec<Vec<u8>>, usize) {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 4 <= data.len() {
-        let len = (usize::from(data[at + 1]) << 16)
-            | (usize::from(data[at + 2]) << 8)
-            | usize::from(data[at + 3]);
-        if at + 4 + len > data.len() {
-            break;
-        }
-        out.push(data[at..at + 4 + len].to_vec());
-        at += 4 + len;
-    }
-    (out, at)
-}
-
-/// What the plaintext handshake messages tell before any decryption.
-#[derive(Default)]
-struct Hellos {
-    random: Option<Vec<u8>>,
-    early_offered: bool,
-    suite: Option<SuiteParams>,
-    hrr: bool,
-    /// ECH was accepted: the transcript's ClientHellos are the inner ones.
-    ech_accepted: bool,
-    /// The plaintext ClientHello and ServerHello messages, in order.
-    client_hellos: Vec<Vec<u8>>,
-    server_hellos: Vec<Vec<u8>>,
-}
-
-fn hellos(c2s: &[Rec], s2c: &[Rec]) -> Hellos {
-    let mut h = Hellos::default();
-    let plain = |recs: &[Rec]| -> Vec<u8> {
-        recs.iter()
-            .filter(|r| r.header[0] == ContentType::Handshake.to_repr())
-            .flat_map(|r| r.payload.clone())
-            .collect()
-    };
-    for m in split_messages(&plain(c2s)).0 {
-        if let Ok(HandshakePayload::ClientHello(ch)) =
-            HandshakeMessage::decode(&m, DecodeContext::default()).map(|m| m.payload)
-        {
-            h.random.get_or_insert(ch.random.to_vec());
-            // Only the first ClientHello may offer 0-RTT (§4.2.10).
-            if h.random.as_deref() == Some(&ch.random[..]) && !h.hrr {
-                h.early_offered |= ch.find(ExtensionType::EarlyData).is_some();
-            }
-            h.client_hellos.push(m);
-        }
-    }
-    for m in split_messages(&plain(s2c)).0 {
-        if let Ok(HandshakePayload::ServerHello(sh)) =
-            HandshakeMessage::decode(&m, DecodeContext::default()).map(|m| m.payload)
-        {
-            h.server_hellos.push(m.clone());
-            if sh.is_hello_retry_request() {
-                h.hrr = true;
-            } else {
-                h.suite = suite_params(sh.cipher_suite);
-            }
-        }
-    }
-    h
-}
-
-/// The epochs a direction goes through, in order.
-fn epochs(direction: Direction, early: bool, max_gen: u64) -> Vec<Epoch> {
-    let mut v = Vec::new();
-    if direction == Direction::ClientToServer && early {
-        v.push(Epoch::Early);
-    }
-    v.push(Epoch::Handshake);
-    for n in 0..=max_gen {
-        v.push(Epoch::Application(n));
-    }
-    v
-}
-
-/// Decrypt one direction's protected records in place; returns the labels that were missing.
-fn decrypt(
-    recs: &mut [Rec],
-    direction: Direction,
-    hs: &Hellos,
-    log: &KeyLog,
-    missing: &mut Vec<String>,
-) -> usize {
-    let (Some(suite), Some(random)) = (hs.suite, hs.random.as_deref()) else {
-        let protected = recs
-            .iter()
-            .filter(|r| r.header[0] == ContentType::ApplicationData.to_repr())
-            .count();
-        return protected;
-    };
-    // Up to 64 KeyUpdates are followed.
-    let order = epochs(
-        direction,
-        hs.early_offered && direction == Direction::ClientToServer,
-        64,
-    );
-    let mut current = 0usize;
-    let mut open: Vec<Option<RecordProtector>> = order.iter().map(|_| None).collect();
-    let mut tried: Vec<bool> = vec![false; order.len()];
-    let mut undecrypted = 0;
-    for r in recs.iter_mut() {
-        let outer = ContentType::from(r.header[0]);
-        if outer != ContentType::ApplicationData {
-            r.epoch = Epoch::Plaintext;
-            r.inner = Some((outer, r.payload.clone(), 0));
-            continue;
-        }
-        let mut done = false;
-        for (k, epoch) in order.iter().enumerate().skip(current) {
-            if !tried[k] {
-                tried[k] = true;
-                open[k] = keylog::traffic_secret(log, random, suite.hash, direction, *epoch)
-                    .and_then(|s| keylog::protector(suite, &s));
-            }
-            let Some(p) = open[k].as_mut() else { continue };
-            let seq = p.seq();
-            let rec = OpaqueRecord::new(
-                outer,
-                u16::from_be_bytes([r.header[1], r.header[2]]),
-                r.payload.clone(),
-            );
-            if let Ok(inner) = p.open(&rec) {
-                current = k;
-                r.epoch = *epoch;
-                r.seq = Some(seq);
-                r.tag_len = p.tag_len();
-                r.inner = Some((inner.typ, inner.content, inner.padding));
-                done = true;
-                break;
-            }
-            // A failed early key means the server went on without 0-RTT; others may be a
-            // KeyUpdate: keep trying later epochs, but never a later application generation
-            // than one beyond the current (that would be a guess, not a KeyUpdate).
-            if matches!(epoch, Epoch::Application(n) if *n > 0 && k > current + 1) {
-                break;
-            }
-        }
-        if !done {
-            undecrypted += 1;
-            // Probably under the first epoch from here on whose secret is missing (a key we
-            // have and that failed says the record is not its).
-            let guess = (current..order.len().min(current + 3))
-                .find(|k| {
-                    keylog::label_for(direction, order[*k])
-                        .is_some_and(|l| log.get(random, l).is_none())
-                })
-                .unwrap_or(current);
-            r.epoch = order.get(guess).copied().unwrap_or(Epoch::Handshake);
-            if let Some(label) = keylog::label_for(direction, r.epoch) {
-                if log.get(random, label).is_none() && !missing.iter().any(|m| m == label) {
-                    missing.push(label.to_string());
-                }
-            }
-        }
-    }
-    undecrypted
-}
-
-/// The record as an endpoint would have reported it.
-fn record_event(r: &Rec, origin_us: u64) -> RecordEvent {
-    let wire_type = ContentType::from(r.header[0]);
-    let (inner_type, content, padding) = match &r.inner {
-        Some((t, c, p)) => (*t, c.clone(), *p),
-        None => (wire_type, Vec::new(), 0),
-    };
-    let plaintext_len = if r.inner.is_some() {
-        content.len()
-    } else {
-        // Not decrypted: what is known is the payload.
-        r.payload.len()
-    };
-    RecordEvent {
-        direction: r.direction,
-        epoch: r.epoch,
-        time_ms: r.time_us.unwrap_or(origin_us) / 1000,
-        header: r.header.to_vec(),
-        wire_type,
-        inner_type,
-        wire_len: 5 + r.payload.len(),
-        payload_len: r.payload.len(),
-        plaintext_len,
-        padding_len: padding,
-        tag_len: r.tag_len,
-        seq: r.seq,
-        content: if r.inner.is_some() {
-            content
-        } else {
-            Vec::new()
-        },
-    }
 }
 
 /// Dissect the connection carried by two streams. `timed`: the streams carry capture times
@@ -391,6 +180,10 @@ pub fn dissect(c2s: &Stream, s2c: &Stream, log: &KeyLog, timed: bool) -> Dissect
 /// the config it names; when the ServerHello confirms acceptance (RFC 9849 §7.2), the rest
 /// of the connection is read as the endpoints read it: transcript over ClientHelloInner,
 /// traffic secrets keyed by its random (RFC 9850 §4).
+///
+/// The records, their keys and their messages are the core's
+/// [`TranscriptReader`]'s; this adds the capture's times and order, ECH's inner hellos, the
+/// Finished checks and the report.
 pub fn dissect_with(
     c2s: &Stream,
     s2c: &Stream,
@@ -399,31 +192,52 @@ pub fn dissect_with(
     opts: DissectOptions<'_>,
 ) -> Dissection {
     let mut notes = Vec::new();
-    let mut a = deframe(c2s, Direction::ClientToServer, timed, &mut notes);
-    let mut b = deframe(s2c, Direction::ServerToClient, timed, &mut notes);
-    let mut hs = hellos(&a, &b);
-    let outer_random = hs.random.clone();
-    let ech = ech_view(&hs.client_hellos, &hs.server_hellos, log, opts.ech_keys);
+    let streams = [c2s, s2c];
+    let mut recs: [Vec<Rec>; 2] = [Vec::new(), Vec::new()];
+    let mut offsets = [0usize; 2];
+    let mut opener = EchOpener::new(log, opts.ech_keys);
+    let mut reader = TranscriptReader::new(log.clone());
+    reader.read_streams(&c2s.bytes, &s2c.bytes, |reader, r| {
+        let i = usize::from(r.direction == Direction::ServerToClient);
+        offsets[i] += r.wire_len();
+        if r.direction == Direction::ClientToServer && r.epoch == Epoch::Plaintext {
+            for m in r
+                .messages
+                .iter()
+                .filter(|m| m.typ == HandshakeType::ClientHello)
+            {
+                if let Some(inner) = opener.client_hello(&m.bytes) {
+                    reader.add_inner_client_hello(inner);
+                }
+            }
+        }
+        recs[i].push(Rec {
+            // The time of the record's last byte.
+            time_us: timed.then(|| streams[i].time_of(offsets[i] - 1)),
+            read: r,
+        });
+    });
+    for (stream, d) in [
+        (c2s, Direction::ClientToServer),
+        (s2c, Direction::ServerToClient),
+    ] {
+        stream_notes(stream, d, &reader, &mut notes);
+    }
+    let mut ech = opener.view;
+    if let Some(view) = ech.as_mut() {
+        view.accepted = reader.ech_accepted();
+    }
     let inners: Vec<&InnerHello> = ech
         .iter()
         .flat_map(|e| &e.hellos)
         .filter_map(|h| h.inner.as_ref())
         .collect();
     let accepted = ech.as_ref().is_some_and(|e| e.accepted == Some(true));
-    if let (true, Some(first)) = (accepted, inners.first()) {
-        hs.ech_accepted = true;
-        hs.random = first.bytes.get(6..38).map(<[u8]>::to_vec);
-        // 0-RTT rides on ClientHelloInner's PSK (RFC 9849 §6.1).
-        hs.early_offered = HandshakeMessage::decode(&first.bytes, DecodeContext::default())
-            .ok()
-            .is_some_and(|m| match m.payload {
-                HandshakePayload::ClientHello(ch) => ch.find(ExtensionType::EarlyData).is_some(),
-                _ => false,
-            });
-    }
-    let mut missing = Vec::new();
+    let random = reader.client_random().map(<[u8]>::to_vec);
+    let outer_random = reader.first_client_random().map(<[u8]>::to_vec);
+    let suite = reader.suite();
     let mut secrets_found = Vec::new();
-    if let Some(random) = &hs.random {
+    if let Some(random) = &random {
         for l in &log.lines {
             let ech_line =
                 outer_random.as_ref() == Some(&l.client_random) && l.label.starts_with("ECH_");
@@ -452,16 +266,40 @@ pub fn dissect_with(
     } else {
         notes.push("no ClientHello found".into());
     }
-    if hs.suite.is_none() && hs.random.is_some() {
+    if suite.is_none() && random.is_some() {
         notes.push("no ServerHello found: nothing can be decrypted".into());
     }
-    let undecrypted = decrypt(&mut a, Direction::ClientToServer, &hs, log, &mut missing)
-        + decrypt(&mut b, Direction::ServerToClient, &hs, log, &mut missing);
+    // Without a suite and a random nothing is read past the records' headers, not even the
+    // plaintext hellos' messages: what the dissection has always reported.
+    let keyed = suite.is_some() && random.is_some();
+    if !keyed {
+        for r in recs.iter_mut().flatten() {
+            r.read.epoch = Epoch::Plaintext;
+            r.read.inner = None;
+            r.read.seq = None;
+            r.read.tag_len = 0;
+            r.read.missing_secret = None;
+            r.read.messages.clear();
+        }
+    }
+    let mut missing: Vec<String> = Vec::new();
+    let mut undecrypted = 0;
+    for r in recs.iter().flatten() {
+        if r.read.wire_type() == ContentType::ApplicationData && !r.read.is_open() {
+            undecrypted += 1;
+        }
+        if let Some(label) = r.read.missing_secret {
+            if !missing.iter().any(|m| m == label) {
+                missing.push(label.to_string());
+            }
+        }
+    }
+    let [a, b] = &recs;
 
     // Order.
     let origin = a
         .iter()
-        .chain(&b)
+        .chain(b)
         .filter_map(|r| r.time_us)
         .min()
         .unwrap_or(0);
@@ -485,65 +323,52 @@ pub fn dissect_with(
              Finished and what follows it, server's rest, then closing alerts)"
                 .into(),
         );
-        handshake_order(&a, &b)
+        handshake_order(a, b)
     };
 
     // Events: records, handshake messages, data.
     let mut events = Vec::new();
-    let mut joined: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut messages = Vec::new();
     let mut app_data = Vec::new();
-    let hash_len = hs.suite.map_or(0, |s| s.hash.output_len());
+    let hash_len = suite.map_or(0, |s| s.hash.output_len());
     let mut outer_seen = 0;
     for r in &order {
         // The record first, then the messages it completed.
-        events.push(Event::Record(record_event(r, origin)));
-        let d = usize::from(r.direction == Direction::ServerToClient);
-        if let Some((t, content, _)) = &r.inner {
-            match t {
-                ContentType::Handshake => {
-                    joined[d].extend_from_slice(content);
-                    let (msgs, used) = split_messages(&joined[d]);
-                    for m in msgs {
-                        let decoded = HandshakeMessage::decode(&m, DecodeContext { hash_len });
-                        let typ = HandshakeType::from(m[0]);
-                        events.push(Event::Handshake(HandshakeEvent {
-                            direction: r.direction,
-                            epoch: r.epoch,
-                            typ,
-                            bytes: m.clone(),
-                            layout: None,
-                        }));
-                        // The inner hello beside its outer one, as the server reports it.
-                        if typ == HandshakeType::ClientHello && r.epoch == Epoch::Plaintext {
-                            if let Some(i) = inners.get(outer_seen) {
-                                events.push(Event::InnerClientHello(HandshakeEvent {
-                                    direction: r.direction,
-                                    epoch: Epoch::Plaintext,
-                                    typ,
-                                    bytes: i.bytes.clone(),
-                                    layout: None,
-                                }));
-                            }
-                            outer_seen += 1;
-                        }
-                        messages.push(Message {
-                            direction: r.direction,
-                            epoch: r.epoch,
-                            typ,
-                            len: m.len(),
-                            valid: decoded.is_ok(),
-                            bytes: m,
-                        });
-                    }
-                    joined[d].drain(..used);
+        events.push(Event::Record(
+            r.read.to_event(r.time_us.unwrap_or(origin) / 1000),
+        ));
+        for m in &r.read.messages {
+            let decoded = HandshakeMessage::decode(&m.bytes, DecodeContext { hash_len });
+            events.push(Event::Handshake(m.to_event()));
+            // The inner hello beside its outer one, as the server reports it.
+            if m.typ == HandshakeType::ClientHello && m.epoch == Epoch::Plaintext {
+                if let Some(i) = inners.get(outer_seen) {
+                    events.push(Event::InnerClientHello(HandshakeEvent {
+                        direction: m.direction,
+                        epoch: Epoch::Plaintext,
+                        typ: m.typ,
+                        bytes: i.bytes.clone(),
+                        layout: None,
+                    }));
                 }
-                ContentType::ApplicationData => app_data.push(AppData {
-                    direction: r.direction,
-                    epoch: r.epoch,
-                    data: content.clone(),
-                }),
-                _ => {}
+                outer_seen += 1;
+            }
+            messages.push(Message {
+                direction: m.direction,
+                epoch: m.epoch,
+                typ: m.typ,
+                len: m.bytes.len(),
+                valid: decoded.is_ok(),
+                bytes: m.bytes.clone(),
+            });
+        }
+        if let Some(inner) = r.read.inner.as_ref() {
+            if inner.typ == ContentType::ApplicationData {
+                app_data.push(AppData {
+                    direction: r.direction(),
+                    epoch: r.epoch(),
+                    data: inner.content.clone(),
+                });
             }
         }
     }
@@ -561,8 +386,18 @@ pub fn dissect_with(
             m.len = i.len;
         }
     }
-    let finished = check_finished(&transcript_messages, &hs, log);
-    let negotiated = negotiation(&transcript_messages, hash_len, log, hs.random.as_deref());
+    let finished = match (suite, random.as_deref()) {
+        (Some(suite), Some(random)) => check_finished(
+            &transcript_messages,
+            suite.hash,
+            random,
+            reader.hello_retry(),
+            accepted,
+            log,
+        ),
+        _ => Vec::new(),
+    };
+    let negotiated = if keyed { reader.negotiation() } else { None };
     let mut all_events = events;
     // The ledger gets an endpoint's report only when nothing in it would be a guess.
     if let Some(n) = negotiated.as_ref().and_then(Negotiation::to_negotiated) {
@@ -573,7 +408,7 @@ pub fn dissect_with(
     Dissection {
         client: None,
         server: None,
-        client_random: hs.random.as_deref().map(hex),
+        client_random: random.as_deref().map(hex),
         ech,
         secrets_found,
         missing_secrets: missing,
@@ -590,14 +425,15 @@ pub fn dissect_with(
 
 /// Records of raw streams in the order the handshake forces.
 fn handshake_order<'a>(a: &'a [Rec], b: &'a [Rec]) -> Vec<&'a Rec> {
-    let has = |r: &Rec, t: HandshakeType| matches!(&r.inner, Some((ContentType::Handshake, c, _)) if split_messages(c).0.iter().any(|m| HandshakeType::from(m[0]) == t));
-    let is_alert = |r: &Rec| matches!(&r.inner, Some((ContentType::Alert, _, _)));
+    let has = |r: &Rec, t: HandshakeType| r.read.messages.iter().any(|m| m.typ == t);
+    let is_alert = |r: &Rec| r.inner_type() == Some(ContentType::Alert);
     // Client: first flight = up to the first record under handshake keys (or the second
     // ClientHello after a HelloRetryRequest, which is treated like the rest).
     let c_first = a
         .iter()
         .position(|r| {
-            r.epoch == Epoch::Handshake || (r.epoch != Epoch::Plaintext && r.epoch != Epoch::Early)
+            r.epoch() == Epoch::Handshake
+                || (r.epoch() != Epoch::Plaintext && r.epoch() != Epoch::Early)
         })
         .unwrap_or(a.len());
     let s_fin = b
@@ -616,13 +452,18 @@ fn handshake_order<'a>(a: &'a [Rec], b: &'a [Rec]) -> Vec<&'a Rec> {
     v
 }
 
-/// Verify both Finished messages against the transcript (§4.4.1, §4.4.4).
-fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<FinishedCheck> {
+/// Verify both Finished messages against the transcript (§4.4.1, §4.4.4): the handshake's
+/// hash, the random its secrets go by, whether a HelloRetryRequest came first and whether the
+/// transcript's ClientHellos are ECH's inner ones.
+fn check_finished(
+    messages: &[Message],
+    hash: HashAlg,
+    random: &[u8],
+    hello_retry: bool,
+    ech_accepted: bool,
+    log: &KeyLog,
+) -> Vec<FinishedCheck> {
     let mut out = Vec::new();
-    let (Some(suite), Some(random)) = (hs.suite, hs.random.as_deref()) else {
-        return out;
-    };
-    let hash = suite.hash;
     let c: Vec<&Message> = messages
         .iter()
         .filter(|m| m.direction == Direction::ClientToServer)
@@ -631,8 +472,10 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
         .iter()
         .filter(|m| m.direction == Direction::ServerToClient)
         .collect();
-    // Transcript: ClientHello1 [HelloRetryRequest ClientHello2] ServerHello ... server Finished.
+    // Transcript: ClientHello1 [HelloRetryRequest ClientHello2] ServerHello ... server Finished,
+    // and the types of its messages.
     let mut transcript: Vec<u8> = Vec::new();
+    let mut types: Vec<HandshakeType> = Vec::new();
     let mut ci = 0;
     let mut si = 0;
     let take = |v: &[&Message], i: &mut usize, t: HandshakeType| -> Option<Vec<u8>> {
@@ -643,21 +486,25 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
     let Some(ch1) = take(&c, &mut ci, HandshakeType::ClientHello) else {
         return out;
     };
-    if hs.hrr {
+    if hello_retry {
         // §4.4.1: ClientHello1 is replaced by message_hash(Hash(ClientHello1)).
         let h = hash.hash(&ch1);
         transcript.extend_from_slice(&[254, 0, 0, h.len() as u8]);
         transcript.extend_from_slice(h.as_slice());
+        types.push(HandshakeType::from(254));
         let Some(hrr) = take(&s, &mut si, HandshakeType::ServerHello) else {
             return out;
         };
         transcript.extend_from_slice(&hrr);
+        types.push(HandshakeType::ServerHello);
         let Some(ch2) = take(&c, &mut ci, HandshakeType::ClientHello) else {
             return out;
         };
         transcript.extend_from_slice(&ch2);
+        types.push(HandshakeType::ClientHello);
     } else {
         transcript.extend_from_slice(&ch1);
+        types.push(HandshakeType::ClientHello);
     }
     // Server flight up to (not including) its Finished.
     while let Some(m) = s.get(si) {
@@ -665,6 +512,7 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
             break;
         }
         transcript.extend_from_slice(&m.bytes);
+        types.push(m.typ);
         si += 1;
     }
     let mut check = |direction: Direction,
@@ -701,19 +549,18 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
             ),
         });
     };
-    let names = |tr: &[u8]| -> String {
-        let (msgs, _) = split_messages(tr);
-        let v: Vec<String> = msgs
+    let names = |types: &[HandshakeType]| -> String {
+        let v: Vec<String> = types
             .iter()
-            .map(|m| crate::ladder::message_name(HandshakeType::from(m[0])))
+            .map(|t| crate::ladder::message_name(*t))
             .map(|n| match n.as_str() {
-                "ClientHello" if hs.ech_accepted => "ClientHelloInner".into(),
+                "ClientHello" if ech_accepted => "ClientHelloInner".into(),
                 _ => n,
             })
             .collect();
         v.join(" ")
     };
-    let covers = names(&transcript);
+    let covers = names(&types);
     check(
         Direction::ServerToClient,
         s.get(si),
@@ -723,6 +570,7 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
     );
     if let Some(f) = s.get(si) {
         transcript.extend_from_slice(&f.bytes);
+        types.push(f.typ);
     }
     // Client: EndOfEarlyData, Certificate, CertificateVerify before its Finished.
     while let Some(m) = c.get(ci) {
@@ -730,9 +578,10 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
             break;
         }
         transcript.extend_from_slice(&m.bytes);
+        types.push(m.typ);
         ci += 1;
     }
-    let covers = names(&transcript);
+    let covers = names(&types);
     check(
         Direction::ClientToServer,
         c.get(ci),
@@ -741,166 +590,6 @@ fn check_finished(messages: &[Message], hs: &Hellos, log: &KeyLog) -> Vec<Finish
         covers,
     );
     out
-}
-
-/// One field of a [`Negotiation`]: read from the messages, or not readable because the
-/// messages that carry it stayed encrypted (or never made it into the capture).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Seen<T> {
-    /// What the messages say.
-    Known(T),
-    /// Why it cannot be told: e.g. `SERVER_HANDSHAKE_TRAFFIC_SECRET not in the key log`.
-    Unknown(String),
-}
-
-impl<T> Seen<T> {
-    /// The value, if known.
-    pub fn known(&self) -> Option<&T> {
-        match self {
-            Seen::Known(v) => Some(v),
-            Seen::Unknown(_) => None,
-        }
-    }
-
-    /// Why it is not known, if it is not.
-    pub fn why(&self) -> Option<&str> {
-        match self {
-            Seen::Known(_) => None,
-            Seen::Unknown(w) => Some(w),
-        }
-    }
-}
-
-/// What was negotiated, as far as the messages of the two streams tell: the fields of
-/// [`Negotiated`] (what an endpoint reports), each one that only encrypted messages carry being
-/// [`Seen::Unknown`] when they were not read, plus what the plaintext adds (the PSK exchange
-/// mode, the name the client asked for).
-///
-/// The ServerHello is plaintext (RFC 8446 §4.1.3): version, suite, group, PSK and the
-/// HelloRetryRequest are always known. The server's signature scheme, ALPN and the early-data
-/// answer are in its encrypted flight (§4.3.1, §4.4.3); the client's signature in its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Negotiation {
-    /// supported_versions of the ServerHello (its legacy_version without one).
-    pub version: ProtocolVersion,
-    /// The ServerHello's cipher suite.
-    pub suite: CipherSuite,
-    /// The ServerHello's key_share group; `None` for psk_ke.
-    pub group: Option<NamedGroup>,
-    /// The server's CertificateVerify scheme; `Known(None)`: its flight had none (resumed).
-    pub signature_scheme: Seen<Option<SignatureScheme>>,
-    /// The client's CertificateVerify scheme; `Known(None)`: it did not authenticate.
-    pub client_signature_scheme: Seen<Option<SignatureScheme>>,
-    /// The ServerHello selected a PSK.
-    pub resumed: bool,
-    /// The PSK identity it selected.
-    pub psk_identity: Option<u16>,
-    /// With a PSK: psk_dhe_ke if the ServerHello has a key_share, else psk_ke (§4.2.9).
-    pub psk_mode: Option<PskKeyExchangeMode>,
-    /// What became of 0-RTT.
-    pub early_data: Seen<EarlyDataStatus>,
-    /// The protocol EncryptedExtensions selected; `Known(None)`: none.
-    pub alpn: Seen<Option<String>>,
-    /// A HelloRetryRequest came first.
-    pub hello_retry: bool,
-    /// The host_name of the first ClientHello's server_name (RFC 6066 §3).
-    pub server_name: Option<String>,
-}
-
-impl From<&Negotiated> for Negotiation {
-    /// An endpoint's own report: everything known. The PSK mode follows from the group, as it
-    /// does on the wire (psk_ke carries no key_share, §4.2.9).
-    fn from(n: &Negotiated) -> Self {
-        Negotiation {
-            version: ProtocolVersion::KNOWN
-                .iter()
-                .copied()
-                .find(|v| v.name() == n.version)
-                .unwrap_or(ProtocolVersion::TLSv1_3),
-            suite: n.suite,
-            group: n.group,
-            signature_scheme: Seen::Known(n.signature_scheme),
-            client_signature_scheme: Seen::Known(n.client_signature_scheme),
-            resumed: n.resumed,
-            psk_identity: n.psk_identity,
-            psk_mode: n.resumed.then_some(if n.group.is_some() {
-                PskKeyExchangeMode::PskDheKe
-            } else {
-                PskKeyExchangeMode::PskKe
-            }),
-            early_data: Seen::Known(n.early_data),
-            alpn: Seen::Known(n.alpn.clone()),
-            hello_retry: n.hello_retry,
-            server_name: None,
-        }
-    }
-}
-
-impl Negotiation {
-    /// The endpoint-shaped report, when every field is known.
-    pub fn to_negotiated(&self) -> Option<Negotiated> {
-        Some(Negotiated {
-            version: self.version.name(),
-            suite: self.suite,
-            group: self.group,
-            signature_scheme: *self.signature_scheme.known()?,
-            client_signature_scheme: *self.client_signature_scheme.known()?,
-            resumed: self.resumed,
-            psk_identity: self.psk_identity,
-            early_data: *self.early_data.known()?,
-            alpn: self.alpn.known()?.clone(),
-            hello_retry: self.hello_retry,
-        })
-    }
-
-    /// The fields that are not known, with why.
-    pub fn unknown(&self) -> Vec<(&'static str, &str)> {
-        [
-            ("signature_scheme", self.signature_scheme.why()),
-            (
-                "client_signature_scheme",
-                self.client_signature_scheme.why(),
-            ),
-            ("early_data", self.early_data.why()),
-            ("alpn", self.alpn.why()),
-        ]
-        .into_iter()
-        .filter_map(|(k, w)| w.map(|w| (k, w)))
-        .collect()
-    }
-}
-
-/// The same keys as the `negotiated` object of an endpoint's `--json` report (a serialized
-/// [`Negotiated`]), plus `psk_mode` and `server_name`. A field that is not known is left out
-/// (`null` means "none" there) and named in `unknown`, with why.
-impl Serialize for Negotiation {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap as _;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("version", &self.version)?;
-        m.serialize_entry("suite", &self.suite)?;
-        m.serialize_entry("group", &self.group)?;
-        if let Seen::Known(v) = &self.signature_scheme {
-            m.serialize_entry("signature_scheme", v)?;
-        }
-        if let Seen::Known(v) = &self.client_signature_scheme {
-            m.serialize_entry("client_signature_scheme", v)?;
-        }
-        m.serialize_entry("resumed", &self.resumed)?;
-        m.serialize_entry("psk_identity", &self.psk_identity)?;
-        m.serialize_entry("psk_mode", &self.psk_mode)?;
-        if let Seen::Known(v) = &self.early_data {
-            m.serialize_entry("early_data", v)?;
-        }
-        if let Seen::Known(v) = &self.alpn {
-            m.serialize_entry("alpn", v)?;
-        }
-        m.serialize_entry("hello_retry", &self.hello_retry)?;
-        m.serialize_entry("server_name", &self.server_name)?;
-        let unknown: std::collections::BTreeMap<&str, &str> = self.unknown().into_iter().collect();
-        m.serialize_entry("unknown", &unknown)?;
-        m.end()
-    }
 }
 
 /// One summary line: the label in the column `tls13lab client` prints.
@@ -972,152 +661,6 @@ pub fn summary_lines(n: &Negotiation) -> String {
         }),
     );
     s
-}
-
-/// What the hellos, EncryptedExtensions, CertificateRequest, CertificateVerify and Finished
-/// messages say was negotiated; `None` without a ServerHello.
-fn negotiation(
-    messages: &[Message],
-    hash_len: usize,
-    log: &KeyLog,
-    random: Option<&[u8]>,
-) -> Option<Negotiation> {
-    let decode = |m: &Message| {
-        HandshakeMessage::decode(&m.bytes, DecodeContext { hash_len })
-            .ok()
-            .map(|d| d.payload)
-    };
-    let from = |dir: Direction| {
-        messages
-            .iter()
-            .filter(move |m| m.direction == dir && m.valid)
-            .filter_map(move |m| decode(m).map(|p| (m.epoch, p)))
-    };
-    let hellos: Vec<ClientHello> = from(Direction::ClientToServer)
-        .filter_map(|(_, p)| match p {
-            HandshakePayload::ClientHello(ch) => Some(ch),
-            _ => None,
-        })
-        .collect();
-    let mut hrr = false;
-    let mut sh = None;
-    for (_, p) in from(Direction::ServerToClient) {
-        if let HandshakePayload::ServerHello(h) = p {
-            if h.is_hello_retry_request() {
-                hrr = true;
-            } else if sh.is_none() {
-                sh = Some(h);
-            }
-        }
-    }
-    let sh = sh?;
-    // The server's and the client's encrypted handshake flights (§4.3-§4.4), as far as read.
-    let server: Vec<HandshakePayload> = from(Direction::ServerToClient)
-        .filter(|(e, _)| *e == Epoch::Handshake)
-        .map(|(_, p)| p)
-        .collect();
-    let client: Vec<HandshakePayload> = from(Direction::ClientToServer)
-        .filter(|(e, _)| *e == Epoch::Handshake)
-        .map(|(_, p)| p)
-        .collect();
-    let closed = |label: &str, whose: &str| -> String {
-        match random {
-            Some(r) if log.get(r, label).is_none() => format!("{label} not in the key log"),
-            _ => format!("the {whose}'s encrypted handshake messages were not read"),
-        }
-    };
-    let server_closed = || closed("SERVER_HANDSHAKE_TRAFFIC_SECRET", "server");
-    let client_closed = || closed("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "client");
-    let finished =
-        |f: &[HandshakePayload]| f.iter().any(|p| matches!(p, HandshakePayload::Finished(_)));
-    let verify = |f: &[HandshakePayload]| {
-        f.iter().find_map(|p| match p {
-            HandshakePayload::CertificateVerify(cv) => Some(cv.scheme),
-            _ => None,
-        })
-    };
-    let ee = server.iter().find_map(|p| match p {
-        HandshakePayload::EncryptedExtensions(x) => Some(x),
-        _ => None,
-    });
-    let cert_request = server
-        .iter()
-        .any(|p| matches!(p, HandshakePayload::CertificateRequest(_)));
-
-    let mut version = ProtocolVersion::from(sh.legacy_version);
-    let (mut group, mut psk_identity) = (None, None);
-    for e in &sh.extensions {
-        match e {
-            Extension::SupportedVersionsServer(v) => version = *v,
-            Extension::KeyShareServer(k) => group = Some(k.group),
-            Extension::PreSharedKeyServer(i) => psk_identity = Some(*i),
-            _ => {}
-        }
-    }
-    let resumed = psk_identity.is_some();
-    let first = hellos.first();
-    let offered = |t: ExtensionType| hellos.last().is_some_and(|ch| ch.find(t).is_some());
-    let server_name = first.and_then(|ch| match ch.find(ExtensionType::ServerName) {
-        Some(Extension::ServerName(names)) => names
-            .iter()
-            .find(|n| n.typ == ServerNameType::HostName)
-            .map(|n| String::from_utf8_lossy(&n.name).into_owned()),
-        _ => None,
-    });
-    let signature_scheme = match verify(&server) {
-        Some(s) => Seen::Known(Some(s)),
-        // Its Finished came without a CertificateVerify: it did not sign (a PSK handshake).
-        None if finished(&server) => Seen::Known(None),
-        None => Seen::Unknown(server_closed()),
-    };
-    let client_signature_scheme = match verify(&client) {
-        Some(s) => Seen::Known(Some(s)),
-        // The client authenticates in the handshake only when asked (§4.3.2); asked, it may
-        // send an empty Certificate and no CertificateVerify (§4.4.2.4).
-        None if finished(&server) && !cert_request => Seen::Known(None),
-        None if cert_request && finished(&client) => Seen::Known(None),
-        None if !finished(&server) => Seen::Unknown(server_closed()),
-        None => Seen::Unknown(client_closed()),
-    };
-    // §4.2.10: only the first ClientHello may offer 0-RTT; a HelloRetryRequest, or a PSK other
-    // than the first one offered (or none), refuses it whatever EncryptedExtensions says.
-    let early_offered = first.is_some_and(|ch| ch.find(ExtensionType::EarlyData).is_some());
-    let early_data = match ee {
-        _ if !early_offered => Seen::Known(EarlyDataStatus::NotSent),
-        _ if hrr || psk_identity != Some(0) => Seen::Known(EarlyDataStatus::Rejected),
-        Some(x) if x.iter().any(|e| matches!(e, Extension::EarlyDataEmpty)) => {
-            Seen::Known(EarlyDataStatus::Accepted)
-        }
-        Some(_) => Seen::Known(EarlyDataStatus::Rejected),
-        None => Seen::Unknown(server_closed()),
-    };
-    let alpn = match ee {
-        Some(x) => Seen::Known(x.iter().find_map(|e| match e {
-            Extension::Alpn(p) => p.first().map(|x| String::from_utf8_lossy(x).into_owned()),
-            _ => None,
-        })),
-        // The server may only answer an offer (RFC 7301 §3.1).
-        None if !offered(ExtensionType::ApplicationLayerProtocolNegotiation) => Seen::Known(None),
-        None => Seen::Unknown(server_closed()),
-    };
-    Some(Negotiation {
-        version,
-        suite: sh.cipher_suite,
-        group,
-        signature_scheme,
-        client_signature_scheme,
-        resumed,
-        psk_identity,
-        psk_mode: resumed.then_some(if group.is_some() {
-            PskKeyExchangeMode::PskDheKe
-        } else {
-            PskKeyExchangeMode::PskKe
-        }),
-        early_data,
-        alpn,
-        hello_retry: hrr,
-        server_name,
-    })
 }
 
 /// Printable text of application data: `\r\n` and non-printables escaped, cut at `max` chars.
@@ -1497,72 +1040,65 @@ fn rebuild_inner(encoded: &[u8], outer: &[u8]) -> Result<InnerHello, String> {
     })
 }
 
-/// RFC 9849 §7.2 from the outside: whether ServerHello.random ends with the confirmation
-/// derived from ClientHelloInner.random and the inner transcript (message_hash of the first
-/// inner hello, the HelloRetryRequest and the second, after a retry).
-fn ech_confirmed(
-    inners: &[&InnerHello],
-    hrr: Option<&[u8]>,
-    sh: &[u8],
-    hash: HashAlg,
-) -> Option<bool> {
-    let first = inners.first()?;
-    let random: [u8; 32] = first.bytes.get(6..38)?.try_into().ok()?;
-    let mut t = Vec::new();
-    match hrr {
-        Some(hrr) => {
-            let second = inners.get(1)?;
-            let h = hash.hash(&first.bytes);
-            t.extend_from_slice(&[254, 0, 0, h.len() as u8]);
-            t.extend_from_slice(h.as_slice());
-            t.extend_from_slice(hrr);
-            t.extend_from_slice(&second.bytes);
-        }
-        None => t.extend_from_slice(&first.bytes),
-    }
-    t.extend_from_slice(&confirm::zero_server_hello(sh)?);
-    let want = confirm::confirmation(hash, &random, ACCEPT_LABEL, hash.hash(&t).as_slice());
-    Some(sh.get(confirm::server_hello_range())? == want)
+/// Finds, opens and rebuilds the inner ClientHello(s) as the plaintext hellos are read: the
+/// view stays `None` when the first ClientHello offers no ECH.
+struct EchOpener<'a> {
+    log: &'a KeyLog,
+    keys: &'a [EchKeyPair],
+    /// ClientHello messages seen.
+    hellos: usize,
+    /// The first ClientHelloOuter's offer.
+    offer: Option<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>)>,
+    ctx: Option<ReceiverContext>,
+    view: Option<EchView>,
 }
 
-/// Find, open and rebuild the inner ClientHello(s) of the plaintext hellos; `None` when the
-/// first ClientHello offers no ECH.
-fn ech_view(
-    client_hellos: &[Vec<u8>],
-    server_hellos: &[Vec<u8>],
-    log: &KeyLog,
-    keys: &[EchKeyPair],
-) -> Option<EchView> {
-    let first = client_hellos.first()?;
-    let offer = outer_ech(first)?;
-    let mut view = EchView {
-        hellos: Vec::new(),
-        opened_with: None,
-        accepted: None,
-        missing: None,
-        problems: Vec::new(),
-    };
-    let mut ctx: Option<ReceiverContext> = None;
-    // A ClientHello after a HelloRetryRequest is the only second one (RFC 8446 §4.1.2).
-    for (i, msg) in client_hellos.iter().take(2).enumerate() {
-        let Some(o) = outer_ech(msg) else {
-            if i > 0 {
-                view.problems.push(
-                    "the ClientHello after the HelloRetryRequest has no encrypted_client_hello"
-                        .into(),
-                );
-            }
-            continue;
-        };
+impl<'a> EchOpener<'a> {
+    fn new(log: &'a KeyLog, keys: &'a [EchKeyPair]) -> EchOpener<'a> {
+        EchOpener {
+            log,
+            keys,
+            hellos: 0,
+            offer: None,
+            ctx: None,
+            view: None,
+        }
+    }
+
+    /// A plaintext ClientHello message of the client's stream: its ClientHelloInner, when it
+    /// has one and it opens and decodes.
+    fn client_hello(&mut self, msg: &[u8]) -> Option<Vec<u8>> {
         let decoded = HandshakeMessage::decode(msg, DecodeContext::default()).map(|m| m.payload);
-        let outer_sni = match &decoded {
-            Ok(HandshakePayload::ClientHello(ch)) => ch.host_name(),
-            _ => None,
+        let Ok(HandshakePayload::ClientHello(ch)) = decoded else {
+            return None;
+        };
+        let i = self.hellos;
+        self.hellos += 1;
+        if i == 0 {
+            self.offer = Some(outer_ech(msg)?);
+            self.view = Some(EchView {
+                hellos: Vec::new(),
+                opened_with: None,
+                accepted: None,
+                missing: None,
+                problems: Vec::new(),
+            });
+        }
+        // A ClientHello after a HelloRetryRequest is the only second one (RFC 8446 §4.1.2).
+        let (view, offer) = (self.view.as_mut()?, self.offer.as_ref()?);
+        if i >= 2 {
+            return None;
+        }
+        let Some(o) = outer_ech(msg) else {
+            view.problems.push(
+                "the ClientHello after the HelloRetryRequest has no encrypted_client_hello".into(),
+            );
+            return None;
         };
         let tag_len = hpke::Aead::from_id(o.0.aead_id).map(|a| a.tag_len());
         let mut h = EchHello {
             outer_random: msg.get(6..38).map(hex).unwrap_or_default(),
-            outer_server_name: outer_sni,
+            outer_server_name: ch.host_name(),
             suite: format!("{}, {}", o.0.kdf_id, o.0.aead_id),
             config_id: o.1,
             enc: o.2.clone(),
@@ -1572,11 +1108,11 @@ fn ech_view(
             inner: None,
         };
         let opened = if i == 0 {
-            open_first(msg, &offer, log, keys, &mut view).map(|(c, pt)| {
-                ctx = Some(c);
+            open_first(msg, offer, self.log, self.keys, view).map(|(c, pt)| {
+                self.ctx = Some(c);
                 pt
             })
-        } else if let Some(c) = ctx.as_mut() {
+        } else if let Some(c) = self.ctx.as_mut() {
             // §6.1.5: the same context, its next sequence number; the AAD is this outer hello.
             let aad = msg.get(4..).and_then(|b| inner::aad(b).ok());
             match aad.map(|a| c.open(&a, &o.3)) {
@@ -1593,7 +1129,7 @@ fn ech_view(
         } else {
             None
         };
-        if let (Some(pt), Some(c)) = (opened, ctx.as_ref()) {
+        if let (Some(pt), Some(c)) = (opened, self.ctx.as_ref()) {
             h.sequence = Some(c.sequence() - 1);
             match rebuild_inner(&pt, msg) {
                 Ok(inner) => h.inner = Some(inner),
@@ -1602,31 +1138,10 @@ fn ech_view(
                     .push(format!("ClientHelloInner {}: {e}", i + 1)),
             }
         }
+        let bytes = h.inner.as_ref().map(|i| i.bytes.clone());
         view.hellos.push(h);
+        bytes
     }
-    // The confirmation needs the suite's hash: the (non-HRR) ServerHello's.
-    let mut hrr = None;
-    for m in server_hellos {
-        let Ok(HandshakePayload::ServerHello(sh)) =
-            HandshakeMessage::decode(m, DecodeContext::default()).map(|m| m.payload)
-        else {
-            continue;
-        };
-        if sh.is_hello_retry_request() {
-            hrr = Some(m.as_slice());
-            continue;
-        }
-        let inners: Vec<&InnerHello> = view
-            .hellos
-            .iter()
-            .filter_map(|h| h.inner.as_ref())
-            .collect();
-        if let Some(suite) = suite_params(sh.cipher_suite) {
-            view.accepted = ech_confirmed(&inners, hrr, m, suite.hash);
-        }
-        break;
-    }
-    Some(view)
 }
 
 /// The ECH section of [`render`].
@@ -1711,12 +1226,5 @@ mod tests {
     fn printable_escapes() {
         assert_eq!(printable(b"GET /\r\n\x00", 80), "GET /\\r\\n\\x00");
         assert_eq!(printable(b"abcdef", 3), "abc…");
-    }
-
-    #[test]
-    fn messages_split_at_their_lengths() {
-        let (m, used) = split_messages(&[20, 0, 0, 1, 9, 2, 0, 0]);
-        assert_eq!(m, vec![vec![20, 0, 0, 1, 9]]);
-        assert_eq!(used, 5);
     }
 }

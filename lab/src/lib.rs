@@ -6,10 +6,12 @@
 //! that tls13lab would not send.
 //!
 //! - [`dissect`]: decode a captured connection with an NSS key log: ledger, decrypted messages,
-//!   Finished checks, missing secrets.
+//!   Finished checks, missing secrets — the core's [`tls13lab::transcript_reader`] reading a
+//!   capture.
 //! - [`explain`]: a connection's key schedule as a tree, text or SVG (`tls13lab keys`).
 //! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
-//! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock.
+//! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock (the core's
+//!   [`tls13lab::keylog`], re-exported).
 //! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
 //! - `pcap` (feature `pcap`): pcapng export (synthetic TCP/IP, key log embedded) and pcap/pcapng
 //!   reading.

@@ -31,9 +31,9 @@ use pcap_file::{DataLink, Endianness};
 use crate::keylog::{self, KeyLog};
 use tls13lab::crypto::aead::{suite_params, SuiteParams};
 use tls13lab::events::{Direction, Epoch, Event, RecordEvent};
-use tls13lab::messages::enums::{ContentType, HandshakeType};
-use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
+use tls13lab::messages::enums::ContentType;
 use tls13lab::record::protect::RecordProtector;
+use tls13lab::transcript_reader::Negotiating;
 
 /// pcapng block type of a Decryption Secrets Block.
 pub const DSB_TYPE: u32 = 0x0000_000a;
@@ -72,20 +72,9 @@ pub struct WireRecord {
 
 /// The cipher suite of the ServerHello among `events`.
 fn negotiated_suite(events: &[Event]) -> Option<SuiteParams> {
-    events.iter().find_map(|e| match e {
-        Event::Handshake(h) if h.typ == HandshakeType::ServerHello => {
-            match HandshakeMessage::decode(&h.bytes, DecodeContext::default())
-                .ok()?
-                .payload
-            {
-                HandshakePayload::ServerHello(sh) if !sh.is_hello_retry_request() => {
-                    suite_params(sh.cipher_suite)
-                }
-                _ => None,
-            }
-        }
-        _ => None,
-    })
+    Negotiating::from_events(events)
+        .suite()
+        .and_then(suite_params)
 }
 
 /// The records of a connection as they were on the wire, rebuilt from its events (which must
