@@ -857,35 +857,30 @@ impl Observer for VecDeque<Event> {
     }
 }
 
-/// A sink the caller shares with the connection (and reads while it runs).
+/// The observer behind a shared sink, poisoned or not: observation must not fail the
+/// connection.
+fn shared<O>(sink: &std::sync::Mutex<O>) -> std::sync::MutexGuard<'_, O> {
+    sink.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A sink the caller shares with the connection (and reads while it runs). Every hook is
+/// passed on, so the shared observer's own overrides apply.
 impl<O: Observer> Observer for std::sync::Arc<std::sync::Mutex<O>> {
     fn observe(&mut self, event: Event) {
-        // A poisoned sink still takes events: observation must not fail the connection.
-        match self.lock() {
-            Ok(mut o) => o.observe(event),
-            Err(p) => p.into_inner().observe(event),
-        }
+        shared(self).observe(event);
     }
 
     fn record(&mut self, record: RecordView<'_>) {
-        match self.lock() {
-            Ok(mut o) => o.record(record),
-            Err(p) => p.into_inner().record(record),
-        }
+        shared(self).record(record);
     }
 
     fn handshake(&mut self, message: MessageView<'_>) {
-        match self.lock() {
-            Ok(mut o) => o.handshake(message),
-            Err(p) => p.into_inner().handshake(message),
-        }
+        shared(self).handshake(message);
     }
 
     fn secret(&mut self, secret: SecretView<'_>) {
-        match self.lock() {
-            Ok(mut o) => o.secret(secret),
-            Err(p) => p.into_inner().secret(secret),
-        }
+        shared(self).secret(secret);
     }
 }
 

@@ -257,17 +257,10 @@ impl Identity {
 }
 
 impl Identity {
-    /// The server's CertificateVerify signer: ring's with the `ring-sign` feature.
+    /// The server's CertificateVerify signer: the build's fastest for the key (ring's ECDSA
+    /// P-256 with the `ring-sign` feature).
     pub fn signer(&self) -> Arc<dyn tls13lab::config::Signer> {
-        if self.scheme != SignatureScheme::ecdsa_secp256r1_sha256 {
-            return Arc::new(self.key.clone());
-        }
-        #[cfg(feature = "ring-sign")]
-        return Arc::new(
-            tls13lab::crypto::ring_signer::RingEcdsaSigner::from_pkcs8(&self.key_pkcs8).unwrap(),
-        );
-        #[cfg(not(feature = "ring-sign"))]
-        Arc::new(self.key.clone())
+        tls13lab::config::fastest_signer(self.key.clone(), &self.key_pkcs8).unwrap()
     }
 }
 

@@ -96,8 +96,7 @@ impl Transcript {
     pub fn with_hash(alg: HashAlg) -> Transcript {
         Transcript {
             state: State::Hashing(HashState::new(alg)),
-            covered: [HandshakeType::ClientHello; MAX_COVERED],
-            covered_len: 0,
+            ..Transcript::new()
         }
     }
 
