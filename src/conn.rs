@@ -320,8 +320,8 @@ impl Conn {
             .extend_from_slice(&plaintext_header(typ, 0x0303, 1));
         self.out.push(1);
         if self.ev.observe.records {
-            let rec = self.out[start..].to_vec();
-            self.record_event_sent(&rec, typ, 1, 0, 0, None, vec![1]);
+            let (header, wire_len) = (header_of(&self.out[start..]), self.out.len() - start);
+            self.record_event_sent(header, wire_len, typ, 1, 0, 0, None, vec![1]);
         }
         Ok(())
     }
@@ -385,8 +385,17 @@ impl Conn {
             }
         };
         if let Some(content) = content {
-            let rec = self.out[start..].to_vec();
-            self.record_event_sent(&rec, typ, plaintext_len, padding, tag, seq, content);
+            let (header, wire_len) = (header_of(&self.out[start..]), self.out.len() - start);
+            self.record_event_sent(
+                header,
+                wire_len,
+                typ,
+                plaintext_len,
+                padding,
+                tag,
+                seq,
+                content,
+            );
         }
         Ok(())
     }
@@ -451,16 +460,20 @@ impl Conn {
         let n = p.seal_slice(ContentType::ApplicationData, buf, len, padding)?;
         if let Some(content) = content {
             let typ = ContentType::ApplicationData;
-            self.record_event_sent(&buf[..n], typ, len, padding, tag, Some(seq), content);
+            let header = header_of(buf);
+            self.record_event_sent(header, n, typ, len, padding, tag, Some(seq), content);
             self.release_sent_events();
         }
         Ok(n)
     }
 
+    /// Keep a sealed record's event until its bytes are taken: `header` and `wire_len`
+    /// describe the record (its ciphertext is not copied), `content` is its plaintext.
     #[allow(clippy::too_many_arguments)]
     fn record_event_sent(
         &mut self,
-        rec: &[u8],
+        header: [u8; HEADER_LEN],
+        wire_len: usize,
         inner: ContentType,
         plaintext_len: usize,
         padding_len: usize,
@@ -481,11 +494,11 @@ impl Conn {
                 Epoch::Plaintext
             },
             time_ms: self.now_ms,
-            header: rec[..5].to_vec(),
-            wire_type: ContentType::from(rec[0]),
+            header: header.to_vec(),
+            wire_type: ContentType::from(header[0]),
             inner_type: inner,
-            wire_len: rec.len(),
-            payload_len: rec.len() - 5,
+            wire_len,
+            payload_len: wire_len - HEADER_LEN,
             plaintext_len,
             padding_len,
             tag_len,
