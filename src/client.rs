@@ -30,8 +30,11 @@
 //! CertificateVerify's scheme and the server's CertificateRequest, if any.
 //!
 //! This file holds the states and the dispatch (`handle`: decode a message with the state's
-//! Hash.length, give it to the state's transition); the transitions are methods of [`Client`]
-//! in files by concern, so "where is X handled?" has one answer:
+//! Hash.length, give it to the state's `handle`). Each state handles its own messages:
+//! `ExpectX::handle(self: Box<Self>, cx, msg)` consumes the state and returns the next, with a
+//! narrow context `Cx` (the record layer, the configuration, and the few facts that outlive
+//! one state), never the whole connection. The states' `handle`s and the steps they share (the
+//! `Cx` methods) are in files by concern, so "where is X handled?" has one answer:
 //!
 //! - `client/hello.rs`: the ClientHellos, the second answering a HelloRetryRequest; padding and
 //!   the PSK binder;
@@ -53,8 +56,8 @@ use crate::crypto::random::RandomSource;
 use crate::ech::client::Chosen;
 use crate::ech::inner::InnerLayout;
 use crate::error::{Error, PeerMisbehaved};
-use crate::events::{EarlyDataStatus, EchOutcome, Side};
-use crate::keyschedule::schedule::{EarlySecret, HandshakeSecret, TrafficSecret};
+use crate::events::{EarlyDataStatus, EchOutcome, Negotiated, Side};
+use crate::keyschedule::schedule::{EarlySecret, ExporterSecret, HandshakeSecret, TrafficSecret};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{
     CertificateCompressionAlgorithm, CipherSuite, ExtensionType, NamedGroup, SignatureScheme,
@@ -83,7 +86,6 @@ pub struct ClientSide {
     config: Arc<ClientConfig>,
     state: State,
     tickets: TicketStore,
-    offered_ticket: Option<StoredTicket>,
     early_data: EarlyDataState,
     /// ECH's outcome (RFC 9849 §6.1), once the ServerHello settled it.
     ech: Option<EchOutcome>,
@@ -144,13 +146,37 @@ impl State {
     }
 }
 
+/// What a transition reaches besides its own state (rustls' `Context`): the record layer,
+/// randomness, clock and observer (`Conn`), the configuration, and the facts of the side that
+/// outlive one state (the ticket store, the 0-RTT data path, ECH's outcome, what was
+/// negotiated, the early exporter). Not the received-data queues, the buffer limit, nor the
+/// state enum: a state is given to its `handle` by value and the next one is returned.
+struct Cx<'a> {
+    conn: &'a mut Conn,
+    config: &'a ClientConfig,
+    tickets: &'a mut TicketStore,
+    early_data: &'a mut EarlyDataState,
+    ech: &'a mut Option<EchOutcome>,
+    negotiated: &'a mut Option<Negotiated>,
+    early_exporter: &'a mut Option<ExporterSecret>,
+}
+
+/// The PSK a ClientHello offers (§4.2.11): a resumption ticket or an external PSK, with its
+/// suite resolved when it was chosen, so the binder and the early secrets cannot miss it.
+struct OfferedPsk {
+    ticket: StoredTicket,
+    suite: SuiteParams,
+}
+
 /// What a ClientHello offered, which the server's answer is checked against.
 struct Offer {
     random: [u8; 32],
     session_id: Vec<u8>,
     shares: Vec<KeyShareSecret>,
     transcript: Transcript,
-    /// The PSK's early secret, when a ticket is offered.
+    /// The PSK offered, until the ServerHello selects it or not.
+    psk: Option<OfferedPsk>,
+    /// The PSK's early secret, when one is offered.
     early_secret: Option<EarlySecret>,
     ccs_sent: bool,
     /// With a real ECH offer, `random`, `transcript` and `early_secret` are ClientHelloInner's
@@ -330,6 +356,18 @@ impl Client {
                 )));
             }
         }
+        // An external PSK is offered in its suite (§4.2.11): one without parameters here could
+        // never be bound.
+        if let Some(p) = config
+            .external_psks
+            .iter()
+            .find(|p| suite_params(p.suite).is_none())
+        {
+            return Err(Error::Config(format!(
+                "external PSK suite {} is not supported",
+                p.suite
+            )));
+        }
         // RFC 8879 §3: algorithms<2..2^8-2>, two bytes each.
         if config.cert_compression.len() > 127 {
             return Err(Error::Config(
@@ -349,7 +387,6 @@ impl Client {
                 config,
                 state: State::Start,
                 tickets: TicketStore::default(),
-                offered_ticket: None,
                 early_data: EarlyDataState::default(),
                 ech: None,
             },
@@ -368,16 +405,45 @@ impl Client {
             return Err(Error::InvalidState("start() called twice"));
         }
         self.conn.now_ms = now_ms;
-        match self.send_first_hello() {
+        let (mut cx, state) = self.split();
+        match ExpectServerHello::send_first_hello(&mut cx) {
             Ok(s) => {
-                self.side.state = State::ExpectServerHello(Box::new(s));
+                *state = State::ExpectServerHello(Box::new(s));
                 Ok(())
             }
             Err(e) => {
-                self.conn.fail(&e);
+                cx.conn.fail(&e);
                 Err(e)
             }
         }
+    }
+
+    /// The narrow context a transition gets, and the state apart from it.
+    fn split(&mut self) -> (Cx<'_>, &mut State) {
+        let Connection {
+            conn,
+            side,
+            negotiated,
+            early_exporter,
+            ..
+        } = self;
+        let ClientSide {
+            config,
+            state,
+            tickets,
+            early_data,
+            ech,
+        } = side;
+        let cx = Cx {
+            conn,
+            config,
+            tickets,
+            early_data,
+            ech,
+            negotiated,
+            early_exporter,
+        };
+        (cx, state)
     }
 
     /// [`Connection::send`] for a client: before the handshake completes this is 0-RTT data
@@ -431,26 +497,21 @@ impl Client {
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
-        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
-        self.side.state = match state {
-            State::ExpectServerHello(s) => self.on_server_hello_or_retry(s, msg)?,
-            State::ExpectServerHelloAfterRetry(s) => {
-                State::ExpectEncryptedExtensions(self.on_server_hello_after_retry(s, msg)?)
-            }
-            State::ExpectEncryptedExtensions(s) => self.on_encrypted_extensions(s, msg)?,
-            State::ExpectCertificateOrRequest(s) => self.on_certificate_or_request(s, msg)?,
-            State::ExpectCertificate(s) => {
-                State::ExpectCertificateVerify(self.on_certificate(s, msg)?)
-            }
-            State::ExpectCertificateVerify(s) => {
-                State::ExpectFinished(self.on_certificate_verify(s, msg)?)
-            }
-            State::ExpectFinished(s) => self.on_finished(s, msg)?,
+        let (mut cx, state) = self.split();
+        let cx = &mut cx;
+        *state = match core::mem::replace(state, State::Poisoned) {
+            State::ExpectServerHello(s) => s.handle(cx, msg)?,
+            State::ExpectServerHelloAfterRetry(s) => s.handle(cx, msg)?,
+            State::ExpectEncryptedExtensions(s) => s.handle(cx, msg)?,
+            State::ExpectCertificateOrRequest(s) => s.handle(cx, msg)?,
+            State::ExpectCertificate(s) => s.handle(cx, msg)?,
+            State::ExpectCertificateVerify(s) => s.handle(cx, msg)?,
+            State::ExpectFinished(s) => s.handle(cx, msg)?,
             State::Connected(mut c) => {
                 // A post-handshake message that fails closes the connection, but the connected
                 // state keeps its secrets: is_connected() and export() still answer.
-                let handled = self.on_post_handshake(&mut c, msg);
-                self.side.state = State::Connected(c);
+                let handled = c.handle(cx, msg);
+                *state = State::Connected(c);
                 return handled;
             }
             State::Start | State::Poisoned => {
@@ -560,10 +621,15 @@ impl core::fmt::Debug for Client {
 mod tests {
     use std::sync::Arc;
 
-    use super::Client;
+    use super::{Client, OfferedPsk};
     use crate::config::ClientConfig;
+    use crate::crypto::aead::suite_params;
+    use crate::crypto::hash::HashAlg;
     use crate::crypto::random::SeededRandom;
     use crate::error::Error;
+    use crate::keyschedule::transcript::Transcript;
+    use crate::messages::enums::CipherSuite;
+    use crate::session::StoredTicket;
 
     /// A failure with no alert of its own inside a call taking input (an invariant of ours not
     /// holding, `Error::InvalidState`) still tells the peer why: a fatal internal_error (RFC
@@ -586,5 +652,53 @@ mod tests {
         // A received alert is never answered, and nothing follows the first failure.
         c.conn.fail(&Error::InvalidState("again"));
         assert!(c.take_output().is_empty());
+    }
+
+    /// The one invariant left inside `receive` on the client: a PSK binder is computed over the
+    /// transcript in the PSK's hash (RFC 8446 §4.2.11.2). The hellos keep the two in step (the
+    /// first transcript hashes at once only in the one hash every suite and the PSK share; after
+    /// a HelloRetryRequest a PSK in another hash is dropped before the second hello is bound),
+    /// so only a bug of ours can break it; if one did, the peer would get internal_error.
+    #[test]
+    fn a_binder_over_a_transcript_in_another_hash_sends_internal_error() {
+        let mut c = Client::new(
+            Arc::new(ClientConfig::default()),
+            Box::new(SeededRandom::from_seed(1)),
+        )
+        .unwrap();
+        let (mut cx, _) = c.split();
+        let psk = OfferedPsk {
+            ticket: StoredTicket {
+                server_name: None,
+                suite: CipherSuite::TLS_AES_128_GCM_SHA256,
+                ticket: vec![7; 16],
+                psk: vec![9; 32],
+                age_add: 0,
+                lifetime: 0,
+                received_at_ms: 0,
+                max_early_data: 0,
+                alpn: None,
+                external: true,
+            },
+            suite: suite_params(CipherSuite::TLS_AES_128_GCM_SHA256).unwrap(),
+        };
+        let cfg = cx.config;
+        let mut hello = cx.build_hello(cfg, &[1; 32], &[], &[], Some(&psk), None, false, false);
+        let sha384 = Transcript::with_hash(HashAlg::Sha384);
+        let Err(e) = cx.bind_psk(&mut hello, &sha384, Some(&psk)) else {
+            panic!("a binder was computed over a SHA-384 transcript for a SHA-256 PSK");
+        };
+        assert!(matches!(e, Error::InvalidState(_)), "{e:?}");
+        cx.conn.fail(&e);
+        assert_eq!(c.take_output(), [21, 3, 3, 0, 2, 2, 80]);
+        // The same PSK over a transcript in its own hash binds.
+        let (mut cx, _) = c.split();
+        let cfg = cx.config;
+        let mut hello = cx.build_hello(cfg, &[1; 32], &[], &[], Some(&psk), None, false, false);
+        let sha256 = Transcript::with_hash(HashAlg::Sha256);
+        assert!(cx
+            .bind_psk(&mut hello, &sha256, Some(&psk))
+            .unwrap()
+            .is_some());
     }
 }

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use crate::config::EchMode;
-use crate::crypto::aead::{suite_params, SuiteParams};
+use crate::crypto::aead::SuiteParams;
 use crate::crypto::hpke;
 use crate::crypto::hpke::{HpkeSink, HpkeStep};
 use crate::ech::client::{choose, compressible_run, Chosen};
@@ -26,9 +26,9 @@ use crate::messages::enums::{ExtensionType, HandshakeType};
 use crate::messages::extensions::{Extension, OutgoingExtension};
 use crate::messages::handshake::{ClientHelloOut, OutgoingMessage, ServerHello};
 
-use super::{Client, EchOffer, EchStatus, Offer, OfferEch};
+use super::{Cx, EchOffer, EchStatus, Offer, OfferEch, OfferedPsk};
 
-impl Client {
+impl Cx<'_> {
     /// Which ECH config to offer (RFC 9849 §6.1), and whether to send GREASE instead (§6.2):
     /// configured GREASE, or a list with no usable config and `grease_fallback`. A list with
     /// none and no fallback is reported as not offered.
@@ -66,6 +66,7 @@ impl Client {
         chosen: Chosen,
         inner: ClientHelloOut<'_>,
         first: Transcript,
+        psk: Option<&OfferedPsk>,
     ) -> Result<(Transcript, Option<EarlySecret>, bool, OfferEch), Error> {
         let outer_random: [u8; 32] = self.conn.random();
         // RFC 9850 §4: the traffic secrets stay keyed by ClientHelloInner.random, which the
@@ -86,7 +87,7 @@ impl Client {
         )
         .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
         self.conn.ech_hpke(steps, &outer_random, &chosen.config.raw);
-        let grease_psk = self.grease_psk();
+        let grease_psk = psk.map(|p| self.grease_psk(p));
         let mut offer = Box::new(EchOffer {
             chosen,
             context,
@@ -96,7 +97,7 @@ impl Client {
             hrr_accepted: None,
             layout: InnerLayout::default(),
         });
-        let (t, e, d) = self.send_ech_hello(inner, first, &mut offer, &enc)?;
+        let (t, e, d) = self.send_ech_hello(inner, first, &mut offer, &enc, psk)?;
         Ok((t, e, d, OfferEch::Real(offer)))
     }
 
@@ -106,10 +107,11 @@ impl Client {
         &mut self,
         mut hello: ClientHelloOut<'_>,
         first: Transcript,
+        psk: Option<&OfferedPsk>,
     ) -> Result<(Transcript, Option<EarlySecret>, bool, OfferEch), Error> {
         let ext = self.grease_ech(&hello)?;
         insert_before_psk(&mut hello, ech_extension(ext.clone()));
-        let (t, e, d) = self.finish_hello(hello, first)?;
+        let (t, e, d) = self.finish_hello(hello, first, psk)?;
         self.grease_parts(&ext);
         Ok((t, e, d, OfferEch::Grease(ext)))
     }
@@ -123,9 +125,10 @@ impl Client {
         mut transcript: Transcript,
         ech: &mut EchOffer,
         enc: &[u8],
+        psk: Option<&OfferedPsk>,
     ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
         let early_data_offered = inner.offers(ExtensionType::EarlyData);
-        let early = self.bind_psk(&mut inner, &transcript)?;
+        let early = self.bind_psk(&mut inner, &transcript, psk)?;
         let mut inner_msg = Vec::with_capacity(inner.message_len());
         OutgoingMessage::ClientHello(&inner).encode_into(&mut inner_msg);
         transcript.add(HandshakeType::ClientHello, &inner_msg);
@@ -214,28 +217,25 @@ impl Client {
                 Some(inner_sizes),
             )));
         }
-        self.early_data_budget(early_data_offered);
+        self.early_data_budget(early_data_offered, psk);
         Ok((transcript, early, early_data_offered))
     }
 
     /// §6.1.2: a pre_shared_key for the outer hello shaped like the inner one's, all random:
     /// identity of the same length, a random obfuscated_ticket_age, a binder of the same length.
-    fn grease_psk(&mut self) -> Option<Extension> {
-        let t = self.side.offered_ticket.as_ref()?;
-        let mut identity = vec![0u8; t.ticket.len()];
-        let mut binder = vec![0u8; suite_params(t.suite).map_or(32, |s| s.hash.output_len())];
+    fn grease_psk(&mut self, psk: &OfferedPsk) -> Extension {
+        let mut identity = vec![0u8; psk.ticket.ticket.len()];
+        let mut binder = vec![0u8; psk.suite.hash.output_len()];
         self.conn.rng.fill(&mut identity);
         let age = u32::from_be_bytes(self.conn.random());
         self.conn.rng.fill(&mut binder);
-        Some(Extension::PreSharedKeyClient(
-            crate::messages::extensions::OfferedPsks {
-                identities: vec![crate::messages::extensions::PskIdentity {
-                    identity,
-                    obfuscated_ticket_age: age,
-                }],
-                binders: vec![binder],
-            },
-        ))
+        Extension::PreSharedKeyClient(crate::messages::extensions::OfferedPsks {
+            identities: vec![crate::messages::extensions::PskIdentity {
+                identity,
+                obfuscated_ticket_age: age,
+            }],
+            binders: vec![binder],
+        })
     }
 
     /// §6.2: a GREASE `encrypted_client_hello` for `hello`, its payload as long as a real
@@ -296,8 +296,8 @@ impl Client {
         suite: Option<String>,
         encoded_inner_len: usize,
     ) {
-        self.side.ech = Some(outcome);
-        let name = self.side.config.server_name.clone();
+        *self.ech = Some(outcome);
+        let name = self.config.server_name.clone();
         self.conn.ev.push(Event::EchOffer(EchOfferEvent {
             outcome,
             config_id,
@@ -394,13 +394,13 @@ impl Client {
         } else {
             EchOutcome::Rejected
         };
-        self.side.ech = Some(outcome);
+        *self.ech = Some(outcome);
         let l = e.layout;
         self.conn.ev.push(Event::EchOffer(EchOfferEvent {
             outcome,
             config_id: Some(e.chosen.config_id),
             suite: Some(suite_name(e.chosen.symmetric)),
-            inner_sni: self.side.config.server_name.clone(),
+            inner_sni: self.config.server_name.clone(),
             outer_sni: Some(e.chosen.public_name.clone()),
             encoded_inner_len: l.total(),
             padding: l.name_padding + l.round_padding,
@@ -425,7 +425,7 @@ impl Client {
         self.conn.client_random = outer_random;
         offer.transcript = outer_transcript;
         offer.early_secret = None;
-        self.side.offered_ticket = None;
+        offer.psk = None;
         Ok(EchStatus::Rejected {
             public_name: chosen.public_name,
             retry_configs: None,

@@ -22,17 +22,17 @@ use crate::traffic::Traffic;
 
 use super::{
     offers_post_handshake_auth, out_of_place, requested_compression, requested_schemes, unexpected,
-    CertificateRequested, Client, Connected, EchStatus, ExpectCertificate,
-    ExpectCertificateOrRequest, ExpectCertificateVerify, ExpectEncryptedExtensions, ExpectFinished,
-    ExpectServerHello, ExpectServerHelloAfterRetry, Handshake, Offer, ServerAuth,
-    ServerCertificate, ServerExtensions, State,
+    CertificateRequested, Connected, Cx, EchStatus, ExpectCertificate, ExpectCertificateOrRequest,
+    ExpectCertificateVerify, ExpectEncryptedExtensions, ExpectFinished, ExpectServerHello,
+    ExpectServerHelloAfterRetry, Handshake, Offer, ServerAuth, ServerCertificate, ServerExtensions,
+    State,
 };
 
-impl Client {
+impl ExpectServerHello {
     /// The answer to the first ClientHello: a ServerHello, or a HelloRetryRequest.
-    pub(super) fn on_server_hello_or_retry(
-        &mut self,
-        s: Box<ExpectServerHello>,
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::ServerHello(sh) = &msg.payload else {
@@ -41,14 +41,14 @@ impl Client {
         let ExpectServerHello {
             mut offer,
             early_data_offered,
-        } = *s;
-        let suite = self.check_server_hello(sh, &offer)?;
+        } = *self;
+        let suite = cx.check_server_hello(sh, &offer)?;
         if sh.is_hello_retry_request() {
-            let next = self.on_hello_retry(offer, sh, &msg.encoded, suite)?;
+            let next = cx.on_hello_retry(offer, sh, &msg.encoded, suite)?;
             return Ok(State::ExpectServerHelloAfterRetry(next));
         }
-        let ech = self.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
-        let next = self.on_server_hello(
+        let ech = cx.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
+        let next = cx.on_server_hello(
             offer,
             early_data_offered,
             false,
@@ -59,170 +59,36 @@ impl Client {
         )?;
         Ok(State::ExpectEncryptedExtensions(next))
     }
+}
 
+impl ExpectServerHelloAfterRetry {
     /// The answer to the second ClientHello: a ServerHello in the suite the retry named.
-    pub(super) fn on_server_hello_after_retry(
-        &mut self,
-        s: Box<ExpectServerHelloAfterRetry>,
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
-    ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
+    ) -> Result<State, Error> {
         let HandshakePayload::ServerHello(sh) = &msg.payload else {
             return Err(unexpected("ServerHello", &msg));
         };
-        let suite = self.check_server_hello(sh, &s.offer)?;
-        if suite.suite != s.retry_suite {
+        let suite = cx.check_server_hello(sh, &self.offer)?;
+        if suite.suite != self.retry_suite {
             return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
         }
         if sh.is_hello_retry_request() {
             return Err(PeerMisbehaved::SecondHelloRetry.into());
         }
-        let mut offer = s.offer;
-        let ech = self.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
-        self.on_server_hello(offer, false, true, sh, &msg.encoded, suite, ech)
+        let mut offer = self.offer;
+        let ech = cx.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
+        let next = cx.on_server_hello(offer, false, true, sh, &msg.encoded, suite, ech)?;
+        Ok(State::ExpectEncryptedExtensions(next))
     }
+}
 
-    /// Checks shared by ServerHello and HelloRetryRequest; the suite they select.
-    fn check_server_hello(&self, sh: &ServerHello, offer: &Offer) -> Result<SuiteParams, Error> {
-        check_server_hello_common(sh, offer)?;
-        let offered = self.side.config.cipher_suites.contains(&sh.cipher_suite);
-        offered
-            .then(|| suite_params(sh.cipher_suite))
-            .flatten()
-            .ok_or_else(|| PeerMisbehaved::SelectedUnoffered("cipher suite").into())
-    }
-
-    // What the ServerHello settled (the offer, 0-RTT, the retry, ECH) arrives from two states.
-    #[allow(clippy::too_many_arguments)]
-    fn on_server_hello(
-        &mut self,
-        mut offer: Offer,
-        early_offered: bool,
-        hello_retry: bool,
-        sh: &ServerHello,
-        encoded: &[u8],
-        suite: SuiteParams,
-        ech: EchStatus,
-    ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
-        // §4.1.3 / §4.2: only these extensions may appear in a ServerHello.
-        for e in &sh.extensions {
-            match e.typ() {
-                ExtensionType::KeyShare
-                | ExtensionType::PreSharedKey
-                | ExtensionType::SupportedVersions => {}
-                other => return Err(out_of_place(ExtensionContext::ServerHello, other)),
-            }
-        }
-        // PSK: the server either selected our only identity or ignored it.
-        let mut psk_identity = None;
-        let mut early = offer.early_secret.take();
-        if let Some(Extension::PreSharedKeyServer(idx)) = sh.find(ExtensionType::PreSharedKey) {
-            let Some(t) = &self.side.offered_ticket else {
-                return Err(
-                    PeerMisbehaved::UnsolicitedExtension(ExtensionType::PreSharedKey).into(),
-                );
-            };
-            if *idx != 0 {
-                return Err(PeerMisbehaved::SelectedUnoffered("PSK identity").into());
-            }
-            if t.suite_hash() != Some(suite.hash) {
-                return Err(
-                    PeerMisbehaved::SelectedUnoffered("suite with another PSK hash").into(),
-                );
-            }
-            psk_identity = Some(0);
-        } else {
-            early = None;
-        }
-        // Key exchange (§4.2.8): the share must be for a group we sent a share for.
-        let mut group = None;
-        let mut shared = None;
-        match sh.find(ExtensionType::KeyShare) {
-            Some(Extension::KeyShareServer(entry)) => {
-                let pos = offer
-                    .shares
-                    .iter()
-                    .position(|k| k.group() == entry.group)
-                    .ok_or(PeerMisbehaved::SelectedUnoffered("key share group"))?;
-                let share = offer.shares.swap_remove(pos);
-                // The per-component shares and secrets are copied only for an observer of
-                // secrets (the KeyShare event); otherwise the key exchange yields just the secret.
-                let observed = self.conn.observe().secrets;
-                let mut result = if observed {
-                    share.complete(&entry.key_exchange)?
-                } else {
-                    share.complete_secret_only(&entry.key_exchange)?
-                };
-                if observed {
-                    self.conn.ev.push(Event::KeyShare(KeyShareEvent {
-                        group: entry.group,
-                        components: core::mem::take(&mut result.components),
-                        shared_secret: result.shared_secret.to_vec(),
-                    }));
-                }
-                group = Some(entry.group);
-                // Kept as the KxResult, which erases the secret when it drops.
-                shared = Some(result);
-            }
-            Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
-            None if psk_identity.is_some() => {
-                // psk_ke: allowed only if we offered it (§4.2.9).
-                if !self
-                    .side
-                    .config
-                    .psk_modes
-                    .contains(&crate::messages::enums::PskKeyExchangeMode::PskKe)
-                {
-                    return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into());
-                }
-            }
-            None => return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into()),
-        }
-        let mut transcript = offer.transcript;
-        transcript
-            .start_hash(suite.hash)
-            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-        transcript.add(HandshakeType::ServerHello, encoded);
-        let es = match early {
-            Some(es) => es,
-            None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
-        };
-        let secret = es.into_handshake(
-            shared.as_ref().map(|k| k.shared_secret.as_slice()),
-            &mut self.conn.ev,
-        );
-        let client_hs = secret.client_handshake_traffic_secret(&transcript, &mut self.conn.ev);
-        let server_hs = secret.server_handshake_traffic_secret(&transcript, &mut self.conn.ev);
-        self.conn
-            .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
-        if !early_offered {
-            // From here on our alerts go out under the handshake keys (§6), even before our
-            // Finished. With 0-RTT in flight the early keys stay until EndOfEarlyData.
-            self.conn
-                .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
-        }
-        if psk_identity.is_none() {
-            self.side.offered_ticket = None;
-        }
-        Ok(Box::new(ExpectEncryptedExtensions {
-            hs: Handshake {
-                suite,
-                transcript,
-                secret,
-                client_hs,
-                server_hs,
-                group,
-                hello_retry,
-                ccs_sent: offer.ccs_sent,
-                ech,
-            },
-            psk_identity,
-            early_offered,
-        }))
-    }
-
-    pub(super) fn on_encrypted_extensions(
-        &mut self,
-        s: Box<ExpectEncryptedExtensions>,
+impl ExpectEncryptedExtensions {
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::EncryptedExtensions(exts) = &msg.payload else {
@@ -232,12 +98,12 @@ impl Client {
             mut hs,
             psk_identity,
             early_offered,
-        } = *s;
+        } = *self;
         let mut ee = ServerExtensions::default();
         let mut early_accepted = false;
         // Each arm asks about the extension it matched, so "offered" is a question about our
         // configuration alone.
-        let config = &*self.side.config;
+        let config = cx.config;
         let offered = |t: ExtensionType| offered_extension(config, t);
         for e in exts {
             match e {
@@ -250,7 +116,7 @@ impl Client {
                 {
                     // RFC 7301 §3.1: exactly one protocol, one we offered.
                     match protos.as_slice() {
-                        [p] if self.side.config.alpn.contains(p) => ee.alpn = Some(p.clone()),
+                        [p] if cx.config.alpn.contains(p) => ee.alpn = Some(p.clone()),
                         _ => return Err(PeerMisbehaved::UnofferedAlpn.into()),
                     }
                 }
@@ -259,10 +125,9 @@ impl Client {
                         return Err(PeerMisbehaved::BadRecordSizeLimit.into());
                     }
                     // RFC 8449 §4: the limit counts the inner content type byte in TLS 1.3.
-                    self.conn.max_fragment =
-                        (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
+                    cx.conn.max_fragment = (*limit as usize - 1).min(crate::record::MAX_PLAINTEXT);
                     // The server acknowledged the extension: ours is now in force.
-                    self.conn.recv_limit = self.side.config.record_size_limit.map(usize::from);
+                    cx.conn.recv_limit = cx.config.record_size_limit.map(usize::from);
                 }
                 Extension::EarlyDataEmpty if early_offered && psk_identity.is_some() => {
                     early_accepted = true;
@@ -312,12 +177,12 @@ impl Client {
             .add(HandshakeType::EncryptedExtensions, &msg.encoded);
         if early_offered {
             if early_accepted {
-                self.side.early_data.status = Some(EarlyDataStatus::Accepted);
+                cx.early_data.status = Some(EarlyDataStatus::Accepted);
                 // Delivered: the copy kept for a rejection is not needed any more.
-                self.side.early_data.sent = Vec::new();
+                cx.early_data.sent = Vec::new();
             } else {
-                self.reject_early_data();
-                self.conn
+                cx.reject_early_data();
+                cx.conn
                     .set_write_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
             }
         }
@@ -336,13 +201,15 @@ impl Client {
             }
         })
     }
+}
 
-    pub(super) fn on_certificate_or_request(
-        &mut self,
-        s: Box<ExpectCertificateOrRequest>,
+impl ExpectCertificateOrRequest {
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
-        let ExpectCertificateOrRequest { mut hs, ee } = *s;
+        let ExpectCertificateOrRequest { mut hs, ee } = *self;
         match &msg.payload {
             HandshakePayload::CertificateRequest(cr) => {
                 // §4.3.2: signature_algorithms is mandatory; context empty during the handshake.
@@ -365,7 +232,7 @@ impl Client {
                 })))
             }
             HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_) => {
-                let cert = self.accept_server_certificate(&mut hs, msg)?;
+                let cert = cx.accept_server_certificate(&mut hs, msg)?;
                 Ok(State::ExpectCertificateVerify(Box::new(
                     ExpectCertificateVerify {
                         hs,
@@ -378,23 +245,293 @@ impl Client {
             _ => Err(unexpected("Certificate or CertificateRequest", &msg)),
         }
     }
+}
 
-    pub(super) fn on_certificate(
-        &mut self,
-        s: Box<ExpectCertificate>,
+impl ExpectCertificate {
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
-    ) -> Result<Box<ExpectCertificateVerify>, Error> {
+    ) -> Result<State, Error> {
         let ExpectCertificate {
             mut hs,
             ee,
             request,
-        } = *s;
-        let cert = self.accept_server_certificate(&mut hs, msg)?;
-        Ok(Box::new(ExpectCertificateVerify {
+        } = *self;
+        let cert = cx.accept_server_certificate(&mut hs, msg)?;
+        Ok(State::ExpectCertificateVerify(Box::new(
+            ExpectCertificateVerify {
+                hs,
+                ee,
+                request: Some(request),
+                cert,
+            },
+        )))
+    }
+}
+
+impl ExpectCertificateVerify {
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
+            return Err(unexpected("CertificateVerify", &msg));
+        };
+        let ExpectCertificateVerify {
+            mut hs,
+            ee,
+            request,
+            cert,
+        } = *self;
+        let offered = &cx.config.signature_schemes;
+        let scheme =
+            auth::check_certificate_verify(Side::Server, offered, &hs.transcript, &cert.leaf, cv)?;
+        hs.transcript
+            .add(HandshakeType::CertificateVerify, &msg.encoded);
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
             hs,
             ee,
+            auth: ServerAuth::Certificate { scheme, request },
+        })))
+    }
+}
+
+impl ExpectFinished {
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::Finished(verify_data) = &msg.payload else {
+            return Err(unexpected("Finished", &msg));
+        };
+        let ExpectFinished {
+            mut hs,
+            ee,
+            auth: server_auth,
+        } = *self;
+        auth::check_finished(cx.conn, &hs.server_hs, &hs.transcript, verify_data)?;
+        // RFC 9849 §6.1.6: a rejected ECH handshake that completed ends here with ech_required
+        // (the error's alert), before our Finished: never a connection, no tickets.
+        if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {
+            return Err(Error::EchRejected {
+                retry_configs: retry_configs.take(),
+            });
+        }
+        hs.transcript.add(HandshakeType::Finished, &msg.encoded);
+        let ev = &mut cx.conn.ev;
+        let master = hs.secret.into_master(ev);
+        let client_app = master.client_application_traffic_secret(&hs.transcript, ev);
+        let server_app = master.server_application_traffic_secret(&hs.transcript, ev);
+        let exporter = master.exporter_master_secret(&hs.transcript, ev);
+        cx.conn
+            .set_read_keys(Epoch::Application(0), &hs.suite, &server_app)?;
+        cx.conn.ccs_allowed = false;
+
+        // Our second flight (§4.4): [CCS] [EndOfEarlyData] [Certificate CertificateVerify] Finished.
+        if cx.config.compat_mode && !hs.ccs_sent {
+            cx.conn.send_ccs()?;
+        }
+        if let ServerAuth::Psk {
+            early_data_accepted: true,
+            ..
+        } = server_auth
+        {
+            let eoed = HandshakePayload::EndOfEarlyData;
+            hs.transcript
+                .add(HandshakeType::EndOfEarlyData, cx.conn.send_handshake(&eoed));
+        }
+        cx.early_data.open = false;
+        if cx.conn.write_epoch != Epoch::Handshake {
+            cx.conn
+                .set_write_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
+        }
+        let mut client_scheme = None;
+        if let ServerAuth::Certificate {
             request: Some(request),
-            cert,
+            ..
+        } = &server_auth
+        {
+            client_scheme = cx.send_client_certificate(&mut hs.transcript, &[], request)?;
+        }
+        auth::send_finished(cx.conn, &mut hs.transcript, &hs.client_hs);
+        let resumption = master.resumption_master_secret(&hs.transcript, &mut cx.conn.ev);
+        cx.conn
+            .set_write_keys(Epoch::Application(0), &hs.suite, &client_app)?;
+        cx.conn.log_secret(exporter.name(), exporter.as_bytes());
+        let (signature_scheme, psk_identity) = match server_auth {
+            ServerAuth::Certificate { scheme, .. } => (Some(scheme), None),
+            ServerAuth::Psk { identity, .. } => (None, Some(identity)),
+        };
+        let negotiated = Negotiated {
+            version: "TLSv1.3",
+            suite: hs.suite.suite,
+            group: hs.group,
+            signature_scheme,
+            client_signature_scheme: client_scheme,
+            resumed: psk_identity.is_some(),
+            psk_identity,
+            early_data: cx.early_data.status.unwrap_or(EarlyDataStatus::NotSent),
+            alpn: ee
+                .alpn
+                .as_ref()
+                .map(|a| String::from_utf8_lossy(a).into_owned()),
+            hello_retry: hs.hello_retry,
+        };
+        *cx.negotiated = Some(negotiated.clone());
+        cx.conn.ev.push(Event::Connected(negotiated));
+        if let Some(groups) = ee.groups {
+            cx.conn.ev.push(Event::ServerGroups { groups });
+        }
+        let traffic = Traffic {
+            suite: hs.suite,
+            client_app,
+            server_app,
+            exporter,
+            resumption,
+            key_updates_in_a_row: 0,
+        };
+        // §4.6.2: only a client that offered post_handshake_auth may be asked later.
+        let pha = offers_post_handshake_auth(cx.config).then(|| Box::new(hs.transcript));
+        Ok(State::Connected(Box::new(Connected { traffic, pha })))
+    }
+}
+
+impl Cx<'_> {
+    /// Checks shared by ServerHello and HelloRetryRequest; the suite they select.
+    fn check_server_hello(&self, sh: &ServerHello, offer: &Offer) -> Result<SuiteParams, Error> {
+        check_server_hello_common(sh, offer)?;
+        let offered = self.config.cipher_suites.contains(&sh.cipher_suite);
+        offered
+            .then(|| suite_params(sh.cipher_suite))
+            .flatten()
+            .ok_or_else(|| PeerMisbehaved::SelectedUnoffered("cipher suite").into())
+    }
+
+    // What the ServerHello settled (the offer, 0-RTT, the retry, ECH) arrives from two states.
+    #[allow(clippy::too_many_arguments)]
+    fn on_server_hello(
+        &mut self,
+        mut offer: Offer,
+        early_offered: bool,
+        hello_retry: bool,
+        sh: &ServerHello,
+        encoded: &[u8],
+        suite: SuiteParams,
+        ech: EchStatus,
+    ) -> Result<Box<ExpectEncryptedExtensions>, Error> {
+        // §4.1.3 / §4.2: only these extensions may appear in a ServerHello.
+        for e in &sh.extensions {
+            match e.typ() {
+                ExtensionType::KeyShare
+                | ExtensionType::PreSharedKey
+                | ExtensionType::SupportedVersions => {}
+                other => return Err(out_of_place(ExtensionContext::ServerHello, other)),
+            }
+        }
+        // PSK: the server either selected our only identity or ignored it.
+        let mut psk_identity = None;
+        let mut early = offer.early_secret.take();
+        if let Some(Extension::PreSharedKeyServer(idx)) = sh.find(ExtensionType::PreSharedKey) {
+            let Some(p) = &offer.psk else {
+                return Err(
+                    PeerMisbehaved::UnsolicitedExtension(ExtensionType::PreSharedKey).into(),
+                );
+            };
+            if *idx != 0 {
+                return Err(PeerMisbehaved::SelectedUnoffered("PSK identity").into());
+            }
+            if p.suite.hash != suite.hash {
+                return Err(
+                    PeerMisbehaved::SelectedUnoffered("suite with another PSK hash").into(),
+                );
+            }
+            psk_identity = Some(0);
+        } else {
+            early = None;
+        }
+        // Key exchange (§4.2.8): the share must be for a group we sent a share for.
+        let mut group = None;
+        let mut shared = None;
+        match sh.find(ExtensionType::KeyShare) {
+            Some(Extension::KeyShareServer(entry)) => {
+                let pos = offer
+                    .shares
+                    .iter()
+                    .position(|k| k.group() == entry.group)
+                    .ok_or(PeerMisbehaved::SelectedUnoffered("key share group"))?;
+                let share = offer.shares.swap_remove(pos);
+                // The per-component shares and secrets are copied only for an observer of
+                // secrets (the KeyShare event); otherwise the key exchange yields just the secret.
+                let observed = self.conn.observe().secrets;
+                let mut result = if observed {
+                    share.complete(&entry.key_exchange)?
+                } else {
+                    share.complete_secret_only(&entry.key_exchange)?
+                };
+                if observed {
+                    self.conn.ev.push(Event::KeyShare(KeyShareEvent {
+                        group: entry.group,
+                        components: core::mem::take(&mut result.components),
+                        shared_secret: result.shared_secret.to_vec(),
+                    }));
+                }
+                group = Some(entry.group);
+                // Kept as the KxResult, which erases the secret when it drops.
+                shared = Some(result);
+            }
+            Some(_) => return Err(PeerMisbehaved::IllegalExtension("key_share").into()),
+            None if psk_identity.is_some() => {
+                // psk_ke: allowed only if we offered it (§4.2.9).
+                if !self
+                    .config
+                    .psk_modes
+                    .contains(&crate::messages::enums::PskKeyExchangeMode::PskKe)
+                {
+                    return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into());
+                }
+            }
+            None => return Err(PeerMisbehaved::MissingExtension(ExtensionType::KeyShare).into()),
+        }
+        let mut transcript = offer.transcript;
+        transcript
+            .start_hash(suite.hash)
+            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+        transcript.add(HandshakeType::ServerHello, encoded);
+        let es = match early {
+            Some(es) => es,
+            None => EarlySecret::new(suite.hash, None, &mut self.conn.ev),
+        };
+        let secret = es.into_handshake(
+            shared.as_ref().map(|k| k.shared_secret.as_slice()),
+            &mut self.conn.ev,
+        );
+        let client_hs = secret.client_handshake_traffic_secret(&transcript, &mut self.conn.ev);
+        let server_hs = secret.server_handshake_traffic_secret(&transcript, &mut self.conn.ev);
+        self.conn
+            .set_read_keys(Epoch::Handshake, &suite, &server_hs)?;
+        if !early_offered {
+            // From here on our alerts go out under the handshake keys (§6), even before our
+            // Finished. With 0-RTT in flight the early keys stay until EndOfEarlyData.
+            self.conn
+                .set_write_keys(Epoch::Handshake, &suite, &client_hs)?;
+        }
+        Ok(Box::new(ExpectEncryptedExtensions {
+            hs: Handshake {
+                suite,
+                transcript,
+                secret,
+                client_hs,
+                server_hs,
+                group,
+                hello_retry,
+                ccs_sent: offer.ccs_sent,
+                ech,
+            },
+            psk_identity,
+            early_offered,
         }))
     }
 
@@ -410,9 +547,9 @@ impl Client {
         // config's public_name, which is all this handshake can authenticate.
         let name = match &hs.ech {
             EchStatus::Rejected { public_name, .. } => Some(public_name.as_str()),
-            _ => self.side.config.server_name.as_deref(),
+            _ => self.config.server_name.as_deref(),
         };
-        let config = &*self.side.config;
+        let config = self.config;
         let (c, typ, encoded) = auth::received_certificate(
             msg,
             &config.cert_compression,
@@ -442,137 +579,6 @@ impl Client {
         })
     }
 
-    pub(super) fn on_certificate_verify(
-        &mut self,
-        s: Box<ExpectCertificateVerify>,
-        msg: HandshakeMessage,
-    ) -> Result<Box<ExpectFinished>, Error> {
-        let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
-            return Err(unexpected("CertificateVerify", &msg));
-        };
-        let ExpectCertificateVerify {
-            mut hs,
-            ee,
-            request,
-            cert,
-        } = *s;
-        let offered = &self.side.config.signature_schemes;
-        let scheme =
-            auth::check_certificate_verify(Side::Server, offered, &hs.transcript, &cert.leaf, cv)?;
-        hs.transcript
-            .add(HandshakeType::CertificateVerify, &msg.encoded);
-        Ok(Box::new(ExpectFinished {
-            hs,
-            ee,
-            auth: ServerAuth::Certificate { scheme, request },
-        }))
-    }
-
-    pub(super) fn on_finished(
-        &mut self,
-        s: Box<ExpectFinished>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
-        let HandshakePayload::Finished(verify_data) = &msg.payload else {
-            return Err(unexpected("Finished", &msg));
-        };
-        let ExpectFinished {
-            mut hs,
-            ee,
-            auth: server_auth,
-        } = *s;
-        auth::check_finished(&mut self.conn, &hs.server_hs, &hs.transcript, verify_data)?;
-        // RFC 9849 §6.1.6: a rejected ECH handshake that completed ends here with ech_required
-        // (the error's alert), before our Finished: never a connection, no tickets.
-        if let EchStatus::Rejected { retry_configs, .. } = &mut hs.ech {
-            return Err(Error::EchRejected {
-                retry_configs: retry_configs.take(),
-            });
-        }
-        hs.transcript.add(HandshakeType::Finished, &msg.encoded);
-        let ev = &mut self.conn.ev;
-        let master = hs.secret.into_master(ev);
-        let client_app = master.client_application_traffic_secret(&hs.transcript, ev);
-        let server_app = master.server_application_traffic_secret(&hs.transcript, ev);
-        let exporter = master.exporter_master_secret(&hs.transcript, ev);
-        self.conn
-            .set_read_keys(Epoch::Application(0), &hs.suite, &server_app)?;
-        self.conn.ccs_allowed = false;
-
-        // Our second flight (§4.4): [CCS] [EndOfEarlyData] [Certificate CertificateVerify] Finished.
-        if self.side.config.compat_mode && !hs.ccs_sent {
-            self.conn.send_ccs()?;
-        }
-        if let ServerAuth::Psk {
-            early_data_accepted: true,
-            ..
-        } = server_auth
-        {
-            let eoed = HandshakePayload::EndOfEarlyData;
-            hs.transcript.add(
-                HandshakeType::EndOfEarlyData,
-                self.conn.send_handshake(&eoed),
-            );
-        }
-        self.side.early_data.open = false;
-        if self.conn.write_epoch != Epoch::Handshake {
-            self.conn
-                .set_write_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
-        }
-        let mut client_scheme = None;
-        if let ServerAuth::Certificate {
-            request: Some(request),
-            ..
-        } = &server_auth
-        {
-            client_scheme = self.send_client_certificate(&mut hs.transcript, &[], request)?;
-        }
-        auth::send_finished(&mut self.conn, &mut hs.transcript, &hs.client_hs);
-        let resumption = master.resumption_master_secret(&hs.transcript, &mut self.conn.ev);
-        self.conn
-            .set_write_keys(Epoch::Application(0), &hs.suite, &client_app)?;
-        self.conn.log_secret(exporter.name(), exporter.as_bytes());
-        let (signature_scheme, psk_identity) = match server_auth {
-            ServerAuth::Certificate { scheme, .. } => (Some(scheme), None),
-            ServerAuth::Psk { identity, .. } => (None, Some(identity)),
-        };
-        let negotiated = Negotiated {
-            version: "TLSv1.3",
-            suite: hs.suite.suite,
-            group: hs.group,
-            signature_scheme,
-            client_signature_scheme: client_scheme,
-            resumed: psk_identity.is_some(),
-            psk_identity,
-            early_data: self
-                .side
-                .early_data
-                .status
-                .unwrap_or(EarlyDataStatus::NotSent),
-            alpn: ee
-                .alpn
-                .as_ref()
-                .map(|a| String::from_utf8_lossy(a).into_owned()),
-            hello_retry: hs.hello_retry,
-        };
-        self.negotiated = Some(negotiated.clone());
-        self.conn.ev.push(Event::Connected(negotiated));
-        if let Some(groups) = ee.groups {
-            self.conn.ev.push(Event::ServerGroups { groups });
-        }
-        let traffic = Traffic {
-            suite: hs.suite,
-            client_app,
-            server_app,
-            exporter,
-            resumption,
-            key_updates_in_a_row: 0,
-        };
-        // §4.6.2: only a client that offered post_handshake_auth may be asked later.
-        let pha = offers_post_handshake_auth(&self.side.config).then(|| Box::new(hs.transcript));
-        Ok(State::Connected(Box::new(Connected { traffic, pha })))
-    }
-
     /// §4.4.2, §4.4.3: our Certificate (empty if we have none) and CertificateVerify, echoing
     /// the request's certificate_request_context: empty during the handshake (§4.3.2), the
     /// server's chosen value after it (§4.6.2). A certificate goes out compressed (RFC 8879
@@ -584,9 +590,9 @@ impl Client {
         request: &CertificateRequested,
     ) -> Result<Option<SignatureScheme>, Error> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
-        let config = &*self.side.config;
+        let config = self.config;
         let Some(ck) = &config.client_cert else {
-            auth::send_certificate(&mut self.conn, transcript, context, &[], Compression::NONE);
+            auth::send_certificate(self.conn, transcript, context, &[], Compression::NONE);
             return Ok(None);
         };
         let scheme = ck
@@ -600,8 +606,8 @@ impl Client {
             theirs: &request.compression,
             cache: config.compressed_certificates.as_deref(),
         };
-        auth::send_certificate(&mut self.conn, transcript, context, &ck.chain, compression);
-        auth::send_certificate_verify(&mut self.conn, transcript, ck.key.as_ref(), scheme)?;
+        auth::send_certificate(self.conn, transcript, context, &ck.chain, compression);
+        auth::send_certificate_verify(self.conn, transcript, ck.key.as_ref(), scheme)?;
         Ok(Some(scheme))
     }
 }

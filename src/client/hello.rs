@@ -4,7 +4,6 @@
 //! built here is ClientHelloInner, which `ech.rs` seals into ClientHelloOuter.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding};
 use crate::crypto::aead::{suite_params, SuiteParams};
@@ -19,56 +18,58 @@ use crate::messages::handshake::{ClientHelloOut, OutgoingMessage, ServerHello};
 
 use super::ech::{ech_extension, insert_before_psk};
 use super::{
-    offers_post_handshake_auth, out_of_place, Client, ExpectServerHello,
-    ExpectServerHelloAfterRetry, Offer, OfferEch,
+    offers_post_handshake_auth, out_of_place, Cx, ExpectServerHello, ExpectServerHelloAfterRetry,
+    Offer, OfferEch, OfferedPsk,
 };
 
-impl Client {
+impl ExpectServerHello {
     /// The first ClientHello (§4.1.2), sealed into ClientHelloOuter when ECH is offered, then
-    /// the 0-RTT keys when the hello offers early data (§4.2.10).
-    pub(super) fn send_first_hello(&mut self) -> Result<ExpectServerHello, Error> {
-        let random: [u8; 32] = self.conn.random();
-        self.conn.client_random = random;
+    /// the 0-RTT keys when the hello offers early data (§4.2.10): the state that awaits the
+    /// answer.
+    pub(super) fn send_first_hello(cx: &mut Cx<'_>) -> Result<Self, Error> {
+        let random: [u8; 32] = cx.conn.random();
+        cx.conn.client_random = random;
         // §D.4: a non-empty legacy_session_id puts the server in compatibility mode.
-        let session_id = if self.side.config.compat_mode {
-            self.conn.random::<32>().to_vec()
+        let session_id = if cx.config.compat_mode {
+            cx.conn.random::<32>().to_vec()
         } else {
             Vec::new()
         };
         let shares = KeyShareSecret::generate_many(
-            &self.side.config.key_shares,
-            self.conn.rng.as_mut(),
-            self.side.config.reuse_x25519,
+            &cx.config.key_shares,
+            cx.conn.rng.as_mut(),
+            cx.config.reuse_x25519,
         )?;
-        self.side.offered_ticket = self.psk_to_offer();
-        let cfg = Arc::clone(&self.side.config);
+        let psk = cx.psk_to_offer();
+        let cfg = cx.config;
         let share_list = share_list(&shares);
-        let (chosen, grease) = self.choose_ech(&cfg.ech);
-        let hello = self.build_hello(
-            &cfg,
+        let (chosen, grease) = cx.choose_ech(&cfg.ech);
+        let hello = cx.build_hello(
+            cfg,
             &random,
             &session_id,
             &share_list,
+            psk.as_ref(),
             None,
             false,
             chosen.is_some(),
         );
         // §5.1: the first ClientHello may use record version 0x0301 for compatibility.
-        self.conn.plaintext_version = 0x0301;
-        let first = self.first_transcript();
+        cx.conn.plaintext_version = 0x0301;
+        let first = cx.first_transcript(psk.as_ref());
         let (transcript, early_secret, early_data_offered, ech) = if let Some(chosen) = chosen {
-            self.send_first_ech_hello(chosen, hello, first)?
+            cx.send_first_ech_hello(chosen, hello, first, psk.as_ref())?
         } else if grease {
-            self.send_grease_hello(hello, first)?
+            cx.send_grease_hello(hello, first, psk.as_ref())?
         } else {
-            let (t, e, d) = self.finish_hello(hello, first)?;
+            let (t, e, d) = cx.finish_hello(hello, first, psk.as_ref())?;
             (t, e, d, OfferEch::None)
         };
-        self.conn.flush()?;
-        self.conn.plaintext_version = 0x0303;
-        self.conn.ccs_allowed = true;
-        let ccs_sent = match (&early_secret, early_data_offered) {
-            (Some(early), true) => self.open_early_data(early, &transcript)?,
+        cx.conn.flush()?;
+        cx.conn.plaintext_version = 0x0303;
+        cx.conn.ccs_allowed = true;
+        let ccs_sent = match (&early_secret, early_data_offered, &psk) {
+            (Some(early), true, Some(p)) => cx.open_early_data(early, &transcript, &p.suite)?,
             _ => false,
         };
         Ok(ExpectServerHello {
@@ -77,6 +78,7 @@ impl Client {
                 session_id,
                 shares,
                 transcript,
+                psk,
                 early_secret,
                 ccs_sent,
                 ech,
@@ -84,25 +86,21 @@ impl Client {
             early_data_offered,
         })
     }
+}
 
+impl Cx<'_> {
     /// The transcript the first ClientHello starts. Its hash is chosen by the server's suite
     /// (RFC 8446 §4.4.1), so the transcript buffers the ClientHello until the ServerHello says
     /// which; but when every suite we offer, and the PSK we offer, use the same hash, that hash
     /// is the only possible answer and hashing can start right away, without the buffer.
-    fn first_transcript(&self) -> Transcript {
+    fn first_transcript(&self, psk: Option<&OfferedPsk>) -> Transcript {
         let mut hashes = self
-            .side
             .config
             .cipher_suites
             .iter()
             .filter_map(|s| suite_params(*s))
             .map(|s| s.hash)
-            .chain(
-                self.side
-                    .offered_ticket
-                    .as_ref()
-                    .and_then(|t| t.suite_hash()),
-            );
+            .chain(psk.map(|p| p.suite.hash));
         match hashes.next() {
             Some(first) if hashes.all(|h| h == first) => Transcript::with_hash(first),
             _ => Transcript::new(),
@@ -114,12 +112,13 @@ impl Client {
     /// building it copies none of the configuration or the (for ML-KEM, kilobyte-sized) keys.
     // Each argument is one of the ClientHello's independent inputs; a struct would only rename them.
     #[allow(clippy::too_many_arguments)]
-    fn build_hello<'a>(
+    pub(super) fn build_hello<'a>(
         &self,
         cfg: &'a ClientConfig,
         random: &[u8; 32],
         session_id: &'a [u8],
         shares: &'a [(NamedGroup, &'a [u8])],
+        psk: Option<&OfferedPsk>,
         cookie: Option<Vec<u8>>,
         retry: bool,
         ech_inner: bool,
@@ -136,11 +135,9 @@ impl Client {
         );
         exts.push(OutgoingExtension::SupportedGroups(&cfg.groups));
         exts.push(OutgoingExtension::KeyShareClient(shares));
-        if self.side.offered_ticket.is_some() && cfg.enable_early_data && !retry {
-            if let Some(t) = &self.side.offered_ticket {
-                if t.max_early_data > 0 {
-                    exts.push(Extension::EarlyDataEmpty.into());
-                }
+        if let (Some(p), true, false) = (psk, cfg.enable_early_data, retry) {
+            if p.ticket.max_early_data > 0 {
+                exts.push(Extension::EarlyDataEmpty.into());
             }
         }
         exts.push(OutgoingExtension::SupportedVersionsClient(&[
@@ -178,9 +175,9 @@ impl Client {
             // extensions the outer hello shares.
             exts.push(ech_extension(EchClientHello::Inner.encode()));
         }
-        if let Some(t) = &self.side.offered_ticket {
+        if let Some(OfferedPsk { ticket: t, suite }) = psk {
             // Placeholder binder of the right length; filled in by `finish_hello`.
-            let hash_len = suite_params(t.suite).map_or(32, |s| s.hash.output_len());
+            let hash_len = suite.hash.output_len();
             // §4.2.11.1: ticket age in ms plus age_add; 0 for external PSKs.
             let age = (self.conn.now_ms.saturating_sub(t.received_at_ms)) as u32;
             let obfuscated = if t.external {
@@ -231,15 +228,16 @@ impl Client {
         &mut self,
         mut hello: ClientHelloOut<'_>,
         mut transcript: Transcript,
+        psk: Option<&OfferedPsk>,
     ) -> Result<(Transcript, Option<EarlySecret>, bool), Error> {
         let early_data_offered = hello.offers(ExtensionType::EarlyData);
-        let early = self.bind_psk(&mut hello, &transcript)?;
+        let early = self.bind_psk(&mut hello, &transcript, psk)?;
         transcript.add(
             HandshakeType::ClientHello,
             self.conn
                 .send_handshake(OutgoingMessage::ClientHello(&hello)),
         );
-        self.early_data_budget(early_data_offered);
+        self.early_data_budget(early_data_offered, psk);
         Ok((transcript, early, early_data_offered))
     }
 
@@ -248,10 +246,10 @@ impl Client {
         &mut self,
         hello: &mut ClientHelloOut<'_>,
         transcript: &Transcript,
+        psk: Option<&OfferedPsk>,
     ) -> Result<Option<EarlySecret>, Error> {
         let mut early = None;
-        if let Some(t) = &self.side.offered_ticket {
-            let suite = suite_params(t.suite).ok_or(Error::InvalidState("ticket suite"))?;
+        if let Some(OfferedPsk { ticket: t, suite }) = psk {
             let es = EarlySecret::new(suite.hash, Some(t.psk.as_ref()), &mut self.conn.ev);
             // §4.2.11.2: the binder covers the transcript so far and the ClientHello up to the
             // binders list, so encode once with a placeholder binder of the right length.
@@ -308,19 +306,14 @@ impl Client {
         }
         if let Some(g) = new_group {
             // The group must be offered and must not be one we already sent a share for.
-            if !self.side.config.groups.contains(&g) || offer.shares.iter().any(|k| k.group() == g)
-            {
+            if !self.config.groups.contains(&g) || offer.shares.iter().any(|k| k.group() == g) {
                 return Err(PeerMisbehaved::IllegalExtension("HelloRetryRequest key_share").into());
             }
         } else if cookie.is_none() {
             return Err(PeerMisbehaved::HelloRetryChangesNothing.into());
         }
-        // A ticket whose hash does not match the suite cannot be offered again.
-        if let Some(t) = &self.side.offered_ticket {
-            if t.suite_hash() != Some(suite.hash) {
-                self.side.offered_ticket = None;
-            }
-        }
+        // A PSK whose hash does not match the suite cannot be offered again.
+        offer.psk = offer.psk.take().filter(|p| p.suite.hash == suite.hash);
         // 0-RTT is abandoned after HRR (§4.2.10); report the data as rejected now.
         self.reject_early_data();
         offer
@@ -336,7 +329,7 @@ impl Client {
             self.ech_hello_retry(e, inner, ech_confirmation, encoded, &suite)?;
         }
         offer.transcript.add(HandshakeType::ServerHello, encoded);
-        if self.side.config.compat_mode && !offer.ccs_sent {
+        if self.config.compat_mode && !offer.ccs_sent {
             self.conn.send_ccs()?;
             offer.ccs_sent = true;
         }
@@ -346,13 +339,15 @@ impl Client {
             Some(g) => vec![KeyShareSecret::generate(g, self.conn.rng.as_mut())?],
             None => core::mem::take(&mut offer.shares),
         };
-        let cfg = Arc::clone(&self.side.config);
+        let cfg = self.config;
         let share_list = share_list(&shares);
+        let psk = offer.psk.as_ref();
         let mut hello = self.build_hello(
-            &cfg,
+            cfg,
             &offer.random,
             &offer.session_id,
             &share_list,
+            psk,
             cookie,
             true,
             matches!(offer.ech, OfferEch::Real(_)),
@@ -363,15 +358,15 @@ impl Client {
             // After a rejecting HelloRetryRequest it is sent all the same, so the second
             // outer hello still differs from the first only as RFC 8446 §4.1.2 allows; the
             // outer transcript goes on.
-            OfferEch::Real(e) => self.send_ech_hello(hello, offer.transcript, e, &[])?,
+            OfferEch::Real(e) => self.send_ech_hello(hello, offer.transcript, e, &[], psk)?,
             // §6.2: "copies the entire encrypted_client_hello extension".
             OfferEch::Grease(ext) => {
                 insert_before_psk(&mut hello, ech_extension(ext.clone()));
-                let done = self.finish_hello(hello, offer.transcript)?;
+                let done = self.finish_hello(hello, offer.transcript, psk)?;
                 self.grease_parts(ext);
                 done
             }
-            OfferEch::None => self.finish_hello(hello, offer.transcript)?,
+            OfferEch::None => self.finish_hello(hello, offer.transcript, psk)?,
         };
         Ok(Box::new(ExpectServerHelloAfterRetry {
             offer: Offer {
@@ -379,6 +374,7 @@ impl Client {
                 session_id: offer.session_id,
                 shares,
                 transcript,
+                psk: offer.psk,
                 early_secret,
                 ccs_sent: offer.ccs_sent,
                 ech,

@@ -12,32 +12,28 @@ use crate::messages::handshake::{
 use crate::traffic::{receive_key_update, Traffic};
 
 use super::{
-    requested_compression, requested_schemes, unexpected, CertificateRequested, Client, Connected,
+    requested_compression, requested_schemes, unexpected, CertificateRequested, Connected, Cx,
 };
 
-impl Client {
-    pub(super) fn on_post_handshake(
-        &mut self,
-        c: &mut Connected,
-        msg: HandshakeMessage,
-    ) -> Result<(), Error> {
+impl Connected {
+    pub(super) fn handle(&mut self, cx: &mut Cx<'_>, msg: HandshakeMessage) -> Result<(), Error> {
         if let HandshakePayload::CertificateRequest(cr) = &msg.payload {
             // §4.2.6: a CertificateRequest to a client that did not offer post_handshake_auth
             // is "a fatal "unexpected_message" alert".
-            let Some(handshake) = &c.pha else {
+            let Some(handshake) = &self.pha else {
                 return Err(unexpected("NewSessionTicket or KeyUpdate", &msg));
             };
-            self.answer_certificate_request(handshake, &c.traffic, cr, &msg.encoded)?;
+            cx.answer_certificate_request(handshake, &self.traffic, cr, &msg.encoded)?;
             return Ok(());
         }
-        let t = &mut c.traffic;
+        let t = &mut self.traffic;
         match &msg.payload {
             HandshakePayload::NewSessionTicket(nst) => {
-                self.store_ticket(t, nst)?;
+                cx.store_ticket(t, nst)?;
                 Ok(())
             }
             HandshakePayload::KeyUpdate(req) => {
-                receive_key_update(&mut self.conn, t, *req)?;
+                receive_key_update(cx.conn, t, *req)?;
                 Ok(())
             }
             _ => Err(unexpected(
@@ -46,7 +42,9 @@ impl Client {
             )),
         }
     }
+}
 
+impl Cx<'_> {
     /// §4.6.2: answer a post-handshake CertificateRequest with Certificate, CertificateVerify
     /// (when we have a certificate) and Finished, under the current application traffic keys.
     /// Each request's Handshake Context is the handshake's transcript (through our Finished)
@@ -74,7 +72,7 @@ impl Client {
         // client_application_traffic_secret_N, the one we send under now.
         let fin = t.client_app.verify_data_for(&transcript, &mut self.conn.ev);
         self.conn.send_handshake(OutgoingMessage::Finished(&fin));
-        let certificates = match (&self.side.config.client_cert, scheme) {
+        let certificates = match (&self.config.client_cert, scheme) {
             (Some(ck), Some(_)) => ck.chain.len(),
             _ => 0,
         };

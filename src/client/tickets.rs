@@ -12,39 +12,38 @@ use crate::messages::handshake::NewSessionTicket;
 use crate::session::StoredTicket;
 use crate::traffic::Traffic;
 
-use super::Client;
+use super::{Cx, OfferedPsk};
 
-impl Client {
+impl Cx<'_> {
     /// What the ClientHello offers (§4.2.11): a usable resumption ticket if we have one, else
     /// the first configured external PSK (an external PSK is kept as a ticket that never
-    /// expires and allows no 0-RTT).
-    pub(super) fn psk_to_offer(&mut self) -> Option<StoredTicket> {
+    /// expires and allows no 0-RTT). Either comes with its suite: `take_usable` returns only
+    /// tickets in a suite we offer, and `Client::new` refused external PSKs in suites we lack.
+    pub(super) fn psk_to_offer(&mut self) -> Option<OfferedPsk> {
         let now = self.conn.now_ms;
-        self.side
+        let ticket = self
             .tickets
             .take_usable(
-                self.side.config.server_name.as_deref(),
-                &self.side.config.cipher_suites,
+                self.config.server_name.as_deref(),
+                &self.config.cipher_suites,
                 now,
             )
             .or_else(|| {
-                self.side
-                    .config
-                    .external_psks
-                    .first()
-                    .map(|p| StoredTicket {
-                        server_name: self.side.config.server_name.clone(),
-                        suite: p.suite,
-                        ticket: p.identity.clone(),
-                        psk: p.key.clone(),
-                        age_add: 0,
-                        lifetime: 0,
-                        received_at_ms: now,
-                        max_early_data: 0,
-                        alpn: None,
-                        external: true,
-                    })
-            })
+                self.config.external_psks.first().map(|p| StoredTicket {
+                    server_name: self.config.server_name.clone(),
+                    suite: p.suite,
+                    ticket: p.identity.clone(),
+                    psk: p.key.clone(),
+                    age_add: 0,
+                    lifetime: 0,
+                    received_at_ms: now,
+                    max_early_data: 0,
+                    alpn: None,
+                    external: true,
+                })
+            })?;
+        let suite = suite_params(ticket.suite)?;
+        Some(OfferedPsk { ticket, suite })
     }
 
     /// §4.2.10: 0-RTT data goes right after the ClientHello under the client early traffic
@@ -54,48 +53,38 @@ impl Client {
         &mut self,
         early: &EarlySecret,
         transcript: &Transcript,
+        suite: &SuiteParams,
     ) -> Result<bool, Error> {
         let mut ccs_sent = false;
-        if self.side.config.compat_mode {
+        if self.config.compat_mode {
             self.conn.send_ccs()?;
             ccs_sent = true;
         }
-        let suite = self.ticket_suite()?;
         let secret = early.client_early_traffic_secret(transcript, &mut self.conn.ev);
         let exporter = early.early_exporter_master_secret(transcript, &mut self.conn.ev);
         self.conn.log_secret(exporter.name(), exporter.as_bytes());
-        self.early_exporter = Some(exporter);
-        self.conn.set_write_keys(Epoch::Early, &suite, &secret)?;
-        self.side.early_data.open = true;
+        *self.early_exporter = Some(exporter);
+        self.conn.set_write_keys(Epoch::Early, suite, &secret)?;
+        self.early_data.open = true;
         Ok(ccs_sent)
-    }
-
-    /// The offered ticket's suite, whose hash the early secrets use (§4.2.10: 0-RTT is sent in
-    /// the suite of the ticket).
-    fn ticket_suite(&self) -> Result<SuiteParams, Error> {
-        self.side
-            .offered_ticket
-            .as_ref()
-            .and_then(|t| suite_params(t.suite))
-            .ok_or(Error::InvalidState("no ticket"))
     }
 
     /// A hello that offers early data may carry up to the ticket's max_early_data_size
     /// (§4.2.10); until EncryptedExtensions accepts it, it counts as rejected.
-    pub(super) fn early_data_budget(&mut self, early_data_offered: bool) {
-        if let (Some(t), true) = (&self.side.offered_ticket, early_data_offered) {
-            self.side.early_data.budget = t.max_early_data as usize;
-            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
+    pub(super) fn early_data_budget(&mut self, early_data_offered: bool, psk: Option<&OfferedPsk>) {
+        if let (Some(p), true) = (psk, early_data_offered) {
+            self.early_data.budget = p.ticket.max_early_data as usize;
+            self.early_data.status = Some(EarlyDataStatus::Rejected);
         }
     }
 
     /// The server did not take our 0-RTT data (§4.2.10), or a HelloRetryRequest abandoned it:
     /// no more may be sent, and what was sent is the application's to send again.
     pub(super) fn reject_early_data(&mut self) {
-        if self.side.early_data.status.is_some() {
-            self.side.early_data.status = Some(EarlyDataStatus::Rejected);
-            self.side.early_data.open = false;
-            let data = core::mem::take(&mut self.side.early_data.sent);
+        if self.early_data.status.is_some() {
+            self.early_data.status = Some(EarlyDataStatus::Rejected);
+            self.early_data.open = false;
+            let data = core::mem::take(&mut self.early_data.sent);
             // Never lose application bytes silently: hand them back, on the data path (an
             // observer is told too).
             if self.conn.ev.active() {
@@ -103,7 +92,7 @@ impl Client {
                     .ev
                     .push(Event::EarlyDataRejected { data: data.clone() });
             }
-            self.side.early_data.rejected = data;
+            self.early_data.rejected = data;
         }
     }
 
@@ -123,8 +112,8 @@ impl Client {
             _ => None,
         });
         let psk = t.resumption.psk(&nst.nonce, &mut self.conn.ev);
-        self.side.tickets.insert(StoredTicket {
-            server_name: self.side.config.server_name.clone(),
+        self.tickets.insert(StoredTicket {
+            server_name: self.config.server_name.clone(),
             suite: t.suite.suite,
             ticket: nst.ticket.clone(),
             psk: psk.as_ref().to_vec(),
