@@ -287,6 +287,26 @@ fn resumption_with_another_suite_hash_is_a_full_handshake() {
     assert_eq!(n.suite, CipherSuite::TLS_AES_256_GCM_SHA384);
 }
 
+/// §4.2.11: an external PSK is used in its suite, so one in a suite this build has no
+/// parameters for could never be bound: refused when the client is made, not when it starts.
+#[test]
+fn an_external_psk_in_an_unsupported_suite_is_a_configuration_error() {
+    let (mut c, _) = configs();
+    c.external_psks = vec![ExternalPsk {
+        identity: b"lab-psk".to_vec(),
+        key: vec![7u8; 32],
+        suite: CipherSuite::Unknown(0x13ff),
+    }];
+    let made = tls13lab::Client::new(
+        Arc::new(c),
+        Box::new(tls13lab::crypto::random::SeededRandom::from_seed(1)),
+    );
+    let Err(tls13lab::Error::Config(why)) = made else {
+        panic!("a client with an external PSK in an unknown suite was made");
+    };
+    assert!(why.contains("external PSK suite"), "{why}");
+}
+
 #[test]
 fn external_psk_on_both_sides() {
     let (mut c, mut s) = configs();
