@@ -255,18 +255,13 @@ impl Cx<'_> {
             // binders list, so encode once with a placeholder binder of the right length.
             let mut encoded = Vec::with_capacity(hello.message_len());
             OutgoingMessage::ClientHello(hello).encode_into(&mut encoded);
-            let partial_len = encoded.len() - hello.binders_len();
             let binder = es
                 .binder_key(!t.external, &mut self.conn.ev)
-                .binder_for(transcript, &encoded[..partial_len], &mut self.conn.ev)
+                .binder_for_hello(transcript, &encoded, hello.binders_len(), &mut self.conn.ev)
                 .ok_or(Error::InvalidState(
                     "transcript hash differs from the ticket's",
                 ))?;
-            if let Some(OutgoingExtension::Ext(psk)) = hello.extensions.last_mut() {
-                if let Extension::PreSharedKeyClient(offer) = psk.to_mut() {
-                    offer.binders = vec![binder];
-                }
-            }
+            hello.set_psk_binders(vec![binder]);
             early = Some(es);
         }
         Ok(early)

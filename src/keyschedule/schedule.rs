@@ -589,6 +589,22 @@ impl BinderKey {
         self.binder_inner(partial_ch_hash, String::new, sink)
     }
 
+    /// The binder of a ClientHello (§4.2.11.2) encoded as `hello` (4-byte header included,
+    /// placeholder binders of the right lengths), whose binders list is its last `binders_len`
+    /// bytes (`ClientHello::binders_len`): [`binder_for`](Self::binder_for) over `transcript`
+    /// and the hello up to that list. The client binds its hellos with it, and the ClientHello
+    /// lab an edited hello; `None` as for `binder_for`.
+    pub fn binder_for_hello(
+        &self,
+        transcript: &Transcript,
+        hello: &[u8],
+        binders_len: usize,
+        sink: &mut dyn DerivationSink,
+    ) -> Option<Vec<u8>> {
+        let partial = hello.get(..hello.len().checked_sub(binders_len)?)?;
+        self.binder_for(transcript, partial, sink)
+    }
+
     /// [`binder`](Self::binder) over `transcript` (empty, or ClientHello1 + HelloRetryRequest)
     /// followed by `partial_ch`, the ClientHello up to its binders list; also reports what the
     /// hash covers. `None` if the transcript already runs a different hash than the PSK's.

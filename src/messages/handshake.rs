@@ -346,6 +346,19 @@ impl ClientHello {
         }
     }
 
+    /// Writes `binders` into the pre_shared_key extension, which is last (§4.2.11); false,
+    /// changing nothing, when the last extension is not pre_shared_key. A binder of the length
+    /// the placeholder had leaves every length prefix, and the bytes it covers, as they were.
+    pub fn set_psk_binders(&mut self, binders: Vec<Vec<u8>>) -> bool {
+        match self.extensions.last_mut() {
+            Some(Extension::PreSharedKeyClient(psks)) => {
+                psks.binders = binders;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Self::decode_with(r, false)
     }
@@ -444,6 +457,20 @@ impl ClientHelloOut<'_> {
     /// Whether an extension of type `t` is offered.
     pub fn offers(&self, t: ExtensionType) -> bool {
         self.extensions.iter().any(|e| e.typ() == t)
+    }
+
+    /// [`ClientHello::set_psk_binders`] on this hello.
+    pub fn set_psk_binders(&mut self, binders: Vec<Vec<u8>>) -> bool {
+        match self.extensions.last_mut() {
+            Some(OutgoingExtension::Ext(e)) => match e.to_mut() {
+                Extension::PreSharedKeyClient(psks) => {
+                    psks.binders = binders;
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     /// [`ClientHello::binders_len`] of this hello.

@@ -21,6 +21,7 @@ use tls13lab::ech::wire::EchClientHello;
 use tls13lab::error::Error;
 use tls13lab::events::{hex, Event, Observe};
 use tls13lab::keyschedule::schedule::{EarlySecret, NoSink};
+use tls13lab::keyschedule::transcript::Transcript;
 use tls13lab::messages::enums::{
     CipherSuite, ContentType, ExtensionType, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
     SignatureScheme,
@@ -249,12 +250,14 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         // (With ECH the real binder is inside, and the client computed it: nothing was edited.)
         // The binder covers the ClientHello up to the binders list (§4.2.11.2): recompute it
         // over the edited bytes.
-        let partial = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
-        let partial = &partial.encoded[..partial.encoded.len() - ch.binders_len()];
+        let edited = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
         let key = EarlySecret::new(hash, Some(&psk), &mut NoSink).binder_key(true, &mut NoSink);
-        let binder = key.binder(hash.hash(partial).as_slice(), &mut NoSink);
-        if let Some(Extension::PreSharedKeyClient(offer)) = ch.extensions.last_mut() {
-            offer.binders = vec![binder];
+        // A first ClientHello: nothing precedes it in the transcript.
+        let first = Transcript::new();
+        if let Some(b) =
+            key.binder_for_hello(&first, &edited.encoded, ch.binders_len(), &mut NoSink)
+        {
+            ch.set_psk_binders(vec![b]);
         }
     }
     let message = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
