@@ -31,9 +31,15 @@
 //! outstanding CertificateRequests, the answer being received) only when the client offered
 //! post_handshake_auth and the configuration lets us ask (§4.6.2).
 //!
-//! This file holds the states and the dispatch (`handle`: decode a message with the state's
-//! Hash.length, give it to the state's transition); the transitions are methods of [`Server`]
-//! in files by concern, so "where is X handled?" has one answer:
+//! Each state handles its own messages: `ExpectX::handle(self: Box<Self>, cx, msg)` consumes
+//! the state and returns the next (rustls' `State::handle`; `ExpectClientHello` is zero-sized,
+//! so it is taken unboxed), and `Connected::handle` takes `&mut self`, since a failed
+//! post-handshake message leaves the connected state in place. A transition gets a `Cx`, not
+//! the whole [`Server`]: the record layer, the configuration and the few facts of the side that
+//! outlive one state. This file holds the states, the `Cx` and the dispatch (`Server::handle`:
+//! decode a message with the state's Hash.length, give it to the state's `handle`); the
+//! `handle`s and their helpers (methods of `Cx`, or of the state whose facts they use) live in
+//! files by concern, so "where is X handled?" has one answer:
 //!
 //! - `server/hello.rs`: the ClientHellos, what we choose from them, the HelloRetryRequest;
 //! - `server/handshake.rs`: our flight (ServerHello to Finished), then the client's
@@ -90,9 +96,10 @@ struct Connected {
 }
 
 /// One variant per state of §A.2, each boxed so that a connection carries one pointer while it
-/// waits; a transition consumes its state's struct and moves what the next one needs into it.
+/// waits (`ExpectClientHello` holds nothing, so nothing to box); a transition consumes its
+/// state's struct and moves what the next one needs into it.
 enum State {
-    ExpectClientHello,
+    ExpectClientHello(ExpectClientHello),
     /// After our HelloRetryRequest; there is no second one (§4.1.4).
     ExpectSecondClientHello(Box<ExpectSecondClientHello>),
     ExpectEndOfEarlyData(Box<ExpectEndOfEarlyData>),
@@ -105,6 +112,46 @@ enum State {
     /// Transient while a state is being replaced, and after failure.
     Poisoned,
 }
+
+impl State {
+    /// The Hash.length that sizes a message's fields in this state (Finished's verify_data,
+    /// §4.4.4).
+    fn hash_len(&self) -> usize {
+        match self {
+            State::ExpectEndOfEarlyData(s) => s.hs.suite.hash.output_len(),
+            State::ExpectCertificate(s) => s.hs.suite.hash.output_len(),
+            State::ExpectCertificateVerify(s) => s.hs.suite.hash.output_len(),
+            State::ExpectFinished(s) => s.hs.suite.hash.output_len(),
+            State::Connected(c) => c.traffic.suite.hash.output_len(),
+            // No suite yet (a ClientHello is expected): 0 takes any length, and a message
+            // with a Hash.length-sized field is unexpected here anyway.
+            _ => 0,
+        }
+    }
+}
+
+/// What a transition may touch: the record layer (with randomness, clock and observer) through
+/// `Conn`, the configuration, and the facts of the side that outlive one state. Narrow on
+/// purpose: not the received-data queues, the buffer limit or the state enum itself, so a
+/// transition returns the next state rather than writing one, and what else it may change is
+/// listed here.
+struct Cx<'a> {
+    conn: &'a mut Conn,
+    config: &'a ServerConfig,
+    /// Numbers each NewSessionTicket's nonce (§4.6.1), across the connection.
+    tickets_sent: &'a mut u16,
+    /// What the first ClientHello decided about ECH, for [`Server::ech_status`].
+    ech: &'a mut Option<EchStatus>,
+    /// Set by the client's Finished; the tickets we issue record its ALPN.
+    negotiated: &'a mut Option<Negotiated>,
+    /// Set when 0-RTT is accepted (§7.5).
+    early_exporter: &'a mut Option<ExporterSecret>,
+    /// How much rejected 0-RTT the record layer may still skip (§4.2.10).
+    early_skip: &'a mut Option<usize>,
+}
+
+/// Before the first ClientHello: nothing known yet.
+struct ExpectClientHello;
 
 /// What a HelloRetryRequest asked for (§4.1.4): the second ClientHello must comply.
 struct ExpectSecondClientHello {
@@ -227,7 +274,7 @@ struct ExpectFinished {
 struct ClientCertificate(Vec<u8>);
 
 /// The client's CertificateVerify checked out under its certificate's key (§4.4.3); only
-/// `on_certificate_verify` makes one.
+/// `Cx::check_client_certificate_verify` makes one.
 struct ClientVerified {
     scheme: SignatureScheme,
 }
@@ -250,7 +297,7 @@ impl Server {
             conn,
             ServerSide {
                 config,
-                state: State::ExpectClientHello,
+                state: State::ExpectClientHello(ExpectClientHello),
                 tickets_sent: 0,
                 ech: None,
             },
@@ -276,19 +323,10 @@ impl Server {
     }
 
     fn handle(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
-        let hash_len = match &self.side.state {
-            State::ExpectEndOfEarlyData(s) => s.hs.suite.hash.output_len(),
-            State::ExpectCertificate(s) => s.hs.suite.hash.output_len(),
-            State::ExpectCertificateVerify(s) => s.hs.suite.hash.output_len(),
-            State::ExpectFinished(s) => s.hs.suite.hash.output_len(),
-            State::Connected(c) => c.traffic.suite.hash.output_len(),
-            // No suite yet (a ClientHello is expected): 0 takes any length, and a message
-            // with a Hash.length-sized field is unexpected here anyway.
-            _ => 0,
-        };
+        let hash_len = self.side.state.hash_len();
         let expects_hello = matches!(
             self.side.state,
-            State::ExpectClientHello | State::ExpectSecondClientHello(_)
+            State::ExpectClientHello(_) | State::ExpectSecondClientHello(_)
         );
         let msg = match HandshakeMessage::decode_owned_or_return(bytes, DecodeContext { hash_len })
         {
@@ -297,24 +335,54 @@ impl Server {
             Err((e, _)) => return Err(e.into()),
         };
         self.conn.handshake_received(&msg);
-        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
-        self.side.state = match state {
-            State::ExpectClientHello => self.on_client_hello(msg)?,
-            State::ExpectSecondClientHello(s) => self.on_second_client_hello(s, msg)?,
-            State::ExpectEndOfEarlyData(s) => self.on_end_of_early_data(s, msg)?,
-            State::ExpectCertificate(s) => self.on_certificate(s, msg)?,
-            State::ExpectCertificateVerify(s) => self.on_certificate_verify(s, msg)?,
-            State::ExpectFinished(s) => self.on_finished(s, msg)?,
+        let (mut cx, state) = self.cx();
+        let taken = core::mem::replace(state, State::Poisoned);
+        *state = match taken {
+            State::ExpectClientHello(s) => s.handle(&mut cx, msg)?,
+            State::ExpectSecondClientHello(s) => s.handle(&mut cx, msg)?,
+            State::ExpectEndOfEarlyData(s) => s.handle(&mut cx, msg)?,
+            State::ExpectCertificate(s) => s.handle(&mut cx, msg)?,
+            State::ExpectCertificateVerify(s) => s.handle(&mut cx, msg)?,
+            State::ExpectFinished(s) => s.handle(&mut cx, msg)?,
             State::Connected(mut c) => {
                 // A post-handshake message that fails closes the connection, but the connected
                 // state keeps its secrets: is_connected() and export() still answer.
-                let handled = self.on_post_handshake(&mut c, msg);
-                self.side.state = State::Connected(c);
+                let handled = c.handle(&mut cx, msg);
+                *state = State::Connected(c);
                 return handled;
             }
             State::Poisoned => return Err(Error::Closed),
         };
         Ok(())
+    }
+
+    /// A transition's context and the state, lent together: the borrows of `self` split so
+    /// that neither reaches the other.
+    fn cx(&mut self) -> (Cx<'_>, &mut State) {
+        let Connection {
+            conn,
+            negotiated,
+            early_exporter,
+            early_skip,
+            side,
+            ..
+        } = self;
+        let ServerSide {
+            config,
+            state,
+            tickets_sent,
+            ech,
+        } = side;
+        let cx = Cx {
+            conn,
+            config,
+            tickets_sent,
+            ech,
+            negotiated,
+            early_exporter,
+            early_skip,
+        };
+        (cx, state)
     }
 }
 

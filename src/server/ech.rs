@@ -2,8 +2,6 @@
 //! rejecting it; the second ClientHello after a HelloRetryRequest; the confirmations in our
 //! HelloRetryRequest and ServerHello; our retry_configs; and what is reported of it all.
 
-use std::sync::Arc;
-
 use crate::config::ServerConfig;
 use crate::crypto::aead::SuiteParams;
 use crate::crypto::hpke;
@@ -23,9 +21,9 @@ use crate::messages::handshake::{
     ClientHello, DecodeContext, HandshakeMessage, HandshakePayload, ServerHello,
 };
 
-use super::{EchAccepted, EchState, Server};
+use super::{Cx, EchAccepted, EchState};
 
-impl Server {
+impl Cx<'_> {
     /// RFC 9849 §7.1 on the first ClientHello: find the candidate keys by config_id (all of
     /// them with trial decryption when none matches), skip those whose config does not offer
     /// the client's suite, and open the payload with the first that works. A payload no key
@@ -47,7 +45,7 @@ impl Server {
             self.ech_event(EchStatus::NotOffered, None, outer_sni, None);
             return Ok((outer, encoded, EchState::NotOffered));
         };
-        if self.side.config.ech_keys.is_empty() {
+        if self.config.ech_keys.is_empty() {
             // Reported as what it was, when it parses as an outer ECHClientHello.
             let offer = if observed { ech_offer(e).ok() } else { None };
             if let Some((suite, config_id, enc, payload)) = &offer {
@@ -58,7 +56,7 @@ impl Server {
             return Ok((outer, encoded, EchState::Rejected));
         }
         let (suite, config_id, enc, payload) = ech_offer(e)?;
-        let config = Arc::clone(&self.side.config);
+        let config = self.config;
         let body = encoded.get(4..).unwrap_or_default();
         let aad = inner::aad(body).map_err(ech_error)?;
         let id_of = |k: &&crate::crypto::ech::EchKeyPair| {
@@ -141,7 +139,7 @@ impl Server {
             other => {
                 if let Some(e) = ch.find(ExtensionType::EncryptedClientHello) {
                     let offer = match ech_offer(e) {
-                        Err(e) if !self.side.config.ech_keys.is_empty() => return Err(e),
+                        Err(e) if !self.config.ech_keys.is_empty() => return Err(e),
                         r => r.ok(),
                     };
                     if let Some((suite, config_id, enc, payload)) = offer {
@@ -324,12 +322,11 @@ impl Server {
         outer_sni: Option<String>,
         inner_sni: Option<String>,
     ) {
-        self.side.ech = Some(status);
+        *self.ech = Some(status);
         if !self.conn.ev.active() {
             return;
         }
-        let retry_configs_sent =
-            status == EchStatus::Rejected && !self.side.config.ech_keys.is_empty();
+        let retry_configs_sent = status == EchStatus::Rejected && !self.config.ech_keys.is_empty();
         self.conn.ev.push(Event::Ech(EchEvent {
             status,
             config_id: offer.map(|(_, id)| id),

@@ -24,12 +24,12 @@ use crate::traffic::Traffic;
 use super::ech::retry_configs;
 use super::hello::{Offer, Prior};
 use super::{
-    unexpected, ClientCertificate, ClientVerified, Connected, EchState, ExpectCertificate,
+    unexpected, ClientCertificate, ClientVerified, Connected, Cx, EchState, ExpectCertificate,
     ExpectCertificateVerify, ExpectEndOfEarlyData, ExpectFinished, Handshake, PostHandshakeAuth,
-    Server, State,
+    State,
 };
 
-impl Server {
+impl Cx<'_> {
     /// A ClientHello we can answer: our ServerHello, a CCS in compatibility mode,
     /// EncryptedExtensions, CertificateRequest if we ask, Certificate and CertificateVerify
     /// unless a PSK authenticates us, and Finished (§2).
@@ -123,11 +123,11 @@ impl Server {
         if early_accepted {
             let ees = early_secret.early_exporter_master_secret(&transcript, &mut self.conn.ev);
             self.conn.log_secret(ees.name(), ees.as_bytes());
-            self.early_exporter = Some(ees);
+            *self.early_exporter = Some(ees);
         }
         transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&sh));
         // §D.4: in compatibility mode the CCS follows our first handshake message.
-        if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() && !ccs_sent {
+        if self.config.compat_mode && !ch.legacy_session_id.is_empty() && !ccs_sent {
             self.conn.send_ccs()?;
         }
 
@@ -146,7 +146,7 @@ impl Server {
         }
         if offers_early && !early_accepted {
             // We did not accept 0-RTT: skip what the client sends under early keys (§4.2.10).
-            self.early_skip = Some(self.early_skip_budget());
+            *self.early_skip = Some(self.early_skip_budget());
         }
 
         // EncryptedExtensions (§4.3.1).
@@ -156,15 +156,15 @@ impl Server {
             ee.push(Extension::EarlyDataEmpty);
         }
         // RFC 9849 §7.1: a rejected ECH is answered with our current configs.
-        let retry = matches!(ech, EchState::Rejected) && !self.side.config.ech_keys.is_empty();
+        let retry = matches!(ech, EchState::Rejected) && !self.config.ech_keys.is_empty();
         if retry {
             ee.push(Extension::Unknown {
                 typ: ExtensionType::EncryptedClientHello,
-                body: retry_configs(&self.side.config).encode(),
+                body: retry_configs(self.config).encode(),
             });
         }
         if early_accepted || retry {
-            apply_extension_order(&mut ee, &self.side.config.extension_order, Extension::typ);
+            apply_extension_order(&mut ee, &self.config.extension_order, Extension::typ);
         }
         let ee = HandshakePayload::EncryptedExtensions(ee);
         transcript.add(
@@ -173,20 +173,19 @@ impl Server {
         );
 
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
-        let asked_client =
-            scheme.is_some() && !matches!(self.side.config.client_auth, ClientAuth::None);
+        let asked_client = scheme.is_some() && !matches!(self.config.client_auth, ClientAuth::None);
         if let Some((credential, scheme)) = credential {
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
                     context: Vec::new(),
-                    extensions: Self::certificate_request_extensions(&self.side.config),
+                    extensions: certificate_request_extensions(self.config),
                 });
                 transcript.add(
                     HandshakeType::CertificateRequest,
                     self.conn.send_handshake(&cr),
                 );
             }
-            let config = &*self.side.config;
+            let config = self.config;
             let ck = config
                 .credentials()
                 .nth(credential)
@@ -201,13 +200,13 @@ impl Server {
                 },
                 cache: config.compressed_certificates.as_deref(),
             };
-            let conn = &mut self.conn;
+            let conn = &mut *self.conn;
             auth::send_certificate(conn, &mut transcript, &[], &ck.chain, compression);
             auth::send_certificate_verify(conn, &mut transcript, ck.key.as_ref(), scheme)?;
         }
 
         // Finished (§4.4.4), then the application keys for our side.
-        auth::send_finished(&mut self.conn, &mut transcript, &server_hs);
+        auth::send_finished(self.conn, &mut transcript, &server_hs);
         let ev = &mut self.conn.ev;
         let master = hs.into_master(ev);
         let client_app = master.client_application_traffic_secret(&transcript, ev);
@@ -262,20 +261,6 @@ impl Server {
         })
     }
 
-    /// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, and
-    /// compress_certificate when we decompress (RFC 8879 §3).
-    pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Extension> {
-        let mut exts = vec![Extension::SignatureAlgorithms(
-            config.signature_schemes.clone(),
-        )];
-        if !config.cert_compression.is_empty() {
-            exts.push(Extension::CompressCertificate(
-                config.cert_compression.clone(),
-            ));
-        }
-        exts
-    }
-
     /// The client's Certificate, or its CompressedCertificate in an algorithm our
     /// CertificateRequest offered (RFC 8879 §4), with the type to add it to the transcript as.
     pub(super) fn client_certificate(
@@ -283,7 +268,7 @@ impl Server {
         msg: HandshakeMessage,
         expected: &'static str,
     ) -> Result<(CertificatePayload, HandshakeType, Vec<u8>), Error> {
-        let config = &self.side.config;
+        let config = self.config;
         let limit = config.max_handshake_message;
         auth::received_certificate(msg, &config.cert_compression, limit, expected)
     }
@@ -295,7 +280,7 @@ impl Server {
         alpn: Option<&[u8]>,
         used_group: Option<NamedGroup>,
     ) -> Result<Vec<Extension>, Error> {
-        let cfg = &self.side.config;
+        let cfg = self.config;
         let mut exts = Vec::new();
         if cfg.ack_server_name && ch.find(ExtensionType::ServerName).is_some() {
             exts.push(Extension::ServerNameAck);
@@ -325,86 +310,6 @@ impl Server {
         Ok(exts)
     }
 
-    /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
-    /// boundary.
-    pub(super) fn on_end_of_early_data(
-        &mut self,
-        st: Box<ExpectEndOfEarlyData>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
-        let HandshakePayload::EndOfEarlyData = &msg.payload else {
-            return Err(unexpected("EndOfEarlyData", &msg));
-        };
-        let ExpectEndOfEarlyData { mut hs, .. } = *st;
-        hs.transcript
-            .add(HandshakeType::EndOfEarlyData, &msg.encoded);
-        self.conn
-            .set_read_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
-        Ok(State::ExpectFinished(Box::new(ExpectFinished {
-            hs,
-            client_verified: None,
-        })))
-    }
-
-    pub(super) fn on_certificate(
-        &mut self,
-        st: Box<ExpectCertificate>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
-        // Owned: the client's certificates move out of the message, not copied.
-        let (c, typ, encoded) = self.client_certificate(msg, "Certificate")?;
-        if !c.context.is_empty() {
-            return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
-        }
-        let ExpectCertificate { mut hs } = *st;
-        hs.transcript.add(typ, &encoded);
-        let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
-        if chain.is_empty() {
-            // §4.4.2.4: no certificate — fatal only if we require one.
-            if self.side.config.client_auth.requires_certificate() {
-                return Err(PeerMisbehaved::NoClientCertificate.into());
-            }
-            return Ok(State::ExpectFinished(Box::new(ExpectFinished {
-                hs,
-                client_verified: None,
-            })));
-        }
-        let Some(roots) = self.side.config.client_auth.roots() else {
-            // Not reached: this state follows our CertificateRequest, which the (immutable)
-            // configuration asked for.
-            return Err(PeerMisbehaved::UnexpectedMessage {
-                expected: "Finished",
-                got: HandshakeType::Certificate,
-            }
-            .into());
-        };
-        self.verify_client_chain(&chain, roots)?;
-        // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
-        // needs (§4.4.3); the rest has served.
-        let leaf = ClientCertificate(chain.swap_remove(0));
-        Ok(State::ExpectCertificateVerify(Box::new(
-            ExpectCertificateVerify { hs, leaf },
-        )))
-    }
-
-    pub(super) fn on_certificate_verify(
-        &mut self,
-        st: Box<ExpectCertificateVerify>,
-        msg: HandshakeMessage,
-    ) -> Result<State, Error> {
-        let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
-            return Err(unexpected("CertificateVerify", &msg));
-        };
-        let ExpectCertificateVerify { mut hs, leaf } = *st;
-        let verified = self.check_client_certificate_verify(&hs.transcript, &leaf, cv)?;
-        hs.transcript
-            .add(HandshakeType::CertificateVerify, &msg.encoded);
-        Ok(State::ExpectFinished(Box::new(ExpectFinished {
-            hs,
-            client_verified: Some(verified),
-        })))
-    }
-
     /// The client's chain against `roots` (§4.4.2.4), in the handshake or after it. `None`:
     /// the configuration asked by name to accept any chain (`ClientAuth::InsecureAcceptAny`;
     /// its CertificateVerify is still checked). An empty list of roots validates nothing.
@@ -413,7 +318,7 @@ impl Server {
         chain: &[Vec<u8>],
         roots: Option<&[Vec<u8>]>,
     ) -> Result<(), Error> {
-        let config = &self.side.config;
+        let config = self.config;
         let now = config.fixed_validation_time_ms.unwrap_or(self.conn.now_ms);
         let memo = config.signature_memo.as_deref();
         auth::verify_chain(chain, roots, None, now, Usage::Client, memo)
@@ -427,15 +332,121 @@ impl Server {
         leaf: &ClientCertificate,
         cv: &CertificateVerify,
     ) -> Result<ClientVerified, Error> {
-        let offered = &self.side.config.signature_schemes;
+        let offered = &self.config.signature_schemes;
         let scheme =
             auth::check_certificate_verify(Side::Client, offered, transcript, &leaf.0, cv)?;
         Ok(ClientVerified { scheme })
     }
+}
 
-    pub(super) fn on_finished(
-        &mut self,
-        st: Box<ExpectFinished>,
+/// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, and
+/// compress_certificate when we decompress (RFC 8879 §3).
+pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Extension> {
+    let mut exts = vec![Extension::SignatureAlgorithms(
+        config.signature_schemes.clone(),
+    )];
+    if !config.cert_compression.is_empty() {
+        exts.push(Extension::CompressCertificate(
+            config.cert_compression.clone(),
+        ));
+    }
+    exts
+}
+
+impl ExpectEndOfEarlyData {
+    /// §4.2.10: EndOfEarlyData ends 0-RTT; the client's handshake keys take over, on a record
+    /// boundary.
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::EndOfEarlyData = &msg.payload else {
+            return Err(unexpected("EndOfEarlyData", &msg));
+        };
+        let ExpectEndOfEarlyData { mut hs, .. } = *self;
+        hs.transcript
+            .add(HandshakeType::EndOfEarlyData, &msg.encoded);
+        cx.conn
+            .set_read_keys(Epoch::Handshake, &hs.suite, &hs.client_hs)?;
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
+            hs,
+            client_verified: None,
+        })))
+    }
+}
+
+impl ExpectCertificate {
+    /// The client's Certificate, answering our CertificateRequest (§4.4.2): empty, or a chain
+    /// we validate.
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        // Owned: the client's certificates move out of the message, not copied.
+        let (c, typ, encoded) = cx.client_certificate(msg, "Certificate")?;
+        if !c.context.is_empty() {
+            return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
+        }
+        let ExpectCertificate { mut hs } = *self;
+        hs.transcript.add(typ, &encoded);
+        let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
+        if chain.is_empty() {
+            // §4.4.2.4: no certificate — fatal only if we require one.
+            if cx.config.client_auth.requires_certificate() {
+                return Err(PeerMisbehaved::NoClientCertificate.into());
+            }
+            return Ok(State::ExpectFinished(Box::new(ExpectFinished {
+                hs,
+                client_verified: None,
+            })));
+        }
+        let Some(roots) = cx.config.client_auth.roots() else {
+            // Not reached: this state follows our CertificateRequest, which the (immutable)
+            // configuration asked for.
+            return Err(PeerMisbehaved::UnexpectedMessage {
+                expected: "Finished",
+                got: HandshakeType::Certificate,
+            }
+            .into());
+        };
+        cx.verify_client_chain(&chain, roots)?;
+        // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
+        // needs (§4.4.3); the rest has served.
+        let leaf = ClientCertificate(chain.swap_remove(0));
+        Ok(State::ExpectCertificateVerify(Box::new(
+            ExpectCertificateVerify { hs, leaf },
+        )))
+    }
+}
+
+impl ExpectCertificateVerify {
+    /// The client's CertificateVerify (§4.4.3), under the certificate it sent.
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        msg: HandshakeMessage,
+    ) -> Result<State, Error> {
+        let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
+            return Err(unexpected("CertificateVerify", &msg));
+        };
+        let ExpectCertificateVerify { mut hs, leaf } = *self;
+        let verified = cx.check_client_certificate_verify(&hs.transcript, &leaf, cv)?;
+        hs.transcript
+            .add(HandshakeType::CertificateVerify, &msg.encoded);
+        Ok(State::ExpectFinished(Box::new(ExpectFinished {
+            hs,
+            client_verified: Some(verified),
+        })))
+    }
+}
+
+impl ExpectFinished {
+    /// The client's Finished (§4.4.4): the handshake is complete, our tickets go out.
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakePayload::Finished(verify_data) = &msg.payload else {
@@ -444,20 +455,20 @@ impl Server {
         let ExpectFinished {
             mut hs,
             client_verified,
-        } = *st;
-        auth::check_finished(&mut self.conn, &hs.client_hs, &hs.transcript, verify_data)?;
+        } = *self;
+        auth::check_finished(cx.conn, &hs.client_hs, &hs.transcript, verify_data)?;
         hs.transcript.add(HandshakeType::Finished, &msg.encoded);
-        self.early_skip = None;
-        self.conn
+        *cx.early_skip = None;
+        cx.conn
             .set_read_keys(Epoch::Application(0), &hs.suite, &hs.client_app)?;
-        self.conn.ccs_allowed = false;
-        let ev = &mut self.conn.ev;
+        cx.conn.ccs_allowed = false;
+        let ev = &mut cx.conn.ev;
         let exporter = hs.exporter;
         let resumption = hs.master.resumption_master_secret(&hs.transcript, ev);
-        self.conn.log_secret(exporter.name(), exporter.as_bytes());
+        cx.conn.log_secret(exporter.name(), exporter.as_bytes());
         hs.negotiated.client_signature_scheme = client_verified.map(|v| v.scheme);
-        self.negotiated = Some(hs.negotiated.clone());
-        self.conn.ev.push(Event::Connected(hs.negotiated));
+        *cx.negotiated = Some(hs.negotiated.clone());
+        cx.conn.ev.push(Event::Connected(hs.negotiated));
         let traffic = Traffic {
             suite: hs.suite,
             client_app: hs.client_app,
@@ -469,15 +480,15 @@ impl Server {
         // §4.6.1: tickets go out once the client's Finished is verified — unless the
         // application already sent close_notify (possible when it answered 0-RTT data before
         // the Finished): nothing may follow that alert (§6.1).
-        let tickets = if self.conn.write_closed {
+        let tickets = if cx.conn.write_closed {
             0
         } else {
-            self.side.config.tickets
+            cx.config.tickets
         };
         for _ in 0..tickets {
-            self.issue_ticket(&traffic)?;
+            cx.issue_ticket(&traffic)?;
         }
-        let may_ask = !matches!(self.side.config.post_handshake_auth, ClientAuth::None);
+        let may_ask = !matches!(cx.config.post_handshake_auth, ClientAuth::None);
         let pha = (hs.pha_offered && may_ask).then(|| {
             Box::new(PostHandshakeAuth {
                 handshake: hs.transcript,

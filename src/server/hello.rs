@@ -18,7 +18,7 @@ use crate::messages::handshake::{
 };
 
 use super::tickets::PskCandidate;
-use super::{unexpected, EchState, ExpectSecondClientHello, Server, State};
+use super::{unexpected, Cx, EchState, ExpectClientHello, ExpectSecondClientHello, State};
 
 /// The key share decision (§4.2.8).
 pub(super) enum ShareChoice<'a> {
@@ -56,10 +56,10 @@ pub(super) struct Prior {
     pub(super) ech: EchState,
 }
 
-impl Server {
+impl ExpectClientHello {
     /// The first ClientHello: answered with our flight, or with a HelloRetryRequest when it
     /// carries no share we can use (§4.1.1).
-    pub(super) fn on_client_hello(&mut self, msg: HandshakeMessage) -> Result<State, Error> {
+    pub(super) fn handle(self, cx: &mut Cx<'_>, msg: HandshakeMessage) -> Result<State, Error> {
         // Owned: a HelloRetryRequest keeps this ClientHello for the second to repeat.
         let HandshakeMessage {
             payload: HandshakePayload::ClientHello(outer),
@@ -69,22 +69,22 @@ impl Server {
             return Err(unexpected("ClientHello", &msg));
         };
         // Once the first ClientHello is in, a dummy CCS may follow (§5).
-        self.conn.ccs_allowed = true;
+        cx.conn.ccs_allowed = true;
         // RFC 9849 §7.1: ECH is decided before anything else is negotiated; from here on `ch`
         // is ClientHelloInner when it was accepted.
-        let (ch, encoded, ech) = self.open_ech(outer, encoded)?;
+        let (ch, encoded, ech) = cx.open_ech(outer, encoded)?;
         check_client_hello(&ch)?;
-        self.conn.client_random = ch.random;
-        let suite = self.choose_suite(&ch)?;
+        cx.conn.client_random = ch.random;
+        let suite = cx.choose_suite(&ch)?;
         let transcript = Transcript::with_hash(suite.hash);
-        let offer = match self.key_exchange(&ch, &suite, None)? {
+        let offer = match cx.key_exchange(&ch, &suite, None)? {
             KeyExchange::Ready(offer) => offer,
             KeyExchange::Retry(group) => {
                 if ch.find(ExtensionType::EarlyData).is_some() {
                     // 0-RTT records may follow ClientHello1; skip them (§4.2.10).
-                    self.early_skip = Some(self.early_skip_budget());
+                    *cx.early_skip = Some(cx.early_skip_budget());
                 }
-                return self.send_hello_retry(ch, &encoded, suite, group, ech);
+                return self.send_hello_retry(cx, ch, &encoded, suite, group, ech);
             }
         };
         let prior = Prior {
@@ -93,14 +93,93 @@ impl Server {
             ccs_sent: false,
             ech,
         };
-        self.answer_hello(&encoded, &ch, suite, prior, offer)
+        cx.answer_hello(&encoded, &ch, suite, prior, offer)
     }
 
+    /// §4.1.4: ask for a share of `group`. It consumes the first ClientHello's state, so only
+    /// that state's transition can send a HelloRetryRequest.
+    fn send_hello_retry(
+        self,
+        cx: &mut Cx<'_>,
+        ch: ClientHello,
+        encoded: &[u8],
+        suite: SuiteParams,
+        group: NamedGroup,
+        ech: EchState,
+    ) -> Result<State, Error> {
+        let mut exts = vec![Extension::KeyShareHrr(group)];
+        let cookie = cx.config.hrr_cookie.map(|len| {
+            let mut c = vec![0u8; len];
+            cx.conn.rng.fill(&mut c);
+            c
+        });
+        if let Some(c) = &cookie {
+            exts.push(Extension::Cookie(c.clone()));
+        }
+        exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
+        let accepted = matches!(ech, EchState::Accepted(_));
+        // Asked to, a server with ECH keys that opened nothing sends eight random bytes (RFC 9849
+        // §7.1), so the retry does not tell an observer that ECH was rejected (§10.10.4).
+        let disguise = matches!(ech, EchState::Rejected)
+            && cx.config.ech_hrr_disguise
+            && !cx.config.ech_keys.is_empty();
+        if accepted || disguise {
+            // §7.2.1: eight bytes, zero while the confirmation is computed.
+            let mut body = vec![0; 8];
+            if disguise {
+                cx.conn.rng.fill(&mut body);
+            }
+            exts.push(Extension::Unknown {
+                typ: ExtensionType::EncryptedClientHello,
+                body,
+            });
+        }
+        let mut hrr = ServerHello {
+            legacy_version: 0x0303,
+            random: HRR_RANDOM,
+            legacy_session_id_echo: ch.legacy_session_id.clone(),
+            cipher_suite: suite.suite,
+            legacy_compression_method: 0,
+            extensions: exts,
+        };
+        let mut transcript = Transcript::new();
+        transcript
+            .start_hash(suite.hash)
+            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+        transcript.add(HandshakeType::ClientHello, encoded);
+        transcript
+            .replace_with_message_hash()
+            .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
+        if let EchState::Accepted(acc) = &ech {
+            cx.confirm_ech_retry(acc, &mut hrr, &transcript, &suite);
+        }
+        let hrr = HandshakePayload::ServerHello(hrr);
+        transcript.add(HandshakeType::ServerHello, cx.conn.send_handshake(&hrr));
+        let mut ccs_sent = false;
+        if cx.config.compat_mode && !ch.legacy_session_id.is_empty() {
+            cx.conn.send_ccs()?;
+            ccs_sent = true;
+        }
+        Ok(State::ExpectSecondClientHello(Box::new(
+            ExpectSecondClientHello {
+                suite: suite.suite,
+                group,
+                cookie,
+                transcript,
+                first: ch,
+                ccs_sent,
+                ech,
+            },
+        )))
+    }
+}
+
+impl ExpectSecondClientHello {
     /// The ClientHello after our HelloRetryRequest: it must do as asked (§4.1.4) and otherwise
     /// repeat the first (§4.1.2). Nothing leads from here to a second HelloRetryRequest.
-    pub(super) fn on_second_client_hello(
-        &mut self,
-        st: Box<ExpectSecondClientHello>,
+    pub(super) fn handle(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
         msg: HandshakeMessage,
     ) -> Result<State, Error> {
         let HandshakeMessage {
@@ -112,18 +191,18 @@ impl Server {
         };
         // §4.2.10: after a HelloRetryRequest only the 0-RTT records sent before the second
         // ClientHello may be skipped; nothing after it is early data.
-        self.early_skip = None;
-        let mut st = st;
+        *cx.early_skip = None;
+        let mut st = self;
         let ech = core::mem::replace(&mut st.ech, EchState::NotOffered);
-        let (ch, encoded, ech) = self.second_hello_ech(ech, ch, encoded)?;
+        let (ch, encoded, ech) = cx.second_hello_ech(ech, ch, encoded)?;
         let ch = &ch;
         check_client_hello(ch)?;
-        let suite = self.choose_suite(ch)?;
+        let suite = cx.choose_suite(ch)?;
         if suite.suite != st.suite {
             return Err(PeerMisbehaved::HelloRetryMismatch("cipher suite").into());
         }
         check_second_hello(ch, &st)?;
-        let offer = match self.key_exchange(ch, &suite, Some(st.group))? {
+        let offer = match cx.key_exchange(ch, &suite, Some(st.group))? {
             KeyExchange::Ready(offer) => offer,
             // The second ClientHello must carry the share we asked for (§4.1.4).
             KeyExchange::Retry(_) => {
@@ -141,9 +220,11 @@ impl Server {
             ccs_sent,
             ech,
         };
-        self.answer_hello(&encoded, ch, suite, prior, offer)
+        cx.answer_hello(&encoded, ch, suite, prior, offer)
     }
+}
 
+impl Cx<'_> {
     /// PSK (§4.2.11) first: it decides whether we need a key share (§4.2.9). `asked`: the group
     /// our HelloRetryRequest asked for.
     fn key_exchange<'a>(
@@ -183,8 +264,7 @@ impl Server {
 
     /// Suite in server preference order (§4.1.1).
     fn choose_suite(&self, ch: &ClientHello) -> Result<SuiteParams, Error> {
-        self.side
-            .config
+        self.config
             .cipher_suites
             .iter()
             .filter(|s| ch.cipher_suites.contains(s))
@@ -213,7 +293,7 @@ impl Server {
             Some(Extension::SignatureAlgorithmsCert(s)) => s,
             _ => client_schemes,
         };
-        let config = &self.side.config;
+        let config = self.config;
         let mut fallback = None;
         for (i, ck) in config.credentials().enumerate() {
             let Some(scheme) = ck
@@ -270,7 +350,6 @@ impl Server {
             };
         }
         let mutual = self
-            .side
             .config
             .groups
             .iter()
@@ -279,7 +358,7 @@ impl Server {
         let mut first = None;
         for g in mutual {
             if let Some(s) = shares.iter().find(|s| s.group == g) {
-                if first.is_none() || !self.side.config.strict_group_preference {
+                if first.is_none() || !self.config.strict_group_preference {
                     return Ok(ShareChoice::Use(s));
                 }
             }
@@ -293,9 +372,8 @@ impl Server {
         if let Some(Extension::Alpn(offered)) =
             ch.find(ExtensionType::ApplicationLayerProtocolNegotiation)
         {
-            if !self.side.config.alpn.is_empty() {
+            if !self.config.alpn.is_empty() {
                 return self
-                    .side
                     .config
                     .alpn
                     .iter()
@@ -308,83 +386,9 @@ impl Server {
         Ok(None)
     }
 
-    /// §4.1.4: ask for a share of `group`.
-    fn send_hello_retry(
-        &mut self,
-        ch: ClientHello,
-        encoded: &[u8],
-        suite: SuiteParams,
-        group: NamedGroup,
-        ech: EchState,
-    ) -> Result<State, Error> {
-        let mut exts = vec![Extension::KeyShareHrr(group)];
-        let cookie = self.side.config.hrr_cookie.map(|len| {
-            let mut c = vec![0u8; len];
-            self.conn.rng.fill(&mut c);
-            c
-        });
-        if let Some(c) = &cookie {
-            exts.push(Extension::Cookie(c.clone()));
-        }
-        exts.push(Extension::SupportedVersionsServer(ProtocolVersion::TLSv1_3));
-        let accepted = matches!(ech, EchState::Accepted(_));
-        // Asked to, a server with ECH keys that opened nothing sends eight random bytes (RFC 9849
-        // §7.1), so the retry does not tell an observer that ECH was rejected (§10.10.4).
-        let disguise = matches!(ech, EchState::Rejected)
-            && self.side.config.ech_hrr_disguise
-            && !self.side.config.ech_keys.is_empty();
-        if accepted || disguise {
-            // §7.2.1: eight bytes, zero while the confirmation is computed.
-            let mut body = vec![0; 8];
-            if disguise {
-                self.conn.rng.fill(&mut body);
-            }
-            exts.push(Extension::Unknown {
-                typ: ExtensionType::EncryptedClientHello,
-                body,
-            });
-        }
-        let mut hrr = ServerHello {
-            legacy_version: 0x0303,
-            random: HRR_RANDOM,
-            legacy_session_id_echo: ch.legacy_session_id.clone(),
-            cipher_suite: suite.suite,
-            legacy_compression_method: 0,
-            extensions: exts,
-        };
-        let mut transcript = Transcript::new();
-        transcript
-            .start_hash(suite.hash)
-            .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-        transcript.add(HandshakeType::ClientHello, encoded);
-        transcript
-            .replace_with_message_hash()
-            .map_err(|_| PeerMisbehaved::SecondHelloRetry)?;
-        if let EchState::Accepted(acc) = &ech {
-            self.confirm_ech_retry(acc, &mut hrr, &transcript, &suite);
-        }
-        let hrr = HandshakePayload::ServerHello(hrr);
-        transcript.add(HandshakeType::ServerHello, self.conn.send_handshake(&hrr));
-        let mut ccs_sent = false;
-        if self.side.config.compat_mode && !ch.legacy_session_id.is_empty() {
-            self.conn.send_ccs()?;
-            ccs_sent = true;
-        }
-        Ok(State::ExpectSecondClientHello(Box::new(
-            ExpectSecondClientHello {
-                suite: suite.suite,
-                group,
-                cookie,
-                transcript,
-                first: ch,
-                ccs_sent,
-                ech,
-            },
-        )))
-    }
-
+    /// How much 0-RTT the record layer may skip when we do not read it (§4.2.10).
     pub(super) fn early_skip_budget(&self) -> usize {
-        (self.side.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
+        (self.config.max_early_data as usize).max(crate::record::MAX_EARLY_SKIP)
     }
 }
 

@@ -10,8 +10,9 @@ use crate::messages::enums::HandshakeType;
 use crate::messages::handshake::{CertificateRequest, HandshakeMessage, HandshakePayload};
 use crate::traffic::{receive_key_update, Traffic};
 
+use super::handshake::certificate_request_extensions;
 use super::{
-    unexpected, ClientCertificate, Connected, PendingRequest, PhaAnswer, PhaStep,
+    unexpected, ClientCertificate, Connected, Cx, PendingRequest, PhaAnswer, PhaStep,
     PostHandshakeAuth, Server, State,
 };
 
@@ -31,26 +32,34 @@ impl Server {
         if self.conn.failed || self.conn.write_closed {
             return Err(Error::Closed);
         }
-        if !self.is_connected() {
+        let (mut cx, state) = self.cx();
+        let State::Connected(c) = state else {
             return Err(Error::InvalidState("handshake not complete"));
-        }
-        if matches!(self.side.config.post_handshake_auth, ClientAuth::None) {
+        };
+        c.request_certificate(&mut cx, context)
+    }
+}
+
+impl Connected {
+    /// [`Server::request_client_certificate`] on a connected server.
+    fn request_certificate(
+        &mut self,
+        cx: &mut Cx<'_>,
+        context: Option<&[u8]>,
+    ) -> Result<Vec<u8>, Error> {
+        if matches!(cx.config.post_handshake_auth, ClientAuth::None) {
             return Err(Error::InvalidState(
                 "post-handshake authentication is not configured (ServerConfig::post_handshake_auth)",
             ));
         }
-        let pha = match &mut self.side.state {
-            State::Connected(c) => c.pha.as_deref_mut(),
-            _ => None,
-        };
-        let Some(pha) = pha else {
+        let Some(pha) = self.pha.as_deref_mut() else {
             return Err(Error::InvalidState(
                 "the client did not offer post_handshake_auth",
             ));
         };
         let context = match context {
             Some(c) => c.to_vec(),
-            None => self.conn.random::<16>().to_vec(),
+            None => cx.conn.random::<16>().to_vec(),
         };
         if context.is_empty() || context.len() > 255 {
             return Err(Error::InvalidState(
@@ -66,12 +75,12 @@ impl Server {
         }
         let cr = HandshakePayload::CertificateRequest(CertificateRequest {
             context: context.clone(),
-            extensions: Self::certificate_request_extensions(&self.side.config),
+            extensions: certificate_request_extensions(cx.config),
         });
         let mut transcript = pha.handshake.clone();
         transcript.add(
             HandshakeType::CertificateRequest,
-            self.conn.send_handshake(&cr),
+            cx.conn.send_handshake(&cr),
         );
         pha.pending.push(PendingRequest {
             context: context.clone(),
@@ -80,35 +89,35 @@ impl Server {
         Ok(context)
     }
 
-    pub(super) fn on_post_handshake(
-        &mut self,
-        c: &mut Connected,
-        msg: HandshakeMessage,
-    ) -> Result<(), Error> {
-        let Connected { traffic, pha } = c;
+    /// A post-handshake message (§4.6). Taken by reference: when it fails, the connection is
+    /// closed but keeps this state, so its secrets still answer.
+    pub(super) fn handle(&mut self, cx: &mut Cx<'_>, msg: HandshakeMessage) -> Result<(), Error> {
+        let Connected { traffic, pha } = self;
         match pha.as_deref_mut() {
             // Nothing can be asked: Certificate, CertificateVerify or Finished is unsolicited.
             None => match &msg.payload {
                 HandshakePayload::KeyUpdate(req) => {
-                    receive_key_update(&mut self.conn, traffic, *req)?;
+                    receive_key_update(cx.conn, traffic, *req)?;
                 }
                 _ => return Err(unexpected("KeyUpdate", &msg)),
             },
             Some(pha) => match pha.answer.take() {
-                None => self.on_post_handshake_idle(pha, traffic, msg)?,
+                None => pha.handle_idle(cx, traffic, msg)?,
                 Some(answer) => {
-                    pha.answer = self.on_post_handshake_answer(answer, traffic, msg)?;
+                    pha.answer = answer.handle(cx, traffic, msg)?;
                 }
             },
         }
         Ok(())
     }
+}
 
+impl PostHandshakeAuth {
     /// Between answers: a KeyUpdate, or the Certificate that starts the answer to one of our
     /// outstanding requests.
-    fn on_post_handshake_idle(
+    fn handle_idle(
         &mut self,
-        pha: &mut PostHandshakeAuth,
+        cx: &mut Cx<'_>,
         traffic: &mut Traffic,
         msg: HandshakeMessage,
     ) -> Result<(), Error> {
@@ -117,49 +126,49 @@ impl Server {
             HandshakePayload::Certificate(_) | HandshakePayload::CompressedCertificate(_)
         ) {
             if let HandshakePayload::KeyUpdate(req) = &msg.payload {
-                return receive_key_update(&mut self.conn, traffic, *req);
+                return receive_key_update(cx.conn, traffic, *req);
             }
-            let expected = if pha.pending.is_empty() {
+            let expected = if self.pending.is_empty() {
                 "KeyUpdate"
             } else {
                 "KeyUpdate or Certificate"
             };
             return Err(unexpected(expected, &msg));
         }
-        if pha.pending.is_empty() {
+        if self.pending.is_empty() {
             return Err(PeerMisbehaved::UnexpectedMessage {
                 expected: "KeyUpdate",
                 got: msg.typ(),
             }
             .into());
         }
-        let (c, typ, encoded) = self.client_certificate(msg, "KeyUpdate or Certificate")?;
+        let (c, typ, encoded) = cx.client_certificate(msg, "KeyUpdate or Certificate")?;
         // §4.4.2: the context echoes the request answered; one we never sent, or one already
         // answered, is not a request of ours.
-        let Some(i) = pha.pending.iter().position(|p| p.context == c.context) else {
+        let Some(i) = self.pending.iter().position(|p| p.context == c.context) else {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         };
         let PendingRequest {
             context,
             mut transcript,
-        } = pha.pending.remove(i);
+        } = self.pending.remove(i);
         transcript.add(typ, &encoded);
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let certificates = chain.len();
         let step = if chain.is_empty() {
             // §4.4.2.4: no certificate — fatal only if we require one.
-            if self.side.config.post_handshake_auth.requires_certificate() {
+            if cx.config.post_handshake_auth.requires_certificate() {
                 return Err(PeerMisbehaved::NoClientCertificate.into());
             }
             PhaStep::ExpectFinished(None)
         } else {
-            let Some(roots) = self.side.config.post_handshake_auth.roots() else {
+            let Some(roots) = cx.config.post_handshake_auth.roots() else {
                 return Err(Error::InvalidState("post-handshake authentication off"));
             };
-            self.verify_client_chain(&chain, roots)?;
+            cx.verify_client_chain(&chain, roots)?;
             PhaStep::ExpectCertificateVerify(ClientCertificate(chain.swap_remove(0)))
         };
-        pha.answer = Some(PhaAnswer {
+        self.answer = Some(PhaAnswer {
             context,
             transcript,
             certificates,
@@ -167,27 +176,28 @@ impl Server {
         });
         Ok(())
     }
+}
 
+impl PhaAnswer {
     /// The rest of one answer: CertificateVerify (after a non-empty Certificate), then
     /// Finished, keyed from client_application_traffic_secret_N (§4.4.4). `None`: the answer
     /// is complete and reported.
-    fn on_post_handshake_answer(
-        &mut self,
-        mut answer: PhaAnswer,
+    fn handle(
+        mut self,
+        cx: &mut Cx<'_>,
         t: &Traffic,
         msg: HandshakeMessage,
     ) -> Result<Option<PhaAnswer>, Error> {
-        match answer.step {
+        match self.step {
             PhaStep::ExpectCertificateVerify(leaf) => {
                 let HandshakePayload::CertificateVerify(cv) = &msg.payload else {
                     return Err(unexpected("CertificateVerify", &msg));
                 };
-                let scheme = self.check_client_certificate_verify(&answer.transcript, &leaf, cv)?;
-                answer
-                    .transcript
+                let scheme = cx.check_client_certificate_verify(&self.transcript, &leaf, cv)?;
+                self.transcript
                     .add(HandshakeType::CertificateVerify, &msg.encoded);
-                answer.step = PhaStep::ExpectFinished(Some(scheme));
-                Ok(Some(answer))
+                self.step = PhaStep::ExpectFinished(Some(scheme));
+                Ok(Some(self))
             }
             PhaStep::ExpectFinished(verified) => {
                 let HandshakePayload::Finished(verify_data) = &msg.payload else {
@@ -195,12 +205,12 @@ impl Server {
                 };
                 let expected = t
                     .client_app
-                    .verify_data_for(&answer.transcript, &mut self.conn.ev);
+                    .verify_data_for(&self.transcript, &mut cx.conn.ev);
                 auth::check_verify_data(&expected, verify_data)?;
-                self.conn.ev.push(Event::PostHandshakeAuth {
-                    direction: self.conn.side.receiving(),
-                    context: answer.context,
-                    certificates: answer.certificates,
+                cx.conn.ev.push(Event::PostHandshakeAuth {
+                    direction: cx.conn.side.receiving(),
+                    context: self.context,
+                    certificates: self.certificates,
                     scheme: verified.map(|v| v.scheme),
                 });
                 Ok(None)

@@ -17,7 +17,7 @@ use crate::session::ResumptionState;
 use crate::traffic::Traffic;
 
 use super::hello::ShareChoice;
-use super::{Server, State};
+use super::{Cx, Server, State};
 
 /// An offered PSK we can use, before its binder is checked.
 pub(super) struct PskCandidate {
@@ -40,7 +40,7 @@ impl Drop for PskCandidate {
 /// How far the client's and our view of a ticket's age may differ for 0-RTT (§8.3).
 const DEFAULT_AGE_WINDOW_MS: u64 = 10_000;
 
-impl Server {
+impl Cx<'_> {
     /// The first offered PSK identity we can use (§4.2.11), without checking its binder yet.
     pub(super) fn psk_candidate(
         &mut self,
@@ -64,7 +64,6 @@ impl Server {
         for (i, (id, binder)) in offer.identities.iter().zip(&offer.binders).enumerate() {
             let Ok(index) = u16::try_from(i) else { break };
             if let Some(ext) = self
-                .side
                 .config
                 .external_psks
                 .iter()
@@ -84,8 +83,8 @@ impl Server {
                 }
                 continue;
             }
-            let sessions = &self.side.config.sessions;
-            let state = match self.side.config.ticket_mode {
+            let sessions = &self.config.sessions;
+            let state = match self.config.ticket_mode {
                 TicketMode::Stateless => sessions.open(&id.identity),
                 // Stateful tickets are single-use: taking one removes it (§8.1).
                 TicketMode::Stateful => sessions.take(&id.identity),
@@ -148,7 +147,7 @@ impl Server {
             Some(Extension::PskKeyExchangeModes(m)) => m.clone(),
             _ => return None,
         };
-        self.side.config.psk_modes.iter().copied().find(|m| {
+        self.config.psk_modes.iter().copied().find(|m| {
             offered.contains(m)
                 && match m {
                     PskKeyExchangeMode::PskDheKe => {
@@ -168,7 +167,7 @@ impl Server {
     ) -> bool {
         let Some(state) = &p.state else { return false };
         if p.index != 0
-            || self.side.config.max_early_data == 0
+            || self.config.max_early_data == 0
             || state.max_early_data == 0
             || state.suite != suite.suite
             || state.alpn.as_deref() != alpn
@@ -178,15 +177,15 @@ impl Server {
         let now = self.conn.now_ms;
         let server_age = now.saturating_sub(state.issued_ms);
         let skew = server_age.abs_diff(p.client_age_ms);
-        let sessions = &self.side.config.sessions;
+        let sessions = &self.config.sessions;
         let expires = state.issued_ms + u64::from(state.lifetime) * 1000;
-        match self.side.config.anti_replay {
+        match self.config.anti_replay {
             AntiReplay::Off => true,
             // A stateful ticket was removed from the cache when it was looked up, so it cannot
             // be used twice; only stateless tickets need remembering (§8.1).
             AntiReplay::SingleUse => {
                 skew <= DEFAULT_AGE_WINDOW_MS
-                    && (self.side.config.ticket_mode == TicketMode::Stateful
+                    && (self.config.ticket_mode == TicketMode::Stateful
                         || sessions.first_use(&p.ticket, now, expires))
             }
             AntiReplay::Window { window_ms } => {
@@ -198,11 +197,11 @@ impl Server {
     /// Send one NewSessionTicket (§4.6.1). Draws age_add, then the ticket (stateful: random
     /// identifier; stateless: sealing nonce) from the injected source.
     pub(super) fn issue_ticket(&mut self, t: &Traffic) -> Result<(), Error> {
-        let cfg = self.side.config.clone();
+        let cfg = self.config;
         let age_add = u32::from_be_bytes(self.conn.random::<4>());
         // A per-connection counter keeps nonces unique (§4.6.1); RFC 8448 uses two bytes.
-        let nonce = self.side.tickets_sent.to_be_bytes().to_vec();
-        self.side.tickets_sent = self.side.tickets_sent.wrapping_add(1);
+        let nonce = self.tickets_sent.to_be_bytes().to_vec();
+        *self.tickets_sent = self.tickets_sent.wrapping_add(1);
         let psk = t.resumption.psk(&nonce, &mut self.conn.ev);
         let now = self.conn.now_ms;
         let state = ResumptionState {
@@ -245,16 +244,16 @@ impl Server {
         });
         Ok(())
     }
+}
 
+impl Server {
     /// Send another NewSessionTicket now (§4.6.1: "at any time after" the client's Finished).
     pub fn send_ticket(&mut self) -> Result<(), Error> {
-        // The connected state lends its secrets; it is put back whatever happens.
-        let state = core::mem::replace(&mut self.side.state, State::Poisoned);
-        let sent = match &state {
-            State::Connected(c) => self.issue_ticket(&c.traffic),
+        // The state is lent beside the context: the connected state's secrets stay in place.
+        let (mut cx, state) = self.cx();
+        match state {
+            State::Connected(c) => cx.issue_ticket(&c.traffic),
             _ => Err(Error::InvalidState("handshake not complete")),
-        };
-        self.side.state = state;
-        sent
+        }
     }
 }
