@@ -163,7 +163,14 @@ impl PostHandshakeAuth {
             PhaStep::ExpectFinished(None)
         } else {
             let Some(roots) = cx.config.post_handshake_auth.roots() else {
-                return Err(Error::InvalidState("post-handshake authentication off"));
+                // Not reached: a request is pending only if the (immutable) configuration asks
+                // (`request_client_certificate`). Were it not, the Certificate would answer no
+                // request of ours: unexpected_message (§4.6.2), as during the handshake.
+                return Err(PeerMisbehaved::UnexpectedMessage {
+                    expected: "KeyUpdate",
+                    got: HandshakeType::Certificate,
+                }
+                .into());
             };
             cx.verify_client_chain(&chain, roots)?;
             PhaStep::ExpectCertificateVerify(ClientCertificate(chain.swap_remove(0)))
