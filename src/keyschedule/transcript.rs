@@ -72,6 +72,43 @@ pub struct Transcript {
     /// derived secret's context was); past [`MAX_COVERED`] further types are not recorded.
     covered: [HandshakeType; MAX_COVERED],
     covered_len: usize,
+    /// The last hash read and its function, until a message is added.
+    last: LastHash,
+}
+
+/// The transcript hash last read, under its function: several values come from one
+/// transcript (c/s hs traffic over ClientHello..ServerHello; c/s ap traffic, the exporter
+/// master secret and one Finished over ClientHello..server Finished), and each reading
+/// otherwise clones the running state and finishes it (a compression). Emptied whenever the
+/// transcript changes.
+#[derive(Clone, Default)]
+struct LastHash(std::sync::OnceLock<(HashAlg, Output)>);
+
+impl LastHash {
+    /// The value for `alg`, from the one kept or from `compute` (then kept).
+    fn get(&self, alg: HashAlg, compute: impl FnOnce() -> Output) -> Output {
+        match self.0.get() {
+            Some((a, h)) if *a == alg => h.clone(),
+            Some(_) => compute(),
+            None => self.0.get_or_init(|| (alg, compute())).1.clone(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0.take();
+    }
+}
+
+/// Transcript hashes are public values, but `Debug` of a transcript stays what it was: the
+/// state and the messages covered.
+impl core::fmt::Debug for LastHash {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "kept"
+        } else {
+            "none"
+        })
+    }
 }
 
 impl Default for Transcript {
@@ -87,6 +124,7 @@ impl Transcript {
             state: State::Buffering(Vec::new()),
             covered: [HandshakeType::ClientHello; MAX_COVERED],
             covered_len: 0,
+            last: LastHash::default(),
         }
     }
 
@@ -103,6 +141,7 @@ impl Transcript {
     /// Appends one whole handshake message (`msg` starts with its 4-byte header), exactly the
     /// bytes sent or received: hashing a re-encoding could differ from what the peer hashed.
     pub fn add(&mut self, typ: HandshakeType, msg: &[u8]) {
+        self.last.clear();
         match &mut self.state {
             State::Buffering(buf) => buf.extend_from_slice(msg),
             State::Hashing(h) => h.update(msg),
@@ -146,7 +185,7 @@ impl Transcript {
     pub fn current_hash(&self) -> Output {
         match &self.state {
             State::Buffering(_) => Output::empty(),
-            State::Hashing(h) => h.current(),
+            State::Hashing(h) => self.last.get(h.alg(), || h.current()),
         }
     }
 
@@ -175,6 +214,7 @@ impl Transcript {
     /// HelloRetryRequest, a PSK whose hash differs from the selected suite's cannot be offered.
     pub fn hash_of_prefix_with_alg(&self, alg: HashAlg, extra: &[u8]) -> Option<Output> {
         match &self.state {
+            State::Buffering(buf) if extra.is_empty() => Some(self.last.get(alg, || alg.hash(buf))),
             State::Buffering(buf) => {
                 let mut h = HashState::new(alg);
                 h.update(buf);
@@ -183,7 +223,7 @@ impl Transcript {
             }
             State::Hashing(h) if h.alg() == alg => {
                 if extra.is_empty() {
-                    return Some(h.current());
+                    return Some(self.last.get(alg, || h.current()));
                 }
                 let mut h = h.clone();
                 h.update(extra);
@@ -209,7 +249,8 @@ impl Transcript {
             return Err(TranscriptError::NotFirstClientHello);
         }
         let alg = h.alg();
-        let ch1 = h.current();
+        let ch1 = self.last.get(alg, || h.current());
+        self.last.clear();
         let mut fresh = HashState::new(alg);
         fresh.update(&[
             HandshakeType::MessageHash.to_repr(),
