@@ -74,6 +74,26 @@ pub struct Transcript {
     covered_len: usize,
     /// The last hash read and its function, until a message is added.
     last: LastHash,
+    /// The running state over the transcript and a prefix read with it, until a message is
+    /// added.
+    prefix: Prefix,
+}
+
+/// What [`Transcript::hash_of_prefix_with_alg`] hashed beyond the transcript — a ClientHello up
+/// to its binders list (RFC 8446 §4.2.11.2) — and the running state after it: the whole
+/// ClientHello is added next, and when it starts with these bytes the state continues from
+/// there instead of hashing them again (a 1.2 KB prefix with an X25519MLKEM768 share, on both
+/// sides). The bytes are kept to check that: only an exact prefix is skipped.
+#[derive(Clone, Default)]
+struct Prefix(std::sync::OnceLock<(Vec<u8>, HashState)>);
+
+impl core::fmt::Debug for Prefix {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.get() {
+            Some((p, _)) => write!(f, "{} bytes", p.len()),
+            None => f.write_str("none"),
+        }
+    }
 }
 
 /// The transcript hash last read, under its function: several values come from one
@@ -125,6 +145,7 @@ impl Transcript {
             covered: [HandshakeType::ClientHello; MAX_COVERED],
             covered_len: 0,
             last: LastHash::default(),
+            prefix: Prefix::default(),
         }
     }
 
@@ -142,9 +163,18 @@ impl Transcript {
     /// bytes sent or received: hashing a re-encoding could differ from what the peer hashed.
     pub fn add(&mut self, typ: HandshakeType, msg: &[u8]) {
         self.last.clear();
+        let prefix = self.prefix.0.take();
         match &mut self.state {
             State::Buffering(buf) => buf.extend_from_slice(msg),
-            State::Hashing(h) => h.update(msg),
+            // The state over this transcript and the start of `msg` (nothing was added since
+            // it was kept): only the rest remains to hash.
+            State::Hashing(h) => match prefix {
+                Some((p, after)) if after.alg() == h.alg() && msg.starts_with(&p) => {
+                    *h = after;
+                    h.update(&msg[p.len()..]);
+                }
+                _ => h.update(msg),
+            },
         }
         if let Some(slot) = self.covered.get_mut(self.covered_len) {
             *slot = typ;
@@ -225,9 +255,17 @@ impl Transcript {
                 if extra.is_empty() {
                     return Some(self.last.get(alg, || h.current()));
                 }
+                if let Some((p, after)) = self.prefix.0.get() {
+                    if p == extra {
+                        return Some(after.current());
+                    }
+                }
                 let mut h = h.clone();
                 h.update(extra);
-                Some(h.finish())
+                let out = h.current();
+                // Kept for `add` if no other prefix is (the first one read since the last add).
+                let _ = self.prefix.0.set((extra.to_vec(), h));
+                Some(out)
             }
             State::Hashing(_) => None,
         }
@@ -251,6 +289,7 @@ impl Transcript {
         let alg = h.alg();
         let ch1 = self.last.get(alg, || h.current());
         self.last.clear();
+        self.prefix.0.take();
         let mut fresh = HashState::new(alg);
         fresh.update(&[
             HandshakeType::MessageHash.to_repr(),
