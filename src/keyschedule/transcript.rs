@@ -452,6 +452,77 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_hash_lasts_until_the_transcript_changes() {
+        let (ch, sh) = (v::s3_client_hello(), v::s3_server_hello());
+        let mut t = Transcript::with_hash(HashAlg::Sha256);
+        t.add(HandshakeType::ClientHello, &ch);
+        assert_eq!(t.current_hash(), HashAlg::Sha256.hash(&ch));
+        // Read again: the kept value, under the function asked for.
+        assert_eq!(t.current_hash(), HashAlg::Sha256.hash(&ch));
+        assert_eq!(
+            t.current_hash_as(HashAlg::Sha256),
+            Some(HashAlg::Sha256.hash(&ch))
+        );
+        assert_eq!(t.current_hash_as(HashAlg::Sha384), None);
+        let before = t.clone();
+        t.add(HandshakeType::ServerHello, &sh);
+        assert_eq!(
+            t.current_hash(),
+            HashAlg::Sha256.hash(&[ch.clone(), sh].concat())
+        );
+        assert_eq!(before.current_hash(), HashAlg::Sha256.hash(&ch));
+
+        // Before the hash is chosen, each function gets its own value.
+        let mut b = Transcript::new();
+        b.add(HandshakeType::ClientHello, &ch);
+        for alg in [HashAlg::Sha256, HashAlg::Sha384, HashAlg::Sha256] {
+            assert_eq!(b.current_hash_as(alg), Some(alg.hash(&ch)));
+        }
+        b.start_hash(HashAlg::Sha384).unwrap();
+        assert_eq!(b.current_hash(), HashAlg::Sha384.hash(&ch));
+    }
+
+    #[test]
+    fn a_binder_prefix_is_not_hashed_again_only_when_the_message_starts_with_it() {
+        let ch = v::s3_client_hello();
+        let (n, sha) = (100, HashAlg::Sha256);
+        // The ClientHello whose prefix was read: continued from the kept state.
+        let mut t = Transcript::with_hash(sha);
+        assert_eq!(t.hash_of_prefix_with(&ch[..n]), sha.hash(&ch[..n]));
+        assert_eq!(t.hash_of_prefix_with(&ch[..n]), sha.hash(&ch[..n]));
+        t.add(HandshakeType::ClientHello, &ch);
+        assert_eq!(t.current_hash(), sha.hash(&ch));
+        // A message that differs from the prefix in its last byte, or is shorter than it.
+        let mut other = ch[..n].to_vec();
+        other[n - 1] ^= 1;
+        for (prefix, msg) in [(&other[..], &ch[..]), (&ch[..], &ch[..n])] {
+            let mut t = Transcript::with_hash(sha);
+            t.hash_of_prefix_with(prefix);
+            t.add(HandshakeType::ClientHello, msg);
+            assert_eq!(t.current_hash(), sha.hash(msg));
+        }
+        // A prefix read after some messages continues from them, and is used once.
+        let mut t = Transcript::with_hash(sha);
+        t.add(HandshakeType::ClientHello, &ch);
+        t.hash_of_prefix_with(&ch[..n]);
+        t.add(HandshakeType::ClientHello, &ch);
+        t.add(HandshakeType::ClientHello, &ch[..n]);
+        assert_eq!(
+            t.current_hash(),
+            sha.hash(&[&ch[..], &ch, &ch[..n]].concat())
+        );
+        // message_hash drops it: the HelloRetryRequest is hashed after the synthetic message.
+        let (ch1, hrr) = (v::s5_client_hello_1(), v::s5_hello_retry_request());
+        let mut t = Transcript::with_hash(sha);
+        t.add(HandshakeType::ClientHello, &ch1);
+        t.hash_of_prefix_with(&hrr[..n]);
+        t.replace_with_message_hash().unwrap();
+        t.add(HandshakeType::ServerHello, &hrr);
+        let synthetic = [&[254, 0, 0, 32][..], &sha.hash(&ch1)].concat();
+        assert_eq!(t.current_hash(), sha.hash(&[synthetic, hrr].concat()));
+    }
+
+    #[test]
     fn covers_names_the_sender_of_messages_both_sides_send() {
         let mut t = Transcript::new();
         for typ in [
