@@ -161,27 +161,26 @@ impl Conn {
     /// transcript). It is encoded straight into the output buffer, at the end of the record
     /// being filled for this epoch (opened here if there is none), which `flush` seals in
     /// place: no message value and no copy per message.
+    ///
+    /// The message is encoded once. A flight starts with room for a few KiB, which holds a
+    /// whole ClientHello or server flight with an ECDSA or RSA chain; a message that does not fit
+    /// (an ML-DSA chain) grows the buffer as it is written, as a measured reserve would have.
     pub(crate) fn send_handshake<'m>(&mut self, msg: impl Into<OutgoingMessage<'m>>) -> &[u8] {
         let msg = msg.into();
-        let len = msg.encoded_len();
         if self.open_record.is_none() {
             self.open_record = Some(self.out.len());
             // The first record of a flight: the messages and records that follow it (a
             // server's whole first flight) usually fit in a few KiB, so reserve that much at
             // once rather than grow the buffer message by message.
-            let floor = if self.out.is_empty() {
-                FLIGHT_RESERVE
-            } else {
-                0
-            };
-            self.out
-                .reserve((HEADER_LEN + len + RECORD_TRAILER).max(floor));
+            if self.out.is_empty() {
+                self.out.reserve(FLIGHT_RESERVE);
+            }
             self.out.extend_from_slice(&[0; HEADER_LEN]); // the header, written by `flush`
         }
-        // Room for the message and for what sealing appends, so neither grows the buffer.
-        self.out.reserve(len + RECORD_TRAILER);
         let at = self.out.len();
         msg.encode_into(&mut self.out);
+        // Room for what sealing appends, so sealing does not grow the buffer.
+        self.out.reserve(RECORD_TRAILER);
         if self.ev.observe.handshake {
             let layout = self.ev.observe.layouts.then(|| msg.layout());
             self.ev.handshake(MessageView {

@@ -38,6 +38,28 @@ impl HashAlg {
         }
     }
 
+    /// Hash("") (SHA-256 or SHA-384 of no bytes): the context of every Derive-Secret over no
+    /// messages (RFC 8446 §7.1: "derived", the binder keys, the exporter's per-label secret). A
+    /// constant, so deriving those secrets hashes nothing (`empty_hashes` checks it against the
+    /// function).
+    pub const fn empty_hash(self) -> &'static [u8] {
+        const SHA256_EMPTY: [u8; 32] = [
+            0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f,
+            0xb9, 0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b,
+            0x78, 0x52, 0xb8, 0x55,
+        ];
+        const SHA384_EMPTY: [u8; 48] = [
+            0x38, 0xb0, 0x60, 0xa7, 0x51, 0xac, 0x96, 0x38, 0x4c, 0xd9, 0x32, 0x7e, 0xb1, 0xb1,
+            0xe3, 0x6a, 0x21, 0xfd, 0xb7, 0x11, 0x14, 0xbe, 0x07, 0x43, 0x4c, 0x0c, 0xc7, 0xbf,
+            0x63, 0xf6, 0xe1, 0xda, 0x27, 0x4e, 0xde, 0xbf, 0xe7, 0x6f, 0x65, 0xfb, 0xd5, 0x1a,
+            0xd2, 0xf1, 0x48, 0x98, 0xb9, 0x5b,
+        ];
+        match self {
+            HashAlg::Sha256 => &SHA256_EMPTY,
+            HashAlg::Sha384 => &SHA384_EMPTY,
+        }
+    }
+
     /// One-shot hash of `data`.
     pub fn hash(self, data: &[u8]) -> Output {
         let mut st = HashState::new(self);
@@ -360,6 +382,9 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(HashAlg::Sha384.hash(b"").len(), 48);
+        for alg in [HashAlg::Sha256, HashAlg::Sha384] {
+            assert_eq!(alg.empty_hash(), alg.hash(b"").as_slice(), "{alg}");
+        }
         assert_eq!(HashAlg::Sha384.zeros().as_slice(), &[0u8; 48][..]);
     }
 

@@ -385,8 +385,16 @@ fn derive_empty(
     name: SecretName,
     sink: &mut dyn DerivationSink,
 ) -> Secret {
-    let empty = hash.hash(&[]);
-    derive_step(hash, secret, parent, label, &empty, String::new, name, sink)
+    derive_step(
+        hash,
+        secret,
+        parent,
+        label,
+        hash.empty_hash(),
+        String::new,
+        name,
+        sink,
+    )
 }
 
 /// HKDF-Expand-Label(secret, label, context, Hash.length) with a non-transcript context.
@@ -1075,9 +1083,9 @@ impl ExporterSecret {
         sink: &mut dyn DerivationSink,
     ) -> Result<Vec<u8>, hkdf::HkdfError> {
         let hl = self.hash.output_len();
-        let empty = self.hash.hash(&[]);
+        let empty = self.hash.empty_hash();
         // Derive-Secret(Secret, label, "") with the application's label.
-        let per_label = hkdf::expand_label_to_secret(self.hash, &self.secret, label, &empty)?;
+        let per_label = hkdf::expand_label_to_secret(self.hash, &self.secret, label, empty)?;
         if sink.enabled() {
             sink.record(Derivation {
                 op: DerivationOp::DeriveSecret,
@@ -1089,7 +1097,7 @@ impl ExporterSecret {
                     ("secret", self.secret.as_bytes().to_vec()),
                     ("label", label.to_vec()),
                     ("context", empty.to_vec()),
-                    ("info", hkdf::hkdf_label(label, &empty, hl)),
+                    ("info", hkdf::hkdf_label(label, empty, hl)),
                 ],
                 context_covers: String::new(),
                 output: per_label.as_bytes().to_vec(),

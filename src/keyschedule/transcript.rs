@@ -72,6 +72,63 @@ pub struct Transcript {
     /// derived secret's context was); past [`MAX_COVERED`] further types are not recorded.
     covered: [HandshakeType; MAX_COVERED],
     covered_len: usize,
+    /// The last hash read and its function, until a message is added.
+    last: LastHash,
+    /// The running state over the transcript and a prefix read with it, until a message is
+    /// added.
+    prefix: Prefix,
+}
+
+/// What [`Transcript::hash_of_prefix_with_alg`] hashed beyond the transcript — a ClientHello up
+/// to its binders list (RFC 8446 §4.2.11.2) — and the running state after it: the whole
+/// ClientHello is added next, and when it starts with these bytes the state continues from
+/// there instead of hashing them again (a 1.2 KB prefix with an X25519MLKEM768 share, on both
+/// sides). The bytes are kept to check that: only an exact prefix is skipped.
+#[derive(Clone, Default)]
+struct Prefix(std::sync::OnceLock<(Vec<u8>, HashState)>);
+
+impl core::fmt::Debug for Prefix {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.get() {
+            Some((p, _)) => write!(f, "{} bytes", p.len()),
+            None => f.write_str("none"),
+        }
+    }
+}
+
+/// The transcript hash last read, under its function: several values come from one
+/// transcript (c/s hs traffic over ClientHello..ServerHello; c/s ap traffic, the exporter
+/// master secret and one Finished over ClientHello..server Finished), and each reading
+/// otherwise clones the running state and finishes it (a compression). Emptied whenever the
+/// transcript changes.
+#[derive(Clone, Default)]
+struct LastHash(std::sync::OnceLock<(HashAlg, Output)>);
+
+impl LastHash {
+    /// The value for `alg`, from the one kept or from `compute` (then kept).
+    fn get(&self, alg: HashAlg, compute: impl FnOnce() -> Output) -> Output {
+        match self.0.get() {
+            Some((a, h)) if *a == alg => h.clone(),
+            Some(_) => compute(),
+            None => self.0.get_or_init(|| (alg, compute())).1.clone(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0.take();
+    }
+}
+
+/// Transcript hashes are public values, but `Debug` of a transcript stays what it was: the
+/// state and the messages covered.
+impl core::fmt::Debug for LastHash {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "kept"
+        } else {
+            "none"
+        })
+    }
 }
 
 impl Default for Transcript {
@@ -87,6 +144,8 @@ impl Transcript {
             state: State::Buffering(Vec::new()),
             covered: [HandshakeType::ClientHello; MAX_COVERED],
             covered_len: 0,
+            last: LastHash::default(),
+            prefix: Prefix::default(),
         }
     }
 
@@ -103,9 +162,19 @@ impl Transcript {
     /// Appends one whole handshake message (`msg` starts with its 4-byte header), exactly the
     /// bytes sent or received: hashing a re-encoding could differ from what the peer hashed.
     pub fn add(&mut self, typ: HandshakeType, msg: &[u8]) {
+        self.last.clear();
+        let prefix = self.prefix.0.take();
         match &mut self.state {
             State::Buffering(buf) => buf.extend_from_slice(msg),
-            State::Hashing(h) => h.update(msg),
+            // The state over this transcript and the start of `msg` (nothing was added since
+            // it was kept): only the rest remains to hash.
+            State::Hashing(h) => match prefix {
+                Some((p, after)) if after.alg() == h.alg() && msg.starts_with(&p) => {
+                    *h = after;
+                    h.update(&msg[p.len()..]);
+                }
+                _ => h.update(msg),
+            },
         }
         if let Some(slot) = self.covered.get_mut(self.covered_len) {
             *slot = typ;
@@ -146,7 +215,7 @@ impl Transcript {
     pub fn current_hash(&self) -> Output {
         match &self.state {
             State::Buffering(_) => Output::empty(),
-            State::Hashing(h) => h.current(),
+            State::Hashing(h) => self.last.get(h.alg(), || h.current()),
         }
     }
 
@@ -175,6 +244,7 @@ impl Transcript {
     /// HelloRetryRequest, a PSK whose hash differs from the selected suite's cannot be offered.
     pub fn hash_of_prefix_with_alg(&self, alg: HashAlg, extra: &[u8]) -> Option<Output> {
         match &self.state {
+            State::Buffering(buf) if extra.is_empty() => Some(self.last.get(alg, || alg.hash(buf))),
             State::Buffering(buf) => {
                 let mut h = HashState::new(alg);
                 h.update(buf);
@@ -183,11 +253,19 @@ impl Transcript {
             }
             State::Hashing(h) if h.alg() == alg => {
                 if extra.is_empty() {
-                    return Some(h.current());
+                    return Some(self.last.get(alg, || h.current()));
+                }
+                if let Some((p, after)) = self.prefix.0.get() {
+                    if p == extra {
+                        return Some(after.current());
+                    }
                 }
                 let mut h = h.clone();
                 h.update(extra);
-                Some(h.finish())
+                let out = h.current();
+                // Kept for `add` if no other prefix is (the first one read since the last add).
+                let _ = self.prefix.0.set((extra.to_vec(), h));
+                Some(out)
             }
             State::Hashing(_) => None,
         }
@@ -209,7 +287,9 @@ impl Transcript {
             return Err(TranscriptError::NotFirstClientHello);
         }
         let alg = h.alg();
-        let ch1 = h.current();
+        let ch1 = self.last.get(alg, || h.current());
+        self.last.clear();
+        self.prefix.0.take();
         let mut fresh = HashState::new(alg);
         fresh.update(&[
             HandshakeType::MessageHash.to_repr(),
@@ -369,6 +449,77 @@ mod tests {
                 HandshakeType::ServerHello
             ]
         );
+    }
+
+    #[test]
+    fn a_kept_hash_lasts_until_the_transcript_changes() {
+        let (ch, sh) = (v::s3_client_hello(), v::s3_server_hello());
+        let mut t = Transcript::with_hash(HashAlg::Sha256);
+        t.add(HandshakeType::ClientHello, &ch);
+        assert_eq!(t.current_hash(), HashAlg::Sha256.hash(&ch));
+        // Read again: the kept value, under the function asked for.
+        assert_eq!(t.current_hash(), HashAlg::Sha256.hash(&ch));
+        assert_eq!(
+            t.current_hash_as(HashAlg::Sha256),
+            Some(HashAlg::Sha256.hash(&ch))
+        );
+        assert_eq!(t.current_hash_as(HashAlg::Sha384), None);
+        let before = t.clone();
+        t.add(HandshakeType::ServerHello, &sh);
+        assert_eq!(
+            t.current_hash(),
+            HashAlg::Sha256.hash(&[ch.clone(), sh].concat())
+        );
+        assert_eq!(before.current_hash(), HashAlg::Sha256.hash(&ch));
+
+        // Before the hash is chosen, each function gets its own value.
+        let mut b = Transcript::new();
+        b.add(HandshakeType::ClientHello, &ch);
+        for alg in [HashAlg::Sha256, HashAlg::Sha384, HashAlg::Sha256] {
+            assert_eq!(b.current_hash_as(alg), Some(alg.hash(&ch)));
+        }
+        b.start_hash(HashAlg::Sha384).unwrap();
+        assert_eq!(b.current_hash(), HashAlg::Sha384.hash(&ch));
+    }
+
+    #[test]
+    fn a_binder_prefix_is_not_hashed_again_only_when_the_message_starts_with_it() {
+        let ch = v::s3_client_hello();
+        let (n, sha) = (100, HashAlg::Sha256);
+        // The ClientHello whose prefix was read: continued from the kept state.
+        let mut t = Transcript::with_hash(sha);
+        assert_eq!(t.hash_of_prefix_with(&ch[..n]), sha.hash(&ch[..n]));
+        assert_eq!(t.hash_of_prefix_with(&ch[..n]), sha.hash(&ch[..n]));
+        t.add(HandshakeType::ClientHello, &ch);
+        assert_eq!(t.current_hash(), sha.hash(&ch));
+        // A message that differs from the prefix in its last byte, or is shorter than it.
+        let mut other = ch[..n].to_vec();
+        other[n - 1] ^= 1;
+        for (prefix, msg) in [(&other[..], &ch[..]), (&ch[..], &ch[..n])] {
+            let mut t = Transcript::with_hash(sha);
+            t.hash_of_prefix_with(prefix);
+            t.add(HandshakeType::ClientHello, msg);
+            assert_eq!(t.current_hash(), sha.hash(msg));
+        }
+        // A prefix read after some messages continues from them, and is used once.
+        let mut t = Transcript::with_hash(sha);
+        t.add(HandshakeType::ClientHello, &ch);
+        t.hash_of_prefix_with(&ch[..n]);
+        t.add(HandshakeType::ClientHello, &ch);
+        t.add(HandshakeType::ClientHello, &ch[..n]);
+        assert_eq!(
+            t.current_hash(),
+            sha.hash(&[&ch[..], &ch, &ch[..n]].concat())
+        );
+        // message_hash drops it: the HelloRetryRequest is hashed after the synthetic message.
+        let (ch1, hrr) = (v::s5_client_hello_1(), v::s5_hello_retry_request());
+        let mut t = Transcript::with_hash(sha);
+        t.add(HandshakeType::ClientHello, &ch1);
+        t.hash_of_prefix_with(&hrr[..n]);
+        t.replace_with_message_hash().unwrap();
+        t.add(HandshakeType::ServerHello, &hrr);
+        let synthetic = [&[254, 0, 0, 32][..], &sha.hash(&ch1)].concat();
+        assert_eq!(t.current_hash(), sha.hash(&[synthetic, hrr].concat()));
     }
 
     #[test]
