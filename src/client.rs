@@ -40,7 +40,8 @@
 //!   the PSK binder;
 //! - `client/handshake.rs`: ServerHello, EncryptedExtensions, CertificateRequest, Certificate,
 //!   CertificateVerify and Finished, then our second flight;
-//! - `client/ech.rs`: the ECH offer (or GREASE) and the server's confirmation;
+//! - `client/ech.rs`: the ECH glue: the offer (or GREASE) sent and the server's confirmation
+//!   read, around the protocol in `ech::client`;
 //! - `client/tickets.rs`: the PSK offered, 0-RTT data, NewSessionTickets kept;
 //! - `client/post_handshake.rs`: what `Connected` handles.
 

@@ -44,7 +44,8 @@
 //! - `server/hello.rs`: the ClientHellos, what we choose from them, the HelloRetryRequest;
 //! - `server/handshake.rs`: our flight (ServerHello to Finished), then the client's
 //!   EndOfEarlyData, Certificate, CertificateVerify and Finished;
-//! - `server/ech.rs`: opening ECH, its confirmations and retry_configs;
+//! - `server/ech.rs`: the ECH glue: the offer opened, its confirmations and retry_configs,
+//!   around the protocol in `ech::server`;
 //! - `server/tickets.rs`: PSKs offered to us, 0-RTT acceptance, NewSessionTickets issued;
 //! - `server/post_handshake.rs`: what `Connected` handles, with post-handshake authentication.
 

@@ -1,19 +1,16 @@
-//! The client half of ECH (RFC 9849 §6): which config to offer or whether to send GREASE,
-//! sealing ClientHelloInner into ClientHelloOuter, and reading the confirmation in the server's
-//! HelloRetryRequest or ServerHello that says which hello the handshake goes on with. What
+//! The client's ECH glue (RFC 9849 §6): what the state machine must own around the protocol
+//! in `crate::ech::client` — the randoms drawn from the connection, the HPKE context and the
+//! offer kept between hellos, the hellos sent and their transcripts, and the events. Which
+//! config or GREASE to offer follows the configuration here; building and sealing
+//! ClientHelloOuter, GREASE's shape and the confirmation checks are `ech::client`'s. What
 //! follows from the outcome is where it happens: retry_configs are read with the rest of
 //! EncryptedExtensions, and a rejected ECH ends at the server's Finished with ech_required
 //! (`handshake.rs`).
 
-use std::borrow::Cow;
-
 use crate::config::EchMode;
 use crate::crypto::aead::SuiteParams;
-use crate::crypto::hpke;
 use crate::crypto::hpke::{HpkeSink, HpkeStep};
-use crate::ech::client::{choose, compressible_run, Chosen};
-use crate::ech::confirm;
-use crate::ech::confirm::{ACCEPT_LABEL, HRR_ACCEPT_LABEL};
+use crate::ech::client::{self, choose, ech_extension, insert_before_psk, Chosen, EncodedInner};
 use crate::ech::inner::InnerLayout;
 use crate::ech::wire::EchClientHello;
 use crate::error::{Error, PeerMisbehaved};
@@ -21,9 +18,7 @@ use crate::events::{EchInnerParts, EchOfferEvent, EchOutcome, EchParts, Event, H
 use crate::keyschedule::schedule::EarlySecret;
 use crate::keyschedule::transcript::Transcript;
 use crate::keyschedule::NoSink;
-use crate::messages::codec::DecodeError;
 use crate::messages::enums::{ExtensionType, HandshakeType};
-use crate::messages::extensions::{Extension, OutgoingExtension};
 use crate::messages::handshake::{ClientHelloOut, OutgoingMessage, ServerHello};
 
 use super::{Cx, EchOffer, EchStatus, Offer, OfferEch, OfferedPsk};
@@ -78,16 +73,18 @@ impl Cx<'_> {
         } else {
             &mut NoSink
         };
-        let (enc, context) = hpke::setup_base_s(
-            chosen.suite,
-            &chosen.public_key,
-            &chosen.info(),
-            self.conn.rng.as_mut(),
-            sink,
-        )
-        .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
+        let (enc, context) = chosen
+            .setup(self.conn.rng.as_mut(), sink)
+            .map_err(|e| Error::Config(format!("ECH config: {e}")))?;
         self.conn.ech_hpke(steps, &outer_random, &chosen.config.raw);
-        let grease_psk = psk.map(|p| self.grease_psk(p));
+        // §6.1.2: the outer hello's pre_shared_key is GREASE shaped like the inner one's.
+        let grease_psk = psk.map(|p| {
+            client::grease_psk(
+                self.conn.rng.as_mut(),
+                p.ticket.ticket.len(),
+                p.suite.hash.output_len(),
+            )
+        });
         let mut offer = Box::new(EchOffer {
             chosen,
             context,
@@ -133,12 +130,12 @@ impl Cx<'_> {
         OutgoingMessage::ClientHello(&inner).encode_into(&mut inner_msg);
         transcript.add(HandshakeType::ClientHello, &inner_msg);
         let observe = self.conn.observe();
-        let types: Vec<ExtensionType> = inner.extensions.iter().map(|e| e.typ()).collect();
-        let run = compressible_run(&types);
-        let compress: Vec<u16> = run.iter().map(|t| t.to_repr()).collect();
-        let (encoded, layout) =
-            crate::ech::inner::encode(&inner_msg[4..], &compress, ech.chosen.maximum_name_length)
-                .map_err(|e| Error::Config(e.to_string()))?;
+        let EncodedInner {
+            bytes: encoded,
+            layout,
+            outer_extensions,
+        } = client::encode_inner(&inner, &inner_msg, ech.chosen.maximum_name_length)
+            .map_err(|e| Error::Config(e.to_string()))?;
         ech.layout = layout;
         let inner_sizes = EchInnerParts {
             encoded_inner_len: layout.total(),
@@ -146,7 +143,7 @@ impl Cx<'_> {
             inner_len: inner_msg.len(),
             session_id: inner.legacy_session_id.len(),
             saved: layout.saved,
-            outer_extensions: run,
+            outer_extensions,
         };
         if observe.handshake {
             let layout = observe
@@ -160,50 +157,16 @@ impl Cx<'_> {
                 layout,
             }));
         }
-        // The outer hello: the public name, what it must share with the inner one (every
-        // compressed extension, in the same order, §5.1; and key_share, supported_versions,
-        // a cookie and psk_key_exchange_modes as a server that rejects ECH needs them,
-        // §6.1), early_data when the inner has it (§6.1), the ECH extension, and the
-        // GREASE pre_shared_key last (§6.1.2, RFC 8446 §4.2.11). ALPN and the rest stay inside.
-        let public_name = ech.chosen.public_name.clone();
-        let mut exts: Vec<OutgoingExtension<'_>> = Vec::with_capacity(10);
-        exts.push(OutgoingExtension::HostName(public_name.as_bytes()));
-        exts.extend(
-            inner
-                .extensions
-                .iter()
-                .filter(|e| OUTER_COPIES.contains(&e.typ()))
-                .cloned(),
-        );
-        let payload_len = encoded.len() + ech.chosen.suite.aead.tag_len();
-        let outer_ext = |payload: Vec<u8>| EchClientHello::Outer {
-            suite: ech.chosen.symmetric,
-            config_id: ech.chosen.config_id,
-            enc: enc.to_vec(),
-            payload,
-        };
-        exts.push(ech_extension(outer_ext(vec![0; payload_len]).encode()));
-        let ech_at = exts.len() - 1;
-        if let Some(psk) = &ech.grease_psk {
-            exts.push(OutgoingExtension::Ext(Cow::Borrowed(psk)));
-        }
-        let mut outer = ClientHelloOut {
-            legacy_version: 0x0303,
-            random: ech.outer_random,
-            legacy_session_id: inner.legacy_session_id,
-            cipher_suites: inner.cipher_suites,
-            legacy_compression_methods: &[0],
-            extensions: exts,
-        };
-        // With the payload all zeros, the serialized outer hello is ClientHelloOuterAAD (§5.2).
-        let mut aad = Vec::with_capacity(outer.message_len());
-        OutgoingMessage::ClientHello(&outer).encode_into(&mut aad);
-        let sealed = ech
-            .context
-            .seal(&aad[4..], &encoded)
-            .map_err(|e| Error::Config(format!("ECH seal: {e}")))?;
-        // Same length, so no length prefix changes (§6.1.1).
-        outer.extensions[ech_at] = ech_extension(outer_ext(sealed).encode());
+        let outer = client::seal_outer(
+            &ech.chosen,
+            &mut ech.context,
+            ech.outer_random,
+            enc,
+            &inner,
+            &encoded,
+            ech.grease_psk.as_ref(),
+        )
+        .map_err(|e| Error::Config(format!("ECH seal: {e}")))?;
         let sent = self
             .conn
             .send_handshake(OutgoingMessage::ClientHello(&outer));
@@ -213,7 +176,7 @@ impl Cx<'_> {
                 ech.chosen.symmetric,
                 ech.chosen.config_id,
                 enc.len(),
-                payload_len,
+                ech.chosen.payload_len(encoded.len()),
                 Some(inner_sizes),
             )));
         }
@@ -221,39 +184,11 @@ impl Cx<'_> {
         Ok((transcript, early, early_data_offered))
     }
 
-    /// §6.1.2: a pre_shared_key for the outer hello shaped like the inner one's, all random:
-    /// identity of the same length, a random obfuscated_ticket_age, a binder of the same length.
-    fn grease_psk(&mut self, psk: &OfferedPsk) -> Extension {
-        let mut identity = vec![0u8; psk.ticket.ticket.len()];
-        let mut binder = vec![0u8; psk.suite.hash.output_len()];
-        self.conn.rng.fill(&mut identity);
-        let age = u32::from_be_bytes(self.conn.random());
-        self.conn.rng.fill(&mut binder);
-        Extension::PreSharedKeyClient(crate::messages::extensions::OfferedPsks {
-            identities: vec![crate::messages::extensions::PskIdentity {
-                identity,
-                obfuscated_ticket_age: age,
-            }],
-            binders: vec![binder],
-        })
-    }
-
     /// §6.2: a GREASE `encrypted_client_hello` for `hello`, its payload as long as a real
-    /// offer's would be: `hello` as the inner one (plus the 5-byte inner extension), compressed
-    /// alike, padded with maximum_name_length 0 (§6.1.3), plus the tag. Reported as the event.
+    /// offer's would be. Reported as the event.
     fn grease_ech(&mut self, hello: &ClientHelloOut<'_>) -> Result<Vec<u8>, Error> {
-        let mut msg = Vec::with_capacity(hello.message_len());
-        OutgoingMessage::ClientHello(hello).encode_into(&mut msg);
-        let types: Vec<ExtensionType> = hello.extensions.iter().map(|e| e.typ()).collect();
-        let compress: Vec<u16> = compressible_run(&types)
-            .iter()
-            .map(|t| t.to_repr())
-            .collect();
-        let (_, layout) = crate::ech::inner::encode(&msg[4..], &compress, 0)
-            .map_err(|e| Error::Config(e.to_string()))?;
-        let len = layout.client_hello + 5 + layout.name_padding;
-        let len = len + 31 - ((len - 1) % 32);
-        let g = crate::ech::client::grease(self.conn.rng.as_mut(), len)
+        let len = client::grease_encoded_len(hello).map_err(|e| Error::Config(e.to_string()))?;
+        let g = client::grease(self.conn.rng.as_mut(), len)
             .map_err(|e| Error::Config(format!("ECH GREASE: {e}")))?;
         if let EchClientHello::Outer {
             config_id, suite, ..
@@ -324,21 +259,15 @@ impl Cx<'_> {
         suite: &SuiteParams,
     ) -> Result<(), Error> {
         let (inner_transcript, inner_random) = inner;
-        // §7.2.1: the confirmation over the inner transcript, with its own 8 bytes zeroed.
-        let accepted = match (confirmation, confirm::zero_hrr(encoded)) {
-            (Some(got), Some(zeroed)) => {
-                let mut t = inner_transcript.clone();
-                t.add(HandshakeType::ServerHello, &zeroed);
-                let want = self.conn.ech_confirmation(
-                    suite.hash,
-                    inner_random,
-                    HRR_ACCEPT_LABEL,
-                    t.current_hash().as_ref(),
-                );
-                got == want
-            }
-            _ => false,
-        };
+        let conn = &mut *self.conn;
+        let accepted = client::hrr_accepts(
+            inner_transcript,
+            inner_random,
+            encoded,
+            confirmation,
+            suite.hash,
+            |h, r, l, th| conn.ech_confirmation(h, r, l, th),
+        );
         ech.hrr_accepted = Some(accepted);
         ech.outer_transcript
             .start_hash(suite.hash)
@@ -367,23 +296,15 @@ impl Cx<'_> {
             OfferEch::Grease(_) => return Ok(EchStatus::Grease),
             OfferEch::Real(e) => e,
         };
+        // §6.1.5: a HelloRetryRequest that did not confirm settled it.
         let accepted = e.hrr_accepted != Some(false) && {
             let mut t = offer.transcript.clone();
             t.start_hash(suite.hash)
                 .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-            // A decoded ServerHello is longer than 38 bytes: shorter would be the peer's
-            // malformed message.
-            let zeroed = confirm::zero_server_hello(encoded).ok_or(DecodeError::Truncated {
-                what: "ServerHello.random",
-            })?;
-            t.add(HandshakeType::ServerHello, &zeroed);
-            let want = self.conn.ech_confirmation(
-                suite.hash,
-                &offer.random,
-                ACCEPT_LABEL,
-                t.current_hash().as_ref(),
-            );
-            sh.random[24..] == want
+            let conn = &mut *self.conn;
+            client::server_hello_accepts(t, &offer.random, encoded, suite.hash, |h, r, l, th| {
+                conn.ech_confirmation(h, r, l, th)
+            })?
         };
         // §6.1.5: after a HelloRetryRequest that confirmed, the ServerHello must too.
         if e.hrr_accepted == Some(true) && !accepted {
@@ -431,37 +352,6 @@ impl Cx<'_> {
             retry_configs: None,
         })
     }
-}
-
-/// The extensions a ClientHelloOuter copies from ClientHelloInner (RFC 9849 §6.1): those a
-/// server that rejects ECH needs to answer, none naming the real server.
-const OUTER_COPIES: [ExtensionType; 7] = [
-    ExtensionType::SupportedGroups,
-    ExtensionType::KeyShare,
-    ExtensionType::EarlyData,
-    ExtensionType::SupportedVersions,
-    ExtensionType::SignatureAlgorithms,
-    ExtensionType::Cookie,
-    ExtensionType::PskKeyExchangeModes,
-];
-
-/// An `encrypted_client_hello` extension with this extension_data.
-pub(super) fn ech_extension(body: Vec<u8>) -> OutgoingExtension<'static> {
-    Extension::Unknown {
-        typ: ExtensionType::EncryptedClientHello,
-        body,
-    }
-    .into()
-}
-
-/// Adds `ext` as the last extension, before pre_shared_key (which stays last, §4.2.11).
-pub(super) fn insert_before_psk<'a>(hello: &mut ClientHelloOut<'a>, ext: OutgoingExtension<'a>) {
-    let at = hello
-        .extensions
-        .iter()
-        .position(|e| e.typ() == ExtensionType::PreSharedKey)
-        .unwrap_or(hello.extensions.len());
-    hello.extensions.insert(at, ext);
 }
 
 /// `"HKDF-SHA256/AES-128-GCM"`.

@@ -1,13 +1,14 @@
 //! The ClientHello (RFC 8446 §4.1.2): the first, built from the configuration with its
 //! extensions in the configured order, the padding extension (RFC 7685) and the PSK binder
 //! (§4.2.11.2); and the second, which answers a HelloRetryRequest (§4.1.4). With ECH, the hello
-//! built here is ClientHelloInner, which `ech.rs` seals into ClientHelloOuter.
+//! built here is ClientHelloInner, which `ech.rs` has `ech::client` seal into ClientHelloOuter.
 
 use std::borrow::Cow;
 
 use crate::config::{apply_extension_order, ClientConfig, HelloPadding};
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::kx::KeyShareSecret;
+use crate::ech::client::{ech_extension, insert_before_psk};
 use crate::ech::wire::{decode_hrr_confirmation, EchClientHello};
 use crate::error::{Error, PeerMisbehaved};
 use crate::keyschedule::schedule::EarlySecret;
@@ -16,7 +17,6 @@ use crate::messages::enums::{ExtensionType, HandshakeType, NamedGroup, ProtocolV
 use crate::messages::extensions::{Extension, ExtensionContext, OutgoingExtension};
 use crate::messages::handshake::{ClientHelloOut, OutgoingMessage, ServerHello};
 
-use super::ech::{ech_extension, insert_before_psk};
 use super::{
     offers_post_handshake_auth, out_of_place, Cx, ExpectServerHello, ExpectServerHelloAfterRetry,
     Offer, OfferEch, OfferedPsk,

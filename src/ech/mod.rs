@@ -1,11 +1,25 @@
-//! Encrypted ClientHello (RFC 9849): the pieces that do not need HPKE — the extension's wire
-//! forms ([`wire`]), EncodedClientHelloInner and ClientHelloOuterAAD ([`inner`]), and the
-//! acceptance confirmation ([`confirm`]). Sealing and opening the inner ClientHello is HPKE's
-//! (RFC 9180); the client and server state machines put the pieces together.
+//! Encrypted ClientHello (RFC 9849): the protocol, both halves. What the RFC says to compute
+//! and check lives here, as functions of explicit inputs; the state machines call them with a
+//! state's data and keep only the glue (`client/ech.rs`, `server/ech.rs`: randoms drawn from
+//! the connection, results moved into states, events, [`EchError`] mapped to the connection's
+//! error).
+//!
+//! - [`wire`]: the extension's forms (§5) and a ClientHello split without re-encoding;
+//! - [`inner`]: EncodedClientHelloInner (§5.1) and ClientHelloOuterAAD (§5.2);
+//! - [`confirm`]: the acceptance confirmation (§7.2, §7.2.1);
+//! - [`client`]: the client half (§6): config choice, ClientHelloOuter sealed around the inner
+//!   hello, GREASE, and the server's confirmation checked;
+//! - `server.rs`: the server half (§7): the offer parsed and opened with our keys,
+//!   ClientHelloInner and the second ClientHelloOuter checked, retry_configs, and the
+//!   confirmations written. Crate-private: only the server state machine uses it.
+//!
+//! Sealing and opening is HPKE's (RFC 9180, `crypto::hpke`); the derivation of a confirmation
+//! is passed in, so the connection can report it.
 
 pub mod client;
 pub mod confirm;
 pub mod inner;
+pub(crate) mod server;
 pub mod wire;
 
 /// HPKE's info for ECH begins with this (RFC 9849 §6.1): `"tls ech" || 0x00`.

@@ -1,34 +1,28 @@
-//! The server half of ECH (RFC 9849 §7): opening ClientHelloOuter's payload with our keys, or
-//! rejecting it; the second ClientHello after a HelloRetryRequest; the confirmations in our
-//! HelloRetryRequest and ServerHello; our retry_configs; and what is reported of it all.
+//! The server's ECH glue (RFC 9849 §7): what the state machine must own around the protocol in
+//! `crate::ech::server` — deciding, from our keys, whether the ClientHello to answer is
+//! ClientHelloOuter or ClientHelloInner, keeping the HPKE context for the second ClientHello,
+//! passing our HelloRetryRequest and ServerHello to be confirmed, mapping `EchError` to the
+//! connection's error, and what is reported of it all. Parsing the offer, opening it, the
+//! checks on ClientHelloInner and on the second ClientHelloOuter, retry_configs and the
+//! confirmation bytes are `ech::server`'s.
 
-use crate::config::ServerConfig;
 use crate::crypto::aead::SuiteParams;
-use crate::crypto::hpke;
-use crate::crypto::hpke::HpkeStep;
-use crate::ech::confirm::{ACCEPT_LABEL, HRR_ACCEPT_LABEL};
-use crate::ech::wire::{EchClientHello, HpkeSymmetricCipherSuite};
+use crate::ech::server::{self, OuterEch};
+use crate::ech::wire::HpkeSymmetricCipherSuite;
 use crate::ech::{inner, EchError};
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EchEvent, EchInnerParts, EchParts, EchStatus, Epoch, Event, HandshakeEvent};
 use crate::keyschedule::transcript::Transcript;
-use crate::keyschedule::NoSink;
-use crate::messages::codec::DecodeError;
-use crate::messages::ech::EchConfigList;
 use crate::messages::enums::{ExtensionType, HandshakeType};
 use crate::messages::extensions::Extension;
-use crate::messages::handshake::{
-    ClientHello, DecodeContext, HandshakeMessage, HandshakePayload, ServerHello,
-};
+use crate::messages::handshake::{ClientHello, DecodeContext, HandshakeMessage, ServerHello};
 
 use super::{Cx, EchAccepted, EchState};
 
 impl Cx<'_> {
-    /// RFC 9849 §7.1 on the first ClientHello: find the candidate keys by config_id (all of
-    /// them with trial decryption when none matches), skip those whose config does not offer
-    /// the client's suite, and open the payload with the first that works. A payload no key
-    /// opens is a rejection, not an error (it may be GREASE); once one opens, every later
-    /// check is fatal. Returns the ClientHello to answer (ClientHelloInner when accepted).
+    /// RFC 9849 §7.1 on the first ClientHello: `ech::server::open` tries our keys. A payload
+    /// no key opens is a rejection, not an error (it may be GREASE); once one opens, every
+    /// later check is fatal. Returns the ClientHello to answer (ClientHelloInner when accepted).
     /// Without keys we are a server that does not implement ECH: the extension, whatever it
     /// holds, is ignored (RFC 8446 §4.2) and ClientHelloOuter answered — RFC 9849 §7's
     /// "rejecting ECH" with no retry_configs, which §7.1 asks only of a server with configs.
@@ -48,79 +42,46 @@ impl Cx<'_> {
         if self.config.ech_keys.is_empty() {
             // Reported as what it was, when it parses as an outer ECHClientHello.
             let offer = if observed { ech_offer(e).ok() } else { None };
-            if let Some((suite, config_id, enc, payload)) = &offer {
-                self.ech_parts(&outer, *suite, *config_id, enc, payload, None);
+            if let Some(offer) = &offer {
+                self.ech_parts(&outer, offer, None);
             }
-            let ids = offer.map(|(suite, config_id, ..)| (suite, config_id));
+            let ids = offer.map(|o| (o.suite, o.config_id));
             self.ech_event(EchStatus::Rejected, ids, outer_sni, None);
             return Ok((outer, encoded, EchState::Rejected));
         }
-        let (suite, config_id, enc, payload) = ech_offer(e)?;
-        let config = self.config;
+        let offer = ech_offer(e)?;
         let body = encoded.get(4..).unwrap_or_default();
-        let aad = inner::aad(body).map_err(ech_error)?;
-        let id_of = |k: &&crate::crypto::ech::EchKeyPair| {
-            k.config.contents().map(|c| c.key_config.config_id)
-        };
-        let mut candidates: Vec<_> = config
-            .ech_keys
-            .iter()
-            .filter(|k| id_of(k) == Some(config_id))
-            .collect();
-        if candidates.is_empty() && config.ech_trial_decrypt {
-            candidates = config.ech_keys.iter().collect();
-        }
+        let config = self.config;
         let watch = self.conn.observes_hpke();
-        for key in candidates {
-            // §7.1: a config of another version, or without the client's suite, is skipped.
-            let Some(c) = key.config.contents() else {
-                continue;
-            };
-            if !c.key_config.cipher_suites.contains(&suite) {
-                continue;
-            }
-            let Ok(hsuite) =
-                hpke::Suite::from_ids(c.key_config.kem_id, suite.kdf_id, suite.aead_id)
-            else {
-                continue;
-            };
-            let info = crate::ech::hpke_info(&key.config.raw);
-            let mut steps: Vec<HpkeStep> = Vec::new();
-            let mut none = NoSink;
-            let sink: &mut dyn hpke::HpkeSink = if watch { &mut steps } else { &mut none };
-            let Ok(mut ctx) = hpke::setup_base_r(hsuite, &enc, &key.key, &info, sink) else {
-                continue;
-            };
-            let Ok(encoded_inner) = ctx.open(&aad, &payload) else {
-                continue;
-            };
-            let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
-            let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
-            self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
-            self.conn.ech_hpke(steps, &outer.random, &key.config.raw);
-            let inner_sni = inner.host_name();
-            self.ech_event(
-                EchStatus::Accepted,
-                Some((suite, config_id)),
-                outer_sni,
-                inner_sni,
-            );
-            let acc = EchAccepted {
-                ctx,
-                suite,
-                config_id,
-                inner_random: inner.random,
-            };
-            return Ok((inner, inner_bytes, EchState::Accepted(Box::new(acc))));
-        }
-        self.ech_parts(&outer, suite, config_id, &enc, &payload, None);
-        self.ech_event(
-            EchStatus::Rejected,
-            Some((suite, config_id)),
-            outer_sni,
-            None,
-        );
-        Ok((outer, encoded, EchState::Rejected))
+        let opened = server::open(
+            &config.ech_keys,
+            config.ech_trial_decrypt,
+            &offer,
+            body,
+            watch,
+        )
+        .map_err(ech_error)?;
+        let ids = Some((offer.suite, offer.config_id));
+        let Some(opened) = opened else {
+            self.ech_parts(&outer, &offer, None);
+            self.ech_event(EchStatus::Rejected, ids, outer_sni, None);
+            return Ok((outer, encoded, EchState::Rejected));
+        };
+        // Once a key opened the payload, every later check is fatal (§7.1).
+        let (inner, inner_bytes) = self.inner_hello(&opened.encoded_inner, body)?;
+        let parts = (opened.encoded_inner.as_slice(), inner_bytes.as_slice());
+        self.ech_parts(&outer, &offer, Some(parts));
+        let raw = &opened.key.config.raw;
+        self.conn.ech_hpke(opened.steps, &outer.random, raw);
+        let inner_sni = inner.host_name();
+        self.ech_event(EchStatus::Accepted, ids, outer_sni, inner_sni);
+        let acc = EchAccepted {
+            ctx: opened.ctx,
+            suite: offer.suite,
+            config_id: offer.config_id,
+            inner_random: inner.random,
+        };
+        Ok((inner, inner_bytes, EchState::Accepted(Box::new(acc))))
     }
 
     /// The second ClientHello as the first decided ECH (RFC 9849 §7.1.1): opened with the
@@ -142,8 +103,8 @@ impl Cx<'_> {
                         Err(e) if !self.config.ech_keys.is_empty() => return Err(e),
                         r => r.ok(),
                     };
-                    if let Some((suite, config_id, enc, payload)) = offer {
-                        self.ech_parts(&ch, suite, config_id, &enc, &payload, None);
+                    if let Some(offer) = offer {
+                        self.ech_parts(&ch, &offer, None);
                     }
                 }
                 (ch, encoded, other)
@@ -152,9 +113,8 @@ impl Cx<'_> {
     }
 
     /// RFC 9849 §7.1.1: after a HelloRetryRequest that accepted ECH, the second
-    /// ClientHelloOuter must carry ECH (missing_extension) with the same suite and config_id
-    /// and an empty enc (illegal_parameter), and its payload must open with the first
-    /// context (decrypt_error).
+    /// ClientHelloOuter must carry ECH (missing_extension), and `ech::server::open_second`
+    /// checks it and opens it with the first context.
     fn open_second_ech(
         &mut self,
         mut acc: Box<EchAccepted>,
@@ -164,26 +124,14 @@ impl Cx<'_> {
         let Some(e) = outer.find(ExtensionType::EncryptedClientHello) else {
             return Err(ech_error(EchError::MissingAfterRetry));
         };
-        let (suite, config_id, enc, payload) = ech_offer(e)?;
-        if suite != acc.suite || config_id != acc.config_id {
-            return Err(ech_error(EchError::Illegal(
-                "the second ClientHelloOuter changed the ECH cipher suite or config_id",
-            )));
-        }
-        if !enc.is_empty() {
-            return Err(ech_error(EchError::Illegal(
-                "the second ClientHelloOuter's ECH enc is not empty",
-            )));
-        }
+        let offer = ech_offer(e)?;
         let body = encoded.get(4..).unwrap_or_default();
-        let aad = inner::aad(body).map_err(ech_error)?;
-        let encoded_inner = acc
-            .ctx
-            .open(&aad, &payload)
-            .map_err(|_| ech_error(EchError::DecryptFailed))?;
+        let encoded_inner =
+            server::open_second(&mut acc.ctx, acc.suite, acc.config_id, &offer, body)
+                .map_err(ech_error)?;
         let (inner, inner_bytes) = self.inner_hello(&encoded_inner, body)?;
-        let opened = (encoded_inner.as_slice(), inner_bytes.as_slice());
-        self.ech_parts(&outer, suite, config_id, &enc, &payload, Some(opened));
+        let parts = (encoded_inner.as_slice(), inner_bytes.as_slice());
+        self.ech_parts(&outer, &offer, Some(parts));
         acc.inner_random = inner.random;
         Ok((inner, inner_bytes, EchState::Accepted(acc)))
     }
@@ -197,19 +145,19 @@ impl Cx<'_> {
         transcript: &Transcript,
         suite: &SuiteParams,
     ) {
-        // RFC 9849 §7.2: the last 8 bytes of random confirm ECH, computed over the inner
-        // transcript through this ServerHello with those bytes zero.
-        sh.random[24..].fill(0);
-        let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(sh.clone())).encoded;
-        let th = transcript.hash_of_prefix_with(&zeroed);
-        let c = self
-            .conn
-            .ech_confirmation(suite.hash, &acc.inner_random, ACCEPT_LABEL, &th);
-        sh.random[24..].copy_from_slice(&c);
+        let conn = &mut *self.conn;
+        server::confirm_server_hello(
+            sh,
+            transcript,
+            suite.hash,
+            &acc.inner_random,
+            |h, r, l, th| conn.ech_confirmation(h, r, l, th),
+        );
     }
 
     /// RFC 9849 §7.2.1: ECH accepted, so our HelloRetryRequest's `encrypted_client_hello`
-    /// (its last extension, eight zero bytes until now) confirms it.
+    /// (its last extension, eight zero bytes until now) confirms it; `transcript` is
+    /// message_hash(ClientHelloInner1).
     pub(super) fn confirm_ech_retry(
         &mut self,
         acc: &EchAccepted,
@@ -217,23 +165,18 @@ impl Cx<'_> {
         transcript: &Transcript,
         suite: &SuiteParams,
     ) {
-        // hrr_accept_confirmation over message_hash(ClientHelloInner1) and this HRR with
-        // the extension's bytes zero (§7.2.1).
-        let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(hrr.clone())).encoded;
-        let th = transcript.hash_of_prefix_with(&zeroed);
-        let c = self
-            .conn
-            .ech_confirmation(suite.hash, &acc.inner_random, HRR_ACCEPT_LABEL, &th);
-        if let Some(Extension::Unknown { body, .. }) = hrr.extensions.last_mut() {
-            body.copy_from_slice(&c);
-        }
+        let conn = &mut *self.conn;
+        server::confirm_hello_retry(
+            hrr,
+            transcript,
+            suite.hash,
+            &acc.inner_random,
+            |h, r, l, th| conn.ech_confirmation(h, r, l, th),
+        );
     }
 
     /// ClientHelloInner from an opened EncodedClientHelloInner (§5.1), as a whole message,
-    /// with the §7.1 checks: a well-formed inner-type `encrypted_client_hello` (its type byte
-    /// and nothing else), and TLS 1.3 only. `ech_outer_extensions`, which "MUST NOT appear
-    /// in ... ClientHelloInner" (§5.1), cannot be left in it: `inner::decode` replaces the
-    /// one it expands and refuses a second and a reference to one in ClientHelloOuter.
+    /// reported, then with `ech::server::inner_hello`'s §7.1 checks.
     fn inner_hello(
         &mut self,
         encoded_inner: &[u8],
@@ -251,44 +194,15 @@ impl Cx<'_> {
                 layout,
             }));
         }
-        let HandshakePayload::ClientHello(ch) = msg.payload else {
-            return Err(ech_error(EchError::Illegal(
-                "ClientHelloInner is not a ClientHello",
-            )));
-        };
-        match ch.find(ExtensionType::EncryptedClientHello) {
-            Some(Extension::Unknown { body, .. }) if body.as_slice() == [1] => {}
-            _ => {
-                return Err(ech_error(EchError::Illegal(
-                    "ClientHelloInner lacks a well-formed inner-type encrypted_client_hello",
-                )))
-            }
-        }
-        let tls13_only = match ch.find(ExtensionType::SupportedVersions) {
-            Some(Extension::SupportedVersionsClient(v)) => v.iter().all(|v| v.to_repr() > 0x0303),
-            _ => false,
-        };
-        if !tls13_only {
-            return Err(ech_error(EchError::Illegal(
-                "ClientHelloInner offers TLS 1.2 or below",
-            )));
-        }
+        let ch = server::inner_hello(msg.payload).map_err(ech_error)?;
         Ok((ch, bytes))
     }
 
-    /// Reports [`Event::EchParts`] for the extension of ClientHelloOuter `outer`: its outer
-    /// parts as received, and, when a key opened it, the EncodedClientHelloInner and the
+    /// Reports [`Event::EchParts`] for the extension `offer` of ClientHelloOuter `outer`: its
+    /// outer parts as received, and, when a key opened it, the EncodedClientHelloInner and the
     /// ClientHelloInner message rebuilt from it. `saved` is what the rebuilt hello has beyond
     /// the encoded one's ClientHello and the legacy_session_id copied back in (§5.1).
-    fn ech_parts(
-        &mut self,
-        outer: &ClientHello,
-        suite: HpkeSymmetricCipherSuite,
-        config_id: u8,
-        enc: &[u8],
-        payload: &[u8],
-        opened: Option<(&[u8], &[u8])>,
-    ) {
+    fn ech_parts(&mut self, outer: &ClientHello, offer: &OuterEch, opened: Option<(&[u8], &[u8])>) {
         if !self.conn.observe().handshake {
             return;
         }
@@ -306,10 +220,10 @@ impl Cx<'_> {
             })
         });
         self.conn.ev.push(Event::EchParts(EchParts::new(
-            suite,
-            config_id,
-            enc.len(),
-            payload.len(),
+            offer.suite,
+            offer.config_id,
+            offer.enc.len(),
+            offer.payload.len(),
             inner,
         )));
     }
@@ -339,50 +253,13 @@ impl Cx<'_> {
     }
 }
 
-/// The outer `encrypted_client_hello` of a ClientHello (RFC 9849 §5): suite, config_id, enc,
-/// payload. An inner-type one from the network and an unknown ECHClientHelloType are
-/// illegal_parameter (§7); one that does not parse is decode_error. Fatal only to a server
-/// with ECH keys: one without reports what parsed and ignores the rest (`open_ech`).
-fn ech_offer(e: &Extension) -> Result<(HpkeSymmetricCipherSuite, u8, Vec<u8>, Vec<u8>), Error> {
-    let Extension::Unknown { body, .. } = e else {
-        return Err(DecodeError::Invalid {
-            what: "encrypted_client_hello",
-        }
-        .into());
-    };
-    match body.first() {
-        Some(0) => {}
-        Some(1) => {
-            return Err(ech_error(EchError::Illegal(
-                "an inner-type encrypted_client_hello from the network",
-            )))
-        }
-        Some(_) => return Err(ech_error(EchError::Illegal("unknown ECHClientHelloType"))),
-        None => {
-            return Err(DecodeError::Invalid {
-                what: "encrypted_client_hello",
-            }
-            .into())
-        }
-    }
-    match EchClientHello::decode(body)? {
-        EchClientHello::Outer {
-            suite,
-            config_id,
-            enc,
-            payload,
-        } => Ok((suite, config_id, enc, payload)),
-        EchClientHello::Inner => Err(ech_error(EchError::Illegal(
-            "an inner-type encrypted_client_hello from the network",
-        ))),
-    }
-}
-
-/// The ECHConfigList of every key: our retry_configs (RFC 9849 §7.1).
-pub(super) fn retry_configs(config: &ServerConfig) -> EchConfigList {
-    EchConfigList {
-        configs: config.ech_keys.iter().map(|k| k.config.clone()).collect(),
-    }
+/// `ech::server::outer_ech`, its errors as the connection reports them: one that does not
+/// parse is the decode_error of any malformed extension (`Error::Decode`), the rest ECH's.
+fn ech_offer(e: &Extension) -> Result<OuterEch, Error> {
+    server::outer_ech(e).map_err(|e| match e {
+        EchError::Decode(d) => d.into(),
+        e => ech_error(e),
+    })
 }
 
 fn ech_error(e: EchError) -> Error {

@@ -9,6 +9,7 @@ use crate::config::{apply_extension_order, ClientAuth, ServerConfig};
 use crate::crypto::aead::SuiteParams;
 use crate::crypto::cert::Usage;
 use crate::crypto::kx;
+use crate::ech::server::retry_configs;
 use crate::error::{Error, PeerMisbehaved};
 use crate::events::{EarlyDataStatus, Epoch, Event, KeyShareEvent, Negotiated, Side};
 use crate::keyschedule::schedule::HandshakeSecret;
@@ -21,7 +22,6 @@ use crate::messages::handshake::{
 };
 use crate::traffic::Traffic;
 
-use super::ech::retry_configs;
 use super::hello::{Offer, Prior};
 use super::{
     unexpected, ClientCertificate, ClientVerified, Connected, Cx, EchState, ExpectCertificate,
@@ -160,7 +160,7 @@ impl Cx<'_> {
         if retry {
             ee.push(Extension::Unknown {
                 typ: ExtensionType::EncryptedClientHello,
-                body: retry_configs(self.config).encode(),
+                body: retry_configs(&self.config.ech_keys).encode(),
             });
         }
         if early_accepted || retry {

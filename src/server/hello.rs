@@ -6,6 +6,7 @@
 
 use crate::crypto::aead::{suite_params, SuiteParams};
 use crate::crypto::{cert, kx};
+use crate::ech::server::hrr_extension;
 use crate::error::{Error, PeerMisbehaved};
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::codec::DecodeError;
@@ -124,15 +125,8 @@ impl ExpectClientHello {
             && cx.config.ech_hrr_disguise
             && !cx.config.ech_keys.is_empty();
         if accepted || disguise {
-            // §7.2.1: eight bytes, zero while the confirmation is computed.
-            let mut body = vec![0; 8];
-            if disguise {
-                cx.conn.rng.fill(&mut body);
-            }
-            exts.push(Extension::Unknown {
-                typ: ExtensionType::EncryptedClientHello,
-                body,
-            });
+            // §7.2.1: eight bytes, last, zero while the confirmation is computed.
+            exts.push(hrr_extension(disguise, cx.conn.rng.as_mut()));
         }
         let mut hrr = ServerHello {
             legacy_version: 0x0303,
