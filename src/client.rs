@@ -19,8 +19,8 @@
 //!                            offered post_handshake_auth, answered at once, §4.6.2)
 //! ```
 //!
-//! Each state holds only what its successors need, and a transition (`on_*`) consumes its state
-//! and moves those parts into the next one, so what a state implies is in its type rather than
+//! Each state holds only what its successors need, and its `handle` consumes the state and
+//! moves those parts into the next one, so what a state implies is in its type rather than
 //! re-checked. A HelloRetryRequest is answered once: only `ExpectServerHello` can take one
 //! (§4.1.4). From ServerHello to the server's Finished every state embeds a `Handshake`
 //! (suite, transcript, handshake secrets, what ServerHello settled); after EncryptedExtensions
@@ -180,7 +180,7 @@ struct Offer {
     /// The PSK's early secret, when one is offered.
     early_secret: Option<EarlySecret>,
     ccs_sent: bool,
-    /// With a real ECH offer, `random`, `transcript` and `early_secret` are ClientHelloInner's
+    /// With a real ECH offer, `random`, `transcript`, `psk` and `early_secret` are ClientHelloInner's
     /// (§6.1.4: what an accepting server answers); the outer ones are kept here.
     ech: OfferEch,
 }
@@ -406,7 +406,7 @@ impl Client {
             return Err(Error::InvalidState("start() called twice"));
         }
         self.conn.now_ms = now_ms;
-        let (mut cx, state) = self.split();
+        let (mut cx, state) = self.cx();
         match ExpectServerHello::send_first_hello(&mut cx) {
             Ok(s) => {
                 *state = State::ExpectServerHello(Box::new(s));
@@ -420,7 +420,7 @@ impl Client {
     }
 
     /// The narrow context a transition gets, and the state apart from it.
-    fn split(&mut self) -> (Cx<'_>, &mut State) {
+    fn cx(&mut self) -> (Cx<'_>, &mut State) {
         let Connection {
             conn,
             side,
@@ -498,7 +498,7 @@ impl Client {
         };
         let msg = HandshakeMessage::decode_owned(bytes, DecodeContext { hash_len })?;
         self.conn.handshake_received(&msg);
-        let (mut cx, state) = self.split();
+        let (mut cx, state) = self.cx();
         let cx = &mut cx;
         *state = match core::mem::replace(state, State::Poisoned) {
             State::ExpectServerHello(s) => s.handle(cx, msg)?,
@@ -667,7 +667,7 @@ mod tests {
             Box::new(SeededRandom::from_seed(1)),
         )
         .unwrap();
-        let (mut cx, _) = c.split();
+        let (mut cx, _) = c.cx();
         let psk = OfferedPsk {
             ticket: StoredTicket {
                 server_name: None,
@@ -693,7 +693,7 @@ mod tests {
         cx.conn.fail(&e);
         assert_eq!(c.take_output(), [21, 3, 3, 0, 2, 2, 80]);
         // The same PSK over a transcript in its own hash binds.
-        let (mut cx, _) = c.split();
+        let (mut cx, _) = c.cx();
         let cfg = cx.config;
         let mut hello = cx.build_hello(cfg, &[1; 32], &[], &[], Some(&psk), None, false, false);
         let sha256 = Transcript::with_hash(HashAlg::Sha256);

@@ -164,7 +164,7 @@ impl Conn {
     ///
     /// The message is encoded once. A flight starts with room for a few KiB, which holds a
     /// whole ClientHello or server flight with an ECDSA or RSA chain; a message that does not fit
-    /// (an ML-DSA chain) grows the buffer as it is written, as a measured reserve would have.
+    /// (an ML-DSA chain) grows the buffer as it is written (by doubling, copying what is queued).
     pub(crate) fn send_handshake<'m>(&mut self, msg: impl Into<OutgoingMessage<'m>>) -> &[u8] {
         let msg = msg.into();
         if self.open_record.is_none() {

@@ -95,7 +95,8 @@ impl TicketStore {
         self.tickets.push_back(t);
     }
 
-    /// Remove and return the newest usable ticket for `server_name` whose suite hash is offered.
+    /// Remove and return the newest usable ticket for `server_name` in a suite this build knows
+    /// whose hash an offered suite shares (§4.2.11: a PSK is used with its hash).
     /// Tickets are single-use (§C.4: reuse lets observers link connections).
     pub fn take_usable(
         &mut self,
@@ -106,9 +107,11 @@ impl TicketStore {
         self.tickets.retain(|t| t.is_fresh(now_ms));
         let pos = self.tickets.iter().rposition(|t| {
             t.server_name.as_deref() == server_name
-                && suites
-                    .iter()
-                    .any(|s| suite_params(*s).map(|p| p.hash) == t.suite_hash())
+                && t.suite_hash().is_some_and(|h| {
+                    suites
+                        .iter()
+                        .any(|s| suite_params(*s).is_some_and(|p| p.hash == h))
+                })
         })?;
         self.tickets.remove(pos)
     }

@@ -44,11 +44,11 @@ impl ExpectServerHello {
         } = *self;
         let suite = cx.check_server_hello(sh, &offer)?;
         if sh.is_hello_retry_request() {
-            let next = cx.on_hello_retry(offer, sh, &msg.encoded, suite)?;
+            let next = cx.answer_hello_retry(offer, sh, &msg.encoded, suite)?;
             return Ok(State::ExpectServerHelloAfterRetry(next));
         }
         let ech = cx.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
-        let next = cx.on_server_hello(
+        let next = cx.accept_server_hello(
             offer,
             early_data_offered,
             false,
@@ -80,7 +80,7 @@ impl ExpectServerHelloAfterRetry {
         }
         let mut offer = self.offer;
         let ech = cx.settle_ech(&mut offer, sh, &msg.encoded, &suite)?;
-        let next = cx.on_server_hello(offer, false, true, sh, &msg.encoded, suite, ech)?;
+        let next = cx.accept_server_hello(offer, false, true, sh, &msg.encoded, suite, ech)?;
         Ok(State::ExpectEncryptedExtensions(next))
     }
 }
@@ -412,7 +412,7 @@ impl Cx<'_> {
 
     // What the ServerHello settled (the offer, 0-RTT, the retry, ECH) arrives from two states.
     #[allow(clippy::too_many_arguments)]
-    fn on_server_hello(
+    fn accept_server_hello(
         &mut self,
         mut offer: Offer,
         early_offered: bool,

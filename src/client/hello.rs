@@ -261,7 +261,8 @@ impl Cx<'_> {
                 .ok_or(Error::InvalidState(
                     "transcript hash differs from the ticket's",
                 ))?;
-            hello.set_psk_binders(vec![binder]);
+            let placed = hello.set_psk_binders(vec![binder]);
+            debug_assert!(placed, "build_hello puts pre_shared_key last");
             early = Some(es);
         }
         Ok(early)
@@ -269,7 +270,7 @@ impl Cx<'_> {
 
     /// §4.1.4: answer a HelloRetryRequest (the first; a second one never reaches here) with a
     /// share for the group it names.
-    pub(super) fn on_hello_retry(
+    pub(super) fn answer_hello_retry(
         &mut self,
         mut offer: Offer,
         hrr: &ServerHello,

@@ -18,7 +18,8 @@ impl Cx<'_> {
     /// What the ClientHello offers (§4.2.11): a usable resumption ticket if we have one, else
     /// the first configured external PSK (an external PSK is kept as a ticket that never
     /// expires and allows no 0-RTT). Either comes with its suite: `take_usable` returns only
-    /// tickets in a suite we offer, and `Client::new` refused external PSKs in suites we lack.
+    /// tickets in a known suite whose hash an offered suite shares, and `Client::new` refused
+    /// external PSKs in suites we lack.
     pub(super) fn psk_to_offer(&mut self) -> Option<OfferedPsk> {
         let now = self.conn.now_ms;
         let ticket = self

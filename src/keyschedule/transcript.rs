@@ -82,14 +82,17 @@ pub struct Transcript {
 /// What [`Transcript::hash_of_prefix_with_alg`] hashed beyond the transcript — a ClientHello up
 /// to its binders list (RFC 8446 §4.2.11.2) — and the running state after it: the whole
 /// ClientHello is added next, and when it starts with these bytes the state continues from
-/// there instead of hashing them again (a 1.2 KB prefix with an X25519MLKEM768 share, on both
-/// sides). The bytes are kept to check that: only an exact prefix is skipped.
+/// there instead of hashing them again (a 1.2 KB prefix with an X25519MLKEM768 share: on the
+/// server, and on a client whose transcript hashes from the start, which is when every offered
+/// suite and the PSK share one hash, or after a HelloRetryRequest). The bytes are kept to check
+/// that: only an exact prefix is skipped. Boxed: it lives from a binder to the next `add`, and
+/// every transcript kept longer (a connected one for post-handshake authentication) stays small.
 #[derive(Clone, Default)]
-struct Prefix(std::sync::OnceLock<(Vec<u8>, HashState)>);
+struct Prefix(std::sync::OnceLock<Box<(Vec<u8>, HashState)>>);
 
 impl core::fmt::Debug for Prefix {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0.get() {
+        match self.0.get().map(|b| &**b) {
             Some((p, _)) => write!(f, "{} bytes", p.len()),
             None => f.write_str("none"),
         }
@@ -168,7 +171,7 @@ impl Transcript {
             State::Buffering(buf) => buf.extend_from_slice(msg),
             // The state over this transcript and the start of `msg` (nothing was added since
             // it was kept): only the rest remains to hash.
-            State::Hashing(h) => match prefix {
+            State::Hashing(h) => match prefix.map(|b| *b) {
                 Some((p, after)) if after.alg() == h.alg() && msg.starts_with(&p) => {
                     *h = after;
                     h.update(&msg[p.len()..]);
@@ -255,7 +258,7 @@ impl Transcript {
                 if extra.is_empty() {
                     return Some(self.last.get(alg, || h.current()));
                 }
-                if let Some((p, after)) = self.prefix.0.get() {
+                if let Some((p, after)) = self.prefix.0.get().map(|b| &**b) {
                     if p == extra {
                         return Some(after.current());
                     }
@@ -264,7 +267,7 @@ impl Transcript {
                 h.update(extra);
                 let out = h.current();
                 // Kept for `add` if no other prefix is (the first one read since the last add).
-                let _ = self.prefix.0.set((extra.to_vec(), h));
+                let _ = self.prefix.0.set(Box::new((extra.to_vec(), h)));
                 Some(out)
             }
             State::Hashing(_) => None,

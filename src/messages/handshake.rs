@@ -349,6 +349,7 @@ impl ClientHello {
     /// Writes `binders` into the pre_shared_key extension, which is last (§4.2.11); false,
     /// changing nothing, when the last extension is not pre_shared_key. A binder of the length
     /// the placeholder had leaves every length prefix, and the bytes it covers, as they were.
+    #[must_use]
     pub fn set_psk_binders(&mut self, binders: Vec<Vec<u8>>) -> bool {
         match self.extensions.last_mut() {
             Some(Extension::PreSharedKeyClient(psks)) => {
@@ -460,15 +461,18 @@ impl ClientHelloOut<'_> {
     }
 
     /// [`ClientHello::set_psk_binders`] on this hello.
+    #[must_use]
     pub fn set_psk_binders(&mut self, binders: Vec<Vec<u8>>) -> bool {
         match self.extensions.last_mut() {
-            Some(OutgoingExtension::Ext(e)) => match e.to_mut() {
-                Extension::PreSharedKeyClient(psks) => {
+            // Checked before `to_mut`, which would copy a borrowed extension.
+            Some(OutgoingExtension::Ext(e))
+                if matches!(e.as_ref(), Extension::PreSharedKeyClient(_)) =>
+            {
+                if let Extension::PreSharedKeyClient(psks) = e.to_mut() {
                     psks.binders = binders;
-                    true
                 }
-                _ => false,
-            },
+                true
+            }
             _ => false,
         }
     }

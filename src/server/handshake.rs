@@ -407,7 +407,7 @@ impl ExpectCertificate {
             // configuration asked for.
             return Err(PeerMisbehaved::UnexpectedMessage {
                 expected: "Finished",
-                got: HandshakeType::Certificate,
+                got: typ,
             }
             .into());
         };

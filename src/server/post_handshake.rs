@@ -168,7 +168,7 @@ impl PostHandshakeAuth {
                 // request of ours: unexpected_message (§4.6.2), as during the handshake.
                 return Err(PeerMisbehaved::UnexpectedMessage {
                     expected: "KeyUpdate",
-                    got: HandshakeType::Certificate,
+                    got: typ,
                 }
                 .into());
             };

@@ -123,10 +123,9 @@ impl Cx<'_> {
         Ok(match psk {
             Some(p) => {
                 let es = EarlySecret::new(suite.hash, Some(&p.psk), &mut self.conn.ev);
-                let partial = &encoded[..encoded.len() - ch.binders_len()];
                 let expected = es
                     .binder_key(!p.external, &mut self.conn.ev)
-                    .binder_for(transcript, partial, &mut self.conn.ev)
+                    .binder_for_hello(transcript, encoded, ch.binders_len(), &mut self.conn.ev)
                     .ok_or(PeerMisbehaved::BadBinder)?;
                 if !bool::from(expected.ct_eq(&p.binder)) {
                     return Err(PeerMisbehaved::BadBinder.into());

@@ -257,7 +257,8 @@ pub fn build(spec: &HelloSpec) -> Result<BuiltHello, Error> {
         if let Some(b) =
             key.binder_for_hello(&first, &edited.encoded, ch.binders_len(), &mut NoSink)
         {
-            ch.set_psk_binders(vec![b]);
+            // Only a hello whose last extension is pre_shared_key has binders to write.
+            let _ = ch.set_psk_binders(vec![b]);
         }
     }
     let message = HandshakeMessage::new(HandshakePayload::ClientHello(ch.clone()));
