@@ -4,6 +4,10 @@
 
 use tls13lab::ledger::unhex;
 
+/// One record's bytes as a page must show them: the wire bytes and, for a protected record,
+/// its TLSInnerPlaintext (content ‖ type ‖ padding).
+pub type RecordBytes = (Vec<u8>, Option<Vec<u8>>);
+
 /// One leaf as the page holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageLeaf {
@@ -71,7 +75,7 @@ pub fn leaves(html: &str) -> Result<Vec<PageLeaf>, String> {
 /// Checks that the leaves of `html` cover each record's bytes exactly once, with the right hex:
 /// `records[i]` is record `i + 1`'s wire bytes and, for a protected record, its
 /// TLSInnerPlaintext (content ‖ type ‖ padding). Returns the number of leaves.
-pub fn check_coverage(html: &str, records: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<usize, String> {
+pub fn check_coverage(html: &str, records: &[RecordBytes]) -> Result<usize, String> {
     let all = leaves(html)?;
     for (i, (wire, inner)) in records.iter().enumerate() {
         let spaces = [("wire", Some(wire)), ("inner", inner.as_ref())];

@@ -73,7 +73,7 @@ pub fn in_memory(run: &InMemory, side: Side, export: Option<&[u8]>) -> Result<St
 
 /// Each record of `events` as [`check::check_coverage`] takes it: its wire bytes and, when
 /// protected, its TLSInnerPlaintext.
-pub fn record_bytes(events: &[Event]) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, String> {
+pub fn record_bytes(events: &[Event]) -> Result<Vec<check::RecordBytes>, String> {
     let ill = Illustrated::from_events("", events)?;
     Ok(ill
         .records
@@ -89,7 +89,7 @@ mod tests {
     use tls13lab::messages::enums::NamedGroup;
 
     /// RFC 8448 §3's records, from the RFC's own bytes: wire and TLSInnerPlaintext.
-    fn rfc_records() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    fn rfc_records() -> Vec<check::RecordBytes> {
         Section::new(3)
             .unwrap()
             .records()
