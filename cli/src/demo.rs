@@ -2,6 +2,7 @@
 //! fixed clock and seeded randomness, so every run prints the same bytes. It takes the client's
 //! and the server's options, so anything measurable over TCP is measurable here.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lab::certgen::self_signed_p256;
@@ -60,6 +61,11 @@ pub struct DemoArgs {
     /// Send a GREASE encrypted_client_hello (RFC 9849 §6.2), which the server ignores.
     #[arg(long)]
     pub ech_grease: bool,
+    /// Write the full connection as one self-contained HTML page into FILE: every byte of
+    /// every record annotated, each protected record with its key, IV, nonce and additional
+    /// data, the key schedule linked to the records it protects.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 impl Default for DemoArgs {
@@ -77,6 +83,7 @@ impl Default for DemoArgs {
             once: false,
             ech: false,
             ech_grease: false,
+            html: None,
         }
     }
 }
@@ -136,6 +143,9 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     }
     if let Some(path) = &a.out.pcap {
         super::instruments::write_pcap(path, &demo_connection(events, a.seed))?;
+    }
+    if let Some(path) = &a.html {
+        super::instruments::write_html(path, &demo_connection(events, a.seed))?;
     }
 
     let l = ledger(events, NOW_MS);

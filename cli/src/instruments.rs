@@ -1,6 +1,7 @@
 //! What `demo`, `client` and `server` write for the instruments: `--svg FILE`, a ladder diagram
 //! of the connection (docs/ladder.md), and `--pcap FILE`, the connection as pcapng with its key
-//! log embedded (docs/dissect.md).
+//! log embedded (docs/dissect.md); and, for `demo`, `--html FILE`, the connection as one
+//! self-contained page (docs/illustrated/).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,13 @@ pub fn write_svg(path: &Path, c: &Connection<'_>) -> Result<(), Failure> {
         },
     );
     write_file(path, doc.as_bytes())
+}
+
+/// Write `c` as one self-contained HTML page (lab::illustrate).
+pub fn write_html(path: &Path, c: &Connection<'_>) -> Result<(), Failure> {
+    let page = lab::illustrate::page(&c.title, c.events)
+        .map_err(|e| Failure::file(path, format!("cannot illustrate the connection: {e}")))?;
+    write_file(path, page.as_bytes())
 }
 
 /// `FILE` for the first connection, `FILE-N.ext` for the N-th (a server's later connections).

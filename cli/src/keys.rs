@@ -3,11 +3,13 @@
 //! Finished value, binder, exporter and resumption PSK (docs/keyschedule.md); with `--ech`,
 //! Encrypted ClientHello's HPKE steps and acceptance confirmation first.
 //!
-//! The tree is built and printed by [`lab::explain`]; this module only reads the options.
+//! The tree is built and printed by [`lab::explain`], the `--html` page by [`lab::illustrate`];
+//! this module only reads the options.
 
 use std::path::PathBuf;
 
 use lab::explain::{self, Connection, InMemory, KeyTree};
+use lab::illustrate;
 use tls13lab::events::Side;
 
 use super::common::Offer;
@@ -67,6 +69,11 @@ pub struct KeysArgs {
     /// Also draw the tree as an SVG image into FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Also write the connection as one self-contained HTML page into FILE: every byte of
+    /// every record annotated, each protected record with its key, IV, nonce and additional
+    /// data, the key schedule linked to the records it protects (not with --ledger).
+    #[arg(long, value_name = "FILE", conflicts_with = "ledger")]
+    pub html: Option<PathBuf>,
 }
 
 /// Build the tree the options ask for, print it, and write the SVG if asked.
@@ -75,6 +82,14 @@ pub fn run(a: &KeysArgs) -> Result<(), String> {
     print!("{}", tree.text(a.explain));
     if let Some(path) = &a.svg {
         std::fs::write(path, tree.svg()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &a.html {
+        let export = (!a.no_export).then_some(a.export.as_bytes());
+        let page = match a.rfc8448 {
+            Some(n) => illustrate::rfc8448(n, a.side, export)?,
+            None => illustrate::in_memory(&in_memory_run(a)?, a.side, export)?,
+        };
+        std::fs::write(path, page).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -89,6 +104,11 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
         return KeyTree::from_json(&name, &text).map_err(|e| format!("{name}: {e}"));
     }
+    explain::in_memory_tree(&in_memory_run(a)?, a.side, export)
+}
+
+/// The in-memory run the options describe.
+fn in_memory_run(a: &KeysArgs) -> Result<InMemory, String> {
     let mut run = InMemory::demo(a.seed).map_err(|e| e.to_string())?;
     a.offer.apply(&mut run.client).map_err(|e| e.to_string())?;
     a.offer.apply_to_server(&run.client, &mut run.server);
@@ -97,7 +117,7 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
     run.post_handshake_auth = a.post_handshake_auth;
     run.ech = a.ech;
     run.hello_retry = a.hrr;
-    explain::in_memory_tree(&run, a.side, export)
+    Ok(run)
 }
 
 fn connection(s: &str) -> Result<Connection, String> {

@@ -2867,6 +2867,86 @@ fn docs_pages_match_what_the_instruments_print() {
     );
 }
 
+/// docs/illustrated/: the pages `tls13lab keys --html` writes for RFC 8448 §3 and for a hybrid
+/// full handshake with HelloRetryRequest. Regenerated and compared like the other docs
+/// (`TLS13LAB_WRITE_DOCS=1` rewrites them), and read back: every byte of every record in exactly
+/// one leaf showing that byte, and nothing the page would fetch.
+#[test]
+fn illustrated_pages_match_and_annotate_every_byte() {
+    use lab::explain::InMemory;
+    use lab::illustrate::{check, record_bytes};
+    use tls13lab::events::Side;
+    let write = std::env::var_os("TLS13LAB_WRITE_DOCS").is_some();
+    let docs = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("docs/illustrated");
+    let dir = temp_dir("illustrated");
+    let hybrid_run = InMemory {
+        hello_retry: true,
+        ..InMemory::demo(1)
+            .unwrap()
+            .with_groups(&[NamedGroup::X25519MLKEM768])
+    };
+    let pages: [(&str, &str, Vec<tls13lab::events::Event>); 2] = [
+        (
+            "rfc8448-3.html",
+            "keys --rfc8448 3 --no-export --html",
+            lab::rfc8448::replay_section(3, Side::Client, None).unwrap(),
+        ),
+        (
+            "hybrid-hrr.html",
+            "keys --groups X25519MLKEM768 --hrr --no-export --html",
+            lab::explain::in_memory(&hybrid_run, None).unwrap().0,
+        ),
+    ];
+    let mut stale = Vec::new();
+    for (file, args, events) in pages {
+        let out = dir.join(file);
+        let mut argv: Vec<&str> = args.split_whitespace().collect();
+        let out_s = out.to_str().unwrap();
+        argv.push(out_s);
+        tls13lab(&argv);
+        let page = std::fs::read_to_string(&out).unwrap();
+        let leaves = check::check_coverage(&page, &record_bytes(&events).unwrap())
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(leaves > 100, "{file}: {leaves} leaves");
+        assert_eq!(check::fetches(&page), Vec::<String>::new(), "{file}");
+        assert!(
+            !page.contains("<script src") && !page.contains("<link"),
+            "{file}"
+        );
+        let path = docs.join(file);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) {
+            if write {
+                std::fs::create_dir_all(&docs).unwrap();
+                std::fs::write(&path, &page).unwrap();
+            }
+            stale.push(file);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        write || stale.is_empty(),
+        "docs/illustrated/ no longer matches what tls13lab keys --html writes: {stale:?}\n\
+         regenerate with: TLS13LAB_WRITE_DOCS=1 cargo test --release --test instruments illustrated"
+    );
+}
+
+/// `tls13lab demo --html` writes the demo's full connection as a page covering every byte.
+#[test]
+fn demo_writes_an_illustrated_page() {
+    let dir = temp_dir("demo-html");
+    let out = dir.join("demo.html");
+    tls13lab(&["demo", "--once", "--html", out.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("tls13lab demo (in memory, seed 1)"));
+    let leaves = lab::illustrate::check::leaves(&page).unwrap();
+    // The demo's request and response are in it, decrypted.
+    assert!(page.contains("GET / HTTP/1.0"));
+    assert!(leaves.iter().any(|l| l.space == "inner"));
+    assert!(lab::illustrate::check::fetches(&page).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn hello_order_extra_and_x25519_reuse() {
     use tls13lab::messages::ExtensionType;

@@ -10,6 +10,8 @@
 //!   capture.
 //! - [`explain`]: a connection's key schedule as a tree, text or SVG (`tls13lab keys`).
 //! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
+//! - [`illustrate`]: one connection as one self-contained HTML page, every byte of every record
+//!   annotated, the key calculations beside the bytes they protect.
 //! - [`keylog`]: NSS key logs and the record keys and Finished checks they unlock (the core's
 //!   [`tls13lab::keylog`], re-exported).
 //! - [`ladder`]: a ladder (sequence) diagram of a connection, as text or as SVG.
@@ -32,6 +34,7 @@ pub mod dissect;
 pub mod ech;
 pub mod explain;
 pub mod hello;
+pub mod illustrate;
 pub mod keylog;
 pub mod ladder;
 pub mod pcap;

@@ -1172,6 +1172,7 @@ pub fn ladder(o: &Outcome, net: &Network) -> String {
             summary,
             origin_ms: Some(o.started_ms),
             notes,
+            record_links: None,
         },
     )
 }

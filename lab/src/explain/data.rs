@@ -497,6 +497,13 @@ pub fn in_memory(
 /// The key tree of an in-memory run, from `side`'s events.
 pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result<KeyTree, String> {
     let (c, s) = in_memory(o, export).map_err(|e| e.to_string())?;
+    let events = if side == Side::Client { c } else { s };
+    Ok(KeyTree::from_events(&in_memory_title(o, side), &events))
+}
+
+/// What an in-memory run is, e.g. "an in-memory full handshake, seed 1, HelloRetryRequest
+/// (client view)": the title of its tree and of its illustrated page.
+pub fn in_memory_title(o: &InMemory, side: Side) -> String {
     let what = match o.connection {
         Connection::Full => "full handshake",
         Connection::Resumed => "resumed handshake",
@@ -520,17 +527,24 @@ pub fn in_memory_tree(o: &InMemory, side: Side, export: Option<&[u8]>) -> Result
         }
     }
     let _ = write!(title, " ({} view)", side_name(side));
-    let events = if side == Side::Client { c } else { s };
-    Ok(KeyTree::from_events(&title, &events))
+    title
 }
 
 /// The key tree of RFC 8448 section `n` (3 to 7) replayed through our `side`; with `export`,
 /// it then computes a 32-byte TLS-Exporter value under that label.
 pub fn rfc8448(n: u8, side: Side, export: Option<&[u8]>) -> Result<KeyTree, String> {
-    let sec = crate::rfc8448::Section::new(n).map_err(|e| e.to_string())?;
     let events = crate::rfc8448::replay_section(n, side, export).map_err(|e| e.to_string())?;
-    let title = format!("RFC 8448 §{n} {} ({} view)", sec.title(), side_name(side));
-    Ok(KeyTree::from_events(&title, &events))
+    Ok(KeyTree::from_events(&rfc8448_title(n, side)?, &events))
+}
+
+/// "RFC 8448 §3 Simple 1-RTT Handshake (client view)": the title of a replay's tree and page.
+pub fn rfc8448_title(n: u8, side: Side) -> Result<String, String> {
+    let sec = crate::rfc8448::Section::new(n).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "RFC 8448 §{n} {} ({} view)",
+        sec.title(),
+        side_name(side)
+    ))
 }
 
 fn side_name(side: Side) -> &'static str {

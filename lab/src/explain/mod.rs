@@ -51,7 +51,10 @@ mod model;
 mod svg;
 mod text;
 
-pub use self::data::{in_memory, in_memory_tree, rfc8448, Connection, InMemory, DEMO_REQUEST};
+pub use self::data::{
+    in_memory, in_memory_title, in_memory_tree, rfc8448, rfc8448_title, Connection, InMemory,
+    DEMO_REQUEST,
+};
 pub use self::ech::{Confirmation, EchView, Seal};
 pub use self::hpke::hpke_text;
 pub use self::model::{Ikm, KeyTree, Node, SharedSecret, Step};

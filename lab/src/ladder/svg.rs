@@ -138,6 +138,9 @@ pub struct LadderOptions {
     pub exact_times_us: Vec<(u64, Option<u64>)>,
     /// Replaces the footer's round-trip count (e.g. with a measured time).
     pub summary: Option<String>,
+    /// Make each record's arrow a link to `#{prefix}{index}` (the ledger's 1-based index): the
+    /// illustrated page embeds the ladder and links every arrow to its record.
+    pub record_links: Option<String>,
 }
 
 fn fmt_us(us: u64) -> String {
@@ -379,6 +382,9 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         };
         // close_notify is the normal end; any other alert is drawn red.
         let alert = rec.inner_type == ContentType::Alert && rec.content.get(1) != Some(&0);
+        if let Some(prefix) = &opt.record_links {
+            let _ = writeln!(s, r##"<a href="#{}{}">"##, esc(prefix), r.index);
+        }
         let _ = writeln!(
             s,
             r##"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{}" stroke="{colour}" stroke-width="{width}"{dash} marker-end="url(#a{marker})"/>"##,
@@ -444,6 +450,9 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
                     fmt_us(arrived)
                 );
             }
+        }
+        if opt.record_links.is_some() {
+            s.push_str("</a>\n");
         }
         if Some(k) == first_response {
             let _ = writeln!(

@@ -1,0 +1,255 @@
+//! The illustrated connection: one recorded connection as one self-contained HTML page, byte
+//! by byte (issue 27; `tls13lab demo --html FILE`, `tls13lab keys --html FILE`).
+//!
+//! The page is made from one endpoint's events ([`tls13lab::events::Observe::ALL_WITH_SECRETS`]:
+//! records, handshake messages with their layouts, derivations, secrets, key shares) and reuses
+//! the lab's readings of them: the wire bytes are rebuilt as [`crate::pcap::wire_records`]
+//! rebuilds them for a capture, the key schedule is [`crate::explain::KeyTree`], the ladder on
+//! top is [`crate::ladder::svg_with`] with every arrow a link to its record.
+//!
+//! - Every record: its header fields and payload as hex; a protected record's
+//!   `encrypted_record` and tag, and beside them the TLSInnerPlaintext it decrypts to (content,
+//!   inner type, padding) with the traffic secret, write_key, write_iv, sequence number, nonce
+//!   (IV ⊕ sequence number) and additional data that protected it.
+//! - Every handshake message and extension as nested `<details open>` blocks from its layout:
+//!   each field named, its value in words, its length, a link to the RFC or draft section;
+//!   hybrid key shares split into their components (ML-KEM and X25519).
+//! - Every byte of every record lies in exactly one leaf (`class="leaf"` with `data-record`,
+//!   `data-space`, `data-off`, `data-len`); [`check::check_coverage`] verifies it without a
+//!   browser.
+//! - The key schedule with its real values, labels and the messages each transcript hash
+//!   covers; each traffic secret links to the records it protects and each record to its secret.
+//!
+//! Inline CSS and a few lines of inline JavaScript (expand/collapse all), nothing fetched;
+//! readable without JavaScript, a light and a dark scheme, printable. Application data records
+//! after the first [`APP_SHOWN`] collapse into a summary row.
+//!
+//! ```
+//! use tls13lab::events::Side;
+//!
+//! let html = lab::illustrate::rfc8448(3, Side::Client, None).unwrap();
+//! assert!(html.starts_with("<!DOCTYPE html>"));
+//! assert!(lab::illustrate::check::fetches(&html).is_empty());
+//! ```
+//!
+//! `model.rs` reads the events ([`Illustrated`]), `decode.rs` says what a field's bytes mean
+//! and where it is defined, `render.rs` writes the page, `css.rs` holds its style and script,
+//! `check.rs` reads a page back.
+
+pub mod check;
+mod css;
+mod decode;
+mod model;
+mod render;
+
+pub use self::decode::{rfc, Cite};
+pub use self::model::{nonce, secret_name, Illustrated, Message, Part, Protection, Record};
+pub use self::render::{esc, APP_SHOWN};
+
+use tls13lab::events::{Event, Side};
+
+use crate::explain::{self, InMemory};
+
+/// The page of one endpoint's `events` (which must hold records, handshake messages and
+/// secrets).
+pub fn page(title: &str, events: &[Event]) -> Result<String, String> {
+    Ok(render::page(&Illustrated::from_events(title, events)?))
+}
+
+/// The page of RFC 8448 section `n` (3 to 7) replayed through our `side`, with the RFC's own
+/// bytes; with `export`, a TLS-Exporter value under that label appears in the key schedule.
+pub fn rfc8448(n: u8, side: Side, export: Option<&[u8]>) -> Result<String, String> {
+    let events = crate::rfc8448::replay_section(n, side, export).map_err(|e| e.to_string())?;
+    page(&explain::rfc8448_title(n, side)?, &events)
+}
+
+/// The page of an in-memory run (the key-schedule explainer's, [`explain::in_memory`]) from
+/// `side`'s events.
+pub fn in_memory(run: &InMemory, side: Side, export: Option<&[u8]>) -> Result<String, String> {
+    let (c, s) = explain::in_memory(run, export).map_err(|e| e.to_string())?;
+    let events = if side == Side::Client { c } else { s };
+    page(&explain::in_memory_title(run, side), &events)
+}
+
+/// Each record of `events` as [`check::check_coverage`] takes it: its wire bytes and, when
+/// protected, its TLSInnerPlaintext.
+pub fn record_bytes(events: &[Event]) -> Result<Vec<check::RecordBytes>, String> {
+    let ill = Illustrated::from_events("", events)?;
+    Ok(ill
+        .records
+        .iter()
+        .map(|r| (r.wire.clone(), r.inner_plaintext()))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rfc8448::Section;
+    use tls13lab::messages::enums::NamedGroup;
+
+    /// RFC 8448 §3's records, from the RFC's own bytes: wire and TLSInnerPlaintext.
+    fn rfc_records() -> Vec<check::RecordBytes> {
+        Section::new(3)
+            .unwrap()
+            .records()
+            .into_iter()
+            .map(|r| {
+                // Protected records carry opaque_type application_data (23) with a real inner
+                // type; the RFC's records have no padding.
+                let inner = (r.wire[0] == 23).then(|| {
+                    let typ = match r.inner.as_str() {
+                        "handshake" => 22,
+                        "alert" => 21,
+                        _ => 23,
+                    };
+                    [r.payload.clone(), vec![typ]].concat()
+                });
+                (r.wire, inner)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rfc8448_page_covers_every_byte_of_the_rfcs_records_once() {
+        let html = rfc8448(3, Side::Client, None).unwrap();
+        let records = rfc_records();
+        assert_eq!(records.len(), 9);
+        let leaves = check::check_coverage(&html, &records).unwrap();
+        assert!(leaves > 150, "{leaves} leaves");
+        // Every record is there, and links to it from the ladder.
+        for i in 1..=records.len() {
+            assert!(html.contains(&format!("id=\"rec-{i}\"")));
+            assert!(html.contains(&format!("<a href=\"#rec-{i}\">")));
+        }
+    }
+
+    #[test]
+    fn rfc8448_page_shows_the_rfcs_keys() {
+        let html = rfc8448(3, Side::Client, None).unwrap();
+        let sec = Section::new(3).unwrap();
+        let calc = |what: &str| -> Vec<Vec<u8>> {
+            let key = format!("data-calc=\"{what}\">");
+            html.match_indices(&key)
+                .map(|(i, _)| {
+                    let rest = &html[i + key.len()..];
+                    let text: String = rest[..rest.find('<').unwrap()].split_whitespace().collect();
+                    tls13lab::ledger::unhex(&text).unwrap()
+                })
+                .collect()
+        };
+        // The first protected record is the server's handshake flight.
+        let keys = calc("key");
+        assert_eq!(
+            keys[0],
+            sec.summary("server_handshake_traffic_key").unwrap()
+        );
+        assert_eq!(
+            keys[0],
+            hex::decode("3fce516009c21727d0f2e4e86ee403bc").unwrap()
+        );
+        assert_eq!(
+            calc("iv")[0],
+            sec.summary("server_handshake_traffic_iv").unwrap()
+        );
+        // Its sequence number is 0, so the nonce is the IV; the client's Finished is next.
+        assert_eq!(calc("nonce")[0], calc("iv")[0]);
+        assert_eq!(
+            keys[1],
+            sec.summary("client_handshake_traffic_key").unwrap()
+        );
+        assert!(keys.contains(&sec.summary("server_application_traffic_key").unwrap()));
+        assert!(keys.contains(&sec.summary("client_application_traffic_key").unwrap()));
+        // The additional data is the record's header.
+        assert_eq!(calc("aad")[0], rfc_records()[2].0[..5]);
+        // The traffic secret links to the records it protects and back.
+        let secret_at = html
+            .find("data-name=\"server_handshake_traffic_secret\"")
+            .unwrap();
+        assert!(html[secret_at..].contains("records <a href=\"#rec-3\">#3</a>"));
+    }
+
+    #[test]
+    fn pages_fetch_nothing_and_escape_what_they_show() {
+        let html = rfc8448(3, Side::Client, None).unwrap();
+        assert_eq!(check::fetches(&html), Vec::<String>::new());
+        assert!(!html.contains("<script src"));
+        assert!(html.contains("<script>"));
+        assert!(html.contains("prefers-color-scheme: dark"));
+        // Links go only to the RFC editor and the datatracker.
+        for (i, _) in html.match_indices("href=\"http") {
+            let url = &html[i + 6..];
+            assert!(
+                url.starts_with("https://www.rfc-editor.org/rfc/")
+                    || url.starts_with("https://datatracker.ietf.org/doc/html/"),
+                "{}",
+                &url[..60]
+            );
+        }
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let img = check::fetches("<img src=\"https://x\"><a href=\"https://y\">");
+        assert_eq!(img.len(), 1);
+        assert!(img[0].starts_with(" src="));
+        assert_eq!(
+            check::fetches("<svg><line marker-end=\"url(#a0)\"/>").len(),
+            0
+        );
+        assert_eq!(check::fetches("<link rel=stylesheet href=s.css>").len(), 2);
+    }
+
+    #[test]
+    fn hybrid_hello_retry_page_splits_the_shares_and_covers_every_byte() {
+        let run = InMemory {
+            hello_retry: true,
+            ..InMemory::demo(1)
+                .unwrap()
+                .with_groups(&[NamedGroup::X25519MLKEM768])
+        };
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("hrr", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        assert!(html.contains(">HelloRetryRequest<"));
+        for part in [
+            "ML-KEM-768 encapsulation key",
+            "X25519 public key",
+            "ML-KEM-768 ciphertext",
+        ] {
+            let leaf = format!("<span class=\"fname\">{part}</span>");
+            assert!(html.contains(&leaf), "{part}");
+        }
+        // The ML-KEM-768 encapsulation key is 1184 bytes, its ciphertext 1088.
+        let leaves = check::leaves(&html).unwrap();
+        assert!(leaves.iter().any(|l| l.len == 1184));
+        assert!(leaves.iter().any(|l| l.len == 1088));
+    }
+
+    #[test]
+    fn application_data_beyond_a_few_records_collapses() {
+        use crate::demo;
+        use std::sync::Arc;
+        let (server, root) = demo::server_config(5, demo::NOW_MS).unwrap();
+        let client = demo::client_config(root);
+        let big = vec![b'x'; 5 * 16384];
+        let p = demo::request_response(
+            Arc::new(client),
+            Arc::new(server),
+            5,
+            demo::NOW_MS,
+            b"GET / HTTP/1.0\r\n\r\n",
+            &big,
+            Default::default(),
+        )
+        .unwrap();
+        let html = page("big", &p.client_events).unwrap();
+        check::check_coverage(&html, &record_bytes(&p.client_events).unwrap()).unwrap();
+        let more = html
+            .find("<details class=\"more\">")
+            .expect("a summary row");
+        assert!(html[more..].contains("more application data records"));
+        // A record split across records: none here, but every message piece is whole.
+        assert!(!html.contains("continues in another record"));
+    }
+}

@@ -1,0 +1,415 @@
+//! The page's model: one endpoint's events read into records (their wire bytes rebuilt as
+//! [`crate::pcap::wire_records`] rebuilds them), the handshake messages each record carries, the
+//! key and nonce that protected it, and the key tree of [`crate::explain`].
+
+use tls13lab::crypto::aead::{suite_params, SuiteParams, NONCE_LEN};
+use tls13lab::events::{Direction, Epoch, Event, HandshakeEvent, KeyShareEvent, RecordEvent};
+use tls13lab::keylog::{self, KeyLog};
+use tls13lab::keyschedule::hkdf::expand_label;
+use tls13lab::ledger::Ledger;
+use tls13lab::messages::enums::ContentType;
+use tls13lab::messages::layout::{check_tiling, Span};
+use tls13lab::transcript_reader::Negotiating;
+
+use crate::explain::KeyTree;
+
+/// One connection, read for the page.
+#[derive(Clone, Debug)]
+pub struct Illustrated {
+    /// What connection this is.
+    pub title: String,
+    /// The records in the order the observing endpoint saw them.
+    pub records: Vec<Record>,
+    /// The handshake messages, per direction in order.
+    pub messages: Vec<Message>,
+    /// The key schedule (from the derivations).
+    pub tree: KeyTree,
+    /// The ledger of the same events (the ladder is drawn from it).
+    pub ledger: Ledger,
+    /// The key exchanges, component by component.
+    pub shares: Vec<KeyShareEvent>,
+    /// The negotiated suite's parameters, once a ServerHello was seen.
+    pub suite: Option<SuiteParams>,
+    /// What could not be shown, in words.
+    pub notes: Vec<String>,
+}
+
+/// One record.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// 1-based position (the ledger's index; the page's `rec-N` anchor).
+    pub index: usize,
+    /// The record as reported.
+    pub event: RecordEvent,
+    /// Header and payload as on the wire.
+    pub wire: Vec<u8>,
+    /// The keys of a protected record.
+    pub protection: Option<Protection>,
+    /// The handshake messages (or pieces of them) its content carries, in order.
+    pub parts: Vec<Part>,
+}
+
+impl Record {
+    /// TLSInnerPlaintext (content ‖ type ‖ zeros) of a protected record, or `None`.
+    pub fn inner_plaintext(&self) -> Option<Vec<u8>> {
+        self.event.seq?;
+        let mut v = self.event.content.clone();
+        v.push(u8::from(self.event.inner_type));
+        v.resize(v.len() + self.event.padding_len, 0);
+        Some(v)
+    }
+}
+
+/// A piece of a handshake message inside one record's content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Index into [`Illustrated::messages`].
+    pub message: usize,
+    /// Where the piece starts in the message.
+    pub msg_off: usize,
+    /// Where it starts in the record's content.
+    pub content_off: usize,
+    /// Its length.
+    pub len: usize,
+}
+
+/// A handshake message.
+#[derive(Clone, Debug)]
+pub struct Message {
+    /// As reported.
+    pub event: HandshakeEvent,
+    /// Its layout, checked to tile the message (hybrid shares split into their components).
+    pub layout: Option<Vec<Span>>,
+    /// The records that carry it (1-based indexes).
+    pub records: Vec<usize>,
+}
+
+/// What protected a record (RFC 8446 §5.2, §5.3, §7.3).
+#[derive(Clone, Debug)]
+pub struct Protection {
+    /// AEAD algorithm name.
+    pub aead: &'static str,
+    /// The traffic secret's name, e.g. `server_handshake_traffic_secret`.
+    pub secret_name: String,
+    /// The secret.
+    pub secret: Vec<u8>,
+    /// Its node in the key tree.
+    pub secret_node: Option<usize>,
+    /// write_key.
+    pub key: Vec<u8>,
+    /// Its node in the key tree (`None`: derived here from the secret).
+    pub key_node: Option<usize>,
+    /// write_iv.
+    pub iv: Vec<u8>,
+    /// Its node in the key tree.
+    pub iv_node: Option<usize>,
+    /// The record's sequence number.
+    pub seq: u64,
+    /// iv ⊕ the sequence number, left-padded to the IV's length.
+    pub nonce: Vec<u8>,
+    /// The additional data: the record header.
+    pub aad: Vec<u8>,
+}
+
+/// The name of the traffic secret protecting `epoch` in `direction` (as the key schedule names
+/// it), or `None` for plaintext.
+pub fn secret_name(direction: Direction, epoch: Epoch) -> Option<String> {
+    let who = match direction {
+        Direction::ClientToServer => "client",
+        Direction::ServerToClient => "server",
+    };
+    Some(match epoch {
+        Epoch::Plaintext => return None,
+        Epoch::Early => "client_early_traffic_secret".to_string(),
+        Epoch::Handshake => format!("{who}_handshake_traffic_secret"),
+        Epoch::Application(n) => format!("{who}_application_traffic_secret_{n}"),
+    })
+}
+
+/// The per-record nonce: iv with the 64-bit sequence number XORed into its end (RFC 8446 §5.3).
+pub fn nonce(iv: &[u8], seq: u64) -> Vec<u8> {
+    let mut n = iv.to_vec();
+    let len = n.len();
+    for (i, b) in seq.to_be_bytes().iter().enumerate() {
+        if let Some(x) = (len + i).checked_sub(8).and_then(|j| n.get_mut(j)) {
+            *x ^= b;
+        }
+    }
+    n
+}
+
+impl Illustrated {
+    /// Reads one endpoint's events (records, handshake messages with layouts, derivations and
+    /// secrets: [`tls13lab::events::Observe::ALL_WITH_SECRETS`]).
+    pub fn from_events(title: &str, events: &[Event]) -> Result<Illustrated, String> {
+        let wire = crate::pcap::wire_records(events)?;
+        let tree = KeyTree::from_events(title, events);
+        let ledger = Ledger::from_events(events);
+        let suite = Negotiating::from_events(events)
+            .suite()
+            .and_then(suite_params);
+        let log = KeyLog::from_events(events);
+        let random = events.iter().find_map(|e| match e {
+            Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
+            _ => None,
+        });
+        let shares: Vec<KeyShareEvent> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::KeyShare(k) => Some(k.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut notes = Vec::new();
+        let mut records = Vec::new();
+        let rec_events = events.iter().filter_map(|e| match e {
+            Event::Record(r) => Some(r),
+            _ => None,
+        });
+        for (i, (r, w)) in rec_events.zip(wire).enumerate() {
+            let protection = match r.seq {
+                None => None,
+                Some(seq) => {
+                    let p = protection(&tree, suite, &log, random.as_deref(), r, seq);
+                    if p.is_none() {
+                        notes.push(format!("record #{}: no secret for its keys", i + 1));
+                    }
+                    p
+                }
+            };
+            records.push(Record {
+                index: i + 1,
+                event: r.clone(),
+                wire: w.bytes,
+                protection,
+                parts: Vec::new(),
+            });
+        }
+        let mut messages: Vec<Message> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Handshake(h) => Some(Message {
+                    layout: h
+                        .layout
+                        .clone()
+                        .filter(|l| check_tiling(l, h.bytes.len()).is_ok())
+                        .map(|mut l| {
+                            split_shares(&mut l, &h.bytes, h.direction, &shares);
+                            l
+                        }),
+                    event: h.clone(),
+                    records: Vec::new(),
+                }),
+                _ => None,
+            })
+            .collect();
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+            if let Err(e) = place_messages(&mut records, &mut messages, dir) {
+                notes.push(e);
+            }
+        }
+        Ok(Illustrated {
+            title: title.to_string(),
+            records,
+            messages,
+            tree,
+            ledger,
+            shares,
+            suite,
+            notes,
+        })
+    }
+
+    /// The records a key-tree node's secret protects (1-based indexes).
+    pub fn records_of_node(&self, node: usize) -> Vec<usize> {
+        self.records
+            .iter()
+            .filter(|r| r.protection.as_ref().and_then(|p| p.secret_node) == Some(node))
+            .map(|r| r.index)
+            .collect()
+    }
+}
+
+/// The keys of one protected record: the traffic secret's node in the tree and its write_key
+/// and write_iv children when the events derived them, else derived here from the key log's
+/// secret (as the dissector and the pcap writer do).
+fn protection(
+    tree: &KeyTree,
+    suite: Option<SuiteParams>,
+    log: &KeyLog,
+    random: Option<&[u8]>,
+    r: &RecordEvent,
+    seq: u64,
+) -> Option<Protection> {
+    let suite = suite?;
+    let name = secret_name(r.direction, r.epoch)?;
+    let secret_node = tree.nodes.iter().position(|n| n.step.name == name);
+    let secret = match secret_node {
+        Some(i) => tree.nodes[i].step.output.clone(),
+        None => keylog::traffic_secret(log, random?, suite.hash, r.direction, r.epoch)?,
+    };
+    let child = |what: &str| {
+        secret_node.and_then(|i| {
+            tree.nodes[i]
+                .children
+                .iter()
+                .copied()
+                .find(|&c| tree.nodes[c].step.name == what)
+        })
+    };
+    let (key_node, iv_node) = (child("write_key"), child("write_iv"));
+    let key = match key_node {
+        Some(k) => tree.nodes[k].step.output.clone(),
+        None => expand_label(suite.hash, &secret, "key", b"", suite.aead.key_len()).ok()?,
+    };
+    let iv = match iv_node {
+        Some(k) => tree.nodes[k].step.output.clone(),
+        None => expand_label(suite.hash, &secret, "iv", b"", NONCE_LEN).ok()?,
+    };
+    Some(Protection {
+        aead: suite.aead.name(),
+        secret_name: name,
+        secret,
+        secret_node,
+        nonce: nonce(&iv, seq),
+        key,
+        key_node,
+        iv,
+        iv_node,
+        seq,
+        aad: r.header.clone(),
+    })
+}
+
+/// Lays `direction`'s handshake messages over its handshake records' contents (a message may
+/// span records, a record hold several messages). Stops at the first message whose bytes are
+/// not the stream's.
+fn place_messages(
+    records: &mut [Record],
+    messages: &mut [Message],
+    direction: Direction,
+) -> Result<(), String> {
+    // (record position, start in the stream, length)
+    let mut stream = Vec::new();
+    let mut spans = Vec::new();
+    for (k, r) in records.iter().enumerate() {
+        if r.event.direction == direction && r.event.inner_type == ContentType::Handshake {
+            spans.push((k, stream.len(), r.event.content.len()));
+            stream.extend_from_slice(&r.event.content);
+        }
+    }
+    let mut at = 0;
+    for (m, msg) in messages.iter_mut().enumerate() {
+        if msg.event.direction != direction {
+            continue;
+        }
+        let len = msg.event.bytes.len();
+        if stream.get(at..at + len) != Some(&msg.event.bytes[..]) {
+            return Err(format!(
+                "{}: the {} message is not the next bytes of its records",
+                direction.arrow(),
+                msg.event.typ
+            ));
+        }
+        for &(k, start, rlen) in &spans {
+            let (lo, hi) = (at.max(start), (at + len).min(start + rlen));
+            if lo < hi {
+                records[k].parts.push(Part {
+                    message: m,
+                    msg_off: lo - at,
+                    content_off: lo - start,
+                    len: hi - lo,
+                });
+                msg.records.push(records[k].index);
+            }
+        }
+        at += len;
+    }
+    Ok(())
+}
+
+/// Splits each hybrid key share's `data` into its components (draft-ietf-tls-ecdhe-mlkem: the
+/// shares are concatenated), when a reported key exchange of that group has exactly these
+/// bytes as its components' shares for this direction.
+fn split_shares(spans: &mut [Span], bytes: &[u8], direction: Direction, shares: &[KeyShareEvent]) {
+    let group = spans
+        .iter()
+        .find(|s| s.name == "group" && s.len == 2)
+        .map(|s| u16::from_be_bytes([bytes[s.offset], bytes[s.offset + 1]]));
+    for s in spans.iter_mut() {
+        if s.name == "key_exchange" {
+            if let Some(g) = group {
+                split_one(s, g, bytes, direction, shares);
+            }
+        } else {
+            split_shares(&mut s.children, bytes, direction, shares);
+        }
+    }
+}
+
+fn split_one(
+    key_exchange: &mut Span,
+    group: u16,
+    bytes: &[u8],
+    direction: Direction,
+    shares: &[KeyShareEvent],
+) {
+    let Some(data) = key_exchange
+        .children
+        .iter_mut()
+        .find(|c| c.name == "data" && c.children.is_empty())
+    else {
+        return;
+    };
+    let value = &bytes[data.offset..data.end()];
+    let client = direction == Direction::ClientToServer;
+    for k in shares {
+        if u16::from(k.group) != group || k.components.len() < 2 {
+            continue;
+        }
+        let parts: Vec<&[u8]> = k
+            .components
+            .iter()
+            .map(|c| {
+                if client {
+                    &c.client_share[..]
+                } else {
+                    &c.server_share[..]
+                }
+            })
+            .collect();
+        if parts.concat() != value {
+            continue;
+        }
+        let mut at = data.offset;
+        for (c, p) in k.components.iter().zip(parts) {
+            let what = match (c.name.starts_with("ML-KEM"), client) {
+                (true, true) => "encapsulation key",
+                (true, false) => "ciphertext",
+                (false, _) => "public key",
+            };
+            data.children.push(Span {
+                name: format!("{} {what}", c.name),
+                offset: at,
+                len: p.len(),
+                children: Vec::new(),
+            });
+            at += p.len();
+        }
+        return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_xors_the_sequence_number_into_the_end() {
+        let iv = [0u8; 12];
+        assert_eq!(nonce(&iv, 1)[11], 1);
+        assert_eq!(nonce(&iv, 0x0102)[10..], [1, 2]);
+        let iv = [0xff; 12];
+        assert_eq!(nonce(&iv, 1)[..], [[0xff; 11].as_slice(), &[0xfe]].concat());
+    }
+}

@@ -1,0 +1,802 @@
+//! The page: the ladder on top, then every record (its wire bytes, its decrypted inner
+//! plaintext with the messages' fields, the key and nonce that protected it), then the key
+//! schedule, each traffic secret linked both ways with the records it protects.
+//!
+//! Every byte of a record is in exactly one leaf, `<div class="leaf" data-record="N"
+//! data-space="wire|inner" data-off="O" data-len="L">` holding its name, its value in words and
+//! `<code class="hex">` with the bytes: `wire` offsets count from the record's first header
+//! byte, `inner` ones from the start of a protected record's TLSInnerPlaintext
+//! ([`super::check`] reads them back).
+
+use std::fmt::Write as _;
+
+use tls13lab::events::{Direction, EarlyDataStatus};
+use tls13lab::keyschedule::DerivationOp;
+use tls13lab::messages::enums::{ContentType, HandshakeType};
+use tls13lab::messages::handshake::HRR_RANDOM;
+use tls13lab::messages::layout::Span;
+
+use super::css::{CSS, JS};
+use super::decode::{self, rfc, Cite};
+use super::model::{Illustrated, Part, Record};
+use crate::explain::{Ikm, Node};
+use crate::ladder::{self, LadderOptions};
+
+/// How many application data records are shown before the rest collapse into one row.
+pub const APP_SHOWN: usize = 4;
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Bytes as spaced hex pairs.
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 3);
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn cite(c: Option<Cite>) -> String {
+    c.map_or_else(String::new, |c| {
+        format!(
+            r#" <a class="cite" href="{}">{}</a>"#,
+            esc(&c.href),
+            esc(&c.label)
+        )
+    })
+}
+
+/// Which bytes a leaf's offset counts in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Space {
+    /// The record as on the wire, header included.
+    Wire,
+    /// A protected record's TLSInnerPlaintext.
+    Inner,
+}
+
+impl Space {
+    fn name(self) -> &'static str {
+        match self {
+            Space::Wire => "wire",
+            Space::Inner => "inner",
+        }
+    }
+}
+
+struct Leaf<'a> {
+    record: usize,
+    space: Space,
+    off: usize,
+    bytes: &'a [u8],
+    name: &'a str,
+    value: Option<String>,
+    note: &'a str,
+    cite: Option<Cite>,
+}
+
+fn leaf(out: &mut String, l: Leaf<'_>) {
+    let _ = write!(
+        out,
+        r#"<div class="leaf" data-record="{}" data-space="{}" data-off="{}" data-len="{}"><span class="fname">{}</span><span class="fv">"#,
+        l.record,
+        l.space.name(),
+        l.off,
+        l.bytes.len(),
+        esc(l.name)
+    );
+    if let Some(v) = &l.value {
+        let _ = write!(out, r#"<span class="val">{}</span> "#, esc(v));
+    }
+    let _ = write!(
+        out,
+        r#"<span class="flen">{} byte{}{}</span>{}</span><code class="hex">{}</code></div>"#,
+        l.bytes.len(),
+        if l.bytes.len() == 1 { "" } else { "s" },
+        esc(l.note),
+        cite(l.cite),
+        hex(l.bytes)
+    );
+    out.push('\n');
+}
+
+/// The whole page.
+pub fn page(ill: &Illustrated) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"tls13lab illustrate\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+        esc(&format!("The illustrated connection: {}", ill.title))
+    );
+    header(&mut o, ill);
+    let _ = write!(
+        o,
+        "<section id=\"ladder\">\n<h2>The connection at a glance</h2>\n\
+         <p class=\"muted\">One arrow per record; each arrow links to its record below.</p>\n<div class=\"ladder\">\n{}</div>\n</section>\n",
+        ladder::svg_with(
+            &ill.ledger,
+            &LadderOptions {
+                title: ill.title.clone(),
+                record_links: Some("rec-".into()),
+                ..LadderOptions::default()
+            }
+        )
+    );
+    records(&mut o, ill);
+    key_schedule(&mut o, ill);
+    if !ill.notes.is_empty() {
+        o.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
+        for n in &ill.notes {
+            let _ = writeln!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul>\n</section>\n");
+    }
+    let _ = write!(
+        o,
+        "<footer class=\"muted\"><p>Generated by tls13lab from the connection's own events: \
+         nothing on this page was fetched or typed by hand.</p></footer>\n<script>{JS}</script>\n</body>\n</html>\n"
+    );
+    o
+}
+
+fn header(o: &mut String, ill: &Illustrated) {
+    let _ = writeln!(
+        o,
+        "<header>\n<h1>The illustrated connection</h1>\n<p id=\"subject\">{}</p>",
+        esc(&ill.title)
+    );
+    if let Some(n) = &ill.ledger.negotiated {
+        let mut parts = vec![
+            n.suite.to_string(),
+            n.group.map_or("psk_ke".to_string(), |g| g.to_string()),
+            if n.resumed {
+                "resumed"
+            } else {
+                "full handshake"
+            }
+            .to_string(),
+        ];
+        if n.hello_retry {
+            parts.push("HelloRetryRequest".into());
+        }
+        match n.early_data {
+            EarlyDataStatus::Accepted => parts.push("0-RTT accepted".into()),
+            EarlyDataStatus::Rejected => parts.push("0-RTT rejected".into()),
+            EarlyDataStatus::NotSent => {}
+        }
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\" id=\"negotiated\">{}</p>",
+            esc(&parts.join(" · "))
+        );
+    }
+    o.push_str(
+        "<div id=\"controls\"></div>\n<nav id=\"toc\">\n<h2>Contents</h2>\n<ul>\n\
+                <li><a href=\"#ladder\">The connection at a glance</a></li>\n\
+                <li><a href=\"#records\">Records</a>\n<ul>\n",
+    );
+    for r in &ill.records {
+        let (what, bytes) = ladder::record_summary(&ill.ledger.records[r.index - 1]);
+        let _ = writeln!(
+            o,
+            "<li><a href=\"#rec-{}\">#{} {} {}</a> <span class=\"muted\">{} · {}</span></li>",
+            r.index,
+            r.index,
+            r.event.direction.arrow(),
+            esc(&what),
+            esc(&bytes),
+            r.event.epoch
+        );
+    }
+    o.push_str(
+        "</ul></li>\n<li><a href=\"#key-schedule\">The key schedule</a></li>\n</ul>\n</nav>\n</header>\n",
+    );
+}
+
+fn records(o: &mut String, ill: &Illustrated) {
+    o.push_str(
+        "<section id=\"records\">\n<h2>Records</h2>\n<p class=\"muted\">Each record as on the wire: \
+         its header and payload, then, for a protected record, the TLSInnerPlaintext it decrypts \
+         to and the key, IV, nonce and additional data that protected it. Every byte is in one \
+         named field.</p>\n",
+    );
+    let is_app = |r: &Record| r.event.inner_type == ContentType::ApplicationData;
+    let mut app = 0;
+    let mut i = 0;
+    while i < ill.records.len() {
+        let r = &ill.records[i];
+        if is_app(r) {
+            app += 1;
+        }
+        if is_app(r) && app > APP_SHOWN {
+            let j = ill.records[i..]
+                .iter()
+                .position(|r| !is_app(r))
+                .map_or(ill.records.len(), |k| i + k);
+            let run = &ill.records[i..j];
+            let bytes: usize = run.iter().map(|r| r.wire.len()).sum();
+            let _ = writeln!(
+                o,
+                "<details class=\"more\"><summary>{} more application data record{}, {bytes} bytes (#{}–#{})</summary>",
+                run.len(),
+                if run.len() == 1 { "" } else { "s" },
+                run[0].index,
+                run[run.len() - 1].index
+            );
+            for r in run {
+                record(o, ill, r);
+            }
+            o.push_str("</details>\n");
+            app += run.len() - 1;
+            i = j;
+            continue;
+        }
+        record(o, ill, r);
+        i += 1;
+    }
+    o.push_str("</section>\n");
+}
+
+fn record(o: &mut String, ill: &Illustrated, r: &Record) {
+    let e = &r.event;
+    let (what, bytes) = ladder::record_summary(&ill.ledger.records[r.index - 1]);
+    let dir = match e.direction {
+        Direction::ClientToServer => "c2s",
+        Direction::ServerToClient => "s2c",
+    };
+    let _ = writeln!(
+        o,
+        "<details open class=\"record {dir}\" id=\"rec-{}\" data-record=\"{}\" data-epoch=\"{}\"><summary>#{} {} {} <span class=\"muted\">{} · {}</span></summary>\n<div class=\"rec-body\">",
+        r.index,
+        r.index,
+        esc(&e.epoch.to_string()),
+        r.index,
+        e.direction.arrow(),
+        esc(&what),
+        esc(&bytes),
+        esc(&e.epoch.to_string())
+    );
+    // The wire.
+    let protected = r.protection.is_some() && e.seq.is_some();
+    let header_cite = if protected {
+        rfc(8446, "5.2")
+    } else {
+        rfc(8446, "5.1")
+    };
+    let _ = writeln!(
+        o,
+        "<div class=\"pane wire\"><h4>On the wire: {} ({} bytes){}</h4>\n<details open class=\"field\"><summary><span class=\"fname\">header</span> <span class=\"flen\">5 bytes</span></summary>",
+        if protected {
+            "TLSCiphertext"
+        } else {
+            "TLSPlaintext"
+        },
+        r.wire.len(),
+        cite(Some(header_cite))
+    );
+    let w = &r.wire;
+    for (name, off, len) in [
+        (
+            if protected { "opaque_type" } else { "type" },
+            0usize,
+            1usize,
+        ),
+        ("legacy_record_version", 1, 2),
+        ("length", 3, 2),
+    ] {
+        let value = match name {
+            "opaque_type" | "type" => decode::value("content_type", "", None, &w[off..off + len]),
+            n => decode::value(n, "", None, &w[off..off + len]),
+        };
+        leaf(
+            o,
+            Leaf {
+                record: r.index,
+                space: Space::Wire,
+                off,
+                bytes: &w[off..off + len],
+                name,
+                value,
+                note: "",
+                cite: None,
+            },
+        );
+    }
+    o.push_str("</details>\n");
+    match (&r.protection, e.seq) {
+        (Some(p), Some(_)) => {
+            let tag_at = w.len() - e.tag_len;
+            leaf(
+                o,
+                Leaf {
+                    record: r.index,
+                    space: Space::Wire,
+                    off: 5,
+                    bytes: &w[5..tag_at],
+                    name: "encrypted_record",
+                    value: Some("the encrypted TLSInnerPlaintext (decrypted beside)".into()),
+                    note: "",
+                    cite: None,
+                },
+            );
+            leaf(
+                o,
+                Leaf {
+                    record: r.index,
+                    space: Space::Wire,
+                    off: tag_at,
+                    bytes: &w[tag_at..],
+                    name: "tag",
+                    value: Some(format!("{} authentication tag", p.aead)),
+                    note: "",
+                    cite: None,
+                },
+            );
+            o.push_str("</div>\n");
+            let inner = r.inner_plaintext().unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "<div class=\"pane inner\"><h4>Decrypted: TLSInnerPlaintext ({} bytes){}</h4>",
+                inner.len(),
+                cite(Some(rfc(8446, "5.2")))
+            );
+            content(o, ill, r, Space::Inner, 0);
+            let at = e.content.len();
+            leaf(
+                o,
+                Leaf {
+                    record: r.index,
+                    space: Space::Inner,
+                    off: at,
+                    bytes: &inner[at..at + 1],
+                    name: "type",
+                    value: decode::value("content_type", "", None, &inner[at..at + 1]),
+                    note: "",
+                    cite: None,
+                },
+            );
+            if e.padding_len > 0 {
+                leaf(
+                    o,
+                    Leaf {
+                        record: r.index,
+                        space: Space::Inner,
+                        off: at + 1,
+                        bytes: &inner[at + 1..],
+                        name: "padding",
+                        value: Some("zeros".into()),
+                        note: "",
+                        cite: Some(rfc(8446, "5.4")),
+                    },
+                );
+            }
+            o.push_str("</div>\n");
+            protection(o, r);
+        }
+        _ => {
+            content(o, ill, r, Space::Wire, 5);
+            o.push_str("</div>\n");
+        }
+    }
+    o.push_str("</div>\n</details>\n");
+}
+
+/// The record's content (its plaintext without type and padding), field by field, from offset
+/// `base` in `space`.
+fn content(o: &mut String, ill: &Illustrated, r: &Record, space: Space, base: usize) {
+    let c = &r.event.content;
+    let l = |o: &mut String, off: usize, len: usize, name: &str, value: Option<String>| {
+        leaf(
+            o,
+            Leaf {
+                record: r.index,
+                space,
+                off: base + off,
+                bytes: &c[off..off + len],
+                name,
+                value,
+                note: "",
+                cite: None,
+            },
+        )
+    };
+    match r.event.inner_type {
+        ContentType::Handshake => {
+            let mut at = 0;
+            for p in &r.parts {
+                if p.content_off > at {
+                    l(o, at, p.content_off - at, "handshake data", None);
+                }
+                message(o, ill, r, space, base, p);
+                at = p.content_off + p.len;
+            }
+            if at < c.len() {
+                l(
+                    o,
+                    at,
+                    c.len() - at,
+                    "handshake data",
+                    Some("not matched to a reported message".into()),
+                );
+            }
+        }
+        ContentType::Alert if c.len() == 2 => {
+            let _ = writeln!(
+                o,
+                "<details open class=\"field\"><summary><span class=\"fname\">Alert</span> <span class=\"flen\">2 bytes</span>{}</summary>",
+                cite(Some(rfc(8446, "6")))
+            );
+            l(o, 0, 1, "level", decode::value("level", "", None, &c[..1]));
+            l(
+                o,
+                1,
+                1,
+                "description",
+                decode::value("description", "", None, &c[1..]),
+            );
+            o.push_str("</details>\n");
+        }
+        ContentType::ChangeCipherSpec if !c.is_empty() => l(
+            o,
+            0,
+            c.len(),
+            "change_cipher_spec",
+            Some("middlebox compatibility (RFC 8446 §D.4), not protected, ignored".into()),
+        ),
+        ContentType::ApplicationData if !c.is_empty() => l(
+            o,
+            0,
+            c.len(),
+            "application data",
+            Some(crate::dissect::printable(c, 80)),
+        ),
+        _ if !c.is_empty() => l(o, 0, c.len(), "content", None),
+        _ => {}
+    }
+}
+
+/// One handshake message's piece in a record, as nested blocks from its layout.
+fn message(o: &mut String, ill: &Illustrated, r: &Record, space: Space, base: usize, p: &Part) {
+    let m = &ill.messages[p.message];
+    let bytes = &m.event.bytes;
+    let typ = m.event.typ;
+    let hrr = typ == HandshakeType::ServerHello && bytes.get(6..38) == Some(&HRR_RANDOM[..]);
+    let name = if hrr {
+        "HelloRetryRequest".to_string()
+    } else {
+        ladder::message_name(typ)
+    };
+    let (lo, hi) = (p.msg_off, p.msg_off + p.len);
+    let clip = if lo > 0 || hi < bytes.len() {
+        let others: Vec<String> = m
+            .records
+            .iter()
+            .filter(|&&k| k != r.index)
+            .map(|k| format!("<a href=\"#rec-{k}\">#{k}</a>"))
+            .collect();
+        format!(
+            " <span class=\"clip\">bytes {lo}–{} of it here; the rest in {}</span>",
+            hi - 1,
+            others.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "<details open class=\"msg\" data-message=\"{}\"><summary><span class=\"fname\">{}</span> <span class=\"flen\">{} bytes</span>{clip}{}</summary>",
+        p.message,
+        esc(&name),
+        bytes.len(),
+        cite(decode::message_cite(typ, hrr))
+    );
+    let ctx = Ctx {
+        record: r.index,
+        space,
+        start: base + p.content_off,
+        lo,
+        hi,
+        bytes,
+        typ,
+    };
+    match &m.layout {
+        Some(spans) => ctx.spans(o, spans, ""),
+        None => leaf(
+            o,
+            Leaf {
+                record: r.index,
+                space,
+                off: ctx.start,
+                bytes: &bytes[lo..hi],
+                name: "message",
+                value: Some("no layout reported".into()),
+                note: "",
+                cite: None,
+            },
+        ),
+    }
+    o.push_str("</details>\n");
+}
+
+/// A message's layout clipped to the piece `lo..hi` that lies at `start` in the record.
+struct Ctx<'a> {
+    record: usize,
+    space: Space,
+    start: usize,
+    lo: usize,
+    hi: usize,
+    bytes: &'a [u8],
+    typ: HandshakeType,
+}
+
+impl Ctx<'_> {
+    fn spans(&self, o: &mut String, spans: &[Span], parent: &str) {
+        for s in spans {
+            let (a, b) = (s.offset.max(self.lo), s.end().min(self.hi));
+            if a >= b {
+                continue;
+            }
+            let whole = a == s.offset && b == s.end();
+            let note = if whole {
+                String::new()
+            } else {
+                format!(" of {} (continues in another record)", s.len)
+            };
+            let c = if parent == "extensions" {
+                decode::extension_cite(&s.name)
+            } else {
+                decode::field_cite(&s.name)
+            };
+            if s.children.is_empty() {
+                let value = whole
+                    .then(|| decode::value(&s.name, parent, Some(self.typ), &self.bytes[a..b]))
+                    .flatten();
+                leaf(
+                    o,
+                    Leaf {
+                        record: self.record,
+                        space: self.space,
+                        off: self.start + (a - self.lo),
+                        bytes: &self.bytes[a..b],
+                        name: &s.name,
+                        value,
+                        note: &note,
+                        cite: c,
+                    },
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "<details open class=\"field\"><summary><span class=\"fname\">{}</span> <span class=\"flen\">{} bytes{}</span>{}</summary>",
+                    esc(&s.name),
+                    s.len,
+                    esc(&note),
+                    cite(c)
+                );
+                self.spans(o, &s.children, &s.name);
+                o.push_str("</details>\n");
+            }
+        }
+    }
+}
+
+fn code(bytes: &[u8], calc: &str) -> String {
+    format!(
+        "<code class=\"hex calc\" data-calc=\"{calc}\">{}</code>",
+        hex(bytes)
+    )
+}
+
+fn node_link(node: Option<usize>, text: &str) -> String {
+    match node {
+        Some(i) => format!("<a href=\"#ks-{i}\">{}</a>", esc(text)),
+        None => format!("{} <span class=\"muted\">(derived here)</span>", esc(text)),
+    }
+}
+
+fn protection(o: &mut String, r: &Record) {
+    let Some(p) = &r.protection else { return };
+    let _ = writeln!(
+        o,
+        "<div class=\"pane calc\"><h4>Protection{}</h4>\n<table class=\"calc\">",
+        cite(Some(rfc(8446, "5.2")))
+    );
+    let rows = [
+        (
+            node_link(p.secret_node, &p.secret_name),
+            code(&p.secret, "secret"),
+        ),
+        (
+            format!(
+                "{} = HKDF-Expand-Label(secret, \"key\", \"\", {}){}",
+                node_link(p.key_node, "write_key"),
+                p.key.len(),
+                cite(Some(rfc(8446, "7.3")))
+            ),
+            code(&p.key, "key"),
+        ),
+        (
+            format!(
+                "{} = HKDF-Expand-Label(secret, \"iv\", \"\", {})",
+                node_link(p.iv_node, "write_iv"),
+                p.iv.len()
+            ),
+            code(&p.iv, "iv"),
+        ),
+        (
+            "sequence number".to_string(),
+            format!("<span class=\"val\" data-calc=\"seq\">{}</span>", p.seq),
+        ),
+        (
+            format!(
+                "nonce = write_iv ⊕ sequence number{}",
+                cite(Some(rfc(8446, "5.3")))
+            ),
+            code(&p.nonce, "nonce"),
+        ),
+        (
+            "additional data = the record header".to_string(),
+            code(&p.aad, "aad"),
+        ),
+        (
+            "AEAD".to_string(),
+            format!(
+                "{}: encrypted_record ‖ tag = AEAD-Encrypt(write_key, nonce, additional data, TLSInnerPlaintext)",
+                esc(p.aead)
+            ),
+        ),
+    ];
+    for (th, td) in rows {
+        let _ = writeln!(o, "<tr><th>{th}</th><td>{td}</td></tr>");
+    }
+    o.push_str("</table></div>\n");
+}
+
+fn step_cite(name: &str) -> Cite {
+    let sec = match name {
+        "write_key" | "write_iv" => "7.3",
+        "finished_key" | "verify_data" => "4.4.4",
+        "resumption_psk" => "4.6.1",
+        n if n.contains("binder") => "4.2.11.2",
+        n if n.starts_with("exporter") && n != "exporter_master_secret" => "7.5",
+        n if n.contains("application_traffic_secret_") && !n.ends_with("_0") => "7.2",
+        _ => "7.1",
+    };
+    rfc(8446, sec)
+}
+
+fn key_schedule(o: &mut String, ill: &Illustrated) {
+    let t = &ill.tree;
+    let _ = writeln!(
+        o,
+        "<section id=\"key-schedule\">\n<h2>The key schedule{}</h2>\n<p class=\"muted\">Every HKDF step of the connection with its real values, \
+         each under the step whose output it took; a transcript hash names the messages it covers. Traffic secrets link to the records they protect.</p>",
+        cite(Some(rfc(8446, "7.1")))
+    );
+    if let Some(s) = &t.suite {
+        let _ = writeln!(o, "<p>Cipher suite: {}</p>", esc(s));
+    }
+    for (i, s) in t.shared.iter().enumerate() {
+        let _ = write!(
+            o,
+            "<details open class=\"ks shared\" id=\"shared-{i}\"><summary><span class=\"fname\">{} shared secret</span>{}</summary>\n<dl>",
+            esc(&s.group),
+            cite(decode::field_cite(&s.group).or(Some(rfc(8446, "7.4"))))
+        );
+        for (name, v) in &s.components {
+            let _ = write!(
+                o,
+                "<dt>{}</dt><dd><code class=\"hex\">{}</code></dd>",
+                esc(name),
+                hex(v)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "<dt>shared secret</dt><dd><code class=\"hex\">{}</code></dd></dl></details>",
+            hex(&s.value)
+        );
+    }
+    for &r in &t.roots {
+        node(o, ill, r);
+    }
+    o.push_str("</section>\n");
+}
+
+fn node(o: &mut String, ill: &Illustrated, i: usize) {
+    let t = &ill.tree;
+    let n: &Node = &t.nodes[i];
+    let s = &n.step;
+    let parent = n
+        .parent
+        .map(|p| t.nodes[p].step.name.clone())
+        .or_else(|| s.parent_name.clone())
+        .unwrap_or_default();
+    let short = s.label.strip_prefix("tls13 ").unwrap_or(&s.label);
+    let covers = if s.covers.is_empty() {
+        "\"\"".to_string()
+    } else {
+        format!("Transcript-Hash({})", s.covers)
+    };
+    let formula = match s.op {
+        DerivationOp::Extract => "HKDF-Extract(salt, IKM)".to_string(),
+        DerivationOp::DeriveSecret => format!("Derive-Secret({parent}, \"{short}\", {covers})"),
+        DerivationOp::ExpandLabel => format!(
+            "HKDF-Expand-Label({parent}, \"{short}\", context, {})",
+            s.output.len()
+        ),
+        DerivationOp::Hmac => format!("HMAC({parent}, {covers})"),
+    };
+    let _ = writeln!(
+        o,
+        "<details open class=\"ks\" id=\"ks-{i}\" data-name=\"{}\"><summary><span class=\"fname\">{}</span> = <span class=\"val\">{}</span>{}</summary>\n<dl>",
+        esc(&s.name),
+        esc(&s.name),
+        esc(&formula),
+        cite(Some(step_cite(&s.name)))
+    );
+    if !s.label.is_empty() {
+        let _ = write!(o, "<dt>label</dt><dd>\"{}\"</dd>", esc(&s.label));
+    }
+    for (k, v) in &s.inputs {
+        let what = match (k.as_str(), n.ikm) {
+            ("ikm", Some(Ikm::Zeros)) => " (zeros)".to_string(),
+            ("ikm", Some(Ikm::Psk)) => " (the PSK)".to_string(),
+            ("ikm", Some(Ikm::SharedSecret(j))) => format!(
+                " (the <a href=\"#shared-{j}\">{} shared secret</a>)",
+                esc(&t.shared[j].group)
+            ),
+            ("context" | "hash", _) if !s.covers.is_empty() => {
+                format!(" (Transcript-Hash({}))", esc(&s.covers))
+            }
+            _ => String::new(),
+        };
+        let _ = write!(
+            o,
+            "<dt>{}{what}</dt><dd><code class=\"hex\">{}</code></dd>",
+            esc(k),
+            hex(v)
+        );
+    }
+    let _ = write!(
+        o,
+        "<dt>output</dt><dd><code class=\"hex\">{}</code></dd>",
+        hex(&s.output)
+    );
+    let recs = ill.records_of_node(i);
+    if !recs.is_empty() {
+        let links: Vec<String> = recs
+            .iter()
+            .map(|k| format!("<a href=\"#rec-{k}\">#{k}</a>"))
+            .collect();
+        let _ = write!(
+            o,
+            "<dt>protects</dt><dd class=\"protects\">records {}</dd>",
+            links.join(", ")
+        );
+    }
+    o.push_str("</dl>\n");
+    for &c in &n.children {
+        node(o, ill, c);
+    }
+    o.push_str("</details>\n");
+}
