@@ -1,0 +1,794 @@
+//! Tests in a real browser: headless Chromium (Debian's `chromium`, installed by `.ci/run`) opens
+//! the illustrated pages (issue 27, docs/illustrated/) from `file://` and a script added to a
+//! copy of each page reports what the browser rendered. Outside CI (`CI` not `true`) the tests
+//! print a NOTICE and pass when Chromium is absent; in CI they fail.
+//!
+//! One browser run per page: `chromium --headless --dump-dom` with a net log, in a temporary
+//! directory that holds the page copy, the profile, the DOM and the log and is removed
+//! afterwards. Chromium runs in its own process group, killed by that id if it overruns.
+//!
+//! What a page must show, checked through the rendered DOM:
+//! - every byte of every record in exactly one visible, named leaf (`div.leaf` with
+//!   `data-record`, `data-space`, `data-off`, `data-len`), its hex the record's bytes: known
+//!   independently where the test can (RFC 8448's own records for the §3 page, the connection's
+//!   events for the hybrid one, a capture of the same demo run for `demo --html`); on any page,
+//!   the wire header's length matches the record and the key, nonce and additional data shown
+//!   beside a protected record open its ciphertext to exactly the decrypted bytes shown;
+//! - collapsed, a record hides its decrypted messages; a click on its summary shows them;
+//! - the §3 page's first handshake record shows RFC 8448's server handshake key;
+//! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
+//!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
+//!   proves both would see a fetch, and one with a leaf removed and a key changed proves the
+//!   byte checks fail.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tls13lab::crypto::aead::{AeadAlg, AeadKey};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tls13lab");
+const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/illustrated");
+/// How long one page may take in the browser before its process group is killed.
+const BROWSER_DEADLINE: Duration = Duration::from_secs(90);
+
+// ------------------------------------------------------------------------------ the browser
+
+/// `chromium` on the PATH; `None` with a NOTICE outside CI, a failure in CI.
+fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("chromium"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run the browser tests: chromium is not installed (.ci/run installs it)"
+        );
+        eprintln!(
+            "NOTICE: chromium is not installed (apt-get install -y chromium): skipping the browser checks"
+        );
+    }
+    found
+}
+
+/// A temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d =
+            std::env::temp_dir().join(format!("tls13lab-browser-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Sends `sig` to the process group `pgid` (one this test started: its leader's id); false when
+/// no process is left in it. Signal 0 only asks.
+fn signal_group(pgid: i32, sig: i32) -> bool {
+    // SAFETY: kill(2) takes plain integers; a negative id names the group.
+    unsafe { libc::kill(-pgid, sig) == 0 }
+}
+
+/// Kills the process group `pgid` and waits until it is gone.
+fn kill_group(pgid: i32) {
+    signal_group(pgid, libc::SIGKILL);
+    let until = Instant::now() + Duration::from_secs(10);
+    while signal_group(pgid, 0) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs headless Chromium on `page` (a file in `dir`): returns the DOM it serialised after the
+/// load event and the path of its net log.
+fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
+    let net_log = dir.join("netlog.json");
+    let dom = dir.join("dom.html");
+    let err = dir.join("chromium.err");
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        // Root in a container: no user namespaces for the sandbox; no GPU.
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        // Nothing the browser itself might want leaves the machine; requests still start and
+        // are logged, which is what the check looks for.
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        // Timers run to completion before the DOM is dumped.
+        "--virtual-time-budget=2000",
+    ])
+    .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+    .arg(format!("--log-net-log={}", net_log.display()))
+    .arg("--dump-dom")
+    .arg(format!("file://{}", page.display()))
+    .stdin(Stdio::null())
+    .stdout(std::fs::File::create(&dom).unwrap())
+    .stderr(std::fs::File::create(&err).unwrap())
+    .process_group(0);
+    let mut child = cmd.spawn().expect("start chromium");
+    let pgid = child.id() as i32;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > BROWSER_DEADLINE {
+            kill_group(pgid);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    // Helpers (zygote, renderer) leave with the browser; whatever is left goes now.
+    let _ = child.wait();
+    if signal_group(pgid, 0) {
+        std::thread::sleep(Duration::from_millis(200));
+        kill_group(pgid);
+    }
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => panic!("chromium on {} exited {s}: {stderr}", page.display()),
+        None => panic!(
+            "chromium on {} took over {BROWSER_DEADLINE:?}: killed. {stderr}",
+            page.display()
+        ),
+    }
+    (std::fs::read_to_string(&dom).unwrap(), net_log)
+}
+
+/// Added to the page copy: after the load event (and the page's own script) it collapses
+/// everything with the page's button, expands each record by a click on its summary, expands
+/// everything again, and reads the leaves, the calculations and the resource timeline as the
+/// browser rendered them. The result goes into the DOM as percent-encoded JSON.
+const CHECK_JS: &str = r#"
+window.addEventListener('load', function () {
+  var out = { errors: [] };
+  var list = function (q, root) { return Array.prototype.slice.call((root || document).querySelectorAll(q)); };
+  var vis = function (e) {
+    return !!e && e.checkVisibility({ visibilityProperty: true, opacityProperty: true }) &&
+      e.getClientRects().length > 0;
+  };
+  var text = function (e) { return e ? e.innerText.replace(/\s+/g, ' ').trim() : ''; };
+  try {
+    var button = function (label) {
+      var b = list('#controls button').filter(function (b) { return b.textContent === label; })[0];
+      if (!b) { throw new Error('no "' + label + '" button in #controls'); }
+      return b;
+    };
+    button('Collapse all').click();
+    out.open_after_collapse = list('details[open]').length;
+    out.records = list('details.record').map(function (r) {
+      // A record inside a collapsed summary row: open the row first, as a reader would.
+      list('details', document).filter(function (d) { return !d.open && d.contains(r) && d !== r; })
+        .forEach(function (d) { d.querySelector(':scope > summary').click(); });
+      var inner = r.querySelector('.pane.inner');
+      var msgs = inner ? list('details.msg > summary', inner) : [];
+      var summary = r.querySelector(':scope > summary');
+      var rec = {
+        id: r.id,
+        dir: r.classList.contains('c2s') ? 'c2s' : (r.classList.contains('s2c') ? 's2c' : ''),
+        summary_visible: vis(summary),
+        protected: !!inner,
+        before: { open: r.open, inner: vis(inner), messages: msgs.filter(vis).length },
+      };
+      summary.click();
+      rec.after = { open: r.open, inner: vis(inner), messages: msgs.filter(vis).length };
+      rec.messages = msgs.map(function (s) { return text(s.querySelector('.fname')); });
+      return rec;
+    });
+    button('Expand all').click();
+    out.closed_after_expand = list('details:not([open])').length;
+    out.leaves = list('div.leaf').map(function (l) {
+      var rec = l.closest('details.record');
+      return {
+        record: Number(l.dataset.record), space: l.dataset.space || '',
+        off: Number(l.dataset.off), len: Number(l.dataset.len),
+        in_record: rec ? rec.id : '',
+        name: text(l.querySelector('.fname')), hex: text(l.querySelector('code.hex')),
+        visible: vis(l) && vis(l.querySelector('code.hex')),
+      };
+    });
+    out.calc = list('[data-calc]').map(function (c) {
+      var rec = c.closest('details.record');
+      return { record: rec ? rec.id : '', what: c.dataset.calc, hex: text(c), visible: vis(c) };
+    });
+  } catch (e) {
+    out.errors.push(String(e && e.stack || e));
+  }
+  out.resources = performance.getEntriesByType('resource').map(function (e) { return e.name; });
+  var pre = document.createElement('pre');
+  pre.id = 'tls13lab-browser-check';
+  pre.textContent = encodeURIComponent(JSON.stringify(out));
+  document.body.appendChild(pre);
+});
+"#;
+
+#[derive(Debug, Deserialize)]
+struct Rendered {
+    errors: Vec<String>,
+    #[serde(default)]
+    open_after_collapse: usize,
+    #[serde(default)]
+    closed_after_expand: usize,
+    #[serde(default)]
+    records: Vec<RecordView>,
+    #[serde(default)]
+    leaves: Vec<LeafView>,
+    #[serde(default)]
+    calc: Vec<CalcView>,
+    resources: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RecordView {
+    id: String,
+    dir: String,
+    summary_visible: bool,
+    protected: bool,
+    before: Shown,
+    after: Shown,
+    messages: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Shown {
+    open: bool,
+    inner: bool,
+    messages: usize,
+}
+
+#[derive(Debug, Deserialize)]
+struct LeafView {
+    record: usize,
+    space: String,
+    off: usize,
+    len: usize,
+    in_record: String,
+    name: String,
+    hex: String,
+    visible: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct CalcView {
+    record: String,
+    what: String,
+    hex: String,
+    visible: bool,
+}
+
+/// A page as the browser showed it, and what it asked the network for.
+struct Opened {
+    dom: Rendered,
+    /// URLs the page requested (from the net log: requests whose initiator is the page).
+    requests: Vec<String>,
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let v = u8::from_str_radix(&s[i + 1..i + 3], 16).expect("percent escape");
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Opens `html` (a page's text) in Chromium with [`CHECK_JS`] added.
+fn open(chromium: &Path, name: &str, html: &str) -> Opened {
+    let scratch = Scratch::new(name);
+    let at = html.rfind("</body>").expect("a </body>");
+    let page_text = format!(
+        "{}<script>{CHECK_JS}</script>\n{}",
+        &html[..at],
+        &html[at..]
+    );
+    let page = scratch.0.join("page.html");
+    std::fs::write(&page, page_text).unwrap();
+    let (dom, net_log) = run_chromium(chromium, &scratch.0, &page);
+    const PRE: &str = "<pre id=\"tls13lab-browser-check\">";
+    let start = dom
+        .find(PRE)
+        .unwrap_or_else(|| panic!("{name}: the check script left no result"))
+        + PRE.len();
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let json = String::from_utf8(percent_decode(&dom[start..end])).unwrap();
+    let rendered: Rendered =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}: {json}"));
+    let requests = page_requests(&net_log);
+    Opened {
+        dom: rendered,
+        requests,
+    }
+}
+
+/// The URLs of requests in a Chromium net log that the page made: every URL request's start
+/// whose initiator is not the browser itself ("not an origin": its own background fetches,
+/// which the host resolver rules keep on the machine) or whose network isolation key is a
+/// `file://` page's.
+fn page_requests(net_log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(net_log).expect("chromium wrote its net log");
+    let log: serde_json::Value = serde_json::from_str(&text).expect("the net log is JSON");
+    let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+        .as_u64()
+        .expect("the net log names URL_REQUEST_START_JOB");
+    let mut out = Vec::new();
+    for e in log["events"].as_array().expect("net log events") {
+        if e["type"].as_u64() != Some(start_job) {
+            continue;
+        }
+        let p = &e["params"];
+        let Some(url) = p["url"].as_str() else {
+            continue;
+        };
+        let browser_own = p["initiator"].as_str() == Some("not an origin")
+            && !p["network_isolation_key"]
+                .as_str()
+                .unwrap_or("")
+                .contains("file://");
+        if !browser_own {
+            out.push(url.to_string());
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------ the checks
+
+/// What the test knows about a page's records without reading the page.
+enum Known {
+    /// Nothing: the page's own consistency only.
+    Nothing,
+    /// Each record's wire bytes and, when protected, its TLSInnerPlaintext.
+    Records(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// The bytes each direction carried (client → server, server → client), e.g. from a capture.
+    Streams(Vec<u8>, Vec<u8>),
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let t: String = s.split_whitespace().collect();
+    hex::decode(t).ok()
+}
+
+/// The AEADs a key of this length and a tag of that length can belong to (RFC 8446 §B.4).
+fn aeads(key_len: usize, tag_len: usize) -> Vec<AeadAlg> {
+    [
+        AeadAlg::Aes128Gcm,
+        AeadAlg::Aes256Gcm,
+        AeadAlg::ChaCha20Poly1305,
+        AeadAlg::Aes128Ccm,
+        AeadAlg::Aes128Ccm8,
+    ]
+    .into_iter()
+    .filter(|a| a.key_len() == key_len && a.tag_len() == tag_len)
+    .collect()
+}
+
+/// Opens a protected record (`wire`, header included) with the key, nonce and additional data
+/// the page shows beside it.
+fn open_record(wire: &[u8], key: &[u8], nonce: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+    let nonce: [u8; 12] = nonce.try_into().ok()?;
+    for tag_len in [16, 8] {
+        if wire.len() < 5 + tag_len {
+            continue;
+        }
+        for alg in aeads(key.len(), tag_len) {
+            let k = AeadKey::new(alg, key).ok()?;
+            let (body, tag) = wire[5..].split_at(wire.len() - 5 - tag_len);
+            let mut data = body.to_vec();
+            if k.open_detached(&nonce, aad, &mut data, tag).is_ok() {
+                return Some(data);
+            }
+        }
+    }
+    None
+}
+
+/// Every check of one rendered page; returns the problems found (none for a good page).
+fn problems(name: &str, o: &Opened, known: &Known) -> Vec<String> {
+    let mut p = Vec::new();
+    let d = &o.dom;
+    p.extend(d.errors.iter().map(|e| format!("script error: {e}")));
+    // Nothing fetched.
+    for url in &o.requests {
+        p.push(format!("requested {url}"));
+    }
+    for url in &d.resources {
+        p.push(format!("resource timeline: {url}"));
+    }
+    if d.records.is_empty() {
+        p.push("no records".into());
+    }
+    if d.open_after_collapse != 0 {
+        p.push(format!(
+            "{} blocks still open after \"Collapse all\"",
+            d.open_after_collapse
+        ));
+    }
+    if d.closed_after_expand != 0 {
+        p.push(format!(
+            "{} blocks still closed after \"Expand all\"",
+            d.closed_after_expand
+        ));
+    }
+    // Records rec-1, rec-2, … in order; collapsed they hide their decrypted messages, a click
+    // on the summary shows them.
+    for (i, r) in d.records.iter().enumerate() {
+        let id = format!("rec-{}", i + 1);
+        if r.id != id {
+            p.push(format!("record {} has id {:?}", i + 1, r.id));
+        }
+        if !r.summary_visible || r.before.open || r.before.inner || r.before.messages > 0 {
+            p.push(format!("{id}: collapsed, it still shows its body"));
+        }
+        if !r.after.open {
+            p.push(format!("{id}: a click on its summary did not open it"));
+        }
+        if r.protected && !r.after.inner {
+            p.push(format!(
+                "{id}: expanded, its decrypted plaintext is not shown"
+            ));
+        }
+        if r.after.messages != r.messages.len() {
+            p.push(format!(
+                "{id}: expanded, {} of its {} messages shown",
+                r.after.messages,
+                r.messages.len()
+            ));
+        }
+        if r.messages.iter().any(|m| m.is_empty()) {
+            p.push(format!("{id}: a message without a name"));
+        }
+    }
+    // Leaves: visible, named, inside their record; every byte of a record and space in exactly
+    // one of them.
+    let mut spaces: BTreeMap<(usize, &str), Vec<&LeafView>> = BTreeMap::new();
+    for l in &d.leaves {
+        let at = format!("leaf {} {} @{}", l.record, l.space, l.off);
+        if l.name.is_empty() {
+            p.push(format!("{at}: no name"));
+        }
+        if !l.visible {
+            p.push(format!("{at}: not rendered"));
+        }
+        if l.in_record != format!("rec-{}", l.record) {
+            p.push(format!("{at}: inside {:?}", l.in_record));
+        }
+        if !matches!(l.space.as_str(), "wire" | "inner") {
+            p.push(format!("{at}: space {:?}", l.space));
+        }
+        spaces
+            .entry((l.record, l.space.as_str()))
+            .or_default()
+            .push(l);
+    }
+    let mut shown: BTreeMap<(usize, &str), Vec<u8>> = BTreeMap::new();
+    for (&(rec, space), leaves) in &spaces {
+        let total = leaves.iter().map(|l| l.off + l.len).max().unwrap_or(0);
+        let mut bytes = vec![0u8; total];
+        let mut count = vec![0u32; total];
+        for l in leaves {
+            let Some(b) = unhex(&l.hex).filter(|b| b.len() == l.len) else {
+                p.push(format!(
+                    "leaf {rec} {space} @{}: its hex is not {} bytes",
+                    l.off, l.len
+                ));
+                continue;
+            };
+            bytes[l.off..l.off + l.len].copy_from_slice(&b);
+            for c in &mut count[l.off..l.off + l.len] {
+                *c += 1;
+            }
+        }
+        if let Some(i) = count.iter().position(|&c| c != 1) {
+            p.push(format!(
+                "record {rec} {space}: byte {i} is in {} leaves",
+                count[i]
+            ));
+        }
+        shown.insert((rec, space), bytes);
+    }
+    let n = d.records.len();
+    if let Some(&(rec, _)) = shown.keys().find(|(r, _)| *r == 0 || *r > n) {
+        p.push(format!("leaves of record {rec}, which is not on the page"));
+    }
+    let calc = |rec: &str, what: &str| -> Option<Vec<u8>> {
+        d.calc
+            .iter()
+            .find(|c| c.record == rec && c.what == what && c.visible)
+            .and_then(|c| unhex(&c.hex))
+    };
+    let (mut c2s, mut s2c) = (Vec::new(), Vec::new());
+    for (i, r) in d.records.iter().enumerate() {
+        let k = i + 1;
+        let Some(wire) = shown.get(&(k, "wire")) else {
+            p.push(format!("rec-{k}: no wire bytes"));
+            continue;
+        };
+        let inner = shown.get(&(k, "inner"));
+        if wire.len() < 5 || usize::from(u16::from_be_bytes([wire[3], wire[4]])) != wire.len() - 5 {
+            p.push(format!(
+                "rec-{k}: its header's length is not its {} bytes",
+                wire.len()
+            ));
+        }
+        if r.protected != inner.is_some() {
+            p.push(format!(
+                "rec-{k}: protected {} but inner leaves {}",
+                r.protected,
+                inner.is_some()
+            ));
+        }
+        // The key, nonce and additional data beside a protected record open it to the bytes
+        // shown as its plaintext.
+        if let Some(inner) = inner {
+            let id = format!("rec-{k}");
+            match (calc(&id, "key"), calc(&id, "nonce"), calc(&id, "aad")) {
+                (Some(key), Some(nonce), Some(aad)) => {
+                    if aad != wire[..5.min(wire.len())] {
+                        p.push(format!("{id}: the additional data is not the header"));
+                    }
+                    match open_record(wire, &key, &nonce, &aad) {
+                        Some(plain) if &plain == inner => {}
+                        Some(_) => p.push(format!("{id}: decrypts to other bytes than shown")),
+                        None => p.push(format!(
+                            "{id}: the key and nonce shown do not open the record"
+                        )),
+                    }
+                }
+                _ => p.push(format!("{id}: no key, nonce or additional data shown")),
+            }
+        }
+        match r.dir.as_str() {
+            "c2s" => c2s.extend_from_slice(wire),
+            "s2c" => s2c.extend_from_slice(wire),
+            other => p.push(format!("rec-{k}: direction {other:?}")),
+        }
+    }
+    // Against what the test knows.
+    match known {
+        Known::Nothing => {}
+        Known::Records(recs) => {
+            if recs.len() != n {
+                p.push(format!("{n} records on the page, {} known", recs.len()));
+            }
+            for (i, (wire, inner)) in recs.iter().enumerate() {
+                let k = i + 1;
+                if shown.get(&(k, "wire")) != Some(wire) {
+                    p.push(format!(
+                        "rec-{k}: the wire bytes shown are not the record's"
+                    ));
+                }
+                if shown.get(&(k, "inner")) != inner.as_ref() {
+                    p.push(format!(
+                        "rec-{k}: the decrypted bytes shown are not the record's"
+                    ));
+                }
+            }
+        }
+        Known::Streams(a, b) => {
+            if &c2s != a {
+                p.push("the client's records are not what it sent".into());
+            }
+            if &s2c != b {
+                p.push("the server's records are not what it sent".into());
+            }
+        }
+    }
+    if p.is_empty() && d.leaves.len() < 50 {
+        p.push(format!("{name}: only {} leaves", d.leaves.len()));
+    }
+    p
+}
+
+fn assert_good(name: &str, o: &Opened, known: &Known) {
+    let p = problems(name, o, known);
+    assert!(p.is_empty(), "{name} in Chromium:\n  {}", p.join("\n  "));
+}
+
+// ------------------------------------------------------------------------------ the pages
+
+/// RFC 8448 §3's records from the RFC's own bytes: wire, and TLSInnerPlaintext (no padding).
+fn rfc8448_3_records() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    lab::rfc8448::Section::new(3)
+        .unwrap()
+        .records()
+        .into_iter()
+        .map(|r| {
+            let inner = (r.wire[0] == 23).then(|| {
+                let typ = match r.inner.as_str() {
+                    "handshake" => 22,
+                    "alert" => 21,
+                    _ => 23,
+                };
+                [r.payload.clone(), vec![typ]].concat()
+            });
+            (r.wire, inner)
+        })
+        .collect()
+}
+
+/// What the test can know about a committed page, by its file name.
+fn known(file: &str) -> Known {
+    use lab::explain::InMemory;
+    use tls13lab::messages::NamedGroup;
+    match file {
+        "rfc8448-3.html" => Known::Records(rfc8448_3_records()),
+        "hybrid-hrr.html" => {
+            let run = InMemory {
+                hello_retry: true,
+                ..InMemory::demo(1)
+                    .unwrap()
+                    .with_groups(&[NamedGroup::X25519MLKEM768])
+            };
+            let events = lab::explain::in_memory(&run, None).unwrap().0;
+            Known::Records(lab::illustrate::record_bytes(&events).unwrap())
+        }
+        _ => Known::Nothing,
+    }
+}
+
+/// Every page in docs/illustrated/ in the browser: against what the test knows of it, and the
+/// §3 page's first handshake record against RFC 8448's key.
+#[test]
+fn illustrated_pages_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let mut files: Vec<String> = std::fs::read_dir(DOCS)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".html"))
+        .collect();
+    files.sort();
+    for must in ["rfc8448-3.html", "hybrid-hrr.html"] {
+        assert!(files.iter().any(|f| f == must), "docs/illustrated/{must}");
+    }
+    for file in &files {
+        let html = std::fs::read_to_string(Path::new(DOCS).join(file)).unwrap();
+        let stem = file.trim_end_matches(".html");
+        let o = open(&chromium, stem, &html);
+        let known = known(file);
+        if matches!(known, Known::Nothing) {
+            eprintln!("NOTICE: {file}: not reproduced here; its own consistency only");
+        }
+        assert_good(file, &o, &known);
+        if file == "rfc8448-3.html" {
+            let d = &o.dom;
+            // The first protected record that carries handshake messages: the server's
+            // EncryptedExtensions to Finished, under server_handshake_traffic_key.
+            let first = d
+                .records
+                .iter()
+                .find(|r| r.protected && !r.messages.is_empty())
+                .expect("a protected handshake record");
+            assert_eq!(first.id, "rec-3");
+            assert_eq!(
+                first.messages,
+                [
+                    "EncryptedExtensions",
+                    "Certificate",
+                    "CertificateVerify",
+                    "Finished"
+                ]
+            );
+            let key = d
+                .calc
+                .iter()
+                .find(|c| c.record == first.id && c.what == "key")
+                .expect("its key");
+            assert!(key.visible);
+            assert_eq!(
+                unhex(&key.hex).unwrap(),
+                hex::decode("3fce516009c21727d0f2e4e86ee403bc").unwrap()
+            );
+        }
+    }
+}
+
+/// A fresh `tls13lab demo --html` page in the browser, its wire bytes against a capture of the
+/// same run (`--pcap`).
+#[test]
+fn demo_page_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let scratch = Scratch::new("demo");
+    let (page, pcap) = (scratch.0.join("demo.html"), scratch.0.join("demo.pcapng"));
+    let out = Command::new(BIN)
+        .args(["demo", "--once", "--html"])
+        .arg(&page)
+        .arg("--pcap")
+        .arg(&pcap)
+        .env_remove("SSLKEYLOGFILE")
+        .output()
+        .expect("run tls13lab");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let capture = lab::pcap::read_capture(&std::fs::read(&pcap).unwrap()).unwrap();
+    assert_eq!(capture.connections.len(), 1);
+    let c = &capture.connections[0];
+    let known = Known::Streams(c.c2s.bytes.clone(), c.s2c.bytes.clone());
+    let html = std::fs::read_to_string(&page).unwrap();
+    let o = open(&chromium, "demo-page", &html);
+    assert_good("demo --html", &o, &known);
+    // The demo's request is there, decrypted, under application traffic keys.
+    assert!(o.dom.leaves.iter().any(|l| l.space == "inner"));
+    assert!(o
+        .dom
+        .records
+        .iter()
+        .any(|r| r.protected && r.messages.is_empty()));
+}
+
+/// The checks fail where they should: a page copy that fetches an image from 127.0.0.1 (port
+/// 1: refused, nothing listens), lost one leaf and shows a wrong key is caught on each count.
+#[test]
+fn browser_checks_catch_a_broken_page() {
+    let Some(chromium) = chromium() else { return };
+    let html = std::fs::read_to_string(Path::new(DOCS).join("rfc8448-3.html")).unwrap();
+    // The image.
+    let broken = html.replacen(
+        "<h1>",
+        "<img src=\"http://127.0.0.1:1/tls13lab-control.png\" alt=\"\"><h1>",
+        1,
+    );
+    // One leaf of record 1 (ClientHello) gone: its bytes are in no leaf.
+    let leaf = "<div class=\"leaf\" data-record=\"1\" data-space=\"wire\" data-off=\"1\"";
+    let at = broken.find(leaf).expect("record 1's version leaf");
+    let end = at + broken[at..].find("</div>").unwrap() + "</div>".len();
+    let broken = format!("{}{}", &broken[..at], &broken[end..]);
+    // The first key shown is wrong by one bit.
+    let key = "3f ce 51 60 09 c2 17 27 d0 f2 e4 e8 6e e4 03 bc";
+    assert!(broken.contains(key));
+    let broken = broken.replacen(key, "3e ce 51 60 09 c2 17 27 d0 f2 e4 e8 6e e4 03 bc", 1);
+    let o = open(&chromium, "control", &broken);
+    let p = problems("control", &o, &Known::Records(rfc8448_3_records()));
+    let has = |s: &str| p.iter().any(|x| x.contains(s));
+    assert!(
+        o.requests
+            .iter()
+            .any(|u| u == "http://127.0.0.1:1/tls13lab-control.png"),
+        "the net log missed the image: {p:?}"
+    );
+    assert!(
+        o.dom
+            .resources
+            .iter()
+            .any(|u| u.contains("127.0.0.1:1/tls13lab-control.png")),
+        "the resource timeline missed the image: {p:?}"
+    );
+    assert!(
+        has("record 1 wire: byte 1 is in 0 leaves"),
+        "missing leaf: {p:?}"
+    );
+    assert!(
+        has("rec-3: the key and nonce shown do not open the record"),
+        "wrong key: {p:?}"
+    );
+    assert!(has("rec-1: the wire bytes shown are not the record's"));
+}
