@@ -14,7 +14,9 @@
 //!   events for the hybrid one, a capture of the same demo run for `demo --html`); on any page,
 //!   the wire header's length matches the record and the key, nonce and additional data shown
 //!   beside a protected record open its ciphertext to exactly the decrypted bytes shown;
-//! - collapsed, a record hides its decrypted messages; a click on its summary shows them;
+//! - every record opens expanded; collapsed by a click on its summary it hides its decrypted
+//!   messages, and a second click shows them again, every field; "Collapse all" and "Expand
+//!   all" close and open every block;
 //! - the §3 page's first handshake record shows RFC 8448's server handshake key;
 //! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
 //!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
@@ -154,10 +156,11 @@ fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
     (std::fs::read_to_string(&dom).unwrap(), net_log)
 }
 
-/// Added to the page copy: after the load event (and the page's own script) it collapses
-/// everything with the page's button, expands each record by a click on its summary, expands
-/// everything again, and reads the leaves, the calculations and the resource timeline as the
-/// browser rendered them. The result goes into the DOM as percent-encoded JSON.
+/// Added to the page copy: after the load event (and the page's own script) it collapses each
+/// record with a click on its summary and expands it with another, noting what is rendered
+/// each time; then it presses the page's "Collapse all" and "Expand all" buttons and reads the
+/// leaves, the calculations and the resource timeline as the browser rendered them. The result
+/// goes into the DOM as percent-encoded JSON (no markup to unescape).
 const CHECK_JS: &str = r#"
 window.addEventListener('load', function () {
   var out = { errors: [] };
@@ -173,27 +176,38 @@ window.addEventListener('load', function () {
       if (!b) { throw new Error('no "' + label + '" button in #controls'); }
       return b;
     };
-    button('Collapse all').click();
-    out.open_after_collapse = list('details[open]').length;
     out.records = list('details.record').map(function (r) {
       // A record inside a collapsed summary row: open the row first, as a reader would.
-      list('details', document).filter(function (d) { return !d.open && d.contains(r) && d !== r; })
+      list('details').filter(function (d) { return !d.open && d !== r && d.contains(r); })
         .forEach(function (d) { d.querySelector(':scope > summary').click(); });
       var inner = r.querySelector('.pane.inner');
       var msgs = inner ? list('details.msg > summary', inner) : [];
+      var leaves = inner ? list('div.leaf', inner) : [];
       var summary = r.querySelector(':scope > summary');
+      var shown = function () {
+        return {
+          open: r.open, inner: vis(inner), messages: msgs.filter(vis).length,
+          leaves: leaves.filter(vis).length,
+        };
+      };
       var rec = {
         id: r.id,
         dir: r.classList.contains('c2s') ? 'c2s' : (r.classList.contains('s2c') ? 's2c' : ''),
         summary_visible: vis(summary),
         protected: !!inner,
-        before: { open: r.open, inner: vis(inner), messages: msgs.filter(vis).length },
+        initially_open: r.open,
       };
+      // Collapse the record with a click on its summary, then expand it with another.
+      if (r.open) { summary.click(); }
+      rec.before = shown();
       summary.click();
-      rec.after = { open: r.open, inner: vis(inner), messages: msgs.filter(vis).length };
+      rec.after = shown();
       rec.messages = msgs.map(function (s) { return text(s.querySelector('.fname')); });
+      rec.inner_leaves = leaves.length;
       return rec;
     });
+    button('Collapse all').click();
+    out.open_after_collapse = list('details[open]').length;
     button('Expand all').click();
     out.closed_after_expand = list('details:not([open])').length;
     out.leaves = list('div.leaf').map(function (l) {
@@ -243,9 +257,11 @@ struct RecordView {
     dir: String,
     summary_visible: bool,
     protected: bool,
+    initially_open: bool,
     before: Shown,
     after: Shown,
     messages: Vec<String>,
+    inner_leaves: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -253,6 +269,7 @@ struct Shown {
     open: bool,
     inner: bool,
     messages: usize,
+    leaves: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -443,7 +460,15 @@ fn problems(name: &str, o: &Opened, known: &Known) -> Vec<String> {
         if r.id != id {
             p.push(format!("record {} has id {:?}", i + 1, r.id));
         }
-        if !r.summary_visible || r.before.open || r.before.inner || r.before.messages > 0 {
+        if !r.initially_open {
+            p.push(format!("{id}: not open as loaded"));
+        }
+        if !r.summary_visible
+            || r.before.open
+            || r.before.inner
+            || r.before.messages > 0
+            || r.before.leaves > 0
+        {
             p.push(format!("{id}: collapsed, it still shows its body"));
         }
         if !r.after.open {
@@ -459,6 +484,12 @@ fn problems(name: &str, o: &Opened, known: &Known) -> Vec<String> {
                 "{id}: expanded, {} of its {} messages shown",
                 r.after.messages,
                 r.messages.len()
+            ));
+        }
+        if r.after.leaves != r.inner_leaves {
+            p.push(format!(
+                "{id}: expanded, {} of its {} decrypted fields shown",
+                r.after.leaves, r.inner_leaves
             ));
         }
         if r.messages.iter().any(|m| m.is_empty()) {
@@ -695,6 +726,12 @@ fn illustrated_pages_in_chromium() {
                     "Finished"
                 ]
             );
+            // Collapsed, none of its fields is rendered; expanded, every one.
+            assert!(first.inner_leaves > 20, "{first:?}");
+            assert_eq!(
+                (first.before.leaves, first.after.leaves),
+                (0, first.inner_leaves)
+            );
             let key = d
                 .calc
                 .iter()
@@ -746,7 +783,8 @@ fn demo_page_in_chromium() {
 }
 
 /// The checks fail where they should: a page copy that fetches an image from 127.0.0.1 (port
-/// 1: refused, nothing listens), lost one leaf and shows a wrong key is caught on each count.
+/// 1: nothing listens, and Chromium refuses the port anyway), lost one leaf, hides one record's
+/// decrypted pane and shows a wrong key is caught on each count.
 #[test]
 fn browser_checks_catch_a_broken_page() {
     let Some(chromium) = chromium() else { return };
@@ -762,6 +800,12 @@ fn browser_checks_catch_a_broken_page() {
     let at = broken.find(leaf).expect("record 1's version leaf");
     let end = at + broken[at..].find("</div>").unwrap() + "</div>".len();
     let broken = format!("{}{}", &broken[..at], &broken[end..]);
+    // Record 5's decrypted pane never shows.
+    let broken = broken.replacen(
+        "</style>",
+        "#rec-5 .pane.inner { display: none; }\n</style>",
+        1,
+    );
     // The first key shown is wrong by one bit.
     let key = "3f ce 51 60 09 c2 17 27 d0 f2 e4 e8 6e e4 03 bc";
     assert!(broken.contains(key));
@@ -791,4 +835,10 @@ fn browser_checks_catch_a_broken_page() {
         "wrong key: {p:?}"
     );
     assert!(has("rec-1: the wire bytes shown are not the record's"));
+    assert!(
+        has("rec-5: expanded, its decrypted plaintext is not shown"),
+        "hidden pane: {p:?}"
+    );
+    assert!(has("rec-5: expanded, 0 of its"), "hidden fields: {p:?}");
+    assert!(has("leaf 5 inner @0: not rendered"), "hidden leaf: {p:?}");
 }
