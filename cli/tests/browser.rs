@@ -20,8 +20,8 @@
 //! - the §3 page's first handshake record shows RFC 8448's server handshake key;
 //! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
 //!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
-//!   proves both would see a fetch, and one with a leaf removed and a key changed proves the
-//!   byte checks fail.
+//!   proves both would see a fetch; the same run, with a leaf removed, a record's decrypted
+//!   pane hidden and a key changed, proves the other checks fail.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt as _;
@@ -138,7 +138,9 @@ fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
         }
         std::thread::sleep(Duration::from_millis(25));
     };
-    // Helpers (zygote, renderer) leave with the browser; whatever is left goes now.
+    // Helpers (zygote, renderer) leave with the browser; whatever is left goes now. (The crash
+    // handlers start sessions of their own and leave when the browser is gone;
+    // --disable-crashpad-for-testing would keep them away but makes --dump-dom hang.)
     let _ = child.wait();
     if signal_group(pgid, 0) {
         std::thread::sleep(Duration::from_millis(200));
