@@ -9,6 +9,9 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha384};
 use subtle::ConstantTimeEq;
 
+#[cfg(not(feature = "ring-hash"))]
+use super::hmac_key::HmacKey;
+
 /// Largest output of any supported hash (SHA-384).
 pub const MAX_HASH_LEN: usize = 48;
 
@@ -19,6 +22,41 @@ pub enum HashAlg {
     Sha256,
     /// SHA-384 (TLS_AES_256_GCM_SHA384).
     Sha384,
+}
+
+/// The HMAC key of zeros for `alg`, its key schedule done on first use: on ring's
+/// implementation when that is the one-shot HMAC (`ring-hash`), else on ours.
+#[cfg(feature = "ring-hash")]
+fn zero_key_sign(alg: HashAlg, parts: &[&[u8]]) -> Output {
+    use std::sync::OnceLock;
+    static SHA256: OnceLock<ring::hmac::Key> = OnceLock::new();
+    static SHA384: OnceLock<ring::hmac::Key> = OnceLock::new();
+    let key = match alg {
+        HashAlg::Sha256 => {
+            SHA256.get_or_init(|| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[]))
+        }
+        HashAlg::Sha384 => {
+            SHA384.get_or_init(|| ring::hmac::Key::new(ring::hmac::HMAC_SHA384, &[]))
+        }
+    };
+    let mut ctx = ring::hmac::Context::with_key(key);
+    for p in parts {
+        ctx.update(p);
+    }
+    Output::from_generic(ctx.sign().as_ref())
+}
+
+/// See the `ring-hash` version.
+#[cfg(not(feature = "ring-hash"))]
+fn zero_key_sign(alg: HashAlg, parts: &[&[u8]]) -> Output {
+    use std::sync::OnceLock;
+    static SHA256: OnceLock<HmacKey> = OnceLock::new();
+    static SHA384: OnceLock<HmacKey> = OnceLock::new();
+    let cell = match alg {
+        HashAlg::Sha256 => &SHA256,
+        HashAlg::Sha384 => &SHA384,
+    };
+    cell.get_or_init(|| HmacKey::new(alg, &[])).sign(parts)
 }
 
 impl HashAlg {
@@ -75,6 +113,13 @@ impl HashAlg {
     /// HMAC over the concatenation of `parts`, so callers never build the message in a buffer
     /// (HKDF's `T(n-1) | info | n` is fed this way).
     pub fn hmac_parts(self, key: &[u8], parts: &[&[u8]]) -> Output {
+        // A key of zeros is the same HMAC key at any length up to a block (RFC 2104 pads it
+        // with zeros): HKDF-Extract's default salt (RFC 5869 §2.2), the "0" of the TLS 1.3 key
+        // schedule (RFC 8446 §7.1), HPKE's empty salts (RFC 9180 §4) and ECH's confirmation
+        // (RFC 9849 §7.2). Its key schedule is done once per process.
+        if key.len() <= 64 && key.iter().all(|b| *b == 0) {
+            return zero_key_sign(self, parts);
+        }
         #[cfg(feature = "ring-hash")]
         {
             let alg = match self {
