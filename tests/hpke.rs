@@ -235,6 +235,56 @@ fn rfc9180_base_vectors_encryptions_and_exports() {
     }
 }
 
+/// Unwatched (no sink), a context takes psk_id_hash from the per-suite value computed once and
+/// derives exporter_secret only when it exports: the same ciphertexts and exported values as
+/// the watched path, for every vector, on first use of the cached value and after it.
+#[test]
+fn unwatched_contexts_seal_and_export_as_the_vectors_say() {
+    for round in 0..2 {
+        for c in &cases() {
+            let f = &c.setup;
+            let suite = suite_of(f);
+            let mut rng = ScriptedRandom::new([bytes(f, "ikmE")], 0);
+            let r = KeyPair::from_private(suite.kem, &bytes(f, "skRm")).unwrap();
+            let (enc, mut tx) = hpke::setup_base_s(
+                suite,
+                r.public_key(),
+                &bytes(f, "info"),
+                &mut rng,
+                &mut NoSink,
+            )
+            .unwrap();
+            assert_eq!(hex::encode(&enc), get(f, "enc"));
+            let mut rx =
+                hpke::setup_base_r(suite, &enc, &r, &bytes(f, "info"), &mut NoSink).unwrap();
+            if let Some(e) = c
+                .encryptions
+                .iter()
+                .find(|e| get(e, "sequence_number") == "0")
+            {
+                let ct = tx.seal(&bytes(e, "aad"), &bytes(e, "pt")).unwrap();
+                assert_eq!(hex::encode(&ct), get(e, "ct"), "{suite:?} round {round}");
+                assert_eq!(rx.open(&bytes(e, "aad"), &ct).unwrap(), bytes(e, "pt"));
+            }
+            for x in &c.exports {
+                let ctx = bytes(x, "exporter_context");
+                let len: usize = get(x, "L").parse().unwrap();
+                // Unwatched, then watched: the step that derives exporter_secret is shown when
+                // it runs.
+                assert_eq!(
+                    hex::encode(tx.export(&ctx, len, &mut NoSink).unwrap()),
+                    get(x, "exported_value")
+                );
+                let mut steps = Vec::new();
+                let v = rx.export(&ctx, len, &mut steps).unwrap();
+                assert_eq!(hex::encode(&v), get(x, "exported_value"));
+                assert_eq!(steps[0].name, HpkeValue::ExporterSecret);
+                assert_eq!(hex::encode(&steps[0].output), get(f, "exporter_secret"));
+            }
+        }
+    }
+}
+
 #[test]
 fn unsupported_suites_are_refused() {
     assert!(Suite::from_ids(

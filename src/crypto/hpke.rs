@@ -91,10 +91,9 @@ impl Kem {
     }
 
     /// suite_id = "KEM" || I2OSP(kem_id, 2) (RFC 9180 §4.1).
-    fn suite_id(self) -> Vec<u8> {
-        let mut s = b"KEM".to_vec();
-        s.extend_from_slice(&self.id().to_repr().to_be_bytes());
-        s
+    fn suite_id(self) -> [u8; 5] {
+        let [a, b] = self.id().to_repr().to_be_bytes();
+        [b'K', b'E', b'M', a, b]
     }
 
     /// DeriveKeyPair(ikm) (RFC 9180 §7.1.3), every step reported to `sink`.
@@ -285,16 +284,40 @@ impl Suite {
     }
 
     /// suite_id = "HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2) (§5.1).
-    fn suite_id(self) -> Vec<u8> {
-        let mut s = b"HPKE".to_vec();
-        for id in [
+    fn suite_id(self) -> [u8; 10] {
+        let mut s = *b"HPKE\0\0\0\0\0\0";
+        for (i, id) in [
             self.kem.id().to_repr(),
             self.kdf.id().to_repr(),
             self.aead.id().to_repr(),
-        ] {
-            s.extend_from_slice(&id.to_be_bytes());
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s[4 + 2 * i..6 + 2 * i].copy_from_slice(&id.to_be_bytes());
         }
         s
+    }
+
+    /// psk_id_hash = LabeledExtract("", "psk_id_hash", psk_id) (§5.1): in base mode psk_id is
+    /// empty, so the value depends on the suite alone and is computed once per process (and
+    /// afresh when a sink watches, so the step is shown).
+    fn psk_id_hash(self, l: &mut Labeled<'_>) -> Zeroizing<Vec<u8>> {
+        const N: usize = 2 * 4;
+        static CACHE: [std::sync::OnceLock<[u8; 32]>; N] =
+            [const { std::sync::OnceLock::new() }; N];
+        if l.sink.enabled() || l.hash.output_len() != 32 {
+            return l.extract(HpkeValue::PskIdHash, b"", b"");
+        }
+        // One KDF today: a second one must get its own slots.
+        let Kdf::HkdfSha256 = self.kdf;
+        let slot = 4 * self.kem as usize + self.aead as usize;
+        let v = CACHE[slot].get_or_init(|| {
+            let mut v = [0u8; 32];
+            v.copy_from_slice(&l.extract(HpkeValue::PskIdHash, b"", b""));
+            v
+        });
+        Zeroizing::new(v.to_vec())
     }
 
     /// KeySchedule(mode_base, shared_secret, info, "", "") (RFC 9180 §5.1).
@@ -307,7 +330,7 @@ impl Suite {
         let suite_id = self.suite_id();
         let hash = self.kdf.hash();
         let mut l = Labeled::new(hash, &suite_id, sink);
-        let psk_id_hash = l.extract(HpkeValue::PskIdHash, b"", b"");
+        let psk_id_hash = self.psk_id_hash(&mut l);
         let info_hash = l.extract(HpkeValue::InfoHash, b"", info);
         let mut ksc = vec![MODE_BASE];
         ksc.extend_from_slice(&psk_id_hash);
@@ -328,13 +351,23 @@ impl Suite {
             }
             None => None,
         };
-        let exporter_secret =
-            l.expand(HpkeValue::ExporterSecret, &secret, &ksc, hash.output_len())?;
+        // ECH never exports: the exporter secret is derived when first needed, or now when
+        // someone watches the schedule (the explainer shows every step).
+        let exporter = if l.sink.enabled() {
+            Exporter::Derived(l.expand(
+                HpkeValue::ExporterSecret,
+                &secret,
+                &ksc,
+                hash.output_len(),
+            )?)
+        } else {
+            Exporter::Pending { secret, ksc }
+        };
         Ok(Context {
             suite: self,
             key,
             base_nonce,
-            exporter_secret,
+            exporter,
             seq: 0,
         })
     }
@@ -432,9 +465,19 @@ struct Context {
     /// `None` for Export-only.
     key: Option<AeadKey>,
     base_nonce: [u8; NONCE_LEN],
-    exporter_secret: Zeroizing<Vec<u8>>,
+    exporter: Exporter,
     /// At most 2^96 - 1 (Nn = 12 bytes).
     seq: u128,
+}
+
+/// exporter_secret = LabeledExpand(secret, "exp", key_schedule_context, Nh) (§5.1), or what
+/// derives it.
+enum Exporter {
+    Derived(Zeroizing<Vec<u8>>),
+    Pending {
+        secret: Zeroizing<Vec<u8>>,
+        ksc: Vec<u8>,
+    },
 }
 
 /// The largest sequence number a 12-byte nonce can take: (1 << 8·Nn) - 1 (RFC 9180 §5.2).
@@ -478,9 +521,17 @@ impl Context {
         }
         let suite_id = self.suite.suite_id();
         let mut l = Labeled::new(hash, &suite_id, sink);
+        let pending;
+        let exporter_secret = match &self.exporter {
+            Exporter::Derived(s) => s,
+            Exporter::Pending { secret, ksc } => {
+                pending = l.expand(HpkeValue::ExporterSecret, secret, ksc, hash.output_len())?;
+                &pending
+            }
+        };
         let v = l.expand(
             HpkeValue::ExportedValue,
-            &self.exporter_secret,
+            exporter_secret,
             exporter_context,
             len,
         )?;
