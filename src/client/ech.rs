@@ -63,6 +63,10 @@ impl Cx<'_> {
         first: Transcript,
         psk: Option<&OfferedPsk>,
     ) -> Result<(Transcript, Option<EarlySecret>, bool, OfferEch), Error> {
+        debug_assert!(
+            first.covered().is_empty(),
+            "the first ClientHello's transcript"
+        );
         let outer_random: [u8; 32] = self.conn.random();
         // RFC 9850 §4: the traffic secrets stay keyed by ClientHelloInner.random, which the
         // handshake uses if ECH is accepted (settle_ech switches to the outer one if not);
@@ -89,7 +93,9 @@ impl Cx<'_> {
             chosen,
             context,
             outer_random,
-            outer_transcript: first.clone(),
+            // Buffered, not hashed: only a server that rejects ECH needs this transcript
+            // (§6.1.4), and then it is hashed once the ServerHello names the hash.
+            outer_transcript: Transcript::new(),
             grease_psk,
             hrr_accepted: None,
             layout: InnerLayout::default(),
@@ -298,9 +304,13 @@ impl Cx<'_> {
         };
         // §6.1.5: a HelloRetryRequest that did not confirm settled it.
         let accepted = e.hrr_accepted != Some(false) && {
-            let mut t = offer.transcript.clone();
-            t.start_hash(suite.hash)
+            // Hashing starts in the inner transcript itself, which goes on if ECH is accepted:
+            // a copy would hash the inner ClientHello twice.
+            offer
+                .transcript
+                .start_hash(suite.hash)
                 .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
+            let t = offer.transcript.clone();
             let conn = &mut *self.conn;
             client::server_hello_accepts(t, &offer.random, encoded, suite.hash, |h, r, l, th| {
                 conn.ech_confirmation(h, r, l, th)
