@@ -59,6 +59,32 @@ fn zero_key_sign(alg: HashAlg, parts: &[&[u8]]) -> Output {
     cell.get_or_init(|| HmacKey::new(alg, &[])).sign(parts)
 }
 
+/// An HMAC key with its key schedule done once, for a key that signs more than once (HPKE's
+/// `secret`, expanded into key and base_nonce, RFC 9180 §5.1): on the one-shot HMAC's
+/// implementation.
+pub(crate) struct PreparedHmac {
+    #[cfg(feature = "ring-hash")]
+    key: ring::hmac::Key,
+    #[cfg(not(feature = "ring-hash"))]
+    key: HmacKey,
+}
+
+impl PreparedHmac {
+    /// HMAC over the concatenation of `parts`.
+    pub(crate) fn sign(&self, parts: &[&[u8]]) -> Output {
+        #[cfg(feature = "ring-hash")]
+        {
+            let mut ctx = ring::hmac::Context::with_key(&self.key);
+            for p in parts {
+                ctx.update(p);
+            }
+            Output::from_generic(ctx.sign().as_ref())
+        }
+        #[cfg(not(feature = "ring-hash"))]
+        self.key.sign(parts)
+    }
+}
+
 impl HashAlg {
     /// Hash.length in RFC 8446 §7.1.
     pub const fn output_len(self) -> usize {
@@ -137,6 +163,21 @@ impl HashAlg {
             HashAlg::Sha256 => hmac_sha256(key, parts),
             HashAlg::Sha384 => hmac_sha384(key, parts),
         }
+    }
+
+    /// `key` prepared for several HMACs.
+    pub(crate) fn hmac_prepared(self, key: &[u8]) -> PreparedHmac {
+        #[cfg(feature = "ring-hash")]
+        let key = ring::hmac::Key::new(
+            match self {
+                HashAlg::Sha256 => ring::hmac::HMAC_SHA256,
+                HashAlg::Sha384 => ring::hmac::HMAC_SHA384,
+            },
+            key,
+        );
+        #[cfg(not(feature = "ring-hash"))]
+        let key = HmacKey::new(self, key);
+        PreparedHmac { key }
     }
 
     /// A string of Hash.length zero bytes: the "0" of the key schedule diagram (RFC 8446 §7.1).

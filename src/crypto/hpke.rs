@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::aead::{AeadAlg, AeadError, AeadKey, NONCE_LEN};
-use super::hash::{to_hex, HashAlg};
+use super::hash::{to_hex, HashAlg, PreparedHmac};
 use super::hkdf;
 use super::kx::{static_dh, KxError};
 use super::random::RandomSource;
@@ -344,8 +344,11 @@ impl Suite {
         let mut base_nonce = [0u8; NONCE_LEN];
         let key = match self.aead.alg() {
             Some(alg) => {
-                let k = l.expand(HpkeValue::Key, &secret, &ksc, alg.key_len())?;
-                let n = l.expand(HpkeValue::BaseNonce, &secret, &ksc, NONCE_LEN)?;
+                // `secret` keys two HMACs here: its key schedule once.
+                let prepared = hash.hmac_prepared(&secret);
+                let key = Some(&prepared);
+                let k = l.expand_with(HpkeValue::Key, &secret, key, &ksc, alg.key_len())?;
+                let n = l.expand_with(HpkeValue::BaseNonce, &secret, key, &ksc, NONCE_LEN)?;
                 base_nonce.copy_from_slice(&n);
                 Some(AeadKey::new(alg, &k).map_err(HpkeError::Aead)?)
             }
@@ -937,17 +940,31 @@ impl<'a> Labeled<'a> {
         info: &[u8],
         len: usize,
     ) -> Result<Zeroizing<Vec<u8>>, HpkeError> {
+        self.expand_with(name, prk, None, info, len)
+    }
+
+    /// [`expand`](Self::expand), signing with `prepared` (`prk`'s key schedule done once) when
+    /// given.
+    fn expand_with(
+        &mut self,
+        name: HpkeValue,
+        prk: &[u8],
+        prepared: Option<&PreparedHmac>,
+        info: &[u8],
+        len: usize,
+    ) -> Result<Zeroizing<Vec<u8>>, HpkeError> {
         let label = name.label().as_bytes();
         let l = u16::try_from(len).map_err(|_| HpkeError::ExportTooLong)?;
         let l = l.to_be_bytes();
         let mut out = Zeroizing::new(vec![0u8; len]);
-        hkdf::expand(
-            self.hash,
-            prk,
-            &[&l, VERSION_LABEL, self.suite_id, label, info],
-            &mut out,
-        )
-        .map_err(|_| HpkeError::ExportTooLong)?;
+        let parts: [&[u8]; 5] = [&l, VERSION_LABEL, self.suite_id, label, info];
+        match prepared {
+            Some(key) if len <= 255 * self.hash.output_len() => {
+                hkdf::expand_with(self.hash, |p| key.sign(p), &parts, &mut out)
+            }
+            _ => hkdf::expand(self.hash, prk, &parts, &mut out)
+                .map_err(|_| HpkeError::ExportTooLong)?,
+        }
         debug_assert_eq!(name.op(), HpkeOp::LabeledExpand);
         self.report(name, &[prk, info, &l], &out);
         Ok(out)
