@@ -39,6 +39,7 @@
 pub mod check;
 mod css;
 mod decode;
+mod der;
 mod model;
 mod render;
 
@@ -167,6 +168,141 @@ mod tests {
             .find("data-name=\"server_handshake_traffic_secret\"")
             .unwrap();
         assert!(html[secret_at..].contains("records <a href=\"#rec-3\">#3</a>"));
+    }
+
+    /// The hex of every `data-calc="{what}"` value of `html`, in page order.
+    fn calc(html: &str, what: &str) -> Vec<Vec<u8>> {
+        let key = format!("data-calc=\"{what}\">");
+        html.match_indices(&key)
+            .map(|(i, _)| {
+                let rest = &html[i + key.len()..];
+                let text: String = rest[..rest.find('<').unwrap()].split_whitespace().collect();
+                tls13lab::ledger::unhex(&text).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finished_messages_show_their_verify_data_computed() {
+        let html = rfc8448(3, Side::Client, None).unwrap();
+        let records = rfc_records();
+        let verify = calc(&html, "verify_data");
+        // The server's Finished ends record 3's content, the client's record 5's (RFC 8448 §3).
+        let tail = |k: usize| {
+            let inner = records[k].1.as_ref().unwrap();
+            inner[inner.len() - 33..inner.len() - 1].to_vec()
+        };
+        assert_eq!(verify.len(), 2);
+        assert_eq!(verify[0], tail(2));
+        assert_eq!(verify[1], tail(3));
+        assert_eq!(calc(&html, "finished_key").len(), 2);
+        assert_eq!(calc(&html, "transcript_hash").len(), 2);
+        // The base keys are the handshake traffic secrets.
+        let sec = Section::new(3).unwrap();
+        let base = calc(&html, "base_key");
+        assert_eq!(calc(&html, "secret")[0], base[0]);
+        assert!(sec.summary("server_handshake_traffic_key").is_some());
+    }
+
+    #[test]
+    fn zero_rtt_page_shows_the_binder_computed_and_covers_every_byte() {
+        let run = InMemory {
+            connection: explain::Connection::ZeroRtt,
+            ..InMemory::demo(1).unwrap()
+        };
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("0rtt", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        let binder = calc(&html, "binder");
+        assert_eq!(binder.len(), 1);
+        // The binder is the last bytes of the ClientHello (RFC 8446 §4.2.11).
+        let hello = events
+            .iter()
+            .find_map(|e| match e {
+                tls13lab::events::Event::Handshake(h) => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(hello.ends_with(&binder[0]));
+        assert!(html.contains("0-RTT accepted"));
+        assert!(html.contains("data-epoch=\"early\""));
+    }
+
+    #[test]
+    fn ech_page_splits_the_extension_and_shows_the_inner_hello_and_confirmation() {
+        let run = InMemory {
+            ech: true,
+            ..InMemory::demo(1).unwrap()
+        };
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("ech", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        let leaves = check::leaves(&html).unwrap();
+        for f in ["ECHClientHelloType", "kdf_id", "aead_id", "config_id"] {
+            assert!(
+                html.contains(&format!("<span class=\"fname\">{f}</span>")),
+                "{f}"
+            );
+        }
+        assert!(html.contains("<span class=\"val\">outer (0)</span>"));
+        // The inner hello is beside, not among the record's leaves.
+        assert!(html.contains("ClientHelloInner, sealed"));
+        assert!(html.contains("class=\"xleaf\""));
+        // Its server_name is the real one; the outer hello's is the config's public name.
+        let pane = &html[html.find("ClientHelloInner, sealed").unwrap()..];
+        let pane = &pane[..pane.find("</div>\n</div>").unwrap_or(pane.len())];
+        assert!(pane.contains("&quot;localhost&quot;"));
+        assert!(html.contains("&quot;public.example&quot;"));
+        // The confirmation is ServerHello.random[24..32] (RFC 9849 §7.2).
+        let conf = calc(&html, "ech_confirmation");
+        assert_eq!(conf.len(), 1);
+        let sh = events
+            .iter()
+            .find_map(|e| match e {
+                tls13lab::events::Event::Handshake(h)
+                    if h.typ == tls13lab::messages::enums::HandshakeType::ServerHello =>
+                {
+                    Some(h.bytes.clone())
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(conf[0], sh[6 + 24..6 + 32]);
+        assert!(html.contains("ECH accepted"));
+        assert!(html.contains("id=\"ech\""));
+        assert!(leaves.iter().all(|l| l.len > 0));
+    }
+
+    #[test]
+    fn ml_dsa_certificates_are_shown_part_by_part() {
+        use crate::certgen::KeyAlg;
+        let run = InMemory::demo(1)
+            .unwrap()
+            .with_chain(&[KeyAlg::MlDsa44, KeyAlg::MlDsa44])
+            .unwrap();
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("mldsa", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        for part in [
+            "tbsCertificate",
+            "serialNumber",
+            "issuer",
+            "validity",
+            "subjectPublicKeyInfo",
+            "subjectPublicKey",
+            "signatureAlgorithm",
+            "signatureValue",
+        ] {
+            let f = format!("<span class=\"fname\">{part}</span>");
+            assert!(html.matches(&f).count() >= 1, "{part}");
+        }
+        assert!(html.contains("id-ml-dsa-44 (2.16.840.1.101.3.4.3.17)"));
+        // ML-DSA-44: a 1312-byte public key (1317 with the BIT STRING's tag, length and unused
+        // bits byte), a 2420-byte signature (2425).
+        let leaves = check::leaves(&html).unwrap();
+        assert!(leaves.iter().any(|l| l.len == 1312 + 5));
+        assert!(leaves.iter().any(|l| l.len == 2420 + 5));
+        assert!(html.contains("mldsa44"));
     }
 
     #[test]
