@@ -2867,8 +2867,9 @@ fn docs_pages_match_what_the_instruments_print() {
     );
 }
 
-/// docs/illustrated/: the pages `tls13lab keys --html` writes for RFC 8448 §3 and for a hybrid
-/// full handshake with HelloRetryRequest. Regenerated and compared like the other docs
+/// docs/illustrated/: the pages `tls13lab keys --html` writes for RFC 8448 §3, a hybrid full
+/// handshake with HelloRetryRequest, a resumption with 0-RTT, an accepted ECH and an ML-DSA-44
+/// chain. Regenerated and compared like the other docs
 /// (`TLS13LAB_WRITE_DOCS=1` rewrites them), and read back: every byte of every record in exactly
 /// one leaf showing that byte, and nothing the page would fetch.
 #[test]
@@ -2885,7 +2886,19 @@ fn illustrated_pages_match_and_annotate_every_byte() {
             .unwrap()
             .with_groups(&[NamedGroup::X25519MLKEM768])
     };
-    let pages: [(&str, &str, Vec<tls13lab::events::Event>); 2] = [
+    let zero_rtt_run = InMemory {
+        connection: lab::explain::Connection::ZeroRtt,
+        ..InMemory::demo(1).unwrap()
+    };
+    let ech_run = InMemory {
+        ech: true,
+        ..InMemory::demo(1).unwrap()
+    };
+    let mldsa_run = InMemory::demo(1)
+        .unwrap()
+        .with_chain(&[lab::certgen::KeyAlg::MlDsa44, lab::certgen::KeyAlg::MlDsa44])
+        .unwrap();
+    let pages: [(&str, &str, Vec<tls13lab::events::Event>); 5] = [
         (
             "rfc8448-3.html",
             "keys --rfc8448 3 --no-export --html",
@@ -2895,6 +2908,21 @@ fn illustrated_pages_match_and_annotate_every_byte() {
             "hybrid-hrr.html",
             "keys --groups X25519MLKEM768 --hrr --no-export --html",
             lab::explain::in_memory(&hybrid_run, None).unwrap().0,
+        ),
+        (
+            "resumed-0rtt.html",
+            "keys --connection 0rtt --no-export --html",
+            lab::explain::in_memory(&zero_rtt_run, None).unwrap().0,
+        ),
+        (
+            "ech.html",
+            "keys --ech --no-export --html",
+            lab::explain::in_memory(&ech_run, None).unwrap().0,
+        ),
+        (
+            "mldsa44.html",
+            "keys --chain mldsa44,mldsa44 --no-export --html",
+            lab::explain::in_memory(&mldsa_run, None).unwrap().0,
         ),
     ];
     let mut stale = Vec::new();
