@@ -57,6 +57,19 @@ pub fn page(title: &str, events: &[Event]) -> Result<String, String> {
     Ok(render::page(&Illustrated::from_events(title, events)?))
 }
 
+/// The page of a connection read from outside ([`crate::dissect::Dissection::events`]): its
+/// events carry no secrets, so the records are decrypted for the page with `keylog`'s lines
+/// for `client_random`.
+pub fn dissected(
+    title: &str,
+    events: &[Event],
+    keylog: &tls13lab::keylog::KeyLog,
+    client_random: &[u8],
+) -> Result<String, String> {
+    let ill = Illustrated::from_events_with_keys(title, events, Some((keylog, client_random)))?;
+    Ok(render::page(&ill))
+}
+
 /// The page of RFC 8448 section `n` (3 to 7) replayed through our `side`, with the RFC's own
 /// bytes; with `export`, a TLS-Exporter value under that label appears in the key schedule.
 pub fn rfc8448(n: u8, side: Side, export: Option<&[u8]>) -> Result<String, String> {
@@ -305,6 +318,84 @@ mod tests {
         assert!(html.contains("mldsa44"));
     }
 
+    /// Issue 27's large connection: an ML-DSA-87 root → leaf chain and 1 MiB of application
+    /// data from the server. Prints the page's size and the time to make it (docs/performance.md,
+    /// "The illustrated connection"): `cargo test --release -p tls13lab-lab --lib large_connection
+    /// -- --nocapture`.
+    #[test]
+    fn a_large_connection_page_covers_every_byte_and_collapses_its_data() {
+        use crate::certgen::KeyAlg;
+        use crate::demo;
+        use std::sync::Arc;
+        let run = InMemory::demo(1)
+            .unwrap()
+            .with_chain(&[KeyAlg::MlDsa87, KeyAlg::MlDsa87])
+            .unwrap();
+        let big = vec![b'x'; 1 << 20];
+        let p = demo::request_response(
+            Arc::new(run.client),
+            Arc::new(run.server),
+            1,
+            demo::NOW_MS,
+            b"GET / HTTP/1.0\r\n\r\n",
+            &big,
+            Default::default(),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let html = page("large", &p.client_events).unwrap();
+        let took = started.elapsed();
+        let records = record_bytes(&p.client_events).unwrap();
+        let wire: usize = records.iter().map(|r| r.0.len()).sum();
+        println!(
+            "large connection: {} records, {wire} bytes on the wire; page {} bytes, made in {:.1} ms",
+            records.len(),
+            html.len(),
+            took.as_secs_f64() * 1e3
+        );
+        check::check_coverage(&html, &records).unwrap();
+        assert!(html.contains("id-ml-dsa-87"));
+        let more = html
+            .find("<details class=\"more\">")
+            .expect("a summary row");
+        assert!(html[more..].contains("more application data records"));
+    }
+
+    #[test]
+    fn a_dissected_capture_gives_the_same_records_decrypted() {
+        let run = InMemory::demo(1).unwrap();
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let w = crate::pcap::pcapng(&events, Default::default(), 1460).unwrap();
+        let cap = crate::pcap::read_capture(&w.bytes).unwrap();
+        let c = &cap.connections[0];
+        let d = crate::dissect::dissect(&c.c2s, &c.s2c, &cap.keylog, true);
+        let random = tls13lab::ledger::unhex(d.client_random.as_deref().unwrap()).unwrap();
+        let html = dissected("dissected", &d.events, &cap.keylog, &random).unwrap();
+        let ill = Illustrated::from_events_with_keys("", &d.events, Some((&cap.keylog, &random)))
+            .unwrap();
+        let records: Vec<check::RecordBytes> = ill
+            .records
+            .iter()
+            .map(|r| (r.wire.clone(), r.inner_plaintext()))
+            .collect();
+        check::check_coverage(&html, &records).unwrap();
+        // Every record as the endpoint saw it, decrypted as it decrypted it.
+        let original = record_bytes(&events).unwrap();
+        assert_eq!(records.len(), original.len());
+        for r in &records {
+            assert!(original.contains(r));
+        }
+        // The server's flight, the client's Finished, the server's ticket.
+        assert_eq!(records.iter().filter(|r| r.1.is_some()).count(), 3);
+        assert_eq!(
+            calc(&html, "key").len(),
+            records.iter().filter(|r| r.1.is_some()).count()
+        );
+        // Layouts found by decoding: the ServerHello's fields are named.
+        assert!(html.contains("<span class=\"fname\">cipher_suite</span>"));
+        assert!(!html.contains("no layout reported"));
+    }
+
     #[test]
     fn pages_fetch_nothing_and_escape_what_they_show() {
         let html = rfc8448(3, Side::Client, None).unwrap();
@@ -356,6 +447,11 @@ mod tests {
             let leaf = format!("<span class=\"fname\">{part}</span>");
             assert!(html.contains(&leaf), "{part}");
         }
+        // The shared secret is ML-KEM-768's then X25519's (draft-ietf-tls-ecdhe-mlkem).
+        assert!(html.contains("shared secret = ML-KEM-768 ‖ X25519</dt>"));
+        let comps = calc(&html, "component");
+        assert_eq!(comps.len(), 2);
+        assert_eq!(calc(&html, "shared_secret")[0], comps.concat());
         // The ML-KEM-768 encapsulation key is 1184 bytes, its ciphertext 1088.
         let leaves = check::leaves(&html).unwrap();
         assert!(leaves.iter().any(|l| l.len == 1184));

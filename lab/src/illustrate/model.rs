@@ -8,6 +8,7 @@ use tls13lab::keylog::{self, KeyLog};
 use tls13lab::keyschedule::hkdf::expand_label;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::enums::{ContentType, HandshakeType};
+use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage};
 use tls13lab::messages::layout::{check_tiling, Span};
 use tls13lab::transcript_reader::Negotiating;
 
@@ -146,17 +147,33 @@ impl Illustrated {
     /// Reads one endpoint's events (records, handshake messages with layouts, derivations and
     /// secrets: [`tls13lab::events::Observe::ALL_WITH_SECRETS`]).
     pub fn from_events(title: &str, events: &[Event]) -> Result<Illustrated, String> {
-        let wire = crate::pcap::wire_records(events)?;
+        Illustrated::from_events_with_keys(title, events, None)
+    }
+
+    /// As [`Illustrated::from_events`], for events that carry no secrets (a connection
+    /// dissected from a capture): `keys` is the key log and the client random its lines are
+    /// under. Messages reported without a layout get the one found by decoding their bytes.
+    pub fn from_events_with_keys(
+        title: &str,
+        events: &[Event],
+        keys: Option<(&KeyLog, &[u8])>,
+    ) -> Result<Illustrated, String> {
+        let wire = crate::pcap::wire_records_with_keys(events, keys)?;
         let tree = KeyTree::from_events(title, events);
         let ledger = Ledger::from_events(events);
         let suite = Negotiating::from_events(events)
             .suite()
             .and_then(suite_params);
-        let log = KeyLog::from_events(events);
-        let random = events.iter().find_map(|e| match e {
+        let mut log = KeyLog::from_events(events);
+        let mut random = events.iter().find_map(|e| match e {
             Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
             _ => None,
         });
+        if let Some((extra, r)) = keys {
+            log.merge(extra);
+            random = random.or_else(|| Some(r.to_vec()));
+        }
+        let hash_len = suite.map_or(0, |s| s.hash.output_len());
         let shares: Vec<KeyShareEvent> = events
             .iter()
             .filter_map(|e| match e {
@@ -193,6 +210,11 @@ impl Illustrated {
             layout: h
                 .layout
                 .clone()
+                .or_else(|| {
+                    HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len })
+                        .ok()
+                        .map(|m| m.layout())
+                })
                 .filter(|l| check_tiling(l, h.bytes.len()).is_ok())
                 .map(|mut l| {
                     split_shares(&mut l, &h.bytes, h.direction, &shares);

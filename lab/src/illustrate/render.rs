@@ -966,14 +966,29 @@ fn key_schedule(o: &mut String, ill: &Illustrated) {
         for (name, v) in &s.components {
             let _ = write!(
                 o,
-                "<dt>{}</dt><dd><code class=\"hex\">{}</code></dd>",
+                "<dt>{} shared secret</dt><dd><code class=\"hex\" data-calc=\"component\">{}</code></dd>",
                 esc(name),
                 hex(v)
             );
         }
+        // A hybrid group's shared secret is its components' concatenated in the order the
+        // group defines (draft-ietf-tls-ecdhe-mlkem: ML-KEM first for X25519MLKEM768, ECDH
+        // first for the NIST curves); the components are reported in that order.
+        let parts: Vec<&[u8]> = s.components.iter().map(|(_, v)| v.as_slice()).collect();
+        let what = if s.components.len() > 1 {
+            let names: Vec<String> = s.components.iter().map(|(n, _)| esc(n)).collect();
+            let check = if parts.concat() == s.value {
+                ""
+            } else {
+                " (NOT their concatenation)"
+            };
+            format!("shared secret = {}{check}", names.join(" ‖ "))
+        } else {
+            "shared secret".to_string()
+        };
         let _ = writeln!(
             o,
-            "<dt>shared secret</dt><dd><code class=\"hex\">{}</code></dd></dl></details>",
+            "<dt>{what}</dt><dd><code class=\"hex\" data-calc=\"shared_secret\">{}</code></dd></dl></details>",
             hex(&s.value)
         );
     }
