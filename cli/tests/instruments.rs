@@ -2975,6 +2975,84 @@ fn demo_writes_an_illustrated_page() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Each record of an illustrated page as its leaves show it: (wire bytes, inner bytes), the
+/// leaves of each space required to tile it from offset 0.
+fn page_records(page: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut leaves = lab::illustrate::check::leaves(page).unwrap();
+    leaves.sort_by_key(|l| (l.record, l.space.clone(), l.off));
+    let n = leaves.iter().map(|l| l.record).max().unwrap_or(0);
+    let mut out = vec![(Vec::new(), Vec::new()); n];
+    for l in leaves {
+        let r = &mut out[l.record - 1];
+        let v = if l.space == "wire" {
+            &mut r.0
+        } else {
+            &mut r.1
+        };
+        assert_eq!(
+            v.len(),
+            l.off,
+            "record {} {}: a gap or an overlap",
+            l.record,
+            l.space
+        );
+        v.extend_from_slice(&l.bytes);
+    }
+    out
+}
+
+/// `--html` on `client`, `server` (one page per connection: FILE, FILE-2.html) and `dissect`:
+/// the page of the client's capture shows the records of the client's own page, decrypted
+/// the same.
+#[test]
+fn client_server_and_dissect_write_illustrated_pages() {
+    let dir = temp_dir("html-cli");
+    let s = dir.join("s.html");
+    let (mut server, port) = start_server(&["--naccept", "2", "--html", s.to_str().unwrap()]);
+    let (c, cpcap) = (dir.join("c.html"), dir.join("c.pcapng"));
+    for _ in 0..2 {
+        tls13lab(&[
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--insecure",
+            "--html",
+            c.to_str().unwrap(),
+            "--pcap",
+            cpcap.to_str().unwrap(),
+        ]);
+    }
+    wait_exit(&mut server);
+    let d = dir.join("d.html");
+    tls13lab(&[
+        "dissect",
+        cpcap.to_str().unwrap(),
+        "--html",
+        d.to_str().unwrap(),
+    ]);
+    let mut pages = Vec::new();
+    for f in [&c, &s, &dir.join("s-2.html"), &d] {
+        let page = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(page.contains("GET / HTTP/1.0"), "{}", f.display());
+        assert!(lab::illustrate::check::fetches(&page).is_empty());
+        let records = page_records(&page);
+        assert!(
+            records.iter().filter(|r| !r.1.is_empty()).count() >= 4,
+            "{}",
+            f.display()
+        );
+        pages.push(records);
+    }
+    assert!(std::fs::read_to_string(&d)
+        .unwrap()
+        .contains("dissected: 127.0.0.1:"));
+    let mut client = pages[0].clone();
+    let mut dissected = pages[3].clone();
+    client.sort();
+    dissected.sort();
+    assert_eq!(client, dissected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn hello_order_extra_and_x25519_reuse() {
     use tls13lab::messages::ExtensionType;
