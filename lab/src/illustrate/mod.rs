@@ -13,7 +13,13 @@
 //!   (IV ⊕ sequence number) and additional data that protected it.
 //! - Every handshake message and extension as nested `<details open>` blocks from its layout:
 //!   each field named, its value in words, its length, a link to the RFC or draft section;
-//!   hybrid key shares split into their components (ML-KEM and X25519).
+//!   hybrid key shares split into their components (ML-KEM and X25519); certificates into
+//!   their X.509 parts (`der.rs`, RFC 5280 §4.1); a ClientHelloOuter's
+//!   `encrypted_client_hello` into config_id, cipher suite, enc and payload, with the
+//!   ClientHelloInner it seals shown decrypted beside it (not a leaf: it is no record's bytes).
+//! - Beside a Finished, its verify_data computed (the base key, finished_key, the transcript
+//!   hash); beside a ClientHello with a PSK, its binder; beside a ServerHello, ECH's acceptance
+//!   confirmation; HPKE's steps in a section of their own.
 //! - Every byte of every record lies in exactly one leaf (`class="leaf"` with `data-record`,
 //!   `data-space`, `data-off`, `data-len`); [`check::check_coverage`] verifies it without a
 //!   browser.
@@ -32,8 +38,12 @@
 //! assert!(lab::illustrate::check::fetches(&html).is_empty());
 //! ```
 //!
+//! A connection dissected from a capture ([`dissected`]) carries no secrets in its events: its
+//! records are decrypted for the page with the key log, and its messages' layouts are found by
+//! decoding them.
+//!
 //! `model.rs` reads the events ([`Illustrated`]), `decode.rs` says what a field's bytes mean
-//! and where it is defined, `render.rs` writes the page, `css.rs` holds its style and script,
+//! and where it is defined, `der.rs` walks certificates, `render.rs` writes the page, `css.rs` holds its style and script,
 //! `check.rs` reads a page back.
 
 pub mod check;
