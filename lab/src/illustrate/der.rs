@@ -313,6 +313,16 @@ pub fn oid_name(dotted: &str) -> Option<&'static str> {
     })
 }
 
+/// The value of the element a walk named `name`, in words: [`describe`], and for the version
+/// the X.509 version it encodes (RFC 5280 §4.1.2.1: 2 is v3).
+pub fn value(name: &str, el: &[u8]) -> Option<String> {
+    let words = describe(el)?;
+    match (name, el) {
+        ("version number", [0x02, 0x01, v]) => Some(format!("{words} (v{})", u16::from(*v) + 1)),
+        _ => Some(words),
+    }
+}
+
 /// One DER element (tag and length included) in words: OIDs by name, times and strings as
 /// text, small integers in decimal, bit and octet strings by length. `None` if it is not one
 /// element.
@@ -427,5 +437,13 @@ mod tests {
             Some("\"US\"")
         );
         assert_eq!(describe(&[0x02, 0x05, 1]), None);
+        assert_eq!(
+            value("version number", &[0x02, 0x01, 0x02]).as_deref(),
+            Some("INTEGER 2 (v3)")
+        );
+        assert_eq!(
+            value("serialNumber", &[0x02, 0x01, 0x02]).as_deref(),
+            Some("INTEGER 2")
+        );
     }
 }

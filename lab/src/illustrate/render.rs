@@ -811,7 +811,7 @@ impl Ctx<'_> {
                 let value = match (whole, der) {
                     (false, _) => None,
                     (true, true) if s.name == "tag, length" => None,
-                    (true, true) => super::der::describe(bytes),
+                    (true, true) => super::der::value(&s.name, bytes),
                     (true, false) => decode::value(&s.name, parent, Some(self.typ), bytes),
                 };
                 leaf(
