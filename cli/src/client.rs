@@ -68,6 +68,11 @@ pub struct ClientArgs {
     pub request: Option<Bytes>,
     #[command(flatten)]
     pub out: Output,
+    /// Write the connection as one self-contained HTML page into FILE (docs/illustrated/):
+    /// every byte of every record annotated and decrypted with the connection's own secrets,
+    /// each protected record with its key, IV, nonce and additional data.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Seconds to wait for the connection, the handshake and the first response byte.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub timeout: u64,
@@ -353,8 +358,11 @@ fn connect_once(
     };
     let mut keylog = KeyLog::open(a.out.keylog.as_deref())?;
     // Secrets are observed only for what asks for them: a key log, --show-secrets, a pcapng
-    // file (it embeds its key log).
-    config.observe = observe_for(&keylog, a.out.show_secrets || a.out.pcap.is_some());
+    // file (it embeds its key log), a page (it shows every key).
+    config.observe = observe_for(
+        &keylog,
+        a.out.show_secrets || a.out.pcap.is_some() || a.html.is_some(),
+    );
     let rng: Box<dyn RandomSource> = match a.seed {
         Some(s) => Box::new(SeededRandom::from_seed(s)),
         None => Box::new(OsRandom),
@@ -410,6 +418,9 @@ fn connect_once(
     }
     if let Some(path) = &a.out.pcap {
         super::instruments::write_pcap(path, &c)?;
+    }
+    if let Some(path) = &a.html {
+        super::instruments::write_html(path, &c)?;
     }
     if let Some(path) = &a.out.json {
         let mut v = Report {

@@ -48,6 +48,10 @@ pub struct DissectArgs {
     /// Write a ladder diagram of the (first) dissected connection as SVG.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the (first) dissected connection as one self-contained HTML page
+    /// (docs/illustrated/): every byte of every record annotated, decrypted with the key log.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Run `tls13lab dissect`.
@@ -157,6 +161,25 @@ pub fn run(a: DissectArgs) -> Result<(), Failure> {
                 },
             );
             write_file(path, doc.as_bytes())?;
+        }
+    }
+    if let Some(path) = &a.html {
+        if let Some(d) = found.first() {
+            let random = d
+                .client_random
+                .as_deref()
+                .and_then(tls13lab::ledger::unhex)
+                .unwrap_or_default();
+            let title = format!(
+                "dissected: {} → {}",
+                d.client.as_deref().unwrap_or("client"),
+                d.server.as_deref().unwrap_or("server")
+            );
+            let page =
+                lab::illustrate::dissected(&title, &d.events, &log, &random).map_err(|e| {
+                    Failure::file(path, format!("cannot illustrate the connection: {e}"))
+                })?;
+            write_file(path, page.as_bytes())?;
         }
     }
     let wrong = found

@@ -1,7 +1,7 @@
 //! What `demo`, `client` and `server` write for the instruments: `--svg FILE`, a ladder diagram
 //! of the connection (docs/ladder.md), and `--pcap FILE`, the connection as pcapng with its key
-//! log embedded (docs/dissect.md); and, for `demo`, `--html FILE`, the connection as one
-//! self-contained page (docs/illustrated/).
+//! log embedded (docs/dissect.md); and `--html FILE`, the connection as one self-contained
+//! page (docs/illustrated/).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -46,6 +46,12 @@ pub struct KeysArgs {
     /// §4.1.4); with --ech, also its confirmation and the second Seal (sequence number 1).
     #[arg(long, conflicts_with_all = ["rfc8448", "ledger"])]
     pub hrr: bool,
+    /// The server's certificate chain, made from the seed: one algorithm per level, root
+    /// first, as `tls13lab cert --chain` takes them (e.g. mldsa44,mldsa44) [default: the
+    /// demo's self-signed ECDSA P-256 certificate].
+    #[arg(long, value_name = "LIST", value_parser = super::cert::alg_list,
+          conflicts_with_all = ["rfc8448", "ledger"])]
+    pub chain: Option<super::cert::AlgList>,
     /// After the handshake, update keys both ways (KeyUpdate), to show "traffic upd".
     #[arg(long)]
     pub key_update: bool,
@@ -110,6 +116,9 @@ fn tree(a: &KeysArgs) -> Result<KeyTree, String> {
 /// The in-memory run the options describe.
 fn in_memory_run(a: &KeysArgs) -> Result<InMemory, String> {
     let mut run = InMemory::demo(a.seed).map_err(|e| e.to_string())?;
+    if let Some(levels) = &a.chain {
+        run = run.with_chain(&levels.0)?;
+    }
     a.offer.apply(&mut run.client).map_err(|e| e.to_string())?;
     a.offer.apply_to_server(&run.client, &mut run.server);
     run.connection = a.connection;

@@ -108,6 +108,10 @@ pub struct ServerArgs {
     /// Write each connection as pcapng with its key log embedded: FILE, then FILE-2.pcapng...
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Write each connection as one self-contained HTML page, every byte annotated and
+    /// decrypted (docs/illustrated/): FILE, then FILE-2.html, FILE-3.html...
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Seed all randomness (certificate, connection N uses seed+N): replayable runs.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -136,6 +140,7 @@ struct Shared {
     seed: Option<u64>,
     svg: Option<PathBuf>,
     pcap: Option<PathBuf>,
+    html: Option<PathBuf>,
 }
 
 /// A counting semaphore bounding concurrent connections.
@@ -175,7 +180,10 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
     }
     let keylog = KeyLog::open(a.keylog.as_deref())?;
     // Secrets are observed only for what asks for them (as in the client).
-    config.observe = observe_for(&keylog, a.show_secrets || a.pcap.is_some());
+    config.observe = observe_for(
+        &keylog,
+        a.show_secrets || a.pcap.is_some() || a.html.is_some(),
+    );
     let addrs: Vec<SocketAddr> = a
         .listen
         .to_socket_addrs()
@@ -212,6 +220,7 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
         seed: a.seed,
         svg: a.svg.clone(),
         pcap: a.pcap.clone(),
+        html: a.html.clone(),
     });
     let mut handles = Vec::new();
     let mut accepted = 0u64;
@@ -432,6 +441,11 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
     }
     if let Some(path) = &sh.pcap {
         if let Err(f) = super::instruments::write_pcap(&super::instruments::numbered(path, n), &c) {
+            eprintln!("tls13lab: {f}");
+        }
+    }
+    if let Some(path) = &sh.html {
+        if let Err(f) = super::instruments::write_html(&super::instruments::numbered(path, n), &c) {
             eprintln!("tls13lab: {f}");
         }
     }

@@ -2867,8 +2867,9 @@ fn docs_pages_match_what_the_instruments_print() {
     );
 }
 
-/// docs/illustrated/: the pages `tls13lab keys --html` writes for RFC 8448 §3 and for a hybrid
-/// full handshake with HelloRetryRequest. Regenerated and compared like the other docs
+/// docs/illustrated/: the pages `tls13lab keys --html` writes for RFC 8448 §3, a hybrid full
+/// handshake with HelloRetryRequest, a resumption with 0-RTT, an accepted ECH and an ML-DSA-44
+/// chain. Regenerated and compared like the other docs
 /// (`TLS13LAB_WRITE_DOCS=1` rewrites them), and read back: every byte of every record in exactly
 /// one leaf showing that byte, and nothing the page would fetch.
 #[test]
@@ -2885,7 +2886,19 @@ fn illustrated_pages_match_and_annotate_every_byte() {
             .unwrap()
             .with_groups(&[NamedGroup::X25519MLKEM768])
     };
-    let pages: [(&str, &str, Vec<tls13lab::events::Event>); 2] = [
+    let zero_rtt_run = InMemory {
+        connection: lab::explain::Connection::ZeroRtt,
+        ..InMemory::demo(1).unwrap()
+    };
+    let ech_run = InMemory {
+        ech: true,
+        ..InMemory::demo(1).unwrap()
+    };
+    let mldsa_run = InMemory::demo(1)
+        .unwrap()
+        .with_chain(&[lab::certgen::KeyAlg::MlDsa44, lab::certgen::KeyAlg::MlDsa44])
+        .unwrap();
+    let pages: [(&str, &str, Vec<tls13lab::events::Event>); 5] = [
         (
             "rfc8448-3.html",
             "keys --rfc8448 3 --no-export --html",
@@ -2895,6 +2908,21 @@ fn illustrated_pages_match_and_annotate_every_byte() {
             "hybrid-hrr.html",
             "keys --groups X25519MLKEM768 --hrr --no-export --html",
             lab::explain::in_memory(&hybrid_run, None).unwrap().0,
+        ),
+        (
+            "resumed-0rtt.html",
+            "keys --connection 0rtt --no-export --html",
+            lab::explain::in_memory(&zero_rtt_run, None).unwrap().0,
+        ),
+        (
+            "ech.html",
+            "keys --ech --no-export --html",
+            lab::explain::in_memory(&ech_run, None).unwrap().0,
+        ),
+        (
+            "mldsa44.html",
+            "keys --chain mldsa44,mldsa44 --no-export --html",
+            lab::explain::in_memory(&mldsa_run, None).unwrap().0,
         ),
     ];
     let mut stale = Vec::new();
@@ -2944,6 +2972,84 @@ fn demo_writes_an_illustrated_page() {
     assert!(page.contains("GET / HTTP/1.0"));
     assert!(leaves.iter().any(|l| l.space == "inner"));
     assert!(lab::illustrate::check::fetches(&page).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each record of an illustrated page as its leaves show it: (wire bytes, inner bytes), the
+/// leaves of each space required to tile it from offset 0.
+fn page_records(page: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut leaves = lab::illustrate::check::leaves(page).unwrap();
+    leaves.sort_by_key(|l| (l.record, l.space.clone(), l.off));
+    let n = leaves.iter().map(|l| l.record).max().unwrap_or(0);
+    let mut out = vec![(Vec::new(), Vec::new()); n];
+    for l in leaves {
+        let r = &mut out[l.record - 1];
+        let v = if l.space == "wire" {
+            &mut r.0
+        } else {
+            &mut r.1
+        };
+        assert_eq!(
+            v.len(),
+            l.off,
+            "record {} {}: a gap or an overlap",
+            l.record,
+            l.space
+        );
+        v.extend_from_slice(&l.bytes);
+    }
+    out
+}
+
+/// `--html` on `client`, `server` (one page per connection: FILE, FILE-2.html) and `dissect`:
+/// the page of the client's capture shows the records of the client's own page, decrypted
+/// the same.
+#[test]
+fn client_server_and_dissect_write_illustrated_pages() {
+    let dir = temp_dir("html-cli");
+    let s = dir.join("s.html");
+    let (mut server, port) = start_server(&["--naccept", "2", "--html", s.to_str().unwrap()]);
+    let (c, cpcap) = (dir.join("c.html"), dir.join("c.pcapng"));
+    for _ in 0..2 {
+        tls13lab(&[
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--insecure",
+            "--html",
+            c.to_str().unwrap(),
+            "--pcap",
+            cpcap.to_str().unwrap(),
+        ]);
+    }
+    wait_exit(&mut server);
+    let d = dir.join("d.html");
+    tls13lab(&[
+        "dissect",
+        cpcap.to_str().unwrap(),
+        "--html",
+        d.to_str().unwrap(),
+    ]);
+    let mut pages = Vec::new();
+    for f in [&c, &s, &dir.join("s-2.html"), &d] {
+        let page = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(page.contains("GET / HTTP/1.0"), "{}", f.display());
+        assert!(lab::illustrate::check::fetches(&page).is_empty());
+        let records = page_records(&page);
+        assert!(
+            records.iter().filter(|r| !r.1.is_empty()).count() >= 4,
+            "{}",
+            f.display()
+        );
+        pages.push(records);
+    }
+    assert!(std::fs::read_to_string(&d)
+        .unwrap()
+        .contains("dissected: 127.0.0.1:"));
+    let mut client = pages[0].clone();
+    let mut dissected = pages[3].clone();
+    client.sort();
+    dissected.sort();
+    assert_eq!(client, dissected);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

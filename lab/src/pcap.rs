@@ -80,13 +80,26 @@ fn negotiated_suite(events: &[Event]) -> Option<SuiteParams> {
 /// The records of a connection as they were on the wire, rebuilt from its events (which must
 /// include records, handshake messages and secrets: [`tls13lab::events::Observe::ALL_WITH_SECRETS`]).
 pub fn wire_records(events: &[Event]) -> Result<Vec<WireRecord>, String> {
-    let log = KeyLog::from_events(events);
+    wire_records_with_keys(events, None)
+}
+
+/// [`wire_records`] for events that may carry no secrets (a dissected connection): `keys` adds
+/// a key log and the client random its traffic secrets are under.
+pub fn wire_records_with_keys(
+    events: &[Event],
+    keys: Option<(&KeyLog, &[u8])>,
+) -> Result<Vec<WireRecord>, String> {
+    let mut log = KeyLog::from_events(events);
     // The traffic secrets' random: ECH's lines come first and go by the outer random, the
     // traffic secrets by the inner one when ECH was accepted (RFC 9850 §4, §5).
-    let random = events.iter().find_map(|e| match e {
+    let mut random = events.iter().find_map(|e| match e {
         Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
         _ => None,
     });
+    if let Some((extra, r)) = keys {
+        log.merge(extra);
+        random = random.or_else(|| Some(r.to_vec()));
+    }
     let suite = negotiated_suite(events);
     let mut protectors: BTreeMap<(u8, String), RecordProtector> = BTreeMap::new();
     let mut out = Vec::new();

@@ -402,6 +402,25 @@ impl InMemory {
         })
     }
 
+    /// The server presents a chain made from the seed by [`crate::certgen::chain`], one
+    /// algorithm per level, root first (`[MlDsa44, MlDsa44]`: an ML-DSA-44 root and leaf), for
+    /// `localhost`; the client trusts its root.
+    pub fn with_chain(mut self, levels: &[crate::certgen::KeyAlg]) -> Result<InMemory, String> {
+        let spec = crate::certgen::ChainSpec {
+            sans: vec!["localhost".into()],
+            ..crate::certgen::ChainSpec::new(levels.to_vec())
+        };
+        let made = crate::certgen::chain(&spec, self.seed).map_err(|e| e.to_string())?;
+        let key = tls13lab::crypto::sign::SigningKey::from_pkcs8_der(&made.key_pkcs8_der)
+            .map_err(|e| e.to_string())?;
+        self.server.cert = tls13lab::config::CertifiedKey {
+            chain: made.certs_der,
+            key: Arc::new(key),
+        };
+        self.client.verification = tls13lab::config::ServerVerification::Roots(vec![made.root_der]);
+        Ok(self)
+    }
+
     /// Both sides use `groups` in this order, and the client sends a key share for the first.
     pub fn with_groups(mut self, groups: &[NamedGroup]) -> InMemory {
         if let Some(first) = groups.first() {

@@ -50,6 +50,11 @@ details.more > summary { font-weight: 600; }
 .ks dt { font-weight: 600; }
 .ks dd { margin: 0; min-width: 0; }
 #controls button { margin-right: .4rem; }
+.xleaf { display: grid; grid-template-columns: minmax(8rem, max-content) 1fr; column-gap: .6rem;
+  margin: .15rem 0 .15rem .6rem; padding: .1rem .3rem; border-left: 3px dashed var(--line); }
+.xleaf .fv { grid-column: 2; }
+.xleaf code.hex { grid-column: 1 / -1; }
+pre.ech { overflow-x: auto; font-size: 12px; background: var(--panel); padding: .5rem; }
 @media print {
   body { max-width: none; font-size: 11px; }
   #controls { display: none; }

@@ -5,8 +5,8 @@
 //! integers in decimal, names as text) and a link per message, extension and record part.
 
 use tls13lab::messages::enums::{
-    AlertDescription, AlertLevel, CipherSuite, ContentType, HandshakeType, NamedGroup,
-    SignatureScheme,
+    AlertDescription, AlertLevel, CipherSuite, ContentType, HandshakeType, HpkeAeadId, HpkeKdfId,
+    NamedGroup, SignatureScheme,
 };
 use tls13lab::messages::handshake::HRR_RANDOM;
 
@@ -98,6 +98,26 @@ pub fn field_cite(name: &str) -> Option<Cite> {
     }
 }
 
+/// Where a part of an X.509 certificate is defined (RFC 5280 §4.1), by its span's name.
+pub fn x509_cite(name: &str) -> Option<Cite> {
+    let sec = match name {
+        super::der::CERTIFICATE => "4.1",
+        "tbsCertificate" => "4.1.1.1",
+        "signatureAlgorithm" => "4.1.1.2",
+        "signatureValue" => "4.1.1.3",
+        "version" => "4.1.2.1",
+        "serialNumber" => "4.1.2.2",
+        "signature" => "4.1.2.3",
+        "issuer" => "4.1.2.4",
+        "validity" => "4.1.2.5",
+        "subject" => "4.1.2.6",
+        "subjectPublicKeyInfo" => "4.1.2.7",
+        "extensions" => "4.1.2.9",
+        _ => return None,
+    };
+    Some(rfc(5280, sec))
+}
+
 fn u(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b))
 }
@@ -141,6 +161,14 @@ pub fn value(name: &str, parent: &str, msg: Option<HandshakeType>, bytes: &[u8])
         }
         "group" | "selected_group" if bytes.len() == 2 => NamedGroup::from(n as u16).to_string(),
         "legacy_compression_method" => format!("{n} (null)"),
+        "ECHClientHelloType" => match n {
+            0 => "outer (0)".to_string(),
+            1 => "inner (1)".to_string(),
+            _ => format!("{n}"),
+        },
+        "kdf_id" if bytes.len() == 2 => HpkeKdfId::from(n as u16).to_string(),
+        "aead_id" if bytes.len() == 2 => HpkeAeadId::from(n as u16).to_string(),
+        "config_id" if bytes.len() == 1 => format!("{n}"),
         "name_type" if n == 0 => "host_name (0)".to_string(),
         "random" if bytes == HRR_RANDOM => {
             "SHA-256(\"HelloRetryRequest\"): this ServerHello is a HelloRetryRequest".to_string()

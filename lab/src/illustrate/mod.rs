@@ -13,7 +13,13 @@
 //!   (IV ⊕ sequence number) and additional data that protected it.
 //! - Every handshake message and extension as nested `<details open>` blocks from its layout:
 //!   each field named, its value in words, its length, a link to the RFC or draft section;
-//!   hybrid key shares split into their components (ML-KEM and X25519).
+//!   hybrid key shares split into their components (ML-KEM and X25519); certificates into
+//!   their X.509 parts (`der.rs`, RFC 5280 §4.1); a ClientHelloOuter's
+//!   `encrypted_client_hello` into config_id, cipher suite, enc and payload, with the
+//!   ClientHelloInner it seals shown decrypted beside it (not a leaf: it is no record's bytes).
+//! - Beside a Finished, its verify_data computed (the base key, finished_key, the transcript
+//!   hash); beside a ClientHello with a PSK, its binder; beside a ServerHello, ECH's acceptance
+//!   confirmation; HPKE's steps in a section of their own.
 //! - Every byte of every record lies in exactly one leaf (`class="leaf"` with `data-record`,
 //!   `data-space`, `data-off`, `data-len`); [`check::check_coverage`] verifies it without a
 //!   browser.
@@ -32,13 +38,18 @@
 //! assert!(lab::illustrate::check::fetches(&html).is_empty());
 //! ```
 //!
+//! A connection dissected from a capture ([`dissected`]) carries no secrets in its events: its
+//! records are decrypted for the page with the key log, and its messages' layouts are found by
+//! decoding them.
+//!
 //! `model.rs` reads the events ([`Illustrated`]), `decode.rs` says what a field's bytes mean
-//! and where it is defined, `render.rs` writes the page, `css.rs` holds its style and script,
+//! and where it is defined, `der.rs` walks certificates, `render.rs` writes the page, `css.rs` holds its style and script,
 //! `check.rs` reads a page back.
 
 pub mod check;
 mod css;
 mod decode;
+mod der;
 mod model;
 mod render;
 
@@ -54,6 +65,19 @@ use crate::explain::{self, InMemory};
 /// secrets).
 pub fn page(title: &str, events: &[Event]) -> Result<String, String> {
     Ok(render::page(&Illustrated::from_events(title, events)?))
+}
+
+/// The page of a connection read from outside ([`crate::dissect::Dissection::events`]): its
+/// events carry no secrets, so the records are decrypted for the page with `keylog`'s lines
+/// for `client_random`.
+pub fn dissected(
+    title: &str,
+    events: &[Event],
+    keylog: &tls13lab::keylog::KeyLog,
+    client_random: &[u8],
+) -> Result<String, String> {
+    let ill = Illustrated::from_events_with_keys(title, events, Some((keylog, client_random)))?;
+    Ok(render::page(&ill))
 }
 
 /// The page of RFC 8448 section `n` (3 to 7) replayed through our `side`, with the RFC's own
@@ -169,6 +193,219 @@ mod tests {
         assert!(html[secret_at..].contains("records <a href=\"#rec-3\">#3</a>"));
     }
 
+    /// The hex of every `data-calc="{what}"` value of `html`, in page order.
+    fn calc(html: &str, what: &str) -> Vec<Vec<u8>> {
+        let key = format!("data-calc=\"{what}\">");
+        html.match_indices(&key)
+            .map(|(i, _)| {
+                let rest = &html[i + key.len()..];
+                let text: String = rest[..rest.find('<').unwrap()].split_whitespace().collect();
+                tls13lab::ledger::unhex(&text).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finished_messages_show_their_verify_data_computed() {
+        let html = rfc8448(3, Side::Client, None).unwrap();
+        let records = rfc_records();
+        let verify = calc(&html, "verify_data");
+        // The server's Finished ends record 3's content, the client's record 5's (RFC 8448 §3).
+        let tail = |k: usize| {
+            let inner = records[k].1.as_ref().unwrap();
+            inner[inner.len() - 33..inner.len() - 1].to_vec()
+        };
+        assert_eq!(verify.len(), 2);
+        assert_eq!(verify[0], tail(2));
+        assert_eq!(verify[1], tail(3));
+        assert_eq!(calc(&html, "finished_key").len(), 2);
+        assert_eq!(calc(&html, "transcript_hash").len(), 2);
+        // The base keys are the handshake traffic secrets.
+        let sec = Section::new(3).unwrap();
+        let base = calc(&html, "base_key");
+        assert_eq!(calc(&html, "secret")[0], base[0]);
+        assert!(sec.summary("server_handshake_traffic_key").is_some());
+    }
+
+    #[test]
+    fn zero_rtt_page_shows_the_binder_computed_and_covers_every_byte() {
+        let run = InMemory {
+            connection: explain::Connection::ZeroRtt,
+            ..InMemory::demo(1).unwrap()
+        };
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("0rtt", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        let binder = calc(&html, "binder");
+        assert_eq!(binder.len(), 1);
+        // The binder is the last bytes of the ClientHello (RFC 8446 §4.2.11).
+        let hello = events
+            .iter()
+            .find_map(|e| match e {
+                tls13lab::events::Event::Handshake(h) => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(hello.ends_with(&binder[0]));
+        assert!(html.contains("0-RTT accepted"));
+        assert!(html.contains("data-epoch=\"early\""));
+    }
+
+    #[test]
+    fn ech_page_splits_the_extension_and_shows_the_inner_hello_and_confirmation() {
+        let run = InMemory {
+            ech: true,
+            ..InMemory::demo(1).unwrap()
+        };
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("ech", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        let leaves = check::leaves(&html).unwrap();
+        for f in ["ECHClientHelloType", "kdf_id", "aead_id", "config_id"] {
+            assert!(
+                html.contains(&format!("<span class=\"fname\">{f}</span>")),
+                "{f}"
+            );
+        }
+        assert!(html.contains("<span class=\"val\">outer (0)</span>"));
+        // The inner hello is beside, not among the record's leaves.
+        assert!(html.contains("ClientHelloInner, sealed"));
+        assert!(html.contains("class=\"xleaf\""));
+        // Its server_name is the real one; the outer hello's is the config's public name.
+        let pane = &html[html.find("ClientHelloInner, sealed").unwrap()..];
+        let pane = &pane[..pane.find("</div>\n</div>").unwrap_or(pane.len())];
+        assert!(pane.contains("&quot;localhost&quot;"));
+        assert!(html.contains("&quot;public.example&quot;"));
+        // The confirmation is ServerHello.random[24..32] (RFC 9849 §7.2).
+        let conf = calc(&html, "ech_confirmation");
+        assert_eq!(conf.len(), 1);
+        let sh = events
+            .iter()
+            .find_map(|e| match e {
+                tls13lab::events::Event::Handshake(h)
+                    if h.typ == tls13lab::messages::enums::HandshakeType::ServerHello =>
+                {
+                    Some(h.bytes.clone())
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(conf[0], sh[6 + 24..6 + 32]);
+        assert!(html.contains("ECH accepted"));
+        assert!(html.contains("id=\"ech\""));
+        assert!(leaves.iter().all(|l| l.len > 0));
+    }
+
+    #[test]
+    fn ml_dsa_certificates_are_shown_part_by_part() {
+        use crate::certgen::KeyAlg;
+        let run = InMemory::demo(1)
+            .unwrap()
+            .with_chain(&[KeyAlg::MlDsa44, KeyAlg::MlDsa44])
+            .unwrap();
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("mldsa", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        for part in [
+            "tbsCertificate",
+            "serialNumber",
+            "issuer",
+            "validity",
+            "subjectPublicKeyInfo",
+            "subjectPublicKey",
+            "signatureAlgorithm",
+            "signatureValue",
+        ] {
+            let f = format!("<span class=\"fname\">{part}</span>");
+            assert!(html.matches(&f).count() >= 1, "{part}");
+        }
+        assert!(html.contains("id-ml-dsa-44 (2.16.840.1.101.3.4.3.17)"));
+        // ML-DSA-44: a 1312-byte public key (1317 with the BIT STRING's tag, length and unused
+        // bits byte), a 2420-byte signature (2425).
+        let leaves = check::leaves(&html).unwrap();
+        assert!(leaves.iter().any(|l| l.len == 1312 + 5));
+        assert!(leaves.iter().any(|l| l.len == 2420 + 5));
+        assert!(html.contains("mldsa44"));
+    }
+
+    /// Issue 27's large connection: an ML-DSA-87 root → leaf chain and 1 MiB of application
+    /// data from the server. Prints the page's size and the time to make it (docs/performance.md,
+    /// "The illustrated connection"): `cargo test --release -p tls13lab-lab --lib large_connection
+    /// -- --nocapture`.
+    #[test]
+    fn a_large_connection_page_covers_every_byte_and_collapses_its_data() {
+        use crate::certgen::KeyAlg;
+        use crate::demo;
+        use std::sync::Arc;
+        let run = InMemory::demo(1)
+            .unwrap()
+            .with_chain(&[KeyAlg::MlDsa87, KeyAlg::MlDsa87])
+            .unwrap();
+        let big = vec![b'x'; 1 << 20];
+        let p = demo::request_response(
+            Arc::new(run.client),
+            Arc::new(run.server),
+            1,
+            demo::NOW_MS,
+            b"GET / HTTP/1.0\r\n\r\n",
+            &big,
+            Default::default(),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let html = page("large", &p.client_events).unwrap();
+        let took = started.elapsed();
+        let records = record_bytes(&p.client_events).unwrap();
+        let wire: usize = records.iter().map(|r| r.0.len()).sum();
+        println!(
+            "large connection: {} records, {wire} bytes on the wire; page {} bytes, made in {:.1} ms",
+            records.len(),
+            html.len(),
+            took.as_secs_f64() * 1e3
+        );
+        check::check_coverage(&html, &records).unwrap();
+        assert!(html.contains("id-ml-dsa-87"));
+        let more = html
+            .find("<details class=\"more\">")
+            .expect("a summary row");
+        assert!(html[more..].contains("more application data records"));
+    }
+
+    #[test]
+    fn a_dissected_capture_gives_the_same_records_decrypted() {
+        let run = InMemory::demo(1).unwrap();
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let w = crate::pcap::pcapng(&events, Default::default(), 1460).unwrap();
+        let cap = crate::pcap::read_capture(&w.bytes).unwrap();
+        let c = &cap.connections[0];
+        let d = crate::dissect::dissect(&c.c2s, &c.s2c, &cap.keylog, true);
+        let random = tls13lab::ledger::unhex(d.client_random.as_deref().unwrap()).unwrap();
+        let html = dissected("dissected", &d.events, &cap.keylog, &random).unwrap();
+        let ill = Illustrated::from_events_with_keys("", &d.events, Some((&cap.keylog, &random)))
+            .unwrap();
+        let records: Vec<check::RecordBytes> = ill
+            .records
+            .iter()
+            .map(|r| (r.wire.clone(), r.inner_plaintext()))
+            .collect();
+        check::check_coverage(&html, &records).unwrap();
+        // Every record as the endpoint saw it, decrypted as it decrypted it.
+        let original = record_bytes(&events).unwrap();
+        assert_eq!(records.len(), original.len());
+        for r in &records {
+            assert!(original.contains(r));
+        }
+        // The server's flight, the client's Finished, the server's ticket.
+        assert_eq!(records.iter().filter(|r| r.1.is_some()).count(), 3);
+        assert_eq!(
+            calc(&html, "key").len(),
+            records.iter().filter(|r| r.1.is_some()).count()
+        );
+        // Layouts found by decoding: the ServerHello's fields are named.
+        assert!(html.contains("<span class=\"fname\">cipher_suite</span>"));
+        assert!(!html.contains("no layout reported"));
+    }
+
     #[test]
     fn pages_fetch_nothing_and_escape_what_they_show() {
         let html = rfc8448(3, Side::Client, None).unwrap();
@@ -220,6 +457,11 @@ mod tests {
             let leaf = format!("<span class=\"fname\">{part}</span>");
             assert!(html.contains(&leaf), "{part}");
         }
+        // The shared secret is ML-KEM-768's then X25519's (draft-ietf-tls-ecdhe-mlkem).
+        assert!(html.contains("shared secret = ML-KEM-768 ‖ X25519</dt>"));
+        let comps = calc(&html, "component");
+        assert_eq!(comps.len(), 2);
+        assert_eq!(calc(&html, "shared_secret")[0], comps.concat());
         // The ML-KEM-768 encapsulation key is 1184 bytes, its ciphertext 1088.
         let leaves = check::leaves(&html).unwrap();
         assert!(leaves.iter().any(|l| l.len == 1184));

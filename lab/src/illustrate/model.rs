@@ -7,7 +7,8 @@ use tls13lab::events::{Direction, Epoch, Event, HandshakeEvent, KeyShareEvent, R
 use tls13lab::keylog::{self, KeyLog};
 use tls13lab::keyschedule::hkdf::expand_label;
 use tls13lab::ledger::Ledger;
-use tls13lab::messages::enums::ContentType;
+use tls13lab::messages::enums::{ContentType, HandshakeType};
+use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage};
 use tls13lab::messages::layout::{check_tiling, Span};
 use tls13lab::transcript_reader::Negotiating;
 
@@ -28,6 +29,10 @@ pub struct Illustrated {
     pub ledger: Ledger,
     /// The key exchanges, component by component.
     pub shares: Vec<KeyShareEvent>,
+    /// The ClientHelloInner of each ClientHelloOuter, in order, when the events carry it (RFC
+    /// 9849: the client sealed it, the server opened it); `records` is empty, it never crossed
+    /// the wire as such.
+    pub inner_hellos: Vec<Message>,
     /// The negotiated suite's parameters, once a ServerHello was seen.
     pub suite: Option<SuiteParams>,
     /// What could not be shown, in words.
@@ -142,17 +147,33 @@ impl Illustrated {
     /// Reads one endpoint's events (records, handshake messages with layouts, derivations and
     /// secrets: [`tls13lab::events::Observe::ALL_WITH_SECRETS`]).
     pub fn from_events(title: &str, events: &[Event]) -> Result<Illustrated, String> {
-        let wire = crate::pcap::wire_records(events)?;
+        Illustrated::from_events_with_keys(title, events, None)
+    }
+
+    /// As [`Illustrated::from_events`], for events that carry no secrets (a connection
+    /// dissected from a capture): `keys` is the key log and the client random its lines are
+    /// under. Messages reported without a layout get the one found by decoding their bytes.
+    pub fn from_events_with_keys(
+        title: &str,
+        events: &[Event],
+        keys: Option<(&KeyLog, &[u8])>,
+    ) -> Result<Illustrated, String> {
+        let wire = crate::pcap::wire_records_with_keys(events, keys)?;
         let tree = KeyTree::from_events(title, events);
         let ledger = Ledger::from_events(events);
         let suite = Negotiating::from_events(events)
             .suite()
             .and_then(suite_params);
-        let log = KeyLog::from_events(events);
-        let random = events.iter().find_map(|e| match e {
+        let mut log = KeyLog::from_events(events);
+        let mut random = events.iter().find_map(|e| match e {
             Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
             _ => None,
         });
+        if let Some((extra, r)) = keys {
+            log.merge(extra);
+            random = random.or_else(|| Some(r.to_vec()));
+        }
+        let hash_len = suite.map_or(0, |s| s.hash.output_len());
         let shares: Vec<KeyShareEvent> = events
             .iter()
             .filter_map(|e| match e {
@@ -185,24 +206,37 @@ impl Illustrated {
                 parts: Vec::new(),
             });
         }
-        let mut messages: Vec<Message> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Handshake(h) => Some(Message {
-                    layout: h
-                        .layout
-                        .clone()
-                        .filter(|l| check_tiling(l, h.bytes.len()).is_ok())
-                        .map(|mut l| {
-                            split_shares(&mut l, &h.bytes, h.direction, &shares);
-                            l
-                        }),
-                    event: h.clone(),
-                    records: Vec::new(),
+        let message = |h: &HandshakeEvent| Message {
+            layout: h
+                .layout
+                .clone()
+                .or_else(|| {
+                    HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len })
+                        .ok()
+                        .map(|m| m.layout())
+                })
+                .filter(|l| check_tiling(l, h.bytes.len()).is_ok())
+                .map(|mut l| {
+                    split_shares(&mut l, &h.bytes, h.direction, &shares);
+                    match h.typ {
+                        HandshakeType::Certificate => split_certificates(&mut l, &h.bytes),
+                        HandshakeType::ClientHello => split_ech(&mut l, &h.bytes),
+                        _ => {}
+                    }
+                    l
                 }),
-                _ => None,
-            })
-            .collect();
+            event: h.clone(),
+            records: Vec::new(),
+        };
+        let mut messages = Vec::new();
+        let mut inner_hellos = Vec::new();
+        for e in events {
+            match e {
+                Event::Handshake(h) => messages.push(message(h)),
+                Event::InnerClientHello(h) => inner_hellos.push(message(h)),
+                _ => {}
+            }
+        }
         for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             if let Err(e) = place_messages(&mut records, &mut messages, dir) {
                 notes.push(e);
@@ -215,6 +249,7 @@ impl Illustrated {
             tree,
             ledger,
             shares,
+            inner_hellos,
             suite,
             notes,
         })
@@ -400,6 +435,93 @@ fn split_one(
     }
 }
 
+/// Splits each `cert_data` of a Certificate message into its X.509 structure
+/// ([`super::der::certificate`]); one that is not a well-formed certificate stays whole.
+fn split_certificates(spans: &mut [Span], bytes: &[u8]) {
+    for s in spans.iter_mut() {
+        if s.name == "cert_data" {
+            if let Some(data) = s
+                .children
+                .iter_mut()
+                .find(|c| c.name == "data" && c.children.is_empty())
+            {
+                if let Some(c) = bytes
+                    .get(data.offset..data.end())
+                    .and_then(|der| super::der::certificate(der, data.offset))
+                {
+                    *data = c;
+                }
+            }
+        } else {
+            split_certificates(&mut s.children, bytes);
+        }
+    }
+}
+
+/// Splits a ClientHello's `encrypted_client_hello` into its fields (RFC 9849 §5):
+/// ECHClientHelloType, then for an outer one cipher_suite (kdf_id, aead_id), config_id, enc and
+/// payload, each vector with its length. Anything else stays whole.
+fn split_ech(spans: &mut [Span], bytes: &[u8]) {
+    for s in spans.iter_mut() {
+        if s.name.starts_with("encrypted_client_hello") {
+            if let Some(data) = s
+                .children
+                .iter_mut()
+                .find(|c| c.name == "extension_data" && c.children.is_empty())
+            {
+                if let Some(kids) = ech_fields(bytes, data.offset, data.end()) {
+                    data.children = kids;
+                }
+            }
+        } else {
+            split_ech(&mut s.children, bytes);
+        }
+    }
+}
+
+fn ech_fields(bytes: &[u8], start: usize, end: usize) -> Option<Vec<Span>> {
+    let leaf = |name: &str, offset: usize, len: usize| Span {
+        name: name.to_string(),
+        offset,
+        len,
+        children: Vec::new(),
+    };
+    let typ = *bytes.get(start).filter(|_| start < end)?;
+    let mut out = vec![leaf("ECHClientHelloType", start, 1)];
+    if typ == 1 {
+        return (end == start + 1).then_some(out);
+    }
+    if typ != 0 || end < start + 6 {
+        return None;
+    }
+    out.push(Span {
+        name: "cipher_suite".into(),
+        offset: start + 1,
+        len: 4,
+        children: vec![leaf("kdf_id", start + 1, 2), leaf("aead_id", start + 3, 2)],
+    });
+    out.push(leaf("config_id", start + 5, 1));
+    let mut at = start + 6;
+    for name in ["enc", "payload"] {
+        let n = usize::from(u16::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]));
+        if at + 2 + n > end {
+            return None;
+        }
+        let mut children = vec![leaf("length", at, 2)];
+        if n > 0 {
+            children.push(leaf("data", at + 2, n));
+        }
+        out.push(Span {
+            name: name.into(),
+            offset: at,
+            len: 2 + n,
+            children,
+        });
+        at += 2 + n;
+    }
+    (at == end).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,5 +533,30 @@ mod tests {
         assert_eq!(nonce(&iv, 0x0102)[10..], [1, 2]);
         let iv = [0xff; 12];
         assert_eq!(nonce(&iv, 1)[..], [[0xff; 11].as_slice(), &[0xfe]].concat());
+    }
+
+    #[test]
+    fn ech_fields_tile_the_extension_or_give_none() {
+        // outer, HKDF-SHA256 / AES-128-GCM, config_id 7, enc of 2 bytes, payload of 3.
+        let ext = [0, 0, 1, 0, 1, 7, 0, 2, 9, 9, 0, 3, 1, 2, 3];
+        let f = ech_fields(&ext, 0, ext.len()).unwrap();
+        check_tiling(&f, ext.len()).unwrap();
+        let names: Vec<&str> = f.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ECHClientHelloType",
+                "cipher_suite",
+                "config_id",
+                "enc",
+                "payload"
+            ]
+        );
+        assert_eq!(ech_fields(&[1], 0, 1).unwrap().len(), 1);
+        for n in 0..ext.len() {
+            assert!(ech_fields(&ext[..n], 0, n).is_none(), "{n}");
+        }
+        assert!(ech_fields(&ext, 0, ext.len() - 1).is_none());
+        assert!(ech_fields(&[2, 0], 0, 2).is_none());
     }
 }

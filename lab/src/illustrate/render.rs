@@ -142,6 +142,7 @@ pub fn page(ill: &Illustrated) -> String {
         )
     );
     records(&mut o, ill);
+    ech_section(&mut o, ill);
     key_schedule(&mut o, ill);
     if !ill.notes.is_empty() {
         o.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
@@ -207,8 +208,12 @@ fn header(o: &mut String, ill: &Illustrated) {
             r.event.epoch
         );
     }
+    o.push_str("</ul></li>\n");
+    if ill.tree.ech.is_some() {
+        o.push_str("<li><a href=\"#ech\">Encrypted ClientHello: HPKE</a></li>\n");
+    }
     o.push_str(
-        "</ul></li>\n<li><a href=\"#key-schedule\">The key schedule</a></li>\n</ul>\n</nav>\n</header>\n",
+        "<li><a href=\"#key-schedule\">The key schedule</a></li>\n</ul>\n</nav>\n</header>\n",
     );
 }
 
@@ -397,7 +402,95 @@ fn record(o: &mut String, ill: &Illustrated, r: &Record) {
             o.push_str("</div>\n");
         }
     }
+    inner_hello(o, ill, r);
     o.push_str("</div>\n</details>\n");
+}
+
+/// Beside a record that ends a ClientHelloOuter, the ClientHelloInner sealed in it (RFC 9849
+/// §5.1), decrypted: its fields are not bytes of any record, so they are not leaves.
+fn inner_hello(o: &mut String, ill: &Illustrated, r: &Record) {
+    for p in &r.parts {
+        let m = &ill.messages[p.message];
+        if m.event.typ != HandshakeType::ClientHello || p.msg_off + p.len != m.event.bytes.len() {
+            continue;
+        }
+        let k = ill.messages[..p.message]
+            .iter()
+            .filter(|x| {
+                x.event.typ == HandshakeType::ClientHello && x.event.direction == m.event.direction
+            })
+            .count();
+        let Some(inner) = ill.inner_hellos.get(k) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"pane innerhello\"><h4>ClientHelloInner, sealed in encrypted_client_hello's payload ({} bytes){}</h4>\n\
+             <p class=\"muted\">Decrypted: the hello the handshake really answers. Not on the wire as such: \
+             the payload carries it encoded (EncodedClientHelloInner, §5.1) and sealed with HPKE \
+             (<a href=\"#ech\">the steps</a>).</p>",
+            inner.event.bytes.len(),
+            cite(Some(rfc(9849, "5.1")))
+        );
+        match &inner.layout {
+            Some(spans) => aside(o, spans, &inner.event.bytes, "", inner.event.typ),
+            None => xleaf(o, "message", None, &inner.event.bytes, None),
+        }
+        o.push_str("</div>\n");
+    }
+}
+
+/// A field shown beside the record's bytes, not one of them (class `xleaf`, not `leaf`).
+fn xleaf(o: &mut String, name: &str, value: Option<String>, bytes: &[u8], c: Option<Cite>) {
+    let _ = write!(
+        o,
+        "<div class=\"xleaf\"><span class=\"fname\">{}</span><span class=\"fv\">",
+        esc(name)
+    );
+    if let Some(v) = value {
+        let _ = write!(o, "<span class=\"val\">{}</span> ", esc(&v));
+    }
+    let _ = writeln!(
+        o,
+        "<span class=\"flen\">{} byte{}</span>{}</span><code class=\"hex\">{}</code></div>",
+        bytes.len(),
+        if bytes.len() == 1 { "" } else { "s" },
+        cite(c),
+        hex(bytes)
+    );
+}
+
+/// A message's layout as [`xleaf`]s.
+fn aside(o: &mut String, spans: &[Span], bytes: &[u8], parent: &str, typ: HandshakeType) {
+    for s in spans {
+        let Some(b) = bytes.get(s.offset..s.end()) else {
+            continue;
+        };
+        let c = if parent == "extensions" {
+            decode::extension_cite(&s.name)
+        } else {
+            decode::field_cite(&s.name)
+        };
+        if s.children.is_empty() {
+            xleaf(
+                o,
+                &s.name,
+                decode::value(&s.name, parent, Some(typ), b),
+                b,
+                c,
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "<details open class=\"field\"><summary><span class=\"fname\">{}</span> <span class=\"flen\">{} bytes</span>{}</summary>",
+                esc(&s.name),
+                s.len,
+                cite(c)
+            );
+            aside(o, &s.children, bytes, &s.name, typ);
+            o.push_str("</details>\n");
+        }
+    }
 }
 
 /// The record's content (its plaintext without type and padding), field by field, from offset
@@ -519,7 +612,7 @@ fn message(o: &mut String, ill: &Illustrated, r: &Record, space: Space, base: us
         typ,
     };
     match &m.layout {
-        Some(spans) => ctx.spans(o, spans, ""),
+        Some(spans) => ctx.spans(o, spans, "", false),
         None => leaf(
             o,
             Leaf {
@@ -534,7 +627,150 @@ fn message(o: &mut String, ill: &Illustrated, r: &Record, space: Space, base: us
             },
         ),
     }
+    if hi == bytes.len() {
+        hmacs(o, ill, bytes);
+        if typ == HandshakeType::ServerHello {
+            ech_confirmation(o, ill, hrr);
+        }
+    }
     o.push_str("</details>\n");
+}
+
+/// Beside a ServerHello or HelloRetryRequest, ECH's acceptance confirmation (RFC 9849 §7.2,
+/// §7.2.1) as the events report it, and where the server put its eight bytes.
+fn ech_confirmation(o: &mut String, ill: &Illustrated, hrr: bool) {
+    let Some(ech) = &ill.tree.ech else { return };
+    for c in ech.confirmations.iter().filter(|c| c.is_hrr() == hrr) {
+        let (sec, place) = if hrr {
+            ("7.2.1", "the HelloRetryRequest's encrypted_client_hello")
+        } else {
+            ("7.2", "ServerHello.random[24..32]")
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"pane calc echconf\"><h4>ECH acceptance confirmation{}</h4>\n<table class=\"calc\">",
+            cite(Some(rfc(9849, sec)))
+        );
+        let rows = [
+            ("ClientHelloInner.random".to_string(), code(&c.inner_random, "inner_random")),
+            (
+                format!(
+                    "transcript hash ({}): the inner transcript through this message, its confirmation bytes zeroed",
+                    c.hash.name()
+                ),
+                code(&c.transcript_hash, "ech_transcript_hash"),
+            ),
+            (
+                "prk = HKDF-Extract(0, ClientHelloInner.random)".to_string(),
+                code(&c.prk, "ech_prk"),
+            ),
+            (
+                format!(
+                    "confirmation = HKDF-Expand-Label(prk, \"{}\", transcript hash, 8){}",
+                    esc(&c.label),
+                    if c.derivation_checks { "" } else { " (does NOT recompute)" }
+                ),
+                code(&c.confirmation, "ech_confirmation"),
+            ),
+        ];
+        for (th, td) in rows {
+            let _ = writeln!(o, "<tr><th>{th}</th><td>{td}</td></tr>");
+        }
+        let verdict = match &c.on_wire {
+            Some(w) if *w == c.confirmation => format!("{place}: the same bytes, ECH accepted"),
+            Some(_) => format!("{place}: other bytes, ECH rejected"),
+            None => format!("no {place}"),
+        };
+        let _ = writeln!(
+            o,
+            "<tr><th>on the wire</th><td>{}</td></tr>\n</table></div>",
+            esc(&verdict)
+        );
+    }
+}
+
+/// Beside a message, the HMACs of the key schedule whose output it carries: a Finished's
+/// verify_data (RFC 8446 §4.4.4) or a ClientHello's PSK binder (§4.2.11.2), each with the key it
+/// was keyed with, that key's derivation and the transcript hash it covers.
+fn hmacs(o: &mut String, ill: &Illustrated, bytes: &[u8]) {
+    let t = &ill.tree;
+    for (i, n) in t.nodes.iter().enumerate() {
+        let s = &n.step;
+        if s.op != DerivationOp::Hmac
+            || s.output.is_empty()
+            || !bytes.windows(s.output.len()).any(|w| w == s.output)
+        {
+            continue;
+        }
+        let Some(k) = n.parent else { continue };
+        let key = &t.nodes[k];
+        let base = key.parent.map(|b| &t.nodes[b]);
+        let binder = s.name.contains("binder");
+        let (title, sec) = if binder {
+            ("The PSK binder, computed", "4.2.11.2")
+        } else {
+            ("verify_data, computed", "4.4.4")
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"pane calc hmac\" data-hmac=\"{}\"><h4>{title}{}</h4>\n<table class=\"calc\">",
+            esc(&s.name),
+            cite(Some(rfc(8446, sec)))
+        );
+        let base_name = base.map_or_else(
+            || {
+                key.step
+                    .parent_name
+                    .clone()
+                    .unwrap_or_else(|| "base key".into())
+            },
+            |b| b.step.name.clone(),
+        );
+        if let (Some(b), Some(bi)) = (base, key.parent) {
+            let _ = writeln!(
+                o,
+                "<tr><th>base key: {}</th><td>{}</td></tr>",
+                node_link(Some(bi), &b.step.name),
+                code(&b.step.output, "base_key")
+            );
+        }
+        let short = key
+            .step
+            .label
+            .strip_prefix("tls13 ")
+            .unwrap_or(&key.step.label);
+        let _ = writeln!(
+            o,
+            "<tr><th>{} = HKDF-Expand-Label({}, \"{}\", \"\", {})</th><td>{}</td></tr>",
+            node_link(Some(k), &key.step.name),
+            esc(&base_name),
+            esc(short),
+            key.step.output.len(),
+            code(&key.step.output, "finished_key")
+        );
+        if let Some(h) = s.input("hash") {
+            let covers = if s.covers.is_empty() {
+                "Transcript-Hash".to_string()
+            } else {
+                format!("Transcript-Hash({})", s.covers)
+            };
+            let _ = writeln!(
+                o,
+                "<tr><th>{}</th><td>{}</td></tr>",
+                esc(&covers),
+                code(h, "transcript_hash")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "<tr><th>{} = HMAC({}, transcript hash)</th><td>{}</td></tr>\n\
+             <tr><th>in this message</th><td>the same {} bytes</td></tr>\n</table></div>",
+            node_link(Some(i), &s.name),
+            esc(&key.step.name),
+            code(&s.output, if binder { "binder" } else { "verify_data" }),
+            s.output.len()
+        );
+    }
 }
 
 /// A message's layout clipped to the piece `lo..hi` that lies at `start` in the record.
@@ -549,7 +785,8 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn spans(&self, o: &mut String, spans: &[Span], parent: &str) {
+    /// `der`: the spans lie inside a certificate, whose leaves are DER elements.
+    fn spans(&self, o: &mut String, spans: &[Span], parent: &str, der: bool) {
         for s in spans {
             let (a, b) = (s.offset.max(self.lo), s.end().min(self.hi));
             if a >= b {
@@ -561,15 +798,22 @@ impl Ctx<'_> {
             } else {
                 format!(" of {} (continues in another record)", s.len)
             };
-            let c = if parent == "extensions" {
+            let der = der || s.name == super::der::CERTIFICATE;
+            let c = if der {
+                decode::x509_cite(&s.name)
+            } else if parent == "extensions" {
                 decode::extension_cite(&s.name)
             } else {
                 decode::field_cite(&s.name)
             };
             if s.children.is_empty() {
-                let value = whole
-                    .then(|| decode::value(&s.name, parent, Some(self.typ), &self.bytes[a..b]))
-                    .flatten();
+                let bytes = &self.bytes[a..b];
+                let value = match (whole, der) {
+                    (false, _) => None,
+                    (true, true) if s.name == "tag, length" => None,
+                    (true, true) => super::der::value(&s.name, bytes),
+                    (true, false) => decode::value(&s.name, parent, Some(self.typ), bytes),
+                };
                 leaf(
                     o,
                     Leaf {
@@ -592,7 +836,7 @@ impl Ctx<'_> {
                     esc(&note),
                     cite(c)
                 );
-                self.spans(o, &s.children, &s.name);
+                self.spans(o, &s.children, &s.name, der);
                 o.push_str("</details>\n");
             }
         }
@@ -671,6 +915,23 @@ fn protection(o: &mut String, r: &Record) {
     o.push_str("</table></div>\n");
 }
 
+/// Encrypted ClientHello's HPKE part as the key-schedule explainer prints it (`tls13lab keys
+/// --ech --explain`): the ECHConfig, every HPKE step with its values, each Seal and the
+/// confirmations.
+fn ech_section(o: &mut String, ill: &Illustrated) {
+    let Some(ech) = &ill.tree.ech else { return };
+    let _ = writeln!(
+        o,
+        "<section id=\"ech\">\n<h2>Encrypted ClientHello: HPKE{}{}</h2>\n\
+         <p class=\"muted\">How ClientHelloInner was sealed into the outer hello's payload: every \
+         step with the values this endpoint computed, as <code>tls13lab keys --ech --explain</code> prints them.</p>\n\
+         <pre class=\"ech\">{}</pre>\n</section>",
+        cite(Some(rfc(9849, "6.1"))),
+        cite(Some(rfc(9180, "5.1"))),
+        esc(&ech.text(true))
+    );
+}
+
 fn step_cite(name: &str) -> Cite {
     let sec = match name {
         "write_key" | "write_iv" => "7.3",
@@ -705,14 +966,29 @@ fn key_schedule(o: &mut String, ill: &Illustrated) {
         for (name, v) in &s.components {
             let _ = write!(
                 o,
-                "<dt>{}</dt><dd><code class=\"hex\">{}</code></dd>",
+                "<dt>{} shared secret</dt><dd><code class=\"hex\" data-calc=\"component\">{}</code></dd>",
                 esc(name),
                 hex(v)
             );
         }
+        // A hybrid group's shared secret is its components' concatenated in the order the
+        // group defines (draft-ietf-tls-ecdhe-mlkem: ML-KEM first for X25519MLKEM768, ECDH
+        // first for the NIST curves); the components are reported in that order.
+        let parts: Vec<&[u8]> = s.components.iter().map(|(_, v)| v.as_slice()).collect();
+        let what = if s.components.len() > 1 {
+            let names: Vec<String> = s.components.iter().map(|(n, _)| esc(n)).collect();
+            let check = if parts.concat() == s.value {
+                ""
+            } else {
+                " (NOT their concatenation)"
+            };
+            format!("shared secret = {}{check}", names.join(" ‖ "))
+        } else {
+            "shared secret".to_string()
+        };
         let _ = writeln!(
             o,
-            "<dt>shared secret</dt><dd><code class=\"hex\">{}</code></dd></dl></details>",
+            "<dt>{what}</dt><dd><code class=\"hex\" data-calc=\"shared_secret\">{}</code></dd></dl></details>",
             hex(&s.value)
         );
     }
