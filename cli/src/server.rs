@@ -354,13 +354,15 @@ fn ech_text(events: &[Event]) -> Option<String> {
             "accepted ({id}inner SNI {}, outer SNI {outer})",
             e.inner_sni.as_deref().unwrap_or("none")
         ),
+        // RFC 9849 §7.1: a server with keys that opened none rejects and sends its configs; a
+        // server without keys is one that does not implement ECH, and can only ignore the
+        // extension (a GREASE one, §6.2, or a config from elsewhere look the same to it).
+        EchStatus::Rejected if e.retry_configs_sent => format!(
+            "rejected ({id}outer SNI {outer}: no key of this server opened it, retry_configs sent)"
+        ),
         EchStatus::Rejected => format!(
-            "rejected ({id}outer SNI {outer}{})",
-            if e.retry_configs_sent {
-                ", retry_configs sent"
-            } else {
-                ""
-            }
+            "ignored ({id}outer SNI {outer}: this server holds no ECH keys, so GREASE or a config \
+             it never held)"
         ),
     })
 }

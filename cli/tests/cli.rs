@@ -1627,6 +1627,41 @@ fn demo_with_ech() {
     assert!(!run(&["demo", "--ech", "--ech-grease"]).status.success());
 }
 
+/// The server's line says why it did not use an ECH offer: without ECH keys it ignores any
+/// (GREASE looks like a config it never held); with keys, none of them opened it and it sent
+/// retry_configs (RFC 9849 §6.2, §7.1).
+#[test]
+fn server_says_why_ech_was_not_used() {
+    let server = ServerGuard::start(&[]);
+    let o = run(&["client", &server.addr(), "--insecure", "--ech-grease"]);
+    assert_ok(&o);
+    let line = server.line_with("conn #1");
+    assert!(
+        line.contains("ECH ignored (config_id ")
+            && line.contains("this server holds no ECH keys, so GREASE or a config it never held"),
+        "{line}"
+    );
+    let t = TempDir::new("echwhy");
+    let key = t.s("ech.pem");
+    assert_ok(&run(&[
+        "ech",
+        "keygen",
+        "--public-name",
+        "public.example",
+        "--out",
+        &key,
+    ]));
+    let server = ServerGuard::start(&["--ech-key", &key]);
+    let o = run(&["client", &server.addr(), "--insecure", "--ech-grease"]);
+    assert_ok(&o);
+    let line = server.line_with("conn #1");
+    assert!(
+        line.contains("ECH rejected (config_id ")
+            && line.contains("no key of this server opened it, retry_configs sent"),
+        "{line}"
+    );
+}
+
 #[test]
 fn demo_takes_client_and_server_options() {
     let t = TempDir::new("demo");
