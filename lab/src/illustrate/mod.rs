@@ -16,7 +16,8 @@
 //!   hybrid key shares split into their components (ML-KEM and X25519); certificates into
 //!   their X.509 parts (`der.rs`, RFC 5280 §4.1); a ClientHelloOuter's
 //!   `encrypted_client_hello` into config_id, cipher suite, enc and payload, with the
-//!   ClientHelloInner it seals shown decrypted beside it (not a leaf: it is no record's bytes).
+//!   ClientHelloInner it seals shown decrypted beside it (not a leaf: it is no record's bytes);
+//!   a CompressedCertificate with the Certificate it decompresses to beside it (RFC 8879 §4).
 //! - Beside a Finished, its verify_data computed (the base key, finished_key, the transcript
 //!   hash); beside a ClientHello with a PSK, its binder; beside a ServerHello, ECH's acceptance
 //!   confirmation; HPKE's steps in a section of their own.
@@ -249,6 +250,32 @@ mod tests {
         assert!(hello.ends_with(&binder[0]));
         assert!(html.contains("0-RTT accepted"));
         assert!(html.contains("data-epoch=\"early\""));
+    }
+
+    #[test]
+    fn a_compressed_certificate_is_shown_decompressed_beside_its_record() {
+        let mut run = InMemory::demo(1).unwrap();
+        run.server.cert_compression = tls13lab::certcomp::supported().to_vec();
+        assert!(!run.server.cert_compression.is_empty());
+        let (events, _) = explain::in_memory(&run, None).unwrap();
+        let html = page("compressed", &events).unwrap();
+        check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+        assert!(html.contains(">CompressedCertificate<"));
+        let at = html
+            .find("Certificate, decompressed from compressed_certificate_message")
+            .expect("the decompressed pane");
+        let pane = &html[at..at
+            + html[at..]
+                .find("<div class=\"pane")
+                .unwrap_or(html.len() - at)];
+        // The certificate inside, part by part, beside the record: no leaf of the record.
+        for part in ["tbsCertificate", "subjectPublicKeyInfo", "signatureValue"] {
+            assert!(
+                pane.contains(&format!("<span class=\"fname\">{part}</span>")),
+                "{part}"
+            );
+        }
+        assert!(!pane.contains("class=\"leaf\""));
     }
 
     #[test]

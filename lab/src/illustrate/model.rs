@@ -8,7 +8,7 @@ use tls13lab::keylog::{self, KeyLog};
 use tls13lab::keyschedule::hkdf::expand_label;
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::enums::{ContentType, HandshakeType};
-use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage};
+use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
 use tls13lab::messages::layout::{check_tiling, Span};
 use tls13lab::transcript_reader::Negotiating;
 
@@ -33,6 +33,9 @@ pub struct Illustrated {
     /// 9849: the client sealed it, the server opened it); `records` is empty, it never crossed
     /// the wire as such.
     pub inner_hellos: Vec<Message>,
+    /// For each CompressedCertificate in `messages` (by index), the Certificate message it
+    /// decompresses to (RFC 8879 §4), with its certificates split; not bytes of any record.
+    pub decompressed: Vec<(usize, Message)>,
     /// The negotiated suite's parameters, once a ServerHello was seen.
     pub suite: Option<SuiteParams>,
     /// What could not be shown, in words.
@@ -237,6 +240,11 @@ impl Illustrated {
                 _ => {}
             }
         }
+        let decompressed = messages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| Some((i, message(&decompress(&m.event)?))))
+            .collect();
         for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             if let Err(e) = place_messages(&mut records, &mut messages, dir) {
                 notes.push(e);
@@ -250,6 +258,7 @@ impl Illustrated {
             ledger,
             shares,
             inner_hellos,
+            decompressed,
             suite,
             notes,
         })
@@ -433,6 +442,39 @@ fn split_one(
         }
         return;
     }
+}
+
+/// The largest Certificate message a page decompresses (a CompressedCertificate may declare up
+/// to 2^24 − 1 bytes; real chains, ML-DSA-87 ones included, are tens of kilobytes).
+const MAX_DECOMPRESSED: usize = 1 << 20;
+
+/// The Certificate message a CompressedCertificate `h` carries (RFC 8879 §4): its header and
+/// the decompressed body, as the receiver processed it. `None` for any other message, an
+/// algorithm this build lacks, or bytes that do not decompress to the declared length.
+fn decompress(h: &HandshakeEvent) -> Option<HandshakeEvent> {
+    if h.typ != HandshakeType::CompressedCertificate {
+        return None;
+    }
+    let m = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 32 }).ok()?;
+    let HandshakePayload::CompressedCertificate(cc) = m.payload else {
+        return None;
+    };
+    let len = cc.uncompressed_length as usize;
+    if len > MAX_DECOMPRESSED {
+        return None;
+    }
+    let body =
+        tls13lab::certcomp::decompress(cc.algorithm, &cc.compressed_certificate_message, len)
+            .ok()?;
+    let mut bytes = vec![HandshakeType::Certificate.to_repr()];
+    bytes.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
+    bytes.extend_from_slice(&body);
+    Some(HandshakeEvent {
+        typ: HandshakeType::Certificate,
+        bytes,
+        layout: None,
+        ..h.clone()
+    })
 }
 
 /// Splits each `cert_data` of a Certificate message into its X.509 structure

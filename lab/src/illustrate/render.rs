@@ -403,7 +403,36 @@ fn record(o: &mut String, ill: &Illustrated, r: &Record) {
         }
     }
     inner_hello(o, ill, r);
+    decompressed_certificate(o, ill, r);
     o.push_str("</div>\n</details>\n");
+}
+
+/// Beside a record that ends a CompressedCertificate, the Certificate message it decompresses
+/// to (RFC 8879 §4), its certificates part by part: not bytes of any record, so not leaves.
+fn decompressed_certificate(o: &mut String, ill: &Illustrated, r: &Record) {
+    for p in &r.parts {
+        let m = &ill.messages[p.message];
+        if p.msg_off + p.len != m.event.bytes.len() {
+            continue;
+        }
+        let Some((_, cert)) = ill.decompressed.iter().find(|(i, _)| *i == p.message) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"pane decompressed\"><h4>Certificate, decompressed from compressed_certificate_message ({} → {} bytes){}</h4>\n\
+             <p class=\"muted\">What the receiver processes and the transcript does not hold: the \
+             transcript hashes the CompressedCertificate as sent.</p>",
+            m.event.bytes.len(),
+            cert.event.bytes.len(),
+            cite(Some(rfc(8879, "4")))
+        );
+        match &cert.layout {
+            Some(spans) => aside(o, spans, &cert.event.bytes, "", cert.event.typ),
+            None => xleaf(o, "message", None, &cert.event.bytes, None),
+        }
+        o.push_str("</div>\n");
+    }
 }
 
 /// Beside a record that ends a ClientHelloOuter, the ClientHelloInner sealed in it (RFC 9849
@@ -462,23 +491,37 @@ fn xleaf(o: &mut String, name: &str, value: Option<String>, bytes: &[u8], c: Opt
 
 /// A message's layout as [`xleaf`]s.
 fn aside(o: &mut String, spans: &[Span], bytes: &[u8], parent: &str, typ: HandshakeType) {
+    aside_in(o, spans, bytes, parent, typ, false)
+}
+
+/// [`aside`]; `der`: the spans lie inside a certificate, whose leaves are DER elements.
+fn aside_in(
+    o: &mut String,
+    spans: &[Span],
+    bytes: &[u8],
+    parent: &str,
+    typ: HandshakeType,
+    der: bool,
+) {
     for s in spans {
         let Some(b) = bytes.get(s.offset..s.end()) else {
             continue;
         };
-        let c = if parent == "extensions" {
+        let der = der || s.name == super::der::CERTIFICATE;
+        let c = if der {
+            decode::x509_cite(&s.name)
+        } else if parent == "extensions" {
             decode::extension_cite(&s.name)
         } else {
             decode::field_cite(&s.name)
         };
         if s.children.is_empty() {
-            xleaf(
-                o,
-                &s.name,
-                decode::value(&s.name, parent, Some(typ), b),
-                b,
-                c,
-            );
+            let value = match der {
+                true if s.name == "tag, length" => None,
+                true => super::der::value(&s.name, b),
+                false => decode::value(&s.name, parent, Some(typ), b),
+            };
+            xleaf(o, &s.name, value, b, c);
         } else {
             let _ = writeln!(
                 o,
@@ -487,7 +530,7 @@ fn aside(o: &mut String, spans: &[Span], bytes: &[u8], parent: &str, typ: Handsh
                 s.len,
                 cite(c)
             );
-            aside(o, &s.children, bytes, &s.name, typ);
+            aside_in(o, &s.children, bytes, &s.name, typ, der);
             o.push_str("</details>\n");
         }
     }
