@@ -24,44 +24,21 @@ pub enum HashAlg {
     Sha384,
 }
 
-/// The HMAC key of zeros for `alg`, its key schedule done on first use: on ring's
-/// implementation when that is the one-shot HMAC (`ring-hash`), else on ours.
-#[cfg(feature = "ring-hash")]
+/// HMAC under the key of zeros for `alg`, whose key schedule is done on first use.
 fn zero_key_sign(alg: HashAlg, parts: &[&[u8]]) -> Output {
     use std::sync::OnceLock;
-    static SHA256: OnceLock<ring::hmac::Key> = OnceLock::new();
-    static SHA384: OnceLock<ring::hmac::Key> = OnceLock::new();
-    let key = match alg {
-        HashAlg::Sha256 => {
-            SHA256.get_or_init(|| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[]))
-        }
-        HashAlg::Sha384 => {
-            SHA384.get_or_init(|| ring::hmac::Key::new(ring::hmac::HMAC_SHA384, &[]))
-        }
-    };
-    let mut ctx = ring::hmac::Context::with_key(key);
-    for p in parts {
-        ctx.update(p);
-    }
-    Output::from_generic(ctx.sign().as_ref())
-}
-
-/// See the `ring-hash` version.
-#[cfg(not(feature = "ring-hash"))]
-fn zero_key_sign(alg: HashAlg, parts: &[&[u8]]) -> Output {
-    use std::sync::OnceLock;
-    static SHA256: OnceLock<HmacKey> = OnceLock::new();
-    static SHA384: OnceLock<HmacKey> = OnceLock::new();
+    static SHA256: OnceLock<PreparedHmac> = OnceLock::new();
+    static SHA384: OnceLock<PreparedHmac> = OnceLock::new();
     let cell = match alg {
         HashAlg::Sha256 => &SHA256,
         HashAlg::Sha384 => &SHA384,
     };
-    cell.get_or_init(|| HmacKey::new(alg, &[])).sign(parts)
+    cell.get_or_init(|| alg.hmac_prepared(&[])).sign(parts)
 }
 
-/// An HMAC key with its key schedule done once, for a key that signs more than once (HPKE's
-/// `secret`, expanded into key and base_nonce, RFC 9180 §5.1): on the one-shot HMAC's
-/// implementation.
+/// An HMAC key with its key schedule done once, for a key that signs more than once (the key
+/// of zeros; HPKE's `secret`, expanded into key and base_nonce, RFC 9180 §5.1): on the
+/// one-shot HMAC's implementation.
 pub(crate) struct PreparedHmac {
     #[cfg(feature = "ring-hash")]
     key: ring::hmac::Key,
@@ -143,20 +120,13 @@ impl HashAlg {
         // with zeros): HKDF-Extract's default salt (RFC 5869 §2.2), the "0" of the TLS 1.3 key
         // schedule (RFC 8446 §7.1), HPKE's empty salts (RFC 9180 §4) and ECH's confirmation
         // (RFC 9849 §7.2). Its key schedule is done once per process.
-        if key.len() <= 64 && key.iter().all(|b| *b == 0) {
+        // The comparison runs in constant time: the key may be a secret.
+        if key.len() <= 64 && bool::from(key.ct_eq(&[0u8; 64][..key.len()])) {
             return zero_key_sign(self, parts);
         }
         #[cfg(feature = "ring-hash")]
         {
-            let alg = match self {
-                HashAlg::Sha256 => ring::hmac::HMAC_SHA256,
-                HashAlg::Sha384 => ring::hmac::HMAC_SHA384,
-            };
-            let mut ctx = ring::hmac::Context::with_key(&ring::hmac::Key::new(alg, key));
-            for p in parts {
-                ctx.update(p);
-            }
-            Output::from_generic(ctx.sign().as_ref())
+            self.hmac_prepared(key).sign(parts)
         }
         #[cfg(not(feature = "ring-hash"))]
         match self {
@@ -491,6 +461,29 @@ mod tests {
             to_hex(&out),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    /// RFC 5869 A.3: HKDF-Extract with no salt, i.e. HMAC under a key of zeros (the kept key
+    /// schedule), whatever length of zeros up to a block is given; a key that is not all zeros
+    /// is not taken for one.
+    #[test]
+    fn hmac_under_a_key_of_zeros_is_rfc5869_a3() {
+        let prk = "19ef24a32c717b167f33a91d6f648bdf96596776afdb6377ac434c1c293ccb04";
+        for len in [0, 1, 32, 64] {
+            for _ in 0..2 {
+                let out = HashAlg::Sha256.hmac_parts(&vec![0; len], &[&[0x0b; 11], &[0x0b; 11]]);
+                assert_eq!(to_hex(&out), prk, "{len} zeros");
+            }
+        }
+        let mut almost = [0u8; 32];
+        almost[31] = 1;
+        assert_ne!(to_hex(&HashAlg::Sha256.hmac(&almost, &[0x0b; 22])), prk);
+        // A longer key is hashed first (RFC 2104 §2): 65 zeros are not the key of zeros.
+        assert_ne!(to_hex(&HashAlg::Sha256.hmac(&[0; 65], &[0x0b; 22])), prk);
+        // SHA-384 under zeros against the general path (a key one byte off, then its own).
+        let z = HashAlg::Sha384.hmac(&[], b"x");
+        assert_eq!(z, HashAlg::Sha384.hmac(&[0; 48], b"x"));
+        assert_eq!(z, HashAlg::Sha384.hmac_prepared(&[0; 48]).sign(&[b"x"]));
     }
 
     #[test]
