@@ -9,15 +9,19 @@
 //!
 //! What a page must show, checked through the rendered DOM:
 //! - every byte of every record in exactly one visible, named leaf (`div.leaf` with
-//!   `data-record`, `data-space`, `data-off`, `data-len`), its hex the record's bytes: known
-//!   independently where the test can (RFC 8448's own records for the §3 page, the connection's
-//!   events for the hybrid one, a capture of the same demo run for `demo --html`); on any page,
+//!   `data-record`, `data-space`, `data-off`, `data-len`), its hex the record's bytes,
+//!   known independently of the page renderer for every page (RFC 8448's own records for the
+//!   §3 page; for the hybrid HRR, 0-RTT, ECH and ML-DSA-44 pages the record events of the same
+//!   in-memory run `tls13lab keys` makes; a capture of the same demo run for `demo --html`); a
+//!   page in docs/illustrated/ the test does not know fails it; on every page,
 //!   the wire header's length matches the record and the key, nonce and additional data shown
 //!   beside a protected record open its ciphertext to exactly the decrypted bytes shown;
 //! - every record opens expanded; collapsed by a click on its summary it hides its decrypted
 //!   messages, and a second click shows them again, every field; "Collapse all" and "Expand
 //!   all" close and open every block;
 //! - the §3 page's first handshake record shows RFC 8448's server handshake key;
+//! - the ECH page's ClientHelloInner (decrypted, beside its outer hello): rendered as `.xleaf`
+//!   fields, not leaves, their hex the inner hello the client sealed, its server_name shown;
 //! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
 //!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
 //!   proves both would see a fetch; the same run, with a leaf removed, a record's decrypted
@@ -222,6 +226,16 @@ window.addEventListener('load', function () {
         visible: vis(l) && vis(l.querySelector('code.hex')),
       };
     });
+    // ClientHelloInner beside an ECH record: fields shown (`.xleaf`), not record bytes.
+    out.inner_hellos = list('.pane.innerhello').map(function (h) {
+      var rec = h.closest('details.record');
+      var x = list('.xleaf', h);
+      return {
+        record: rec ? rec.id : '', visible: vis(h), text: text(h), xleaves: x.length,
+        xleaves_visible: x.filter(vis).length, leaves: list('div.leaf', h).length,
+        hex: x.map(function (l) { return text(l.querySelector('code.hex')); }).join(' '),
+      };
+    });
     out.calc = list('[data-calc]').map(function (c) {
       var rec = c.closest('details.record');
       return { record: rec ? rec.id : '', what: c.dataset.calc, hex: text(c), visible: vis(c) };
@@ -250,6 +264,8 @@ struct Rendered {
     leaves: Vec<LeafView>,
     #[serde(default)]
     calc: Vec<CalcView>,
+    #[serde(default)]
+    inner_hellos: Vec<InnerHelloView>,
     resources: Vec<String>,
 }
 
@@ -292,6 +308,17 @@ struct CalcView {
     what: String,
     hex: String,
     visible: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct InnerHelloView {
+    record: String,
+    visible: bool,
+    text: String,
+    xleaves: usize,
+    xleaves_visible: usize,
+    leaves: usize,
+    hex: String,
 }
 
 /// A page as the browser showed it, and what it asked the network for.
@@ -381,8 +408,6 @@ fn page_requests(net_log: &Path) -> Vec<String> {
 
 /// What the test knows about a page's records without reading the page.
 enum Known {
-    /// Nothing: the page's own consistency only.
-    Nothing,
     /// Each record's wire bytes and, when protected, its TLSInnerPlaintext.
     Records(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// The bytes each direction carried (client → server, server → client), e.g. from a capture.
@@ -605,7 +630,6 @@ fn problems(name: &str, o: &Opened, known: &Known) -> Vec<String> {
     }
     // Against what the test knows.
     match known {
-        Known::Nothing => {}
         Known::Records(recs) => {
             if recs.len() != n {
                 p.push(format!("{n} records on the page, {} known", recs.len()));
@@ -666,49 +690,150 @@ fn rfc8448_3_records() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         .collect()
 }
 
-/// What the test can know about a committed page, by its file name.
-fn known(file: &str) -> Known {
-    use lab::explain::InMemory;
-    use tls13lab::messages::NamedGroup;
-    match file {
-        "rfc8448-3.html" => Known::Records(rfc8448_3_records()),
-        "hybrid-hrr.html" => {
-            let run = InMemory {
-                hello_retry: true,
-                ..InMemory::demo(1)
-                    .unwrap()
-                    .with_groups(&[NamedGroup::X25519MLKEM768])
-            };
-            let events = lab::explain::in_memory(&run, None).unwrap().0;
-            Known::Records(lab::illustrate::record_bytes(&events).unwrap())
-        }
-        _ => Known::Nothing,
-    }
+/// Every page docs/illustrated/ holds (written by `tls13lab keys … --html`, see
+/// `illustrated_pages_match_and_annotate_every_byte` in tests/instruments.rs), each with its
+/// connection made again here.
+const PAGES: [&str; 5] = [
+    "rfc8448-3.html",
+    "hybrid-hrr.html",
+    "resumed-0rtt.html",
+    "ech.html",
+    "mldsa44.html",
+];
+
+/// What the test knows about a committed page without reading it: its records, and for ECH the
+/// ClientHelloInner each outer hello sealed with the server_name it names.
+struct KnownPage {
+    records: Known,
+    inner_hellos: Vec<Vec<u8>>,
+    inner_snis: Vec<String>,
 }
 
-/// Every page in docs/illustrated/ in the browser: against what the test knows of it, and the
+/// A committed page's connection, by file name: RFC 8448's own records for the §3 page; for the
+/// others the same in-memory run `tls13lab keys` makes (its flags beside each), its records
+/// as the client's record layer reported them (events, not the page renderer). `None` for a
+/// page the test does not know.
+fn known(file: &str) -> Option<KnownPage> {
+    use lab::explain::{Connection, InMemory};
+    use tls13lab::events::Event;
+    use tls13lab::messages::NamedGroup;
+    let demo = || InMemory::demo(1).unwrap();
+    let run = match file {
+        "rfc8448-3.html" => {
+            return Some(KnownPage {
+                records: Known::Records(rfc8448_3_records()),
+                inner_hellos: Vec::new(),
+                inner_snis: Vec::new(),
+            })
+        }
+        // --groups X25519MLKEM768 --hrr
+        "hybrid-hrr.html" => InMemory {
+            hello_retry: true,
+            ..demo().with_groups(&[NamedGroup::X25519MLKEM768])
+        },
+        // --connection 0rtt
+        "resumed-0rtt.html" => InMemory {
+            connection: Connection::ZeroRtt,
+            ..demo()
+        },
+        // --ech
+        "ech.html" => InMemory {
+            ech: true,
+            ..demo()
+        },
+        // --chain mldsa44,mldsa44
+        "mldsa44.html" => demo()
+            .with_chain(&[lab::certgen::KeyAlg::MlDsa44, lab::certgen::KeyAlg::MlDsa44])
+            .unwrap(),
+        _ => return None,
+    };
+    let events = lab::explain::in_memory(&run, None).unwrap().0;
+    let mut inner_hellos = Vec::new();
+    let mut inner_snis = Vec::new();
+    for e in &events {
+        match e {
+            Event::InnerClientHello(h) => inner_hellos.push(h.bytes.clone()),
+            Event::EchOffer(o) => inner_snis.extend(o.inner_sni.clone()),
+            _ => {}
+        }
+    }
+    Some(KnownPage {
+        records: Known::Records(lab::illustrate::record_bytes(&events).unwrap()),
+        inner_hellos,
+        inner_snis,
+    })
+}
+
+/// The ClientHelloInner panes of an ECH page (none on the others): rendered, their fields
+/// `.xleaf`s (no `.leaf`: not record bytes), all shown once expanded, their hex the inner
+/// hellos the client sealed, the inner server_name in words.
+fn inner_hello_problems(o: &Opened, k: &KnownPage) -> Vec<String> {
+    let mut p = Vec::new();
+    let panes = &o.dom.inner_hellos;
+    if panes.len() != k.inner_hellos.len() {
+        p.push(format!(
+            "{} ClientHelloInner panes, {} inner hellos sent",
+            panes.len(),
+            k.inner_hellos.len()
+        ));
+    }
+    for (i, (h, want)) in panes.iter().zip(&k.inner_hellos).enumerate() {
+        let at = format!("ClientHelloInner {} (in {:?})", i + 1, h.record);
+        if !h.record.starts_with("rec-") {
+            p.push(format!("{at}: not inside a record"));
+        }
+        if !h.visible || h.xleaves == 0 || h.xleaves_visible != h.xleaves {
+            p.push(format!(
+                "{at}: {} of its {} fields rendered (pane visible: {})",
+                h.xleaves_visible, h.xleaves, h.visible
+            ));
+        }
+        if h.leaves != 0 {
+            p.push(format!("{at}: {} record-byte leaves inside", h.leaves));
+        }
+        if unhex(&h.hex).as_ref() != Some(want) {
+            p.push(format!("{at}: its fields' hex is not the inner hello sent"));
+        }
+    }
+    for sni in &k.inner_snis {
+        if !panes.iter().any(|h| h.text.contains(sni.as_str())) {
+            p.push(format!("the inner server_name {sni:?} is not shown"));
+        }
+    }
+    p
+}
+
+/// Every page in docs/illustrated/ in the browser, each against its connection's records (a
+/// page the test does not know fails: add its connection to [`known`] and [`PAGES`]), and the
 /// §3 page's first handshake record against RFC 8448's key.
 #[test]
 fn illustrated_pages_in_chromium() {
-    let Some(chromium) = chromium() else { return };
     let mut files: Vec<String> = std::fs::read_dir(DOCS)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|f| f.ends_with(".html"))
         .collect();
     files.sort();
-    for must in ["rfc8448-3.html", "hybrid-hrr.html"] {
-        assert!(files.iter().any(|f| f == must), "docs/illustrated/{must}");
-    }
+    let mut expected: Vec<String> = PAGES.iter().map(|f| f.to_string()).collect();
+    expected.sort();
+    assert_eq!(
+        files, expected,
+        "docs/illustrated/ holds other pages than the browser test knows: add each new page's \
+         connection to known() and PAGES in cli/tests/browser.rs"
+    );
+    // The list holds without a browser too.
+    let Some(chromium) = chromium() else { return };
     for file in &files {
+        let known = known(file).unwrap_or_else(|| panic!("{file}: no known connection"));
         let html = std::fs::read_to_string(Path::new(DOCS).join(file)).unwrap();
         let stem = file.trim_end_matches(".html");
         let o = open(&chromium, stem, &html);
-        let known = known(file);
-        if matches!(known, Known::Nothing) {
-            eprintln!("NOTICE: {file}: not reproduced here; its own consistency only");
+        let mut p = problems(file, &o, &known.records);
+        p.extend(inner_hello_problems(&o, &known));
+        assert!(p.is_empty(), "{file} in Chromium:\n  {}", p.join("\n  "));
+        if file == "ech.html" {
+            assert!(!known.inner_hellos.is_empty() && !known.inner_snis.is_empty());
         }
-        assert_good(file, &o, &known);
         if file == "rfc8448-3.html" {
             let d = &o.dom;
             // The first protected record that carries handshake messages: the server's
