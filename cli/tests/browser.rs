@@ -101,6 +101,17 @@ fn kill_group(pgid: i32) {
 /// Runs headless Chromium on `page` (a file in `dir`): returns the DOM it serialised after the
 /// load event and the path of its net log.
 fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
+    run_chromium_timed(chromium, dir, page, true)
+}
+
+/// [`run_chromium`]; without `virtual_time` the page's clock is the wall clock and the DOM is
+/// dumped as soon as the load event has run (for timing a page, [`large_page_load_times`]).
+fn run_chromium_timed(
+    chromium: &Path,
+    dir: &Path,
+    page: &Path,
+    virtual_time: bool,
+) -> (String, PathBuf) {
     let net_log = dir.join("netlog.json");
     let dom = dir.join("dom.html");
     let err = dir.join("chromium.err");
@@ -118,9 +129,11 @@ fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
         // Nothing the browser itself might want leaves the machine; requests still start and
         // are logged, which is what the check looks for.
         "--host-resolver-rules=MAP * ~NOTFOUND",
-        // Timers run to completion before the DOM is dumped.
-        "--virtual-time-budget=2000",
     ])
+    .args(
+        // Timers run to completion before the DOM is dumped.
+        virtual_time.then_some("--virtual-time-budget=2000"),
+    )
     .arg(format!("--user-data-dir={}", dir.join("profile").display()))
     .arg(format!("--log-net-log={}", net_log.display()))
     .arg("--dump-dom")
@@ -968,4 +981,86 @@ fn browser_checks_catch_a_broken_page() {
     );
     assert!(has("rec-5: expanded, 0 of its"), "hidden fields: {p:?}");
     assert!(has("leaf 5 inner @0: not rendered"), "hidden leaf: {p:?}");
+}
+
+/// Times an issue 27 "large connection" page in Chromium (not a check: speed figures go in
+/// docs/performance.md, "The illustrated connection: a large page"): an ML-DSA-87 root → leaf
+/// chain and 1 MiB of application data from the server, as in `lab::illustrate`'s
+/// `a_large_connection_page_covers_every_byte_and_collapses_its_data`, against the small §3
+/// page; three runs each, a fresh browser and profile every time, the page's clock (navigation
+/// timing; a forced layout of the whole document in the load handler) and the wall time of
+/// the whole `chromium --headless --dump-dom`. Run:
+/// `cargo test --release --test browser large_page -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing, not a check"]
+fn large_page_load_times() {
+    use lab::certgen::KeyAlg;
+    use lab::explain::InMemory;
+    use std::sync::Arc;
+    let Some(chromium) = chromium() else { return };
+    let run = InMemory::demo(1)
+        .unwrap()
+        .with_chain(&[KeyAlg::MlDsa87, KeyAlg::MlDsa87])
+        .unwrap();
+    let big = vec![b'x'; 1 << 20];
+    let p = lab::demo::request_response(
+        Arc::new(run.client),
+        Arc::new(run.server),
+        1,
+        lab::demo::NOW_MS,
+        b"GET / HTTP/1.0\r\n\r\n",
+        &big,
+        Default::default(),
+    )
+    .unwrap();
+    let large = lab::illustrate::page("large", &p.client_events).unwrap();
+    let records = lab::illustrate::record_bytes(&p.client_events).unwrap();
+    let wire: usize = records.iter().map(|r| r.0.len()).sum();
+    println!(
+        "large page: {} records, {wire} bytes on the wire, page {} bytes",
+        records.len(),
+        large.len()
+    );
+    let small = std::fs::read_to_string(Path::new(DOCS).join("rfc8448-3.html")).unwrap();
+    const TIME_JS: &str = r#"
+window.addEventListener('load', function () {
+  var nav = performance.getEntriesByType('navigation')[0];
+  var paint = performance.getEntriesByType('paint').filter(function (e) {
+    return e.name === 'first-contentful-paint';
+  })[0];
+  var t0 = performance.now();
+  var height = document.body.offsetHeight;
+  var out = {
+    dcl: nav.domContentLoadedEventEnd, load_start: nav.loadEventStart,
+    layout_done: performance.now(), layout: performance.now() - t0, height: height,
+    fcp: paint ? paint.startTime : null,
+    details: document.querySelectorAll('details').length,
+    open: document.querySelectorAll('details[open]').length,
+  };
+  var pre = document.createElement('pre');
+  pre.id = 'tls13lab-timing';
+  pre.textContent = encodeURIComponent(JSON.stringify(out));
+  document.body.appendChild(pre);
+});
+"#;
+    for (name, html) in [("small (rfc8448-3.html)", &small), ("large", &large)] {
+        let at = html.rfind("</body>").unwrap();
+        let text = format!("{}<script>{TIME_JS}</script>\n{}", &html[..at], &html[at..]);
+        for i in 1..=3 {
+            let scratch = Scratch::new(&format!("timing-{i}"));
+            let page = scratch.0.join("page.html");
+            std::fs::write(&page, &text).unwrap();
+            let started = Instant::now();
+            let (dom, _) = run_chromium_timed(&chromium, &scratch.0, &page, false);
+            let wall = started.elapsed();
+            const PRE: &str = "<pre id=\"tls13lab-timing\">";
+            let start = dom.find(PRE).expect("the timing script ran") + PRE.len();
+            let end = start + dom[start..].find("</pre>").unwrap();
+            let json = String::from_utf8(percent_decode(&dom[start..end])).unwrap();
+            println!(
+                "{name} run {i}: chromium --dump-dom {:.0} ms wall; page clock (ms): {json}",
+                wall.as_secs_f64() * 1e3
+            );
+        }
+    }
 }
