@@ -25,7 +25,8 @@
 //! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
 //!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
 //!   proves both would see a fetch; the same run, with a leaf removed, a record's decrypted
-//!   pane hidden and a key changed, proves the other checks fail.
+//!   pane hidden and a key changed, proves the other checks fail; an ECH page copy with one
+//!   inner-hello byte and its server_name changed proves the ClientHelloInner checks fail.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt as _;
@@ -983,13 +984,45 @@ fn browser_checks_catch_a_broken_page() {
     assert!(has("leaf 5 inner @0: not rendered"), "hidden leaf: {p:?}");
 }
 
+/// The ClientHelloInner checks fail where they should: an ECH page copy whose inner hello shows
+/// another msg_type byte and another server_name in words.
+#[test]
+fn browser_checks_catch_a_broken_inner_hello() {
+    let Some(chromium) = chromium() else { return };
+    let html = std::fs::read_to_string(Path::new(DOCS).join("ech.html")).unwrap();
+    let known = known("ech.html").unwrap();
+    assert_eq!(known.inner_snis, ["localhost"]);
+    let at = html
+        .find("<div class=\"pane innerhello\">")
+        .expect("an inner hello");
+    let (head, pane) = html.split_at(at);
+    let msg_type = "<code class=\"hex\">01</code>";
+    assert!(pane.contains(msg_type) && pane.contains("&quot;localhost&quot;"));
+    let pane = pane
+        .replacen(msg_type, "<code class=\"hex\">02</code>", 1)
+        .replace("&quot;localhost&quot;", "&quot;elsewhere&quot;");
+    let o = open(&chromium, "control-ech", &format!("{head}{pane}"));
+    let p = inner_hello_problems(&o, &known);
+    let has = |s: &str| p.iter().any(|x| x.contains(s));
+    assert!(
+        has("ClientHelloInner 1 (in \"rec-1\"): its fields' hex is not the inner hello sent"),
+        "{p:?}"
+    );
+    assert!(
+        has("the inner server_name \"localhost\" is not shown"),
+        "{p:?}"
+    );
+    assert_eq!(p.len(), 2, "{p:?}");
+}
+
 /// Times an issue 27 "large connection" page in Chromium (not a check: speed figures go in
 /// docs/performance.md, "The illustrated connection: a large page"): an ML-DSA-87 root → leaf
 /// chain and 1 MiB of application data from the server, as in `lab::illustrate`'s
 /// `a_large_connection_page_covers_every_byte_and_collapses_its_data`, against the small §3
 /// page; three runs each, a fresh browser and profile every time, the page's clock (navigation
 /// timing; a forced layout of the whole document in the load handler) and the wall time of
-/// the whole `chromium --headless --dump-dom`. Run:
+/// the whole `chromium --headless --dump-dom`; then the large page once with every check of
+/// [`illustrated_pages_in_chromium`] against its records. Run:
 /// `cargo test --release --test browser large_page -- --ignored --nocapture`.
 #[test]
 #[ignore = "timing, not a check"]
@@ -1063,4 +1096,11 @@ window.addEventListener('load', function () {
             );
         }
     }
+    let started = Instant::now();
+    let o = open(&chromium, "large", &large);
+    println!(
+        "large page, every check: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_good("large", &o, &Known::Records(records));
 }
