@@ -9,19 +9,24 @@
 //!
 //! What a page must show, checked through the rendered DOM:
 //! - every byte of every record in exactly one visible, named leaf (`div.leaf` with
-//!   `data-record`, `data-space`, `data-off`, `data-len`), its hex the record's bytes: known
-//!   independently where the test can (RFC 8448's own records for the §3 page, the connection's
-//!   events for the hybrid one, a capture of the same demo run for `demo --html`); on any page,
+//!   `data-record`, `data-space`, `data-off`, `data-len`), its hex the record's bytes,
+//!   known independently of the page renderer for every page (RFC 8448's own records for the
+//!   §3 page; for the hybrid HRR, 0-RTT, ECH and ML-DSA-44 pages the record events of the same
+//!   in-memory run `tls13lab keys` makes; a capture of the same demo run for `demo --html`); a
+//!   page in docs/illustrated/ the test does not know fails it; on every page,
 //!   the wire header's length matches the record and the key, nonce and additional data shown
 //!   beside a protected record open its ciphertext to exactly the decrypted bytes shown;
 //! - every record opens expanded; collapsed by a click on its summary it hides its decrypted
 //!   messages, and a second click shows them again, every field; "Collapse all" and "Expand
 //!   all" close and open every block;
 //! - the §3 page's first handshake record shows RFC 8448's server handshake key;
+//! - the ECH page's ClientHelloInner (decrypted, beside its outer hello): rendered as `.xleaf`
+//!   fields, not leaves, their hex the inner hello the client sealed, its server_name shown;
 //! - nothing is fetched: no request in Chromium's net log from the page, no resource entry in
 //!   the page's performance timeline. A control run with an `<img>` pointing at 127.0.0.1
 //!   proves both would see a fetch; the same run, with a leaf removed, a record's decrypted
-//!   pane hidden and a key changed, proves the other checks fail.
+//!   pane hidden and a key changed, proves the other checks fail; an ECH page copy with one
+//!   inner-hello byte and its server_name changed proves the ClientHelloInner checks fail.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt as _;
@@ -97,6 +102,17 @@ fn kill_group(pgid: i32) {
 /// Runs headless Chromium on `page` (a file in `dir`): returns the DOM it serialised after the
 /// load event and the path of its net log.
 fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
+    run_chromium_timed(chromium, dir, page, true)
+}
+
+/// [`run_chromium`]; without `virtual_time` the page's clock is the wall clock and the DOM is
+/// dumped as soon as the load event has run (for timing a page, [`large_page_load_times`]).
+fn run_chromium_timed(
+    chromium: &Path,
+    dir: &Path,
+    page: &Path,
+    virtual_time: bool,
+) -> (String, PathBuf) {
     let net_log = dir.join("netlog.json");
     let dom = dir.join("dom.html");
     let err = dir.join("chromium.err");
@@ -114,9 +130,11 @@ fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
         // Nothing the browser itself might want leaves the machine; requests still start and
         // are logged, which is what the check looks for.
         "--host-resolver-rules=MAP * ~NOTFOUND",
-        // Timers run to completion before the DOM is dumped.
-        "--virtual-time-budget=2000",
     ])
+    .args(
+        // Timers run to completion before the DOM is dumped.
+        virtual_time.then_some("--virtual-time-budget=2000"),
+    )
     .arg(format!("--user-data-dir={}", dir.join("profile").display()))
     .arg(format!("--log-net-log={}", net_log.display()))
     .arg("--dump-dom")
@@ -222,6 +240,16 @@ window.addEventListener('load', function () {
         visible: vis(l) && vis(l.querySelector('code.hex')),
       };
     });
+    // ClientHelloInner beside an ECH record: fields shown (`.xleaf`), not record bytes.
+    out.inner_hellos = list('.pane.innerhello').map(function (h) {
+      var rec = h.closest('details.record');
+      var x = list('.xleaf', h);
+      return {
+        record: rec ? rec.id : '', visible: vis(h), text: text(h), xleaves: x.length,
+        xleaves_visible: x.filter(vis).length, leaves: list('div.leaf', h).length,
+        hex: x.map(function (l) { return text(l.querySelector('code.hex')); }).join(' '),
+      };
+    });
     out.calc = list('[data-calc]').map(function (c) {
       var rec = c.closest('details.record');
       return { record: rec ? rec.id : '', what: c.dataset.calc, hex: text(c), visible: vis(c) };
@@ -250,6 +278,8 @@ struct Rendered {
     leaves: Vec<LeafView>,
     #[serde(default)]
     calc: Vec<CalcView>,
+    #[serde(default)]
+    inner_hellos: Vec<InnerHelloView>,
     resources: Vec<String>,
 }
 
@@ -292,6 +322,17 @@ struct CalcView {
     what: String,
     hex: String,
     visible: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct InnerHelloView {
+    record: String,
+    visible: bool,
+    text: String,
+    xleaves: usize,
+    xleaves_visible: usize,
+    leaves: usize,
+    hex: String,
 }
 
 /// A page as the browser showed it, and what it asked the network for.
@@ -381,8 +422,6 @@ fn page_requests(net_log: &Path) -> Vec<String> {
 
 /// What the test knows about a page's records without reading the page.
 enum Known {
-    /// Nothing: the page's own consistency only.
-    Nothing,
     /// Each record's wire bytes and, when protected, its TLSInnerPlaintext.
     Records(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// The bytes each direction carried (client → server, server → client), e.g. from a capture.
@@ -605,7 +644,6 @@ fn problems(name: &str, o: &Opened, known: &Known) -> Vec<String> {
     }
     // Against what the test knows.
     match known {
-        Known::Nothing => {}
         Known::Records(recs) => {
             if recs.len() != n {
                 p.push(format!("{n} records on the page, {} known", recs.len()));
@@ -666,49 +704,150 @@ fn rfc8448_3_records() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         .collect()
 }
 
-/// What the test can know about a committed page, by its file name.
-fn known(file: &str) -> Known {
-    use lab::explain::InMemory;
-    use tls13lab::messages::NamedGroup;
-    match file {
-        "rfc8448-3.html" => Known::Records(rfc8448_3_records()),
-        "hybrid-hrr.html" => {
-            let run = InMemory {
-                hello_retry: true,
-                ..InMemory::demo(1)
-                    .unwrap()
-                    .with_groups(&[NamedGroup::X25519MLKEM768])
-            };
-            let events = lab::explain::in_memory(&run, None).unwrap().0;
-            Known::Records(lab::illustrate::record_bytes(&events).unwrap())
-        }
-        _ => Known::Nothing,
-    }
+/// Every page docs/illustrated/ holds (written by `tls13lab keys … --html`, see
+/// `illustrated_pages_match_and_annotate_every_byte` in tests/instruments.rs), each with its
+/// connection made again here.
+const PAGES: [&str; 5] = [
+    "rfc8448-3.html",
+    "hybrid-hrr.html",
+    "resumed-0rtt.html",
+    "ech.html",
+    "mldsa44.html",
+];
+
+/// What the test knows about a committed page without reading it: its records, and for ECH the
+/// ClientHelloInner each outer hello sealed with the server_name it names.
+struct KnownPage {
+    records: Known,
+    inner_hellos: Vec<Vec<u8>>,
+    inner_snis: Vec<String>,
 }
 
-/// Every page in docs/illustrated/ in the browser: against what the test knows of it, and the
+/// A committed page's connection, by file name: RFC 8448's own records for the §3 page; for the
+/// others the same in-memory run `tls13lab keys` makes (its flags beside each), its records
+/// as the client's record layer reported them (events, not the page renderer). `None` for a
+/// page the test does not know.
+fn known(file: &str) -> Option<KnownPage> {
+    use lab::explain::{Connection, InMemory};
+    use tls13lab::events::Event;
+    use tls13lab::messages::NamedGroup;
+    let demo = || InMemory::demo(1).unwrap();
+    let run = match file {
+        "rfc8448-3.html" => {
+            return Some(KnownPage {
+                records: Known::Records(rfc8448_3_records()),
+                inner_hellos: Vec::new(),
+                inner_snis: Vec::new(),
+            })
+        }
+        // --groups X25519MLKEM768 --hrr
+        "hybrid-hrr.html" => InMemory {
+            hello_retry: true,
+            ..demo().with_groups(&[NamedGroup::X25519MLKEM768])
+        },
+        // --connection 0rtt
+        "resumed-0rtt.html" => InMemory {
+            connection: Connection::ZeroRtt,
+            ..demo()
+        },
+        // --ech
+        "ech.html" => InMemory {
+            ech: true,
+            ..demo()
+        },
+        // --chain mldsa44,mldsa44
+        "mldsa44.html" => demo()
+            .with_chain(&[lab::certgen::KeyAlg::MlDsa44, lab::certgen::KeyAlg::MlDsa44])
+            .unwrap(),
+        _ => return None,
+    };
+    let events = lab::explain::in_memory(&run, None).unwrap().0;
+    let mut inner_hellos = Vec::new();
+    let mut inner_snis = Vec::new();
+    for e in &events {
+        match e {
+            Event::InnerClientHello(h) => inner_hellos.push(h.bytes.clone()),
+            Event::EchOffer(o) => inner_snis.extend(o.inner_sni.clone()),
+            _ => {}
+        }
+    }
+    Some(KnownPage {
+        records: Known::Records(lab::illustrate::record_bytes(&events).unwrap()),
+        inner_hellos,
+        inner_snis,
+    })
+}
+
+/// The ClientHelloInner panes of an ECH page (none on the others): rendered, their fields
+/// `.xleaf`s (no `.leaf`: not record bytes), all shown once expanded, their hex the inner
+/// hellos the client sealed, the inner server_name in words.
+fn inner_hello_problems(o: &Opened, k: &KnownPage) -> Vec<String> {
+    let mut p = Vec::new();
+    let panes = &o.dom.inner_hellos;
+    if panes.len() != k.inner_hellos.len() {
+        p.push(format!(
+            "{} ClientHelloInner panes, {} inner hellos sent",
+            panes.len(),
+            k.inner_hellos.len()
+        ));
+    }
+    for (i, (h, want)) in panes.iter().zip(&k.inner_hellos).enumerate() {
+        let at = format!("ClientHelloInner {} (in {:?})", i + 1, h.record);
+        if !h.record.starts_with("rec-") {
+            p.push(format!("{at}: not inside a record"));
+        }
+        if !h.visible || h.xleaves == 0 || h.xleaves_visible != h.xleaves {
+            p.push(format!(
+                "{at}: {} of its {} fields rendered (pane visible: {})",
+                h.xleaves_visible, h.xleaves, h.visible
+            ));
+        }
+        if h.leaves != 0 {
+            p.push(format!("{at}: {} record-byte leaves inside", h.leaves));
+        }
+        if unhex(&h.hex).as_ref() != Some(want) {
+            p.push(format!("{at}: its fields' hex is not the inner hello sent"));
+        }
+    }
+    for sni in &k.inner_snis {
+        if !panes.iter().any(|h| h.text.contains(sni.as_str())) {
+            p.push(format!("the inner server_name {sni:?} is not shown"));
+        }
+    }
+    p
+}
+
+/// Every page in docs/illustrated/ in the browser, each against its connection's records (a
+/// page the test does not know fails: add its connection to [`known`] and [`PAGES`]), and the
 /// §3 page's first handshake record against RFC 8448's key.
 #[test]
 fn illustrated_pages_in_chromium() {
-    let Some(chromium) = chromium() else { return };
     let mut files: Vec<String> = std::fs::read_dir(DOCS)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|f| f.ends_with(".html"))
         .collect();
     files.sort();
-    for must in ["rfc8448-3.html", "hybrid-hrr.html"] {
-        assert!(files.iter().any(|f| f == must), "docs/illustrated/{must}");
-    }
+    let mut expected: Vec<String> = PAGES.iter().map(|f| f.to_string()).collect();
+    expected.sort();
+    assert_eq!(
+        files, expected,
+        "docs/illustrated/ holds other pages than the browser test knows: add each new page's \
+         connection to known() and PAGES in cli/tests/browser.rs"
+    );
+    // The list holds without a browser too.
+    let Some(chromium) = chromium() else { return };
     for file in &files {
+        let known = known(file).unwrap_or_else(|| panic!("{file}: no known connection"));
         let html = std::fs::read_to_string(Path::new(DOCS).join(file)).unwrap();
         let stem = file.trim_end_matches(".html");
         let o = open(&chromium, stem, &html);
-        let known = known(file);
-        if matches!(known, Known::Nothing) {
-            eprintln!("NOTICE: {file}: not reproduced here; its own consistency only");
+        let mut p = problems(file, &o, &known.records);
+        p.extend(inner_hello_problems(&o, &known));
+        assert!(p.is_empty(), "{file} in Chromium:\n  {}", p.join("\n  "));
+        if file == "ech.html" {
+            assert!(!known.inner_hellos.is_empty() && !known.inner_snis.is_empty());
         }
-        assert_good(file, &o, &known);
         if file == "rfc8448-3.html" {
             let d = &o.dom;
             // The first protected record that carries handshake messages: the server's
@@ -843,4 +982,125 @@ fn browser_checks_catch_a_broken_page() {
     );
     assert!(has("rec-5: expanded, 0 of its"), "hidden fields: {p:?}");
     assert!(has("leaf 5 inner @0: not rendered"), "hidden leaf: {p:?}");
+}
+
+/// The ClientHelloInner checks fail where they should: an ECH page copy whose inner hello shows
+/// another msg_type byte and another server_name in words.
+#[test]
+fn browser_checks_catch_a_broken_inner_hello() {
+    let Some(chromium) = chromium() else { return };
+    let html = std::fs::read_to_string(Path::new(DOCS).join("ech.html")).unwrap();
+    let known = known("ech.html").unwrap();
+    assert_eq!(known.inner_snis, ["localhost"]);
+    let at = html
+        .find("<div class=\"pane innerhello\">")
+        .expect("an inner hello");
+    let (head, pane) = html.split_at(at);
+    let msg_type = "<code class=\"hex\">01</code>";
+    assert!(pane.contains(msg_type) && pane.contains("&quot;localhost&quot;"));
+    let pane = pane
+        .replacen(msg_type, "<code class=\"hex\">02</code>", 1)
+        .replace("&quot;localhost&quot;", "&quot;elsewhere&quot;");
+    let o = open(&chromium, "control-ech", &format!("{head}{pane}"));
+    let p = inner_hello_problems(&o, &known);
+    let has = |s: &str| p.iter().any(|x| x.contains(s));
+    assert!(
+        has("ClientHelloInner 1 (in \"rec-1\"): its fields' hex is not the inner hello sent"),
+        "{p:?}"
+    );
+    assert!(
+        has("the inner server_name \"localhost\" is not shown"),
+        "{p:?}"
+    );
+    assert_eq!(p.len(), 2, "{p:?}");
+}
+
+/// Times an issue 27 "large connection" page in Chromium (not a check: speed figures go in
+/// docs/performance.md, "The illustrated connection: a large page"): an ML-DSA-87 root → leaf
+/// chain and 1 MiB of application data from the server, as in `lab::illustrate`'s
+/// `a_large_connection_page_covers_every_byte_and_collapses_its_data`, against the small §3
+/// page; three runs each, a fresh browser and profile every time, the page's clock (navigation
+/// timing; a forced layout of the whole document in the load handler) and the wall time of
+/// the whole `chromium --headless --dump-dom`; then the large page once with every check of
+/// [`illustrated_pages_in_chromium`] against its records. Run:
+/// `cargo test --release --test browser large_page -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing, not a check"]
+fn large_page_load_times() {
+    use lab::certgen::KeyAlg;
+    use lab::explain::InMemory;
+    use std::sync::Arc;
+    let Some(chromium) = chromium() else { return };
+    let run = InMemory::demo(1)
+        .unwrap()
+        .with_chain(&[KeyAlg::MlDsa87, KeyAlg::MlDsa87])
+        .unwrap();
+    let big = vec![b'x'; 1 << 20];
+    let p = lab::demo::request_response(
+        Arc::new(run.client),
+        Arc::new(run.server),
+        1,
+        lab::demo::NOW_MS,
+        b"GET / HTTP/1.0\r\n\r\n",
+        &big,
+        Default::default(),
+    )
+    .unwrap();
+    let large = lab::illustrate::page("large", &p.client_events).unwrap();
+    let records = lab::illustrate::record_bytes(&p.client_events).unwrap();
+    let wire: usize = records.iter().map(|r| r.0.len()).sum();
+    println!(
+        "large page: {} records, {wire} bytes on the wire, page {} bytes",
+        records.len(),
+        large.len()
+    );
+    let small = std::fs::read_to_string(Path::new(DOCS).join("rfc8448-3.html")).unwrap();
+    const TIME_JS: &str = r#"
+window.addEventListener('load', function () {
+  var nav = performance.getEntriesByType('navigation')[0];
+  var paint = performance.getEntriesByType('paint').filter(function (e) {
+    return e.name === 'first-contentful-paint';
+  })[0];
+  var t0 = performance.now();
+  var height = document.body.offsetHeight;
+  var out = {
+    dcl: nav.domContentLoadedEventEnd, load_start: nav.loadEventStart,
+    layout_done: performance.now(), layout: performance.now() - t0, height: height,
+    fcp: paint ? paint.startTime : null,
+    details: document.querySelectorAll('details').length,
+    open: document.querySelectorAll('details[open]').length,
+  };
+  var pre = document.createElement('pre');
+  pre.id = 'tls13lab-timing';
+  pre.textContent = encodeURIComponent(JSON.stringify(out));
+  document.body.appendChild(pre);
+});
+"#;
+    for (name, html) in [("small (rfc8448-3.html)", &small), ("large", &large)] {
+        let at = html.rfind("</body>").unwrap();
+        let text = format!("{}<script>{TIME_JS}</script>\n{}", &html[..at], &html[at..]);
+        for i in 1..=3 {
+            let scratch = Scratch::new(&format!("timing-{i}"));
+            let page = scratch.0.join("page.html");
+            std::fs::write(&page, &text).unwrap();
+            let started = Instant::now();
+            let (dom, _) = run_chromium_timed(&chromium, &scratch.0, &page, false);
+            let wall = started.elapsed();
+            const PRE: &str = "<pre id=\"tls13lab-timing\">";
+            let start = dom.find(PRE).expect("the timing script ran") + PRE.len();
+            let end = start + dom[start..].find("</pre>").unwrap();
+            let json = String::from_utf8(percent_decode(&dom[start..end])).unwrap();
+            println!(
+                "{name} run {i}: chromium --dump-dom {:.0} ms wall; page clock (ms): {json}",
+                wall.as_secs_f64() * 1e3
+            );
+        }
+    }
+    let started = Instant::now();
+    let o = open(&chromium, "large", &large);
+    println!(
+        "large page, every check: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_good("large", &o, &Known::Records(records));
 }
