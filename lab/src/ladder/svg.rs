@@ -394,15 +394,23 @@ pub fn svg_with(ledger: &Ledger, opt: &LadderOptions) -> String {
         let mid = (CLIENT_X + SERVER_X) / 2;
         // Long labels (a whole server flight in one record) get a smaller, lighter font so they
         // stay between the lanes.
-        let style = if what.chars().count() > 62 {
+        let chars = what.chars().count() as i64;
+        let long = chars > 62;
+        let style = if long {
             r#"font-size="11""#
         } else {
             r#"font-weight="bold""#
         };
+        // The label sits above the arrow where the arrow is highest under it: at the label's
+        // end nearer the arrow's start (its width estimated at ~6.2 px a character in 11 px,
+        // ~7.6 in bold), so a label as wide as the lanes does not cross its own arrow.
+        let half = chars * if long { 62 } else { 76 } / 20;
+        let lanes = SERVER_X - CLIENT_X;
+        let under_end = y + SLANT * ((lanes / 2 - half).max(0)) / lanes;
         let _ = writeln!(
             s,
             r##"<text x="{mid}" y="{}" text-anchor="middle" fill="{}" {style}>{}</text>"##,
-            y + SLANT / 2 - 7,
+            (y + SLANT / 2 - 7).min(under_end - 3),
             if alert { "#dc2626" } else { "#111827" },
             esc(&what)
         );
