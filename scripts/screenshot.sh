@@ -19,7 +19,7 @@ main() {
   # --no-sandbox: root in a container has no user namespaces for Chromium's sandbox.
   # --force-color-profile=srgb and a 1× device scale keep the pixels the same across displays;
   # preferredColorScheme=1 is the light scheme whatever the desktop prefers.
-  chromium --headless --no-sandbox --disable-gpu --no-first-run \
+  timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync --disable-extensions \
     --host-resolver-rules='MAP * ~NOTFOUND' \
     --user-data-dir="$PROFILE" \

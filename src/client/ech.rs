@@ -65,7 +65,7 @@ impl Cx<'_> {
     ) -> Result<(Transcript, Option<EarlySecret>, bool, OfferEch), Error> {
         debug_assert!(
             first.covered().is_empty(),
-            "the first ClientHello's transcript"
+            "the transcript before the first ClientHello must be empty"
         );
         let outer_random: [u8; 32] = self.conn.random();
         // RFC 9850 §4: the traffic secrets stay keyed by ClientHelloInner.random, which the

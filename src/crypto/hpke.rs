@@ -55,6 +55,17 @@ pub enum Kem {
 }
 
 impl Kem {
+    /// How many KEMs there are ([`Kem::index`] is below it).
+    const COUNT: usize = 2;
+
+    /// A dense index, for tables kept per KEM.
+    const fn index(self) -> usize {
+        match self {
+            Kem::X25519HkdfSha256 => 0,
+            Kem::P256HkdfSha256 => 1,
+        }
+    }
+
     /// The KEM of `id`, if implemented.
     pub fn from_id(id: HpkeKemId) -> Option<Kem> {
         match id {
@@ -225,6 +236,19 @@ pub enum Aead {
 }
 
 impl Aead {
+    /// How many AEADs there are ([`Aead::index`] is below it).
+    const COUNT: usize = 4;
+
+    /// A dense index, for tables kept per AEAD.
+    const fn index(self) -> usize {
+        match self {
+            Aead::Aes128Gcm => 0,
+            Aead::Aes256Gcm => 1,
+            Aead::ChaCha20Poly1305 => 2,
+            Aead::ExportOnly => 3,
+        }
+    }
+
     /// The AEAD of `id`, if implemented.
     pub fn from_id(id: HpkeAeadId) -> Option<Aead> {
         match id {
@@ -303,16 +327,14 @@ impl Suite {
     /// empty, so the value depends on the suite alone and is computed once per process (and
     /// afresh when a sink watches, so the step is shown).
     fn psk_id_hash(self, l: &mut Labeled<'_>) -> Zeroizing<Vec<u8>> {
-        const N: usize = 2 * 4;
-        static CACHE: [std::sync::OnceLock<[u8; 32]>; N] =
-            [const { std::sync::OnceLock::new() }; N];
+        // One slot per (KEM, AEAD); one KDF today, so a second one must get its own slots.
+        static CACHE: [[std::sync::OnceLock<[u8; 32]>; Aead::COUNT]; Kem::COUNT] =
+            [const { [const { std::sync::OnceLock::new() }; Aead::COUNT] }; Kem::COUNT];
+        let Kdf::HkdfSha256 = self.kdf;
         if l.sink.enabled() || l.hash.output_len() != 32 {
             return l.extract(HpkeValue::PskIdHash, b"", b"");
         }
-        // One KDF today: a second one must get its own slots.
-        let Kdf::HkdfSha256 = self.kdf;
-        let slot = 4 * self.kem as usize + self.aead as usize;
-        let v = CACHE[slot].get_or_init(|| {
+        let v = CACHE[self.kem.index()][self.aead.index()].get_or_init(|| {
             let mut v = [0u8; 32];
             v.copy_from_slice(&l.extract(HpkeValue::PskIdHash, b"", b""));
             v
@@ -566,7 +588,9 @@ macro_rules! context_common {
                 self.0.nonce()
             }
 
-            /// Export(exporter_context, L) (§5.3); the step is reported to `sink`.
+            /// Export(exporter_context, L) (§5.3); the step is reported to `sink`, preceded
+            /// by exporter_secret's when the context was set up unwatched (it is derived on
+            /// export then, and again on each export).
             pub fn export(
                 &self,
                 exporter_context: &[u8],

@@ -240,11 +240,16 @@ impl Illustrated {
                 _ => {}
             }
         }
-        let decompressed = messages
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| Some((i, message(&decompress(&m.event)?))))
-            .collect();
+        // At most MAX_DECOMPRESSED bytes in all, however many CompressedCertificates a
+        // capture holds.
+        let mut budget = MAX_DECOMPRESSED;
+        let mut decompressed = Vec::new();
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(cert) = decompress(&m.event, hash_len, budget) {
+                budget -= cert.bytes.len() - 4;
+                decompressed.push((i, message(&cert)));
+            }
+        }
         for dir in [Direction::ClientToServer, Direction::ServerToClient] {
             if let Err(e) = place_messages(&mut records, &mut messages, dir) {
                 notes.push(e);
@@ -444,23 +449,24 @@ fn split_one(
     }
 }
 
-/// The largest Certificate message a page decompresses (a CompressedCertificate may declare up
-/// to 2^24 − 1 bytes; real chains, ML-DSA-87 ones included, are tens of kilobytes).
+/// The most a page decompresses, all CompressedCertificates together (each may declare up to
+/// 2^24 − 1 bytes; real chains, ML-DSA-87 ones included, are tens of kilobytes).
 const MAX_DECOMPRESSED: usize = 1 << 20;
 
 /// The Certificate message a CompressedCertificate `h` carries (RFC 8879 §4): its header and
 /// the decompressed body, as the receiver processed it. `None` for any other message, an
-/// algorithm this build lacks, or bytes that do not decompress to the declared length.
-fn decompress(h: &HandshakeEvent) -> Option<HandshakeEvent> {
+/// algorithm this build lacks, a body over `budget` bytes, or bytes that do not decompress to
+/// the declared length.
+fn decompress(h: &HandshakeEvent, hash_len: usize, budget: usize) -> Option<HandshakeEvent> {
     if h.typ != HandshakeType::CompressedCertificate {
         return None;
     }
-    let m = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len: 32 }).ok()?;
+    let m = HandshakeMessage::decode(&h.bytes, DecodeContext { hash_len }).ok()?;
     let HandshakePayload::CompressedCertificate(cc) = m.payload else {
         return None;
     };
     let len = cc.uncompressed_length as usize;
-    if len > MAX_DECOMPRESSED {
+    if len > budget {
         return None;
     }
     let body =
