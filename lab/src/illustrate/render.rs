@@ -469,6 +469,34 @@ fn inner_hello(o: &mut String, ill: &Illustrated, r: &Record) {
     }
 }
 
+/// Where a span named `name` under `parent` is defined: X.509 inside a certificate (`der`),
+/// else the extension's or the field's section.
+fn span_cite(name: &str, parent: &str, der: bool) -> Option<Cite> {
+    if der {
+        decode::x509_cite(name)
+    } else if parent == "extensions" {
+        decode::extension_cite(name)
+    } else {
+        decode::field_cite(name)
+    }
+}
+
+/// A whole span's value in words: a DER element's inside a certificate (`der`; its tag and
+/// length have none), else the field's in a `typ` message.
+fn span_value(
+    name: &str,
+    parent: &str,
+    typ: HandshakeType,
+    der: bool,
+    bytes: &[u8],
+) -> Option<String> {
+    match der {
+        true if name == "tag, length" => None,
+        true => super::der::value(name, bytes),
+        false => decode::value(name, parent, Some(typ), bytes),
+    }
+}
+
 /// A field shown beside the record's bytes, not one of them (class `xleaf`, not `leaf`).
 fn xleaf(o: &mut String, name: &str, value: Option<String>, bytes: &[u8], c: Option<Cite>) {
     let _ = write!(
@@ -508,19 +536,9 @@ fn aside_in(
             continue;
         };
         let der = der || s.name == super::der::CERTIFICATE;
-        let c = if der {
-            decode::x509_cite(&s.name)
-        } else if parent == "extensions" {
-            decode::extension_cite(&s.name)
-        } else {
-            decode::field_cite(&s.name)
-        };
+        let c = span_cite(&s.name, parent, der);
         if s.children.is_empty() {
-            let value = match der {
-                true if s.name == "tag, length" => None,
-                true => super::der::value(&s.name, b),
-                false => decode::value(&s.name, parent, Some(typ), b),
-            };
+            let value = span_value(&s.name, parent, typ, der, b);
             xleaf(o, &s.name, value, b, c);
         } else {
             let _ = writeln!(
@@ -842,21 +860,12 @@ impl Ctx<'_> {
                 format!(" of {} (continues in another record)", s.len)
             };
             let der = der || s.name == super::der::CERTIFICATE;
-            let c = if der {
-                decode::x509_cite(&s.name)
-            } else if parent == "extensions" {
-                decode::extension_cite(&s.name)
-            } else {
-                decode::field_cite(&s.name)
-            };
+            let c = span_cite(&s.name, parent, der);
             if s.children.is_empty() {
                 let bytes = &self.bytes[a..b];
-                let value = match (whole, der) {
-                    (false, _) => None,
-                    (true, true) if s.name == "tag, length" => None,
-                    (true, true) => super::der::value(&s.name, bytes),
-                    (true, false) => decode::value(&s.name, parent, Some(self.typ), bytes),
-                };
+                let value = whole
+                    .then(|| span_value(&s.name, parent, self.typ, der, bytes))
+                    .flatten();
                 leaf(
                     o,
                     Leaf {
