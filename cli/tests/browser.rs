@@ -690,17 +690,7 @@ fn rfc8448_3_records() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         .unwrap()
         .records()
         .into_iter()
-        .map(|r| {
-            let inner = (r.wire[0] == 23).then(|| {
-                let typ = match r.inner.as_str() {
-                    "handshake" => 22,
-                    "alert" => 21,
-                    _ => 23,
-                };
-                [r.payload.clone(), vec![typ]].concat()
-            });
-            (r.wire, inner)
-        })
+        .map(|r| (r.wire.clone(), r.inner_plaintext()))
         .collect()
 }
 

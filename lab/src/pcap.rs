@@ -83,15 +83,11 @@ pub fn wire_records(events: &[Event]) -> Result<Vec<WireRecord>, String> {
     wire_records_with_keys(events, None)
 }
 
-/// [`wire_records`] for events that may carry no secrets (a dissected connection): `keys` adds
-/// a key log and the client random its traffic secrets are under.
-pub fn wire_records_with_keys(
-    events: &[Event],
-    keys: Option<(&KeyLog, &[u8])>,
-) -> Result<Vec<WireRecord>, String> {
+/// The key log of `events` with `keys`' log merged in, and the client random the traffic
+/// secrets go by: the events' own (ECH's lines come first and go by the outer random, the
+/// traffic secrets by the inner one when ECH was accepted, RFC 9850 §4, §5), else `keys`'.
+pub fn traffic_keys(events: &[Event], keys: Option<(&KeyLog, &[u8])>) -> (KeyLog, Option<Vec<u8>>) {
     let mut log = KeyLog::from_events(events);
-    // The traffic secrets' random: ECH's lines come first and go by the outer random, the
-    // traffic secrets by the inner one when ECH was accepted (RFC 9850 §4, §5).
     let mut random = events.iter().find_map(|e| match e {
         Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
         _ => None,
@@ -100,6 +96,16 @@ pub fn wire_records_with_keys(
         log.merge(extra);
         random = random.or_else(|| Some(r.to_vec()));
     }
+    (log, random)
+}
+
+/// [`wire_records`] for events that may carry no secrets (a dissected connection): `keys` adds
+/// a key log and the client random its traffic secrets are under.
+pub fn wire_records_with_keys(
+    events: &[Event],
+    keys: Option<(&KeyLog, &[u8])>,
+) -> Result<Vec<WireRecord>, String> {
+    let (log, random) = traffic_keys(events, keys);
     let suite = negotiated_suite(events);
     let mut protectors: BTreeMap<(u8, String), RecordProtector> = BTreeMap::new();
     let mut out = Vec::new();

@@ -114,6 +114,22 @@ pub struct TraceRecord {
     pub wire: Vec<u8>,
 }
 
+impl TraceRecord {
+    /// TLSInnerPlaintext of a protected record (opaque_type application_data, RFC 8446 §5.2):
+    /// the content, then its real type; the RFC's records have no padding. `None` in the
+    /// clear.
+    pub fn inner_plaintext(&self) -> Option<Vec<u8>> {
+        (self.wire.first() == Some(&23)).then(|| {
+            let typ = match self.inner.as_str() {
+                "handshake" => 22,
+                "alert" => 21,
+                _ => 23,
+            };
+            [self.payload.as_slice(), &[typ]].concat()
+        })
+    }
+}
+
 /// One section of RFC 8448.
 #[derive(Clone, Copy, Debug)]
 pub struct Section {

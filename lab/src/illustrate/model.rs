@@ -167,15 +167,7 @@ impl Illustrated {
         let suite = Negotiating::from_events(events)
             .suite()
             .and_then(suite_params);
-        let mut log = KeyLog::from_events(events);
-        let mut random = events.iter().find_map(|e| match e {
-            Event::Secret(s) if !s.nss_label.starts_with("ECH_") => Some(s.client_random.clone()),
-            _ => None,
-        });
-        if let Some((extra, r)) = keys {
-            log.merge(extra);
-            random = random.or_else(|| Some(r.to_vec()));
-        }
+        let (log, random) = crate::pcap::traffic_keys(events, keys);
         let hash_len = suite.map_or(0, |s| s.hash.output_len());
         let shares: Vec<KeyShareEvent> = events
             .iter()

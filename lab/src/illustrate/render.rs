@@ -18,7 +18,7 @@ use tls13lab::messages::layout::Span;
 
 use super::css::{CSS, JS};
 use super::decode::{self, rfc, Cite};
-use super::model::{Illustrated, Part, Record};
+use super::model::{Illustrated, Message, Part, Record};
 use crate::explain::{Ikm, Node};
 use crate::ladder::{self, LadderOptions};
 
@@ -427,12 +427,17 @@ fn decompressed_certificate(o: &mut String, ill: &Illustrated, r: &Record) {
             cert.event.bytes.len(),
             cite(Some(rfc(8879, "4")))
         );
-        match &cert.layout {
-            Some(spans) => aside(o, spans, &cert.event.bytes, "", cert.event.typ),
-            None => xleaf(o, "message", None, &cert.event.bytes, None),
-        }
-        o.push_str("</div>\n");
+        pane_message(o, cert);
     }
+}
+
+/// The rest of a pane beside a record: `m`'s fields as [`xleaf`]s, and the pane's end.
+fn pane_message(o: &mut String, m: &Message) {
+    match &m.layout {
+        Some(spans) => aside(o, spans, &m.event.bytes, "", m.event.typ),
+        None => xleaf(o, "message", None, &m.event.bytes, None),
+    }
+    o.push_str("</div>\n");
 }
 
 /// Beside a record that ends a ClientHelloOuter, the ClientHelloInner sealed in it (RFC 9849
@@ -461,11 +466,7 @@ fn inner_hello(o: &mut String, ill: &Illustrated, r: &Record) {
             inner.event.bytes.len(),
             cite(Some(rfc(9849, "5.1")))
         );
-        match &inner.layout {
-            Some(spans) => aside(o, spans, &inner.event.bytes, "", inner.event.typ),
-            None => xleaf(o, "message", None, &inner.event.bytes, None),
-        }
-        o.push_str("</div>\n");
+        pane_message(o, inner);
     }
 }
 
