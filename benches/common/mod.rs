@@ -1275,6 +1275,9 @@ pub struct EchFloorOps {
     pub aad_len: usize,
     /// HPKE's `info`: "tls ech" || 0x00 || ECHConfig (§6.1).
     pub info_len: usize,
+    /// The ServerHello (4-byte header included): §7.2's acceptance confirmation hashes it, with
+    /// the last 8 bytes of its random zeroed, after ClientHelloInner.
+    pub server_hello_len: usize,
 }
 
 impl EchFloorOps {
@@ -1304,6 +1307,18 @@ impl EchFloorOps {
                 _ => None,
             })
             .expect("a ClientHello");
+        let server_hello_len = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h)
+                    if h.direction == Direction::ServerToClient
+                        && h.typ == HandshakeType::ServerHello =>
+                {
+                    Some(h.bytes.len())
+                }
+                _ => None,
+            })
+            .expect("a ServerHello");
         let config_len = match &ours.client.ech {
             tls13lab::config::EchMode::Config { list, .. } => list.encode().len() - 2,
             _ => panic!("ECH is not offered"),
@@ -1312,6 +1327,7 @@ impl EchFloorOps {
             inner_len,
             aad_len: outer_len,
             info_len: 8 + config_len,
+            server_hello_len,
         }
     }
 }
@@ -1322,7 +1338,11 @@ impl EchFloorOps {
 /// labeled step is one HMAC: LabeledExtract eae_prk, LabeledExpand shared_secret, then
 /// KeySchedule's psk_id_hash, info_hash, secret, key and base_nonce; RFC 9180 §4.1, §5.1) and
 /// one AES-128-GCM key setup and Seal or Open of the inner hello under the outer hello as
-/// AAD, on our crypto module (ring with the default features).
+/// AAD, on our crypto module (ring with the default features); and §7.2's acceptance
+/// confirmation, which each side computes: the ServerHello hashed a second time (its random's
+/// last 8 bytes zeroed; the transcript through ClientHelloInner is shared with the handshake's,
+/// and SHA-256's state diverges at those bytes, so everything after them is hashed twice), one
+/// HKDF-Extract over ClientHelloInner.random and one HKDF-Expand-Label.
 pub fn run_ech_floor(
     aws: &AwsLcPrimitives,
     ours: &OurPrimitives,
@@ -1388,6 +1408,12 @@ pub fn run_ech_floor(
         });
         key.open_detached(&nonce, &aad, buf, &tag).unwrap();
     }
+    // §7.2: accept_confirmation = HKDF-Expand-Label(HKDF-Extract(0, ClientHelloInner.random),
+    // "ech accept confirmation", transcript_ech_conf, 8).
+    ours.hash_transcript(&[ops.server_hello_len]);
+    let prk = ours.hmac(&[0; 32], &[&[7; 32]]);
+    let info_len = 2 + 1 + 6 + 23 + 1 + 32;
+    std::hint::black_box(ours.hmac(&prk, &[&zeros[..info_len], &[1]]));
 }
 
 /// Ciphertext and tag by (plaintext, AAD) length.

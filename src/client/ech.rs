@@ -310,8 +310,8 @@ impl Cx<'_> {
                 .transcript
                 .start_hash(suite.hash)
                 .map_err(|_| PeerMisbehaved::SelectedUnoffered("suite with another PSK hash"))?;
-            let t = offer.transcript.clone();
             let conn = &mut *self.conn;
+            let t = &offer.transcript;
             client::server_hello_accepts(t, &offer.random, encoded, suite.hash, |h, r, l, th| {
                 conn.ech_confirmation(h, r, l, th)
             })?

@@ -370,7 +370,7 @@ pub(crate) fn hrr_accepts(
 /// transcript, hashing with the suite's hash) and `server_hello` with those bytes zero.
 /// `derive` as for [`hrr_accepts`].
 pub(crate) fn server_hello_accepts(
-    mut inner: Transcript,
+    inner: &Transcript,
     inner_random: &[u8; 32],
     server_hello: &[u8],
     hash: HashAlg,
@@ -378,17 +378,20 @@ pub(crate) fn server_hello_accepts(
 ) -> Result<bool, DecodeError> {
     // A decoded ServerHello is longer than 38 bytes: shorter would be the peer's malformed
     // message.
-    let zeroed = confirm::zero_server_hello(server_hello).ok_or(DecodeError::Truncated {
-        what: "ServerHello.random",
-    })?;
-    inner.add(HandshakeType::ServerHello, &zeroed);
-    let want = derive(
-        hash,
-        inner_random,
-        ACCEPT_LABEL,
-        inner.current_hash().as_ref(),
-    );
-    Ok(server_hello[confirm::server_hello_range()] == want)
+    let range = confirm::server_hello_range();
+    if server_hello.len() < range.end {
+        return Err(DecodeError::Truncated {
+            what: "ServerHello.random",
+        });
+    }
+    // Hashed in place around the zeroed bytes: the ServerHello is not copied.
+    let th = inner.hash_with_parts(&[
+        &server_hello[..range.start],
+        &[0; 8],
+        &server_hello[range.end..],
+    ]);
+    let want = derive(hash, inner_random, ACCEPT_LABEL, th.as_ref());
+    Ok(server_hello[range] == want)
 }
 
 #[cfg(test)]

@@ -229,7 +229,7 @@ pub(crate) fn confirm_server_hello(
 ) {
     sh.random[24..].fill(0);
     let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(sh.clone())).encoded;
-    let th = inner.hash_of_prefix_with(&zeroed);
+    let th = inner.hash_with_parts(&[&zeroed]);
     let c = derive(hash, inner_random, ACCEPT_LABEL, &th);
     sh.random[24..].copy_from_slice(&c);
 }
@@ -245,7 +245,7 @@ pub(crate) fn confirm_hello_retry(
     derive: impl FnOnce(HashAlg, &[u8; 32], &'static str, &[u8]) -> [u8; 8],
 ) {
     let zeroed = HandshakeMessage::new(HandshakePayload::ServerHello(hrr.clone())).encoded;
-    let th = inner.hash_of_prefix_with(&zeroed);
+    let th = inner.hash_with_parts(&[&zeroed]);
     let c = derive(hash, inner_random, HRR_ACCEPT_LABEL, &th);
     if let Some(Extension::Unknown { body, .. }) = hrr.extensions.last_mut() {
         body.copy_from_slice(&c);
@@ -417,16 +417,16 @@ mod tests {
         confirm_server_hello(&mut sh, &transcript, hash, &inner_random, confirmation);
         assert_eq!(sh.random[..24], [0xaa; 24]);
         let mut msg = HandshakeMessage::new(HandshakePayload::ServerHello(sh)).encoded;
-        let ok = server_hello_accepts(transcript.clone(), &inner_random, &msg, hash, confirmation);
+        let ok = server_hello_accepts(&transcript, &inner_random, &msg, hash, confirmation);
         assert_eq!(ok, Ok(true));
         let other = [4u8; 32];
-        let no = server_hello_accepts(transcript.clone(), &other, &msg, hash, confirmation);
+        let no = server_hello_accepts(&transcript, &other, &msg, hash, confirmation);
         assert_eq!(no, Ok(false));
         msg[37] ^= 1;
-        let no = server_hello_accepts(transcript.clone(), &inner_random, &msg, hash, confirmation);
+        let no = server_hello_accepts(&transcript, &inner_random, &msg, hash, confirmation);
         assert_eq!(no, Ok(false));
         let short = server_hello_accepts(
-            transcript.clone(),
+            &transcript,
             &inner_random,
             &msg[..37],
             hash,

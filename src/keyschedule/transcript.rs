@@ -241,6 +241,20 @@ impl Transcript {
         }
     }
 
+    /// Hash of the transcript followed by `parts`, read once: nothing is kept for a later `add`
+    /// (ECH's acceptance confirmation, RFC 9849 §7.2, hashes a ServerHello that is never added
+    /// as it was hashed). Empty before `start_hash`.
+    pub fn hash_with_parts(&self, parts: &[&[u8]]) -> Output {
+        let mut h = match &self.state {
+            State::Buffering(_) => return Output::empty(),
+            State::Hashing(h) => h.clone(),
+        };
+        for p in parts {
+            h.update(p);
+        }
+        h.finish()
+    }
+
     /// [`hash_of_prefix_with`](Self::hash_of_prefix_with) under `alg`, the PSK's hash, which
     /// also works before the hash is chosen (the first ClientHello's binder is computed before
     /// the server picks a suite). `None` if the transcript already runs another hash: after a
