@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use crate::fingerprint::{self, ClientFingerprints, ServerFingerprints};
 use crate::keylog::{self, KeyLog};
 use crate::tcp::Stream;
 use tls13lab::crypto::ech::EchKeyPair;
@@ -49,6 +50,12 @@ pub struct Message {
     pub len: usize,
     /// Whether it decoded as a valid message of its type.
     pub valid: bool,
+    /// A ClientHello's JA3 and JA4 (crate::fingerprint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_fingerprints: Option<ClientFingerprints>,
+    /// A ServerHello's (or HelloRetryRequest's) JA4S.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_fingerprints: Option<ServerFingerprints>,
     /// The bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,
@@ -353,12 +360,19 @@ pub fn dissect_with(
                 }
                 outer_seen += 1;
             }
+            let plain = m.epoch == Epoch::Plaintext;
             messages.push(Message {
                 direction: m.direction,
                 epoch: m.epoch,
                 typ: m.typ,
                 len: m.bytes.len(),
                 valid: decoded.is_ok(),
+                client_fingerprints: (plain && m.typ == HandshakeType::ClientHello)
+                    .then(|| fingerprint::client_hello(&m.bytes).ok())
+                    .flatten(),
+                server_fingerprints: (plain && m.typ == HandshakeType::ServerHello)
+                    .then(|| fingerprint::server_hello(&m.bytes).ok())
+                    .flatten(),
                 bytes: m.bytes.clone(),
             });
         }
@@ -738,6 +752,13 @@ pub fn render(d: &Dissection) -> String {
             m.len,
             if m.valid { "" } else { "  (does not decode)" }
         );
+        if let Some(f) = &m.client_fingerprints {
+            let _ = writeln!(s, "      JA3 {}  JA4 {}", f.ja3, f.ja4);
+            let _ = writeln!(s, "      JA3 string {}", f.ja3_full);
+        }
+        if let Some(f) = &m.server_fingerprints {
+            let _ = writeln!(s, "      JA4S {}", f.ja4s);
+        }
     }
     if !d.app_data.is_empty() {
         s.push_str("\napplication data\n");

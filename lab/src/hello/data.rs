@@ -722,6 +722,8 @@ pub fn describe(built: &BuiltHello, framing: &Framing, link: Link) -> Result<Hel
         hex: hex(bytes),
         records_hex,
         ech: built.ech.clone(),
+        fingerprints: crate::fingerprint::client_hello(bytes).ok(),
+        captured_segments: None,
         layout,
         bytes: bytes.clone(),
     })
@@ -908,10 +910,18 @@ fn ech_parts(body: &[u8], view: Option<&EchView>) -> Option<Vec<Part>> {
         return None;
     };
     let tag = Aead::from_id(suite.aead_id).map_or(0, Aead::tag_len);
-    let grease = view.is_some_and(|v| v.kind == EchKind::Grease);
+    let kind = view.map(|v| v.kind);
     let part = |name: &str, len: usize| Part {
         name: name.into(),
         len,
+    };
+    let (sealed, tag_name) = match kind {
+        Some(EchKind::Grease) => ("payload: random (GREASE)", "payload: tag-sized random"),
+        Some(EchKind::Captured) => (
+            "payload: sealed inner hello or GREASE",
+            "payload: AEAD tag (or as long)",
+        ),
+        _ => ("payload: sealed inner hello", "payload: AEAD tag"),
     };
     Some(vec![
         part("type + length", 4),
@@ -921,22 +931,8 @@ fn ech_parts(body: &[u8], view: Option<&EchView>) -> Option<Vec<Part>> {
         part("enc length", 2),
         part("enc (HPKE encapsulated key)", enc.len()),
         part("payload length", 2),
-        part(
-            if grease {
-                "payload: random (GREASE)"
-            } else {
-                "payload: sealed inner hello"
-            },
-            payload.len().saturating_sub(tag),
-        ),
-        part(
-            if grease {
-                "payload: tag-sized random"
-            } else {
-                "payload: AEAD tag"
-            },
-            tag.min(payload.len()),
-        ),
+        part(sealed, payload.len().saturating_sub(tag)),
+        part(tag_name, tag.min(payload.len())),
     ])
 }
 

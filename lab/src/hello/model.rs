@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::fingerprint::ClientFingerprints;
 use crate::tcp::Link;
 use tls13lab::config::{ClientConfig, HelloPadding};
 use tls13lab::messages::enums::{CipherSuite, ProtocolVersion};
@@ -177,6 +178,9 @@ pub enum EchKind {
     Config,
     /// A GREASE extension: random bytes of the right shape.
     Grease,
+    /// Another client's (`hello --from`): a real offer or GREASE, which look alike from
+    /// outside (§6.2).
+    Captured,
 }
 
 /// One extension of ClientHelloInner.
@@ -382,6 +386,11 @@ pub struct HelloReport {
     pub records_hex: String,
     /// The ECH view (RFC 9849), when the hello offers ECH or GREASE ECH.
     pub ech: Option<EchView>,
+    /// JA3 and JA4 (crate::fingerprint).
+    pub fingerprints: Option<ClientFingerprints>,
+    /// A captured hello (`hello --from`): the payload bytes of each TCP segment that carried
+    /// its records in the capture (`segments` are those of `link`).
+    pub captured_segments: Option<Vec<usize>>,
     /// The full layout tree.
     #[serde(skip)]
     pub layout: Vec<Span>,
