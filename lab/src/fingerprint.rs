@@ -376,12 +376,12 @@ mod tests {
     /// count), and supported_versions 1.3/1.2.
     fn spec_example() -> Vec<u8> {
         let ciphers: [u16; 16] = [
-            0x0a0a, 0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9, 0xcca8,
-            0xc013, 0xc014, 0x009c, 0x009d, 0x002f, 0x0035,
+            0x0a0a, 0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc013,
+            0xc014, 0x009c, 0x009d, 0x002f, 0x0035,
         ];
         let exts: [u16; 16] = [
-            0x001b, 0x0000, 0x0033, 0x0010, 0x4469, 0x0017, 0x002d, 0x000d, 0x0005, 0x0023,
-            0x0012, 0x002b, 0xff01, 0x000b, 0x000a, 0x0015,
+            0x001b, 0x0000, 0x0033, 0x0010, 0x4469, 0x0017, 0x002d, 0x000d, 0x0005, 0x0023, 0x0012,
+            0x002b, 0xff01, 0x000b, 0x000a, 0x0015,
         ];
         let sigalgs: [u16; 8] = [
             0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601,
@@ -406,7 +406,9 @@ mod tests {
         for t in exts {
             let data = match t {
                 0x0000 => with_len([vec![0], with_len(b"example.com".to_vec())].concat()),
-                0x0010 => with_len([vec![2], b"h2".to_vec(), vec![8], b"http/1.1".to_vec()].concat()),
+                0x0010 => {
+                    with_len([vec![2], b"h2".to_vec(), vec![8], b"http/1.1".to_vec()].concat())
+                }
                 0x000d => with_len(u16s(&[[0x1a1a].as_slice(), &sigalgs].concat())),
                 0x000a => with_len(u16s(&[0x3a3a, 0x001d, 0x0017])),
                 0x000b => vec![1, 0],
@@ -447,7 +449,8 @@ mod tests {
     fn ja3_leaves_grease_out() {
         let fp = client_hello(&spec_example()).unwrap();
         // Worked by hand from spec_example(): decimal, wire order, no 0x?a?a value.
-        let want = "771,4865-4866-4867-49195-49199-49196-49200-52393-52392-49171-49172-156-157-47-53,\
+        let want =
+            "771,4865-4866-4867-49195-49199-49196-49200-52393-52392-49171-49172-156-157-47-53,\
                     27-0-51-16-17513-23-45-13-5-35-18-43-65281-11-10-21,29-23,0";
         assert_eq!(fp.ja3_full, want);
         assert_eq!(fp.ja3, md5_hex(want));

@@ -6,7 +6,7 @@
 //! the segments the capture carried it in are listed beside them.
 
 use super::data::describe;
-use super::model::{BuiltHello, EchKind, EchView, Framing, HelloReport};
+use super::model::{BuiltHello, CaptureView, EchKind, EchView, Framing, HelloReport};
 use crate::pcap::read_capture;
 use crate::tcp::Link;
 use tls13lab::crypto::hpke::Aead;
@@ -157,7 +157,7 @@ fn from_hex(data: &[u8]) -> Option<Vec<u8>> {
         .map(|w| w.trim_start_matches("0x"))
         .collect::<String>()
         .replace(':', "");
-    if digits.is_empty() || digits.len() % 2 != 0 {
+    if digits.is_empty() || !digits.len().is_multiple_of(2) {
         return None;
     }
     (0..digits.len())
@@ -207,7 +207,9 @@ pub fn client_hellos(data: &[u8]) -> Result<Vec<CapturedHello>, String> {
         Some(1) => {
             let need = bytes
                 .get(1..4)
-                .map(|l| 4 + ((usize::from(l[0]) << 16) | (usize::from(l[1]) << 8) | usize::from(l[2])))
+                .map(|l| {
+                    4 + ((usize::from(l[0]) << 16) | (usize::from(l[1]) << 8) | usize::from(l[2]))
+                })
                 .ok_or("the file ends inside the handshake header")?;
             if bytes.len() < need {
                 return Err(format!(
@@ -230,7 +232,9 @@ pub fn client_hellos(data: &[u8]) -> Result<Vec<CapturedHello>, String> {
                 trailing: 0,
             }])
         }
-        Some(22) => hellos_in_stream(&bytes, &[], &|n| format!("{form} TLS records, ClientHello {n}")),
+        Some(22) => hellos_in_stream(&bytes, &[], &|n| {
+            format!("{form} TLS records, ClientHello {n}")
+        }),
         _ => Err(
             "not a pcap/pcapng capture, TLS handshake records (0x16...), a ClientHello message \
              (0x01...) or hex of one"
@@ -260,32 +264,12 @@ pub fn report_from(h: &CapturedHello, label: &str, link: Link) -> Result<HelloRe
     let HandshakePayload::ClientHello(hello) = message.payload.clone() else {
         return Err("not a ClientHello".into());
     };
-    let mut notes = vec![format!("captured: {}", h.origin)];
-    if !h.segments.is_empty() {
-        notes.push(format!(
-            "captured: its records arrived in {} TCP segment{} ({} payload bytes); the segments \
-             below are those of the link assumed",
-            h.segments.len(),
-            if h.segments.len() == 1 { "" } else { "s" },
-            h.segments
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" + ")
-        ));
-    }
-    if h.trailing > 0 {
-        notes.push(format!(
-            "captured: its last record also carries {} bytes of the next message, not counted here",
-            h.trailing
-        ));
-    }
     let ech = captured_ech(&hello);
     let built = BuiltHello {
         label: label.to_string(),
         message,
         hello,
-        notes,
+        notes: Vec::new(),
         warnings: Vec::new(),
         ech,
     };
@@ -295,11 +279,12 @@ pub fn report_from(h: &CapturedHello, label: &str, link: Link) -> Result<HelloRe
         ..Framing::default()
     };
     let mut r = describe(&built, &framing, link)?;
-    r.source = Some(match h.record_version {
-        Some(_) => format!("{} (records as captured)", h.origin),
-        None => format!("{} (one record of legacy_record_version 0x0301 assumed)", h.origin),
+    r.capture = Some(CaptureView {
+        origin: h.origin.clone(),
+        records_captured: h.record_version.is_some(),
+        tcp_segments: h.segments.clone(),
+        trailing: h.trailing,
     });
-    r.captured_segments = (!h.segments.is_empty()).then(|| h.segments.clone());
     Ok(r)
 }
 

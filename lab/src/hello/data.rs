@@ -723,7 +723,7 @@ pub fn describe(built: &BuiltHello, framing: &Framing, link: Link) -> Result<Hel
         records_hex,
         ech: built.ech.clone(),
         fingerprints: crate::fingerprint::client_hello(bytes).ok(),
-        captured_segments: None,
+        capture: None,
         layout,
         bytes: bytes.clone(),
     })

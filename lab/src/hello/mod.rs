@@ -27,9 +27,9 @@ mod text;
 pub use self::capture::{client_hello, client_hellos, report_from, CapturedHello};
 pub use self::data::{build, describe, extension_name, report, share_len, LAB_NOW_MS};
 pub use self::model::{
-    is_grease, BuiltHello, EchInner, EchKind, EchView, Framing, Grease, HelloReport, HelloSpec,
-    InnerExtension, Item, ItemKind, Part, PskOffer, RecordFrame, SegmentInfo, GREASE_PSK_MODES,
-    GREASE_VALUES,
+    is_grease, BuiltHello, CaptureView, EchInner, EchKind, EchView, Framing, Grease, HelloReport,
+    HelloSpec, InnerExtension, Item, ItemKind, Part, PskOffer, RecordFrame, SegmentInfo,
+    GREASE_PSK_MODES, GREASE_VALUES,
 };
 pub use self::presets::{preset, DSA_SCHEMES, OPENSSL_30_SIGALGS, OPENSSL_35_SIGALGS, PRESETS};
 pub use self::text::{render, render_compare, render_hex};

@@ -1,7 +1,7 @@
 //! Reports as text: one hello item by item ([`render`]), its bytes ([`render_hex`]), several
 //! side by side ([`render_compare`]).
 
-use super::model::{is_grease, EchKind, EchView, HelloReport, Item, ItemKind};
+use super::model::{is_grease, CaptureView, EchKind, EchView, HelloReport, Item, ItemKind};
 use crate::fingerprint::ClientFingerprints;
 use tls13lab::events::hex;
 use tls13lab::messages::layout::Span;
@@ -13,6 +13,9 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
     let _ = writeln!(s, "ClientHello \"{}\"", r.label);
     if let Some(src) = &r.source {
         let _ = writeln!(s, "  shape: {src}");
+    }
+    if let Some(c) = &r.capture {
+        s.push_str(&render_capture(c));
     }
     for n in &r.notes {
         let _ = writeln!(s, "  edit: {n}");
@@ -117,6 +120,38 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
         for span in &r.layout {
             tree_lines(&mut s, span, 1);
         }
+    }
+    s
+}
+
+/// Where a captured hello comes from and how it travelled.
+fn render_capture(c: &CaptureView) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!("  captured: {}\n", c.origin);
+    if !c.records_captured {
+        s.push_str(
+            "  captured: a bare message: one record of legacy_record_version 0x0301 assumed\n",
+        );
+    }
+    if !c.tcp_segments.is_empty() {
+        let _ = writeln!(
+            s,
+            "  captured: its records arrived in {} TCP segment{} ({} payload bytes); the segments below are those of the link assumed",
+            c.tcp_segments.len(),
+            if c.tcp_segments.len() == 1 { "" } else { "s" },
+            c.tcp_segments
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" + ")
+        );
+    }
+    if c.trailing > 0 {
+        let _ = writeln!(
+            s,
+            "  captured: its last record also carries {} bytes of the next message, not counted here",
+            c.trailing
+        );
     }
     s
 }
