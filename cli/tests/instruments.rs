@@ -4476,3 +4476,167 @@ fn hello_from_errors_and_compare() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pcapng of a connection with a HelloRetryRequest, cut into 300-byte segments: both
+/// ClientHellos come back from `hello --from` (records joined across segments), `dissect` shows
+/// the same fingerprints under each hello (JA4S under each ServerHello), and tshark agrees on JA3.
+#[test]
+fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
+    let conn = corpus()
+        .into_iter()
+        .find(|c| c.name == "hrr+auth+padding+keyupdate")
+        .unwrap();
+    let sent = |d: Direction, t: u8| -> Vec<Vec<u8>> {
+        conn.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Handshake(h) if h.direction == d && h.bytes.first() == Some(&t) => {
+                    Some(h.bytes.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let (client_hellos, server_hellos) = (
+        sent(Direction::ClientToServer, 1),
+        sent(Direction::ServerToClient, 2),
+    );
+    assert_eq!((client_hellos.len(), server_hellos.len()), (2, 2));
+    let dir = temp_dir("hrr-hellos");
+    let file = dir.join("hrr.pcapng");
+    let written = pcap::pcapng(&conn.events, Endpoints::default(), 300).unwrap();
+    std::fs::write(&file, &written.bytes).unwrap();
+
+    let found = hello::client_hellos(&written.bytes).unwrap();
+    let messages: Vec<Vec<u8>> = found.iter().map(|h| h.message.clone()).collect();
+    assert_eq!(messages, client_hellos);
+    for h in &found {
+        // One record each here; its 5 + len bytes came in 300-byte segments.
+        let carried: usize = h.segments.iter().sum();
+        assert_eq!(carried, 5 + h.message.len(), "{}", h.origin);
+        assert!(h.segments.iter().all(|s| *s <= 300));
+        assert_adds_up(&hello::report_from(h, "hrr", Link::default()).unwrap());
+    }
+    let f = file.to_str().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&tls13lab(&["hello", "--from", f, "--index", "2", "--json"])).unwrap();
+    let want = lab::fingerprint::client_hello(&client_hellos[1]).unwrap();
+    assert_eq!(json["fingerprints"]["ja3"], want.ja3.as_str());
+    assert_eq!(
+        json["capture"]["tcp_segments"].as_array().unwrap().len(),
+        found[1].segments.len()
+    );
+
+    // dissect: the fingerprints under each hello.
+    let cap = pcap::read_capture(&written.bytes).unwrap();
+    let c = &cap.connections[0];
+    let d = dissect::dissect(&c.c2s, &c.s2c, &cap.keylog, true);
+    let shown: Vec<_> = d
+        .messages
+        .iter()
+        .filter_map(|m| m.client_fingerprints.clone())
+        .collect();
+    let want: Vec<_> = client_hellos
+        .iter()
+        .map(|m| lab::fingerprint::client_hello(m).unwrap())
+        .collect();
+    assert_eq!(shown, want);
+    let shown: Vec<_> = d
+        .messages
+        .iter()
+        .filter_map(|m| m.server_fingerprints.clone())
+        .collect();
+    let want_s: Vec<_> = server_hellos
+        .iter()
+        .map(|m| lab::fingerprint::server_hello(m).unwrap())
+        .collect();
+    assert_eq!(shown, want_s);
+    let text = dissect::render(&d);
+    for w in &want {
+        assert!(
+            text.contains(&format!("JA3 {}  JA4 {}", w.ja3, w.ja4)),
+            "{text}"
+        );
+    }
+    for w in &want_s {
+        assert!(text.contains(&format!("JA4S {}", w.ja4s)), "{text}");
+    }
+    if tshark().is_some() {
+        let mut pairs: Vec<_> = want
+            .iter()
+            .map(|w| (w.ja3.clone(), w.ja3_full.clone()))
+            .collect();
+        pairs.sort();
+        assert_eq!(tshark_ja3(&file, &[443]), pairs);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's per-connection line and JSON carry the client's JA3/JA4 and our JA4S, computed
+/// from the hellos it recorded.
+#[test]
+fn the_server_line_and_json_carry_the_fingerprints() {
+    let dir = temp_dir("server-fingerprints");
+    let mut server = Command::new(BIN)
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--naccept",
+            "1",
+            "--json-dir",
+        ])
+        .arg(&dir)
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut first = String::new();
+    use std::io::BufRead as _;
+    out.read_line(&mut first).unwrap();
+    let port = first.trim().rsplit(':').next().unwrap().to_string();
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--alpn",
+        "h2,http/1.1",
+    ]);
+    wait_exit(&mut server);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("conn-000001.json")).unwrap())
+            .unwrap();
+    let hello_of = |t: &str| -> Vec<u8> {
+        let m = json["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["bytes"].as_str().unwrap().starts_with(t))
+            .unwrap();
+        hex::decode(m["bytes"].as_str().unwrap()).unwrap()
+    };
+    let c = lab::fingerprint::client_hello(&hello_of("01")).unwrap();
+    let s = lab::fingerprint::server_hello(&hello_of("02")).unwrap();
+    assert_eq!(json["fingerprints"]["client"]["ja4"], c.ja4.as_str());
+    assert_eq!(
+        json["fingerprints"]["client"]["ja3_full"],
+        c.ja3_full.as_str()
+    );
+    assert_eq!(json["fingerprints"]["server"]["ja4s"], s.ja4s.as_str());
+    // TLS 1.3, no SNI (the client connects to an IP address), ALPN h2 first.
+    assert!(
+        c.ja4.starts_with("t13i") && c.ja4[8..10] == *"h2",
+        "{}",
+        c.ja4
+    );
+    let line = rest.lines().find(|l| l.starts_with("conn #1 ")).unwrap();
+    assert!(
+        line.contains(&format!("; JA4 {}, JA3 {};", c.ja4, c.ja3)) && line.ends_with("; ok"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
