@@ -4551,6 +4551,7 @@ fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
         .map(|m| lab::fingerprint::server_hello(m).unwrap())
         .collect();
     assert_eq!(shown, want_s);
+    assert!(d.unread_hellos.is_empty());
     let text = dissect::render(&d);
     for w in &want {
         assert!(
@@ -4558,6 +4559,22 @@ fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
             "{text}"
         );
     }
+    // The client's side alone: no ServerHello, so no message is read, but the hello's
+    // fingerprints are still shown.
+    let alone = dissect::dissect(&c.c2s, &pcap::Stream::default(), &cap.keylog, true);
+    assert!(alone.messages.is_empty());
+    assert_eq!(
+        alone
+            .unread_hellos
+            .first()
+            .and_then(|m| m.client_fingerprints.as_ref()),
+        Some(&want[0])
+    );
+    let alone_text = dissect::render(&alone);
+    assert!(
+        alone_text.contains(&format!("JA3 {}  JA4 {}", want[0].ja3, want[0].ja4)),
+        "{alone_text}"
+    );
     for w in &want_s {
         assert!(text.contains(&format!("JA4S {}", w.ja4s)), "{text}");
     }
