@@ -4296,6 +4296,7 @@ fn ja4plus_dir() -> Option<PathBuf> {
             "install",
             "--quiet",
             "--disable-pip-version-check",
+            "--root-user-action=ignore",
         ])
         .arg("--target")
         .arg(&dir)

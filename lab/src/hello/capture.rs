@@ -181,7 +181,8 @@ fn is_capture(data: &[u8]) -> bool {
 /// a record stream's, or a bare handshake message; hex text of either of the last two.
 pub fn client_hellos(data: &[u8]) -> Result<Vec<CapturedHello>, String> {
     if is_capture(data) {
-        let cap = read_capture(data)?;
+        let cap =
+            read_capture(data).map_err(|e| format!("{e} (a truncated or malformed capture)"))?;
         let mut out = Vec::new();
         for (i, c) in cap.connections.iter().enumerate() {
             let starts: Vec<usize> = c.c2s.times.iter().map(|t| t.0).collect();
