@@ -217,7 +217,9 @@ fn version_code(v: u16) -> &'static str {
 
 /// JA4's ALPN characters (JA4.md "ALPN Extension Value"): the first and last characters of
 /// the first protocol (one character: twice); `00` without one; when the first or last byte
-/// is not alphanumeric, the first and last hex digits of the whole value instead.
+/// is not alphanumeric, the first and last hex digits of the whole value instead. (Implementations
+/// differ on such values: the `ja4plus` package writes `9` for a byte ≥ 0x80 and `99` for a
+/// control byte; real clients send printable protocol names, on which all agree.)
 fn alpn_code(alpn: Option<&[u8]>) -> String {
     let Some((a, first, last)) = alpn.and_then(|a| Some((a, a.first()?, a.last()?))) else {
         return "00".into();
