@@ -176,6 +176,21 @@ pub fn run(a: HelloArgs) -> Result<(), Failure> {
         max_fragment: a.max_fragment.unwrap_or(16_384),
         ..Framing::default()
     };
+    if a.compare.is_empty() && a.opts.from.is_some() {
+        let mut set = shaping(&a.opts);
+        if a.split_at.is_some() {
+            set.push("--split-at");
+        }
+        if a.max_fragment.is_some() {
+            set.push("--max-fragment");
+        }
+        if !set.is_empty() {
+            return Err(Failure::BadOption(format!(
+                "--from shows a captured hello as it is, in its captured records: {} does not apply",
+                set.join(", ")
+            )));
+        }
+    }
     let reports: Vec<HelloReport> = if a.compare.is_empty() {
         let label = match (&a.opts.from, &a.opts.preset) {
             (Some(f), _) => from_label(f, a.opts.index),
@@ -443,6 +458,40 @@ fn spec_from(o: &HelloOpts, label: String) -> Result<HelloSpec, Failure> {
         (None, false) => EchMode::Off,
     };
     Ok(spec)
+}
+
+/// The options given that shape a built hello (none applies to a captured one).
+fn shaping(o: &HelloOpts) -> Vec<&'static str> {
+    [
+        (o.preset.is_some(), "--preset"),
+        (o.groups.is_some(), "--groups"),
+        (o.key_shares.is_some(), "--key-shares"),
+        (o.reuse_x25519, "--reuse-x25519"),
+        (o.suites.is_some(), "--suites"),
+        (o.sigalgs.is_some(), "--sigalgs"),
+        (o.versions.is_some(), "--versions"),
+        (o.sni.is_some() || o.no_sni, "--sni/--no-sni"),
+        (o.alpn.is_some(), "--alpn"),
+        (o.psk_modes.is_some(), "--psk-modes"),
+        (o.compat.is_some(), "--compat"),
+        (
+            o.psk_ticket.is_some() || o.early_data || o.psk_suite.is_some(),
+            "--psk-ticket",
+        ),
+        (o.grease.is_some(), "--grease"),
+        (o.pad_to.is_some(), "--pad-to"),
+        (o.order.is_some(), "--order"),
+        (!o.extra.is_empty(), "--extra"),
+        (o.record_size_limit.is_some(), "--record-size-limit"),
+        (
+            o.ech_config.is_some() || o.ech_grease || o.no_ech,
+            "--ech-*",
+        ),
+        (o.seed.is_some(), "--seed"),
+    ]
+    .into_iter()
+    .filter_map(|(set, name)| set.then_some(name))
+    .collect()
 }
 
 /// A captured hello's label: its file name, with `#N` past the first.

@@ -4469,6 +4469,10 @@ fn hello_from_errors_and_compare() {
             "no complete ClientHello",
         ),
         (vec!["--from", junk.to_str().unwrap()], "not a pcap"),
+        (
+            vec!["--from", &first, "--grease", "all"],
+            "--grease does not apply",
+        ),
     ] {
         let out = Command::new(BIN).arg("hello").args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
