@@ -1,8 +1,8 @@
 //! `tls13lab hello`: the ClientHello size lab (docs/hello.md). Builds a ClientHello with the
 //! client's options plus the controls other libraries do not give (extension order, GREASE,
-//! padding to a size, record splits, duplicate and synthetic key shares) and prints every
-//! field's, extension's, record's and TCP segment's size; `--compare` puts configurations side
-//! by side.
+//! padding to a size, record splits, duplicate and synthetic key shares), or reads another
+//! client's from a capture (`--from`), and prints every field's, extension's, record's and TCP
+//! segment's size and its JA3/JA4 fingerprints; `--compare` puts hellos side by side.
 
 use std::path::PathBuf;
 
@@ -17,12 +17,22 @@ use tls13lab::messages::{
 
 use super::client::ech_config_list;
 use super::common::{
-    alpn, emit, groups, on_off, psk_modes, sigalgs, suite, suites, write_file, Failure, List,
+    alpn, emit, groups, on_off, psk_modes, read_file, sigalgs, suite, suites, write_file, Failure,
+    List,
 };
 
 /// What shapes one ClientHello (also the syntax of a `--compare` variant).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct HelloOpts {
+    /// Read the ClientHello from FILE instead of building one: a pcap/pcapng capture (TCP
+    /// streams reassembled, records joined), TLS records as raw bytes (header included), a bare
+    /// handshake message, or hex of either. It is shown as it is: the options that shape a
+    /// hello do not apply to it; its records are kept as captured.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// With --from: the N-th ClientHello of the file (1-based) [default: 1].
+    #[arg(long, value_name = "N", requires = "from")]
+    pub index: Option<usize>,
     /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5; `list` shows them.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
@@ -120,9 +130,10 @@ pub struct HelloArgs {
     /// TCP option bytes per segment (12 = timestamps, as Linux sends them).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub tcp_options: usize,
-    /// Show configurations side by side: each is a preset name, a key-share list
-    /// (x25519mlkem768,x25519) or quoted options ("--key-shares x25519 --grease all") over the
-    /// command line's; with and without ECH: --compare --no-ech "--ech-config FILE" --ech-grease.
+    /// Show configurations side by side: each is a preset name, a captured hello's file (as
+    /// --from reads it), a key-share list (x25519mlkem768,x25519) or quoted options
+    /// ("--key-shares x25519 --grease all", "--from FILE --index 2") over the command line's;
+    /// with and without ECH: --compare --no-ech "--ech-config FILE" --ech-grease.
     #[arg(long, value_name = "CONFIG", num_args = 1.., allow_hyphen_values = true)]
     pub compare: Vec<String>,
     /// Print the bytes, field by field.
@@ -165,15 +176,37 @@ pub fn run(a: HelloArgs) -> Result<(), Failure> {
         max_fragment: a.max_fragment.unwrap_or(16_384),
         ..Framing::default()
     };
+    if a.compare.is_empty() && a.opts.from.is_some() {
+        let mut set = shaping(&a.opts);
+        if a.split_at.is_some() {
+            set.push("--split-at");
+        }
+        if a.max_fragment.is_some() {
+            set.push("--max-fragment");
+        }
+        if !set.is_empty() {
+            return Err(Failure::BadOption(format!(
+                "--from shows a captured hello as it is, in its captured records: {} does not apply",
+                set.join(", ")
+            )));
+        }
+    }
     let reports: Vec<HelloReport> = if a.compare.is_empty() {
-        let label = a.opts.preset.clone().unwrap_or_else(|| "tls13lab".into());
+        let label = match (&a.opts.from, &a.opts.preset) {
+            (Some(f), _) => from_label(f, a.opts.index),
+            (None, p) => p.clone().unwrap_or_else(|| "tls13lab".into()),
+        };
         vec![one(&a.opts, label, &framing, link)?]
     } else {
         a.compare
             .iter()
             .map(|v| {
                 let o = variant(&a.opts, v)?;
-                one(&o, v.clone(), &framing, link)
+                let label = match &o.from {
+                    Some(f) if !v.trim().starts_with('-') => from_label(f, None),
+                    _ => v.clone(),
+                };
+                one(&o, label, &framing, link)
             })
             .collect::<Result<_, _>>()?
     };
@@ -216,6 +249,12 @@ fn one(
     framing: &Framing,
     link: Link,
 ) -> Result<HelloReport, Failure> {
+    if let Some(path) = &o.from {
+        let data = read_file(path)?;
+        let h =
+            hello::client_hello(&data, o.index.unwrap_or(1)).map_err(|e| Failure::file(path, e))?;
+        return hello::report_from(&h, &label, link).map_err(|e| Failure::file(path, e));
+    }
     let spec = spec_from(o, label)?;
     hello::report(&spec, framing, link).map_err(Failure::BadOption)
 }
@@ -240,6 +279,11 @@ fn variant(base: &HelloOpts, v: &str) -> Result<HelloOpts, Failure> {
             preset: Some(v.to_string()),
             ..HelloOpts::default()
         }
+    } else if std::path::Path::new(v).is_file() {
+        HelloOpts {
+            from: Some(PathBuf::from(v)),
+            ..HelloOpts::default()
+        }
     } else {
         let shares = groups(v).map_err(|e| Failure::BadOption(format!("--compare '{v}': {e}")))?;
         HelloOpts {
@@ -260,7 +304,11 @@ fn overlay(base: &HelloOpts, top: HelloOpts) -> HelloOpts {
         } else {
             (b.ech_config, b.ech_grease, b.no_ech)
         };
+    // A captured hello is its file's alone: it is not inherited.
+    let index = top.from.as_ref().and(top.index.or(b.index));
     HelloOpts {
+        from: top.from,
+        index,
         preset: top.preset.or(b.preset),
         groups: top.groups.or(b.groups),
         key_shares: top.key_shares.or(b.key_shares),
@@ -410,6 +458,52 @@ fn spec_from(o: &HelloOpts, label: String) -> Result<HelloSpec, Failure> {
         (None, false) => EchMode::Off,
     };
     Ok(spec)
+}
+
+/// The options given that shape a built hello (none applies to a captured one).
+fn shaping(o: &HelloOpts) -> Vec<&'static str> {
+    [
+        (o.preset.is_some(), "--preset"),
+        (o.groups.is_some(), "--groups"),
+        (o.key_shares.is_some(), "--key-shares"),
+        (o.reuse_x25519, "--reuse-x25519"),
+        (o.suites.is_some(), "--suites"),
+        (o.sigalgs.is_some(), "--sigalgs"),
+        (o.versions.is_some(), "--versions"),
+        (o.sni.is_some() || o.no_sni, "--sni/--no-sni"),
+        (o.alpn.is_some(), "--alpn"),
+        (o.psk_modes.is_some(), "--psk-modes"),
+        (o.compat.is_some(), "--compat"),
+        (
+            o.psk_ticket.is_some() || o.early_data || o.psk_suite.is_some(),
+            "--psk-ticket",
+        ),
+        (o.grease.is_some(), "--grease"),
+        (o.pad_to.is_some(), "--pad-to"),
+        (o.order.is_some(), "--order"),
+        (!o.extra.is_empty(), "--extra"),
+        (o.record_size_limit.is_some(), "--record-size-limit"),
+        (
+            o.ech_config.is_some() || o.ech_grease || o.no_ech,
+            "--ech-*",
+        ),
+        (o.seed.is_some(), "--seed"),
+    ]
+    .into_iter()
+    .filter_map(|(set, name)| set.then_some(name))
+    .collect()
+}
+
+/// A captured hello's label: its file name, with `#N` past the first.
+fn from_label(path: &std::path::Path, index: Option<usize>) -> String {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    match index {
+        Some(n) if n > 1 => format!("{name}#{n}"),
+        _ => name,
+    }
 }
 
 /// `--extra TYPE[=HEX]`.

@@ -12,9 +12,10 @@ use tls13lab::config::CertifiedKey;
 use tls13lab::config::EeSupportedGroups;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::events::{EarlyDataStatus, EchStatus, Event, Side};
+use tls13lab::events::{Direction, EarlyDataStatus, EchStatus, Event, Side};
 use tls13lab::messages::{
-    CertificateCompressionAlgorithm, CipherSuite, NamedGroup, PskKeyExchangeMode, SignatureScheme,
+    CertificateCompressionAlgorithm, CipherSuite, HandshakeType, NamedGroup, PskKeyExchangeMode,
+    SignatureScheme,
 };
 use tls13lab::transcript_reader::Negotiating;
 use tls13lab::{ClientAuth, Server, ServerConfig};
@@ -424,8 +425,13 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         Ok(()) => "ok".to_string(),
         Err(f) => f.to_string(),
     };
+    let prints = fingerprints(&events);
+    let ja = prints
+        .client
+        .as_ref()
+        .map_or(String::new(), |f| format!("; JA4 {}, JA3 {}", f.ja4, f.ja3));
     text.push_str(&format!(
-        "conn #{n} from {peer_s}: {what}; C→S {} bytes/{} records, S→C {} bytes/{} records; {status}\n",
+        "conn #{n} from {peer_s}: {what}{ja}; C→S {} bytes/{} records, S→C {} bytes/{} records; {status}\n",
         t.client_to_server.bytes, t.client_to_server.records, t.server_to_client.bytes, t.server_to_client.records
     ));
     let c = super::instruments::Connection {
@@ -461,7 +467,18 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             error: result.err().map(|f| f.to_string()),
             external_psks: &sh.external,
         };
-        if let Err(f) = report.write(&dir.join(format!("conn-{n:06}.json"))) {
+        let mut json = report.to_json();
+        if let Some(o) = json.as_object_mut() {
+            o.insert(
+                "fingerprints".into(),
+                serde_json::to_value(&prints).unwrap_or_default(),
+            );
+        }
+        let text = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+        if let Err(f) = write_file(&dir.join(format!("conn-{n:06}.json")), text.as_bytes()) {
             eprintln!("tls13lab: {f}");
         }
     }
@@ -469,6 +486,30 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
+}
+
+/// The fingerprints of a connection's hellos (lab::fingerprint), read from the handshake
+/// events the server keeps anyway: the first ClientHello's JA3/JA4, our first ServerHello's
+/// (or HelloRetryRequest's) JA4S.
+#[derive(serde::Serialize)]
+struct Fingerprints {
+    client: Option<lab::fingerprint::ClientFingerprints>,
+    server: Option<lab::fingerprint::ServerFingerprints>,
+}
+
+fn fingerprints(events: &[Event]) -> Fingerprints {
+    let first = |d: Direction, t: HandshakeType| {
+        events.iter().find_map(|e| match e {
+            Event::Handshake(h) if h.direction == d && h.typ == t => Some(h.bytes.as_slice()),
+            _ => None,
+        })
+    };
+    Fingerprints {
+        client: first(Direction::ClientToServer, HandshakeType::ClientHello)
+            .and_then(|m| lab::fingerprint::client_hello(m).ok()),
+        server: first(Direction::ServerToClient, HandshakeType::ServerHello)
+            .and_then(|m| lab::fingerprint::server_hello(m).ok()),
+    }
 }
 
 /// A request is answered at its blank line or at this size, whichever comes first.

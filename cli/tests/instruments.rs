@@ -2654,6 +2654,16 @@ fn doc_block(dir: &Path, name: &str) -> String {
             s
         }
         "instruments-hello-hex" => cmd("hello --no-sni --hex"),
+        "instruments-hello-from" | "instruments-hello-from-compare" => {
+            // A captured hello, copied beside the command so the command line is short.
+            let file = "openssl-3.5.5-no-dsa.bin";
+            std::fs::copy(format!("{VECTORS}/{file}"), dir.join(file)).unwrap();
+            if name == "instruments-hello-from" {
+                cmd(&format!("hello --from {file}"))
+            } else {
+                cmd(&format!("hello --compare {file} openssl-3.5 tls13lab"))
+            }
+        }
         "instruments-hello-help" => cmd("hello --help"),
         "instruments-simulate-default" => cmd("simulate"),
         "instruments-simulate-exact" => cmd("simulate --bandwidth 0"),
@@ -4145,5 +4155,510 @@ fn dissect_opens_an_openssl_40_ech_connection() {
         assert!(out.contains(want), "stale key: missing {want:?} in\n{out}");
     }
     assert!(!out.contains("server name localhost"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------ captured hellos, fingerprints
+
+/// Every file of tests/vectors/clienthello/ that holds ClientHellos (captures, raw records).
+fn captured_hello_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(VECTORS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("bin" | "pcap" | "pcapng" | "hex")
+            )
+        })
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no captures in {VECTORS}");
+    v
+}
+
+/// `found`, or (outside CI) a NOTICE that `what` is skipped; with CI=true a missing tool fails.
+fn or_skip_tool<T>(found: Option<T>, what: &str, why: &str) -> Option<T> {
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run {what}: {why}"
+        );
+        eprintln!("NOTICE: skipping {what}: {why}");
+    }
+    found
+}
+
+/// A classic pcap (raw IPv4) of one TCP connection 127.0.0.1:49152 → 127.0.0.2:443 whose
+/// client sends `c2s` in segments of at most `mss` bytes: what tshark reads for a raw file.
+fn pcap_of_client_stream(c2s: &[u8], mss: usize) -> Vec<u8> {
+    fn packet(seq: u32, ack: u32, flags: u8, from_client: bool, payload: &[u8]) -> Vec<u8> {
+        let (src, dst, sp, dp): ([u8; 4], [u8; 4], u16, u16) = if from_client {
+            ([127, 0, 0, 1], [127, 0, 0, 2], 49_152, 443)
+        } else {
+            ([127, 0, 0, 2], [127, 0, 0, 1], 443, 49_152)
+        };
+        let mut p = vec![0x45, 0];
+        p.extend(((40 + payload.len()) as u16).to_be_bytes());
+        p.extend([0, 1, 0x40, 0, 64, 6, 0, 0]);
+        p.extend(src);
+        p.extend(dst);
+        p.extend(sp.to_be_bytes());
+        p.extend(dp.to_be_bytes());
+        p.extend(seq.to_be_bytes());
+        p.extend(ack.to_be_bytes());
+        p.extend([5 << 4, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        p.extend(payload);
+        p
+    }
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend(2u16.to_le_bytes());
+    out.extend(4u16.to_le_bytes());
+    out.extend([0; 8]);
+    out.extend(65_535u32.to_le_bytes());
+    out.extend(101u32.to_le_bytes()); // LINKTYPE_RAW
+    let mut t = 0u32;
+    let mut put = |p: Vec<u8>| {
+        t += 1;
+        out.extend(t.to_le_bytes());
+        out.extend(0u32.to_le_bytes());
+        out.extend((p.len() as u32).to_le_bytes());
+        out.extend((p.len() as u32).to_le_bytes());
+        out.extend(p);
+    };
+    const SYN: u8 = 0x02;
+    const ACK: u8 = 0x10;
+    const PSH: u8 = 0x08;
+    put(packet(999, 0, SYN, true, &[]));
+    put(packet(4999, 1000, SYN | ACK, false, &[]));
+    put(packet(1000, 5000, ACK, true, &[]));
+    let mut seq = 1000u32;
+    for chunk in c2s.chunks(mss) {
+        put(packet(seq, 5000, ACK | PSH, true, chunk));
+        seq += chunk.len() as u32;
+    }
+    put(packet(5000, seq, ACK, false, &[]));
+    out
+}
+
+/// tshark's JA3 and JA3 string of every ClientHello in a capture, sorted. `ports`: TCP ports
+/// to read as TLS.
+fn tshark_ja3(file: &Path, ports: &[u16]) -> Vec<(String, String)> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file);
+    for p in ports {
+        cmd.args(["-d", &format!("tcp.port=={p},tls")]);
+    }
+    let out = cmd
+        .args(["-Y", "tls.handshake.type == 1", "-T", "fields"])
+        .args(["-E", "occurrence=a", "-E", "aggregator=|"])
+        .args(["-e", "tls.handshake.ja3", "-e", "tls.handshake.ja3_full"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success(), "tshark failed on {}", file.display());
+    let mut v = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (h, f) = line.split_once('\t').unwrap_or((line, ""));
+        for (h, f) in h.split('|').zip(f.split('|')) {
+            v.push((h.to_string(), f.to_string()));
+        }
+    }
+    v.sort();
+    v
+}
+
+/// The independent JA4: the `ja4plus` package from PyPI (pinned), installed once into
+/// ~/.cache/tls13lab/ja4plus-VERSION by pip. Its ClientHello parser and JA4 functions read
+/// each hello (one record around it); returns JA4, JA4_r, JA4_o, JA4_ro per hello.
+const JA4PLUS: &str = "1.4.0";
+
+fn ja4plus_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    let dir = PathBuf::from(home).join(format!(".cache/tls13lab/ja4plus-{JA4PLUS}"));
+    let works = |d: &Path| {
+        Command::new("python3")
+            .args(["-c", "import ja4plus.fingerprinters.ja4"])
+            .env("PYTHONPATH", d)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if works(&dir) {
+        return Some(dir);
+    }
+    let ok = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--root-user-action=ignore",
+        ])
+        .arg("--target")
+        .arg(&dir)
+        .arg(format!("ja4plus=={JA4PLUS}"))
+        .stdin(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (ok && works(&dir)).then_some(dir)
+}
+
+fn ja4plus(dir: &Path, hellos: &[Vec<u8>]) -> Vec<[String; 4]> {
+    const SCRIPT: &str = r#"
+import sys
+from ja4plus.utils.tls_utils import parse_tls_handshake
+from ja4plus.fingerprinters.ja4 import generate_ja4, get_raw_fingerprint
+for line in sys.stdin:
+    msg = bytes.fromhex(line.strip())
+    info = parse_tls_handshake(bytes([22, 3, 1]) + len(msg).to_bytes(2, "big") + msg)
+    print("\t".join([generate_ja4(info), get_raw_fingerprint(info), generate_ja4(info, True),
+                     get_raw_fingerprint(info, True)]))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .env("PYTHONPATH", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    let input: String = hellos
+        .iter()
+        .map(|h| format!("{}\n", hex::encode(h)))
+        .collect();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "ja4plus failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<String> = l.split('\t').map(String::from).collect();
+            [f[0].clone(), f[1].clone(), f[2].clone(), f[3].clone()]
+        })
+        .collect()
+}
+
+#[test]
+fn captured_hellos_add_up_and_fingerprint_as_tshark_and_ja4plus_do() {
+    let tshark = or_skip_tool(
+        tshark(),
+        "the JA3 check against tshark",
+        "tshark is not installed",
+    );
+    let ja4 = or_skip_tool(
+        ja4plus_dir(),
+        "the JA4 check against ja4plus",
+        "python3 -m pip could not install ja4plus from PyPI",
+    );
+    let dir = temp_dir("captured-hellos");
+    for file in captured_hello_files() {
+        let data = std::fs::read(&file).unwrap();
+        let name = file.display().to_string();
+        let hellos = hello::client_hellos(&data).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!hellos.is_empty(), "{name}: no ClientHello");
+        let mut ours = Vec::new();
+        for (i, h) in hellos.iter().enumerate() {
+            // (1) Every byte accounted for, at two links.
+            for link in [Link::default(), Link::ipv6(1280, 12).unwrap()] {
+                let r =
+                    hello::report_from(h, &name, link).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_adds_up(&r);
+                assert_eq!(
+                    r.bytes, h.message,
+                    "{name}: the report is of the captured bytes"
+                );
+                let starts: Vec<usize> = r.records.iter().skip(1).map(|x| x.msg_offset).collect();
+                assert_eq!(starts, h.record_starts, "{name}: records as captured");
+            }
+            let fp = lab::fingerprint::client_hello(&h.message).unwrap();
+            // The command shows the same, text and JSON.
+            let index = (i + 1).to_string();
+            let text = tls13lab(&["hello", "--from", &name, "--index", &index]);
+            assert!(
+                text.contains(&fp.ja4) && text.contains(&fp.ja3_full),
+                "{name}:\n{text}"
+            );
+            let json: serde_json::Value = serde_json::from_str(&tls13lab(&[
+                "hello", "--from", &name, "--index", &index, "--json",
+            ]))
+            .unwrap();
+            assert_eq!(json["fingerprints"]["ja4"], fp.ja4.as_str(), "{name}");
+            assert_eq!(json["message_len"], h.message.len(), "{name}");
+            eprintln!("{name} #{}: JA3 {} JA4 {}", i + 1, fp.ja3, fp.ja4);
+            ours.push(fp);
+        }
+        // (2) JA3 and its string as tshark computes them.
+        if tshark.is_some() {
+            let (capture, ports) = if data.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a])
+                || data.starts_with(&[0xd4, 0xc3, 0xb2, 0xa1])
+            {
+                let cap = pcap::read_capture(&data).unwrap();
+                let ports = cap.connections.iter().map(|c| c.server.port()).collect();
+                (file.clone(), ports)
+            } else {
+                // Raw records (or a message, framed as one record): a capture of our own,
+                // in segments of 1000 bytes so that tshark reassembles them.
+                let stream = match hellos[0].record_version {
+                    Some(_) => data.clone(),
+                    None => {
+                        let m = &hellos[0].message;
+                        [&[22, 3, 1][..], &(m.len() as u16).to_be_bytes(), m].concat()
+                    }
+                };
+                let p = dir.join(format!(
+                    "{}.pcap",
+                    file.file_name().unwrap().to_string_lossy()
+                ));
+                std::fs::write(&p, pcap_of_client_stream(&stream, 1000)).unwrap();
+                (p, vec![443])
+            };
+            let mut want: Vec<(String, String)> = ours
+                .iter()
+                .map(|f| (f.ja3.clone(), f.ja3_full.clone()))
+                .collect();
+            want.sort();
+            assert_eq!(tshark_ja3(&capture, &ports), want, "{name}: JA3 as tshark");
+        }
+        // (3) JA4 (and its raw and wire-order forms) as ja4plus computes them.
+        if let Some(d) = &ja4 {
+            let messages: Vec<Vec<u8>> = hellos.iter().map(|h| h.message.clone()).collect();
+            let theirs = ja4plus(d, &messages);
+            assert_eq!(theirs.len(), ours.len(), "{name}");
+            for (o, t) in ours.iter().zip(&theirs) {
+                assert_eq!(
+                    [&o.ja4, &o.ja4_r, &o.ja4_o, &o.ja4_ro].map(String::as_str),
+                    t.each_ref().map(String::as_str),
+                    "{name}: JA4, JA4_r, JA4_o, JA4_ro as ja4plus"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hello_from_errors_and_compare() {
+    let files = captured_hello_files();
+    let first = files[0].display().to_string();
+    // --compare takes a captured hello beside a preset.
+    let out = tls13lab(&["hello", "--compare", &first, "openssl-3.5"]);
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(out.lines().next().unwrap().contains(&name), "{out}");
+    assert!(out.contains(&format!("{name}: JA3 ")), "{out}");
+    // A wrong index, a truncated file and a file that holds no hello are clear errors.
+    let dir = temp_dir("hello-from-errors");
+    let data = std::fs::read(&files[0]).unwrap();
+    let cut = dir.join("cut.bin");
+    std::fs::write(&cut, &data[..data.len() / 2]).unwrap();
+    let junk = dir.join("junk.txt");
+    std::fs::write(&junk, "GET / HTTP/1.1\r\n").unwrap();
+    for (args, want) in [
+        (vec!["--from", &first, "--index", "99"], "--index 99"),
+        (
+            vec!["--from", cut.to_str().unwrap()],
+            "no complete ClientHello",
+        ),
+        (vec!["--from", junk.to_str().unwrap()], "not a pcap"),
+        (
+            vec!["--from", &first, "--grease", "all"],
+            "--grease does not apply",
+        ),
+    ] {
+        let out = Command::new(BIN).arg("hello").args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pcapng of a connection with a HelloRetryRequest, cut into 300-byte segments: both
+/// ClientHellos come back from `hello --from` (records joined across segments), `dissect` shows
+/// the same fingerprints under each hello (JA4S under each ServerHello), and tshark agrees on JA3.
+#[test]
+fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
+    let conn = corpus()
+        .into_iter()
+        .find(|c| c.name == "hrr+auth+padding+keyupdate")
+        .unwrap();
+    let sent = |d: Direction, t: u8| -> Vec<Vec<u8>> {
+        conn.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Handshake(h) if h.direction == d && h.bytes.first() == Some(&t) => {
+                    Some(h.bytes.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let (client_hellos, server_hellos) = (
+        sent(Direction::ClientToServer, 1),
+        sent(Direction::ServerToClient, 2),
+    );
+    assert_eq!((client_hellos.len(), server_hellos.len()), (2, 2));
+    let dir = temp_dir("hrr-hellos");
+    let file = dir.join("hrr.pcapng");
+    let written = pcap::pcapng(&conn.events, Endpoints::default(), 300).unwrap();
+    std::fs::write(&file, &written.bytes).unwrap();
+
+    let found = hello::client_hellos(&written.bytes).unwrap();
+    let messages: Vec<Vec<u8>> = found.iter().map(|h| h.message.clone()).collect();
+    assert_eq!(messages, client_hellos);
+    for h in &found {
+        // One record each here; its 5 + len bytes came in 300-byte segments.
+        let carried: usize = h.segments.iter().sum();
+        assert_eq!(carried, 5 + h.message.len(), "{}", h.origin);
+        assert!(h.segments.iter().all(|s| *s <= 300));
+        assert_adds_up(&hello::report_from(h, "hrr", Link::default()).unwrap());
+    }
+    let f = file.to_str().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&tls13lab(&["hello", "--from", f, "--index", "2", "--json"])).unwrap();
+    let want = lab::fingerprint::client_hello(&client_hellos[1]).unwrap();
+    assert_eq!(json["fingerprints"]["ja3"], want.ja3.as_str());
+    assert_eq!(
+        json["capture"]["tcp_segments"].as_array().unwrap().len(),
+        found[1].segments.len()
+    );
+
+    // dissect: the fingerprints under each hello.
+    let cap = pcap::read_capture(&written.bytes).unwrap();
+    let c = &cap.connections[0];
+    let d = dissect::dissect(&c.c2s, &c.s2c, &cap.keylog, true);
+    let shown: Vec<_> = d
+        .messages
+        .iter()
+        .filter_map(|m| m.client_fingerprints.clone())
+        .collect();
+    let want: Vec<_> = client_hellos
+        .iter()
+        .map(|m| lab::fingerprint::client_hello(m).unwrap())
+        .collect();
+    assert_eq!(shown, want);
+    let shown: Vec<_> = d
+        .messages
+        .iter()
+        .filter_map(|m| m.server_fingerprints.clone())
+        .collect();
+    let want_s: Vec<_> = server_hellos
+        .iter()
+        .map(|m| lab::fingerprint::server_hello(m).unwrap())
+        .collect();
+    assert_eq!(shown, want_s);
+    assert!(d.unread_hellos.is_empty());
+    let text = dissect::render(&d);
+    for w in &want {
+        assert!(
+            text.contains(&format!("JA3 {}  JA4 {}", w.ja3, w.ja4)),
+            "{text}"
+        );
+    }
+    // The client's side alone: no ServerHello, so no message is read, but the hello's
+    // fingerprints are still shown.
+    let alone = dissect::dissect(&c.c2s, &pcap::Stream::default(), &cap.keylog, true);
+    assert!(alone.messages.is_empty());
+    assert_eq!(
+        alone
+            .unread_hellos
+            .first()
+            .and_then(|m| m.client_fingerprints.as_ref()),
+        Some(&want[0])
+    );
+    let alone_text = dissect::render(&alone);
+    assert!(
+        alone_text.contains(&format!("JA3 {}  JA4 {}", want[0].ja3, want[0].ja4)),
+        "{alone_text}"
+    );
+    for w in &want_s {
+        assert!(text.contains(&format!("JA4S {}", w.ja4s)), "{text}");
+    }
+    if tshark().is_some() {
+        let mut pairs: Vec<_> = want
+            .iter()
+            .map(|w| (w.ja3.clone(), w.ja3_full.clone()))
+            .collect();
+        pairs.sort();
+        assert_eq!(tshark_ja3(&file, &[443]), pairs);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's per-connection line and JSON carry the client's JA3/JA4 and our JA4S, computed
+/// from the hellos it recorded.
+#[test]
+fn the_server_line_and_json_carry_the_fingerprints() {
+    let dir = temp_dir("server-fingerprints");
+    let mut server = Command::new(BIN)
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--naccept",
+            "1",
+            "--json-dir",
+        ])
+        .arg(&dir)
+        .env_remove("SSLKEYLOGFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut first = String::new();
+    use std::io::BufRead as _;
+    out.read_line(&mut first).unwrap();
+    let port = first.trim().rsplit(':').next().unwrap().to_string();
+    tls13lab(&[
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--insecure",
+        "--alpn",
+        "h2,http/1.1",
+    ]);
+    wait_exit(&mut server);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("conn-000001.json")).unwrap())
+            .unwrap();
+    let hello_of = |t: &str| -> Vec<u8> {
+        let m = json["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["bytes"].as_str().unwrap().starts_with(t))
+            .unwrap();
+        hex::decode(m["bytes"].as_str().unwrap()).unwrap()
+    };
+    let c = lab::fingerprint::client_hello(&hello_of("01")).unwrap();
+    let s = lab::fingerprint::server_hello(&hello_of("02")).unwrap();
+    assert_eq!(json["fingerprints"]["client"]["ja4"], c.ja4.as_str());
+    assert_eq!(
+        json["fingerprints"]["client"]["ja3_full"],
+        c.ja3_full.as_str()
+    );
+    assert_eq!(json["fingerprints"]["server"]["ja4s"], s.ja4s.as_str());
+    // TLS 1.3, no SNI (the client connects to an IP address), ALPN h2 first.
+    assert!(
+        c.ja4.starts_with("t13i") && c.ja4[8..10] == *"h2",
+        "{}",
+        c.ja4
+    );
+    let line = rest.lines().find(|l| l.starts_with("conn #1 ")).unwrap();
+    assert!(
+        line.contains(&format!("; JA4 {}, JA3 {};", c.ja4, c.ja3)) && line.ends_with("; ok"),
+        "{line}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use crate::fingerprint::{self, ClientFingerprints, ServerFingerprints};
 use crate::keylog::{self, KeyLog};
 use crate::tcp::Stream;
 use tls13lab::crypto::ech::EchKeyPair;
@@ -49,6 +50,12 @@ pub struct Message {
     pub len: usize,
     /// Whether it decoded as a valid message of its type.
     pub valid: bool,
+    /// A ClientHello's JA3 and JA4 (crate::fingerprint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_fingerprints: Option<ClientFingerprints>,
+    /// A ServerHello's (or HelloRetryRequest's) JA4S.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_fingerprints: Option<ServerFingerprints>,
     /// The bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,
@@ -105,6 +112,9 @@ pub struct Dissection {
     pub negotiated: Option<Negotiation>,
     /// Records no key opened.
     pub undecrypted: usize,
+    /// Without a ServerHello no message is read: the plaintext hellos found anyway, with their
+    /// fingerprints (empty when `messages` has them).
+    pub unread_hellos: Vec<Message>,
     /// Things worth knowing: gaps, truncation, retransmissions, how the order was chosen.
     pub notes: Vec<String>,
     /// The synthesized events (records, handshake messages, data, outcome) the ledger was built
@@ -272,7 +282,34 @@ pub fn dissect_with(
     // Without a suite and a random nothing is read past the records' headers, not even the
     // plaintext hellos' messages: what the dissection has always reported.
     let keyed = suite.is_some() && random.is_some();
+    // The plaintext hellos' fingerprints need no key: kept even when nothing else is read.
+    let mut unread_hellos = Vec::new();
     if !keyed {
+        for m in recs
+            .iter()
+            .flatten()
+            .filter(|r| r.epoch() == Epoch::Plaintext)
+            .flat_map(|r| &r.read.messages)
+        {
+            let client = (m.typ == HandshakeType::ClientHello)
+                .then(|| fingerprint::client_hello(&m.bytes).ok())
+                .flatten();
+            let server = (m.typ == HandshakeType::ServerHello)
+                .then(|| fingerprint::server_hello(&m.bytes).ok())
+                .flatten();
+            if client.is_some() || server.is_some() {
+                unread_hellos.push(Message {
+                    direction: m.direction,
+                    epoch: m.epoch,
+                    typ: m.typ,
+                    len: m.bytes.len(),
+                    valid: HandshakeMessage::decode(&m.bytes, DecodeContext::default()).is_ok(),
+                    client_fingerprints: client,
+                    server_fingerprints: server,
+                    bytes: m.bytes.clone(),
+                });
+            }
+        }
         for r in recs.iter_mut().flatten() {
             r.read.epoch = Epoch::Plaintext;
             r.read.inner = None;
@@ -353,12 +390,19 @@ pub fn dissect_with(
                 }
                 outer_seen += 1;
             }
+            let plain = m.epoch == Epoch::Plaintext;
             messages.push(Message {
                 direction: m.direction,
                 epoch: m.epoch,
                 typ: m.typ,
                 len: m.bytes.len(),
                 valid: decoded.is_ok(),
+                client_fingerprints: (plain && m.typ == HandshakeType::ClientHello)
+                    .then(|| fingerprint::client_hello(&m.bytes).ok())
+                    .flatten(),
+                server_fingerprints: (plain && m.typ == HandshakeType::ServerHello)
+                    .then(|| fingerprint::server_hello(&m.bytes).ok())
+                    .flatten(),
                 bytes: m.bytes.clone(),
             });
         }
@@ -418,6 +462,7 @@ pub fn dissect_with(
         finished,
         negotiated,
         undecrypted,
+        unread_hellos,
         notes,
         events: all_events,
     }
@@ -728,7 +773,12 @@ pub fn render(d: &Dissection) -> String {
     s.push('\n');
     s.push_str(&d.ledger.table());
     s.push_str("\nhandshake messages\n");
-    for m in &d.messages {
+    if !d.unread_hellos.is_empty() {
+        s.push_str(
+            "  not read without a ServerHello; the plaintext hellos and their fingerprints:\n",
+        );
+    }
+    for m in d.messages.iter().chain(&d.unread_hellos) {
         let _ = writeln!(
             s,
             "  {} {:<12} {:<22} {:>6} bytes{}",
@@ -738,6 +788,13 @@ pub fn render(d: &Dissection) -> String {
             m.len,
             if m.valid { "" } else { "  (does not decode)" }
         );
+        if let Some(f) = &m.client_fingerprints {
+            let _ = writeln!(s, "      JA3 {}  JA4 {}", f.ja3, f.ja4);
+            let _ = writeln!(s, "      JA3 string {}", f.ja3_full);
+        }
+        if let Some(f) = &m.server_fingerprints {
+            let _ = writeln!(s, "      JA4S {}", f.ja4s);
+        }
     }
     if !d.app_data.is_empty() {
         s.push_str("\napplication data\n");

@@ -9,6 +9,7 @@
 //!   Finished checks, missing secrets — the core's [`tls13lab::transcript_reader`] reading a
 //!   capture.
 //! - [`explain`]: a connection's key schedule as a tree, text or SVG (`tls13lab keys`).
+//! - [`fingerprint`]: JA3, JA4 and JA4S of ClientHellos and ServerHellos.
 //! - [`hello`]: the ClientHello size lab — every field, extension, record and TCP segment.
 //! - [`illustrate`]: one connection as one self-contained HTML page, every byte of every record
 //!   annotated, the key calculations beside the bytes they protect.
@@ -33,6 +34,7 @@ pub mod demo;
 pub mod dissect;
 pub mod ech;
 pub mod explain;
+pub mod fingerprint;
 pub mod hello;
 pub mod illustrate;
 pub mod keylog;

@@ -722,6 +722,8 @@ pub fn describe(built: &BuiltHello, framing: &Framing, link: Link) -> Result<Hel
         hex: hex(bytes),
         records_hex,
         ech: built.ech.clone(),
+        fingerprints: crate::fingerprint::client_hello(bytes).ok(),
+        capture: None,
         layout,
         bytes: bytes.clone(),
     })
@@ -748,12 +750,18 @@ fn field(span: &Span, name: &str, detail: String) -> Item {
     }
 }
 
-/// An extension's name: the IANA name, `GREASE`, or `unknown`.
+/// An extension's name: the IANA name, `GREASE`, the name of a code point browsers send
+/// without an IANA entry, or `unknown`.
 pub fn extension_name(code: u16) -> String {
     if is_grease(code) {
         return "GREASE".into();
     }
-    ExtensionType::from(code).name().to_string()
+    match code {
+        // draft-vvv-tls-alps: Chrome's first code point and its current one.
+        0x4469 => "application_settings_old".into(),
+        0x44cd => "application_settings".into(),
+        _ => ExtensionType::from(code).name().to_string(),
+    }
 }
 
 fn version_name(v: ProtocolVersion) -> String {
@@ -883,6 +891,31 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         } if body.as_slice() == [3, 0, 1, 2] => {
             "uncompressed, ansiX962_compressed_prime, _char2 (TLS 1.2)".into()
         }
+        // RFC 8422 §5.1.2: a one-byte list of formats.
+        Extension::Unknown {
+            typ: ExtensionType::EcPointFormats,
+            body,
+        } if body.first().map(|n| usize::from(*n) + 1) == Some(body.len()) => {
+            let names: Vec<String> = body[1..]
+                .iter()
+                .map(|f| match f {
+                    0 => "uncompressed".to_string(),
+                    1 => "ansiX962_compressed_prime".into(),
+                    2 => "ansiX962_compressed_char2".into(),
+                    f => format!("{f}"),
+                })
+                .collect();
+            format!("{} (TLS 1.2)", names.join(", "))
+        }
+        // RFC 6066 §8: status_type ocsp, empty responder_id_list and request_extensions.
+        Extension::StatusRequest(body) if body.as_slice() == [1, 0, 0, 0, 0] => {
+            "ocsp, no responder ids or extensions (RFC 6066 §8)".into()
+        }
+        // draft-vvv-tls-alps: the ALPN protocols the client has settings for.
+        Extension::Unknown { typ, body } if matches!(typ.to_repr(), 0x4469 | 0x44cd) => {
+            alps_protocols(body).unwrap_or_else(|| format!("{} bytes", body.len()))
+        }
+        Extension::Sct(body) if body.is_empty() => "empty: asks for SCTs (RFC 6962 §3.3.1)".into(),
         Extension::Unknown {
             typ:
                 ExtensionType::SessionTicket
@@ -893,6 +926,18 @@ fn extension_detail(e: &Extension, body: usize) -> String {
         _ if body == 0 => "empty".into(),
         _ => format!("{body} bytes"),
     }
+}
+
+/// ALPS's body: a u16-prefixed list of u8-prefixed protocol names (as ALPN's).
+fn alps_protocols(body: &[u8]) -> Option<String> {
+    let mut r = tls13lab::messages::codec::Reader::new(body);
+    let mut list = r.sub_u16("protocols").ok()?;
+    r.finish("ALPS").ok()?;
+    let mut names = Vec::new();
+    while !list.is_empty() {
+        names.push(String::from_utf8_lossy(&list.vec_u8("protocol").ok()?).into_owned());
+    }
+    Some(names.join(", "))
 }
 
 /// An outer encrypted_client_hello's parts (RFC 9849 §5): ECHClientHelloType, cipher_suite,
@@ -908,10 +953,15 @@ fn ech_parts(body: &[u8], view: Option<&EchView>) -> Option<Vec<Part>> {
         return None;
     };
     let tag = Aead::from_id(suite.aead_id).map_or(0, Aead::tag_len);
-    let grease = view.is_some_and(|v| v.kind == EchKind::Grease);
+    let kind = view.map(|v| v.kind);
     let part = |name: &str, len: usize| Part {
         name: name.into(),
         len,
+    };
+    let (sealed, tag_name) = match kind {
+        Some(EchKind::Grease) => ("payload: random (GREASE)", "payload: tag-sized random"),
+        Some(EchKind::Captured) => ("payload: sealed or GREASE", "payload: tag (or as long)"),
+        _ => ("payload: sealed inner hello", "payload: AEAD tag"),
     };
     Some(vec![
         part("type + length", 4),
@@ -921,22 +971,8 @@ fn ech_parts(body: &[u8], view: Option<&EchView>) -> Option<Vec<Part>> {
         part("enc length", 2),
         part("enc (HPKE encapsulated key)", enc.len()),
         part("payload length", 2),
-        part(
-            if grease {
-                "payload: random (GREASE)"
-            } else {
-                "payload: sealed inner hello"
-            },
-            payload.len().saturating_sub(tag),
-        ),
-        part(
-            if grease {
-                "payload: tag-sized random"
-            } else {
-                "payload: AEAD tag"
-            },
-            tag.min(payload.len()),
-        ),
+        part(sealed, payload.len().saturating_sub(tag)),
+        part(tag_name, tag.min(payload.len())),
     ])
 }
 

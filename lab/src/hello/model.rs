@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::fingerprint::ClientFingerprints;
 use crate::tcp::Link;
 use tls13lab::config::{ClientConfig, HelloPadding};
 use tls13lab::messages::enums::{CipherSuite, ProtocolVersion};
@@ -177,6 +178,9 @@ pub enum EchKind {
     Config,
     /// A GREASE extension: random bytes of the right shape.
     Grease,
+    /// Another client's (`hello --from`): a real offer or GREASE, which look alike from
+    /// outside (§6.2).
+    Captured,
 }
 
 /// One extension of ClientHelloInner.
@@ -343,6 +347,20 @@ pub struct SegmentInfo {
     pub carries: Vec<String>,
 }
 
+/// Where a captured hello (`hello --from`) was found and how it travelled there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CaptureView {
+    /// The file and the place in it, in words.
+    pub origin: String,
+    /// Whether the file had its records (else one record is assumed).
+    pub records_captured: bool,
+    /// Payload bytes of each TCP segment that carried part of its records in the capture
+    /// (empty without TCP); the report's `segments` are those of its `link`.
+    pub tcp_segments: Vec<usize>,
+    /// Bytes of the next message sharing its last record (not counted in the report).
+    pub trailing: usize,
+}
+
 /// Every byte of one ClientHello, accounted for.
 #[derive(Clone, Debug, Serialize)]
 pub struct HelloReport {
@@ -382,6 +400,10 @@ pub struct HelloReport {
     pub records_hex: String,
     /// The ECH view (RFC 9849), when the hello offers ECH or GREASE ECH.
     pub ech: Option<EchView>,
+    /// JA3 and JA4 (crate::fingerprint).
+    pub fingerprints: Option<ClientFingerprints>,
+    /// A captured hello (`hello --from`): where it was found and how it travelled.
+    pub capture: Option<CaptureView>,
     /// The full layout tree.
     #[serde(skip)]
     pub layout: Vec<Span>,

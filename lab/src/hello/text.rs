@@ -1,7 +1,8 @@
 //! Reports as text: one hello item by item ([`render`]), its bytes ([`render_hex`]), several
 //! side by side ([`render_compare`]).
 
-use super::model::{is_grease, EchKind, EchView, HelloReport, Item, ItemKind};
+use super::model::{is_grease, CaptureView, EchKind, EchView, HelloReport, Item, ItemKind};
+use crate::fingerprint::ClientFingerprints;
 use tls13lab::events::hex;
 use tls13lab::messages::layout::Span;
 
@@ -12,6 +13,9 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
     let _ = writeln!(s, "ClientHello \"{}\"", r.label);
     if let Some(src) = &r.source {
         let _ = writeln!(s, "  shape: {src}");
+    }
+    if let Some(c) = &r.capture {
+        s.push_str(&render_capture(c));
     }
     for n in &r.notes {
         let _ = writeln!(s, "  edit: {n}");
@@ -105,6 +109,9 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
             )
         }
     );
+    if let Some(f) = &r.fingerprints {
+        s.push_str(&render_fingerprints(f));
+    }
     if let Some(e) = &r.ech {
         s.push_str(&render_ech(e));
     }
@@ -115,6 +122,46 @@ pub fn render(r: &HelloReport, tree: bool) -> String {
         }
     }
     s
+}
+
+/// Where a captured hello comes from and how it travelled.
+fn render_capture(c: &CaptureView) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!("  captured: {}\n", c.origin);
+    if !c.records_captured {
+        s.push_str(
+            "  captured: a bare message: one record of legacy_record_version 0x0301 assumed\n",
+        );
+    }
+    if !c.tcp_segments.is_empty() {
+        let _ = writeln!(
+            s,
+            "  captured: its records arrived in {} TCP segment{} ({} payload bytes); the segments below are those of the link assumed",
+            c.tcp_segments.len(),
+            if c.tcp_segments.len() == 1 { "" } else { "s" },
+            c.tcp_segments
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" + ")
+        );
+    }
+    if c.trailing > 0 {
+        let _ = writeln!(
+            s,
+            "  captured: its last record also carries {} bytes of the next message, not counted here",
+            c.trailing
+        );
+    }
+    s
+}
+
+/// The fingerprints section: JA3 with its string, JA4 with its raw and wire-order forms.
+fn render_fingerprints(f: &ClientFingerprints) -> String {
+    format!(
+        "\nfingerprints (GREASE values left out)\n  JA3     {}\n          {}\n  JA4     {}\n  JA4_r   {}\n  JA4_o   {}\n  JA4_ro  {}\n",
+        f.ja3, f.ja3_full, f.ja4, f.ja4_r, f.ja4_o, f.ja4_ro
+    )
 }
 
 /// The ECH section: the extension's parts, the inner hello and its encoding, the two SNIs.
@@ -128,6 +175,22 @@ fn render_ech(e: &EchView) -> String {
     );
     let name = |n: &Option<String>| n.clone().unwrap_or_else(|| "(none)".into());
     match e.kind {
+        EchKind::Captured => {
+            let _ = writeln!(
+                s,
+                "\nencrypted_client_hello (RFC 9849): a real offer or GREASE, which look alike from outside (§6.2)"
+            );
+            let _ = writeln!(
+                s,
+                "  encrypted_client_hello  {parts}\n  suite, config_id        {}, {}\n  payload                 {} = {sealed} (sealed inner hello, or random) + {} (AEAD tag, or as long)",
+                e.suite, e.config_id, e.payload_len, e.tag_len
+            );
+            let _ = writeln!(
+                s,
+                "  outer SNI               {} (a public_name, or the real name with GREASE)",
+                name(&e.outer_sni)
+            );
+        }
         EchKind::Grease => {
             let _ = writeln!(
                 s,
@@ -229,6 +292,12 @@ fn ech_summary(r: &HelloReport) -> String {
                 .map_or("(none)".to_string(), |i| i.detail.clone());
             format!("no ECH: server_name {sni} in the clear")
         }
+        Some(e) if e.kind == EchKind::Captured => format!(
+            "encrypted_client_hello {} bytes (payload {}: sealed or GREASE), outer SNI {}",
+            e.extension_len,
+            e.payload_len,
+            name(&e.outer_sni)
+        ),
         Some(e) if e.kind == EchKind::Grease => format!(
             "GREASE ECH: encrypted_client_hello {} bytes (payload {} random), SNI {} in the clear",
             e.extension_len,
@@ -426,6 +495,11 @@ pub fn render_compare(reports: &[HelloReport]) -> String {
             "({}; one record per ClientHello unless split)",
             r.link_text
         );
+    }
+    for r in reports {
+        if let Some(f) = &r.fingerprints {
+            let _ = writeln!(s, "{}: JA3 {}, JA4 {}", r.label, f.ja3, f.ja4);
+        }
     }
     if reports.iter().any(|r| r.ech.is_some()) {
         for r in reports {
