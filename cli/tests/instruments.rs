@@ -757,8 +757,12 @@ fn every_recorded_preset_reproduces_its_capture() {
             want_ech.is_some(),
             "{name}: GREASE ECH in the preset and in {file}"
         );
-        // Both payloads seal at least an AEAD tag.
+        // Both payloads seal at least an AEAD tag; the payload size the preset records for
+        // `client --preset` is the capture's.
         assert!(got_ech.unwrap_or(16) >= 16 && want_ech.unwrap_or(16) >= 16);
+        if let Some((_, len)) = spec.grease_ech_size {
+            assert_eq!(Some(len), want_ech, "{name}: GREASE ECH payload of {file}");
+        }
         if got != want {
             panic!(
                 "{name} vs {file}:\n preset  {:?}\n capture {:?}\n preset  {}\n capture {}",

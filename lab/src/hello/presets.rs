@@ -300,10 +300,14 @@ fn chromium(spec: &mut HelloSpec) {
         psk_mode: false,
         ..Grease::ALL
     };
+    // AES-128-GCM, and this capture's payload length (Chromium draws 144, 176, 208, ...).
+    spec.grease_ech_size = Some((1, 208));
     spec.versions = Some(vec![ProtocolVersion::TLSv1_3, ProtocolVersion::TLSv1_2]);
     spec.source = Some(
         "Chromium 156.0.8078.114 (Debian 12) opening https://example.com:PORT/ headless, recorded by \
-         scripts/record-clienthellos.sh (tests/vectors/clienthello/); extension order as captured"
+         scripts/record-clienthellos.sh (tests/vectors/clienthello/); extension order as captured. \
+         Its GREASE ECH payload was 208 bytes (tls13lab client --preset sends that); the lab sizes \
+         its own per RFC 9849 §6.2, larger with a hybrid share"
             .into(),
     );
 }
@@ -332,7 +336,6 @@ fn firefox(spec: &mut HelloSpec) {
         CertificateCompressionAlgorithm::Brotli,
         CertificateCompressionAlgorithm::Zstd,
     ];
-    c.ech = EchMode::Grease;
     c.extra_extensions = vec![
         empty(T::ExtendedMasterSecret),
         Extension::RenegotiationInfo(vec![0]),
@@ -346,6 +349,7 @@ fn firefox(spec: &mut HelloSpec) {
         ),
         empty(T::SignedCertificateTimestamp),
     ];
+    c.ech = EchMode::Grease;
     c.extension_order = vec![
         T::ServerName,
         T::ExtendedMasterSecret,
@@ -364,10 +368,15 @@ fn firefox(spec: &mut HelloSpec) {
         T::RecordSizeLimit,
         T::CompressCertificate,
     ];
+    // Its GREASE ECH goes last. NSS drew ChaCha20-Poly1305 for it here (AES-128-GCM in another
+    // run), with a 239-byte payload in both.
+    spec.grease_ech_size = Some((3, 239));
     spec.versions = Some(vec![ProtocolVersion::TLSv1_3, ProtocolVersion::TLSv1_2]);
     spec.source = Some(
         "Firefox ESR 153.8.0 (Debian 12) opening https://example.com:PORT/ headless, recorded by \
-         scripts/record-clienthellos.sh (tests/vectors/clienthello/)"
+         scripts/record-clienthellos.sh (tests/vectors/clienthello/). Its GREASE ECH payload was \
+         239 bytes (tls13lab client --preset sends that); the lab sizes its own per RFC 9849 §6.2, \
+         larger with a hybrid share"
             .into(),
     );
 }
