@@ -1105,12 +1105,13 @@ window.addEventListener('load', function () {
 //
 // Headless Chromium and Firefox ESR open https://127.0.0.1:PORT/ on `tls13lab server` and get
 // its page: each completes a TLS 1.3 handshake with what it sends by default (X25519MLKEM768,
-// GREASE, GREASE ECH, compress_certificate, ALPS...), and the server keeps each connection's
-// JSON ledger. The server speaks ALPN http/1.1 only, so neither browser gets h2. Each browser
-// trusts the test certificate the way it allows for tests: Chromium by the SHA-256 of the
-// leaf's SubjectPublicKeyInfo (--ignore-certificate-errors-spki-list, which only applies with
-// --user-data-dir), Firefox by the test CA imported with `certutil` into a fresh profile's
-// cert9.db (trust "C,,": a CA for TLS servers).
+// GREASE, GREASE ECH, compress_certificate, ALPS...), and the server writes each connection's
+// JSON ledger (kept in CARGO_TARGET_TMPDIR/browser-peers/). The server speaks ALPN http/1.1
+// only, so neither browser gets h2. Each browser trusts the test certificate the way it allows
+// for tests: Chromium by the SHA-256 of the leaf's SubjectPublicKeyInfo
+// (--ignore-certificate-errors-spki-list, which only applies with --user-data-dir), Firefox by
+// the test CA imported with `certutil` into a fresh profile's cert9.db (trust "C,,": a CA for
+// TLS servers).
 
 /// `program` on the PATH (`.ci/run` installs Debian's `package`); `None` with a NOTICE
 /// outside CI, a failure in CI.
@@ -1216,6 +1217,23 @@ impl PeerServer {
         format!("https://127.0.0.1:{}/", self.port)
     }
 
+    /// Keep every connection's JSON ledger in CARGO_TARGET_TMPDIR/browser-peers/NAME/ (replaced
+    /// on each run), for a reader to open after the scratch directory is gone.
+    fn keep(&self, name: &str) {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("browser-peers")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(&self.json)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+
     /// The JSON ledgers of the connections that completed a handshake and carried a request,
     /// after waiting (up to 20 s) for at least one.
     fn served(&self) -> Vec<serde_json::Value> {
@@ -1308,6 +1326,7 @@ fn chromium_gets_the_servers_page() {
         "chromium: {status:?} {stderr}"
     );
     let served = server.served();
+    server.keep("chromium");
     drop(server);
     let page = std::fs::read_to_string(&dom).unwrap();
     // The page the server wrote about this very connection.
@@ -1402,6 +1421,7 @@ fn firefox_gets_the_servers_page() {
         "firefox: {status:?} {stderr}"
     );
     let served = server.served();
+    server.keep("firefox");
     drop(server);
     assert!(
         std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
