@@ -7,8 +7,8 @@
 # update the preset (lab/src/hello/presets.rs) until it passes.
 #
 # Usage: scripts/record-clienthellos.sh [PROGRAM...]
-#   PROGRAM  chromium firefox curl openssl-3.0 openssl-3.5 openssl-4.0 rustls [default: all]
-# Needs chromium, firefox-esr, curl, openssl and python3; the OpenSSL 3.5/4.0 builds come from
+#   PROGRAM  chromium firefox curl openssl-3.0 openssl-3.5 openssl-4.0 rustls go [default: all]
+# Needs chromium, firefox-esr, curl, openssl, golang-go and python3; the OpenSSL 3.5/4.0 builds come from
 # scripts/build-openssl.sh (cached), rustls' from the test tests/interop_rustls.rs.
 set -euo pipefail
 main() {
@@ -92,7 +92,14 @@ PREFS
     log "rustls-$v.bin: $(stat -c %s "$OUT/rustls-$v.bin") bytes"
   }
 
-  local all=(chromium firefox curl openssl-3.0 openssl-3.5 openssl-4.0 rustls)
+  record_go() {
+    local v; v=$(go version | awk '{print $3}'); v=${v#go}
+    # scripts/go-hello/main.go: tls.Dial with the default configuration and example.com.
+    capture "go-$v.bin" "HOME=$WORK GOCACHE=$WORK/gocache GOPATH=$WORK/gopath GO111MODULE=off \
+      go run $PROJECT/scripts/go-hello/main.go 127.0.0.1:\$PORT"
+  }
+
+  local all=(chromium firefox curl openssl-3.0 openssl-3.5 openssl-4.0 rustls go)
   for p in "${@:-${all[@]}}"; do
     case $p in
       chromium) record_chromium ;;
@@ -102,6 +109,7 @@ PREFS
       openssl-3.5) record_openssl "$(built_openssl 300.5.5)" ;;
       openssl-4.0) record_openssl "$(built_openssl 400.0.2)" ;;
       rustls) record_rustls ;;
+      go) record_go ;;
       *) log "unknown program $p (known: ${all[*]})"; exit 2 ;;
     esac
   done

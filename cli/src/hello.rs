@@ -23,7 +23,7 @@ use super::common::{
 /// What shapes one ClientHello (also the syntax of a `--compare` variant).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct HelloOpts {
-    /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5, openssl-4.0, chromium, firefox, curl, rustls; `list` shows them.
+    /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5, openssl-4.0, chromium, firefox, curl, rustls, go; `list` shows them.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
     /// supported_groups, in order; any group, even one tls13lab cannot compute (brainpoolP256r1tls13...).

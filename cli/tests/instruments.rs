@@ -647,6 +647,7 @@ fn every_recorded_preset_reproduces_its_capture() {
         ("firefox", "firefox-esr-153.8.0.bin", false),
         ("curl", "curl-7.88.1.bin", false),
         ("rustls", "rustls-0.23.46.bin", true),
+        ("go", "go-1.19.8.bin", false),
     ];
     const G: u16 = 0x0a0a;
     fn grease(v: u16) -> u16 {

@@ -41,6 +41,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "curl 7.88.1 with OpenSSL 3.0.19, Debian 12: ALPN h2, post_handshake_auth, padded to 512",
     ),
     (
+        "go",
+        "Go 1.19.8 crypto/tls defaults (Debian 12's golang-go): x25519 share, TLS 1.3 suites last",
+    ),
+    (
         "rustls",
         "rustls 0.23.46 defaults (aws-lc-rs provider): hybrid share, ML-DSA; permutes its extensions",
     ),
@@ -238,6 +242,7 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
         "firefox" => firefox(&mut spec),
         "curl" => curl(&mut spec),
         "rustls" => rustls(&mut spec),
+        "go" => go(&mut spec),
         _ => return None,
     }
     Some(spec)
@@ -541,6 +546,51 @@ fn rustls(spec: &mut HelloSpec) {
         "rustls 0.23.46 ClientConfig::builder() defaults (aws-lc-rs; brotli and zlib decompression) \
          connecting to example.com, recorded by scripts/record-clienthellos.sh (tests/vectors/clienthello/); \
          extension order as captured"
+            .into(),
+    );
+}
+
+/// Go 1.19.8's crypto/tls client defaults (Debian 12's golang-go;
+/// tests/vectors/clienthello/go-1.19.8.bin, made by scripts/go-hello/main.go): TLS 1.2 suites
+/// first and the TLS 1.3 ones last (AES-GCM first on a machine with AES hardware, as this one),
+/// one x25519 share, no psk_key_exchange_modes, no ALPN. Go 1.19 predates X25519MLKEM768.
+fn go(spec: &mut HelloSpec) {
+    use ExtensionType as T;
+    let c = &mut spec.config;
+    c.compat_mode = true;
+    c.cipher_suites = suites(&[
+        0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc009, 0xc013, 0xc00a, 0xc014, 0x009c,
+        0x009d, 0x002f, 0x0035, 0xc012, 0x000a, 0x1301, 0x1302, 0x1303,
+    ]);
+    c.groups = groups(&[0x001d, 0x0017, 0x0018, 0x0019]);
+    c.key_shares = vec![NamedGroup::X25519];
+    c.signature_schemes = schemes(&[
+        0x0804, 0x0403, 0x0807, 0x0805, 0x0806, 0x0401, 0x0501, 0x0601, 0x0503, 0x0603, 0x0201,
+        0x0203,
+    ]);
+    c.psk_modes = Vec::new();
+    c.cert_compression = Vec::new();
+    c.extra_extensions = vec![
+        status_request(),
+        opaque(T::EcPointFormats.to_repr(), vec![1, 0]),
+        Extension::RenegotiationInfo(vec![0]),
+        empty(T::SignedCertificateTimestamp),
+    ];
+    c.extension_order = vec![
+        T::ServerName,
+        T::StatusRequest,
+        T::SupportedGroups,
+        T::EcPointFormats,
+        T::SignatureAlgorithms,
+        T::RenegotiationInfo,
+        T::SignedCertificateTimestamp,
+        T::SupportedVersions,
+        T::KeyShare,
+    ];
+    spec.versions = Some(vec![ProtocolVersion::TLSv1_3, ProtocolVersion::TLSv1_2]);
+    spec.source = Some(
+        "Go 1.19.8 (Debian 12) tls.Dial with ServerName example.com (scripts/go-hello/main.go), recorded \
+         by scripts/record-clienthellos.sh (tests/vectors/clienthello/)"
             .into(),
     );
 }
