@@ -1777,3 +1777,57 @@ fn rustls_ech_client_against_our_server() {
         &results,
     );
 }
+
+// ---------------------------------------------------------------- rustls' default ClientHello
+
+/// rustls' default client (what `ClientConfig::builder()` makes with the aws-lc-rs provider: no
+/// ALPN, TLS 1.3 and 1.2) connecting
+/// to example.com: its first flight is tests/vectors/clienthello/rustls-0.23.46.bin, which the
+/// `rustls` preset reproduces (cli/tests/instruments.rs). With `TLS13LAB_RECORD_RUSTLS=FILE` the
+/// flight is written to FILE (scripts/record-clienthellos.sh); otherwise it must still have the
+/// capture's length and extensions (in any order), so a rustls update that changes its hello fails here until
+/// the capture and the preset are recorded again.
+#[test]
+fn rustls_default_client_hello_is_the_recorded_one() {
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(aws::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth();
+    let name = ServerName::try_from("example.com").unwrap();
+    let mut c = ClientConnection::new(Arc::new(config), name).unwrap();
+    let flight = rustls_out(&mut c);
+    if let Some(path) = std::env::var_os("TLS13LAB_RECORD_RUSTLS").filter(|p| !p.is_empty()) {
+        std::fs::write(path, &flight).unwrap();
+        return;
+    }
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/clienthello/rustls-0.23.46.bin"
+    );
+    let captured = std::fs::read(file).unwrap();
+    // Record header, handshake header, legacy_version, random, session id, suites, compression:
+    // the extensions follow; their types and lengths are fixed for a given rustls.
+    fn extensions(records: &[u8]) -> Vec<(u16, usize)> {
+        let m = &records[5..];
+        let mut at = 4 + 2 + 32;
+        at += 1 + usize::from(m[at]);
+        at += 2 + usize::from(u16::from_be_bytes([m[at], m[at + 1]]));
+        at += 1 + usize::from(m[at]);
+        let end = at + 2 + usize::from(u16::from_be_bytes([m[at], m[at + 1]]));
+        at += 2;
+        let mut out = Vec::new();
+        while at + 4 <= end {
+            let len = usize::from(u16::from_be_bytes([m[at + 2], m[at + 3]]));
+            out.push((u16::from_be_bytes([m[at], m[at + 1]]), len));
+            at += 4 + len;
+        }
+        out
+    }
+    assert_eq!(flight.len(), captured.len(), "rustls' first flight");
+    // rustls shuffles its extensions on every connection (as BoringSSL does): compare the sets.
+    let (mut got, mut want) = (extensions(&flight), extensions(&captured));
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}

@@ -95,6 +95,175 @@ pub struct ClientArgs {
     /// (RFC 9849 §6.1.6).
     #[arg(long, requires = "ech_config")]
     pub ech_retry: bool,
+    /// Send the ClientHello shape of a preset (`tls13lab hello --preset list`: chromium,
+    /// firefox, curl, openssl-3.5...), as utls does: its suites, groups, key shares, signature
+    /// algorithms, ALPN, extensions in their order, GREASE and padding. The `preset` line says
+    /// what tls13lab could not honour. Options such as --groups or --alpn apply on top.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+}
+
+/// A GREASE value (RFC 8701 §2) other than `not`.
+fn grease_value(rng: &mut dyn RandomSource, not: Option<u16>) -> u16 {
+    loop {
+        let mut b = [0u8; 1];
+        rng.fill(&mut b);
+        let v = lab::hello::GREASE_VALUES[usize::from(b[0] & 15)];
+        if Some(v) != not {
+            return v;
+        }
+    }
+}
+
+/// The configuration of preset `name`, and what of its shape tls13lab cannot send. The
+/// preset's spec is the lab's (lab/src/hello/presets.rs); what the lab edits into a built
+/// hello (GREASE, versions, padding, shares for groups we lack) is done here through the
+/// client's own configuration, or reported.
+fn preset_config(
+    name: &str,
+    rng: &mut dyn RandomSource,
+) -> Result<(ClientConfig, Vec<String>), Failure> {
+    use tls13lab::messages::enums::{
+        CipherSuite, ExtensionType as T, NamedGroup, ProtocolVersion, PskKeyExchangeMode,
+        SignatureScheme,
+    };
+    use tls13lab::messages::extensions::Extension;
+    let spec = lab::hello::preset(name).ok_or_else(|| {
+        let known: Vec<&str> = lab::hello::PRESETS.iter().map(|(n, _)| *n).collect();
+        Failure::BadOption(format!(
+            "--preset: unknown preset '{name}' (known: {})",
+            known.join(", ")
+        ))
+    })?;
+    let mut c = spec.config;
+    let mut notes = Vec::new();
+    let missing: Vec<NamedGroup> = c
+        .key_shares
+        .iter()
+        .copied()
+        .filter(|g| !tls13lab::crypto::kx::is_supported(*g))
+        .collect();
+    if !missing.is_empty() {
+        c.key_shares.retain(|g| !missing.contains(g));
+        let names: Vec<String> = missing.iter().map(|g| g.to_string()).collect();
+        notes.push(format!(
+            "no key share for {} (not implemented; still in supported_groups)",
+            names.join(", ")
+        ));
+    }
+    if let (Some((aead, len)), EchMode::Grease) = (spec.grease_ech_size, &c.ech) {
+        // RFC 9849 §6.2 leaves the GREASE payload's size to the client: the program's, sent as
+        // the extension it makes (outer, HKDF-SHA256, its AEAD, random config_id, a random
+        // X25519-sized enc and payload), where the program puts it, before any GREASE one.
+        let mut body = vec![0, 0, 1];
+        body.extend_from_slice(&aead.to_be_bytes());
+        let mut random = vec![0; 1 + 32 + len];
+        rng.fill(&mut random);
+        body.push(random[0]);
+        body.extend_from_slice(&32u16.to_be_bytes());
+        body.extend_from_slice(&random[1..33]);
+        body.extend_from_slice(&(len as u16).to_be_bytes());
+        body.extend_from_slice(&random[33..]);
+        c.extra_extensions.push(Extension::Unknown {
+            typ: T::EncryptedClientHello,
+            body,
+        });
+        if !c.extension_order.is_empty() {
+            c.extension_order.push(T::EncryptedClientHello);
+        }
+        c.ech = EchMode::Off;
+    }
+    let g = spec.grease;
+    if g.cipher_suite {
+        let v = grease_value(rng, None);
+        c.cipher_suites.insert(0, CipherSuite::from(v));
+    }
+    if g.group {
+        let v = grease_value(rng, None);
+        c.groups.insert(0, NamedGroup::from(v));
+    }
+    if g.signature_algorithm {
+        let v = grease_value(rng, None);
+        c.signature_schemes.insert(0, SignatureScheme::from(v));
+    }
+    if g.psk_mode && !c.psk_modes.is_empty() {
+        let mut b = [0u8; 1];
+        rng.fill(&mut b);
+        let v = lab::hello::GREASE_PSK_MODES[usize::from(b[0] & 7)];
+        c.psk_modes.insert(0, PskKeyExchangeMode::from(v));
+    }
+    if g.extensions {
+        // RFC 8701 §3, as BoringSSL: an empty GREASE extension first, a one-byte one last.
+        let first = grease_value(rng, None);
+        let last = grease_value(rng, Some(first));
+        c.extra_extensions.push(Extension::Unknown {
+            typ: T::from(first),
+            body: Vec::new(),
+        });
+        c.extra_extensions.push(Extension::Unknown {
+            typ: T::from(last),
+            body: vec![0],
+        });
+        c.extension_order.insert(0, T::from(first));
+        c.extension_order.push(T::from(last));
+    }
+    if g.key_share {
+        notes.push(
+            "no GREASE key share: the client sends shares only for groups it computes".into(),
+        );
+    }
+    let versions = spec.versions.unwrap_or_default();
+    if g.version || versions.iter().any(|v| *v != ProtocolVersion::TLSv1_3) {
+        notes.push(format!(
+            "supported_versions is TLS 1.3 alone (the preset offers {}{}): the client builds \
+             that list itself",
+            if g.version { "a GREASE version, " } else { "" },
+            versions
+                .iter()
+                .map(|v| match *v {
+                    ProtocolVersion::TLSv1_3 => "TLS 1.3".to_string(),
+                    ProtocolVersion::TLSv1_2 => "TLS 1.2".to_string(),
+                    ProtocolVersion::TLSv1_1 => "TLS 1.1".to_string(),
+                    ProtocolVersion::TLSv1_0 => "TLS 1.0".to_string(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    c.hello_padding = spec.padding;
+    let opaque: Vec<String> = c
+        .extra_extensions
+        .iter()
+        .filter_map(|e| match e {
+            Extension::Unknown { typ, .. }
+                if !lab::hello::is_grease(typ.to_repr()) && *typ != T::EncryptedClientHello =>
+            {
+                Some(match typ.to_repr() {
+                    0x44cd | 0x4469 => "ALPS".to_string(),
+                    0xca34 => "trust_anchors".to_string(),
+                    0x22 => "delegated_credential".to_string(),
+                    _ => typ.to_string(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    if !opaque.is_empty() {
+        notes.push(format!(
+            "not implemented, sent as opaque bytes: {}",
+            opaque.join(", ")
+        ));
+    }
+    if c.cipher_suites.iter().any(|s| {
+        tls13lab::crypto::aead::suite_params(*s).is_none() && !lab::hello::is_grease(s.to_repr())
+    }) {
+        notes.push("TLS 1.2 cipher suites offered as listed, never negotiated".into());
+    }
+    if c.alpn.iter().any(|p| p == b"h2") {
+        notes.push("ALPN offers h2 as the program does; this client speaks HTTP/1.x only".into());
+    }
+    Ok((c, notes))
 }
 
 /// The ECHConfigList of --ech-config: a PEM file's ECHCONFIG block, or base64.
@@ -140,7 +309,23 @@ fn build_config(
     host: &str,
     verification: ServerVerification,
 ) -> Result<ClientConfig, Failure> {
-    let mut c = ClientConfig::default();
+    let mut c = match &a.preset {
+        Some(name) => {
+            let mut rng: Box<dyn RandomSource> = match a.seed {
+                Some(s) => Box::new(SeededRandom::from_seed(s ^ 0x9e5e)),
+                None => Box::new(OsRandom),
+            };
+            let (c, notes) = preset_config(name, rng.as_mut())?;
+            let said = if notes.is_empty() {
+                "every part of the shape sent".to_string()
+            } else {
+                notes.join("; ")
+            };
+            emit(&format!("{:<18} {name}: {said}\n", "preset"));
+            c
+        }
+        None => ClientConfig::default(),
+    };
     a.offer.apply(&mut c)?;
     // Offer 0-RTT only with something to send: otherwise a ticket that allows it would make the
     // ClientHello carry early_data, the server accept it, and the summary report "early data
@@ -168,6 +353,11 @@ fn build_config(
         None if a.ech_grease => EchMode::Grease,
         None => EchMode::Off,
     };
+    if !matches!(c.ech, EchMode::Off) {
+        // The client's own ECH replaces a preset's GREASE extension.
+        c.extra_extensions
+            .retain(|e| e.typ() != tls13lab::messages::enums::ExtensionType::EncryptedClientHello);
+    }
     Ok(c)
 }
 

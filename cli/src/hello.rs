@@ -33,7 +33,8 @@ pub struct HelloOpts {
     /// With --from: the N-th ClientHello of the file (1-based) [default: 1].
     #[arg(long, value_name = "N", requires = "from")]
     pub index: Option<usize>,
-    /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5; `list` shows them.
+    /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5, openssl-4.0,
+    /// chromium, firefox, curl, rustls, go; `list` shows them.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
     /// supported_groups, in order; any group, even one tls13lab cannot compute (brainpoolP256r1tls13...).
@@ -455,7 +456,8 @@ fn spec_from(o: &HelloOpts, label: String) -> Result<HelloSpec, Failure> {
             grease_fallback,
         },
         (None, true) => EchMode::Grease,
-        (None, false) => EchMode::Off,
+        // A preset's own ECH (a browser's GREASE) stays unless an option changes it.
+        (None, false) => spec.config.ech.clone(),
     };
     Ok(spec)
 }

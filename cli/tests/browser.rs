@@ -99,6 +99,32 @@ fn kill_group(pgid: i32) {
     }
 }
 
+/// Waits for `child`, the leader of its own process group, for at most [`BROWSER_DEADLINE`]
+/// (then kills the group: `None`), and kills whatever is left of the group after it exited.
+fn run_group(mut child: std::process::Child) -> Option<std::process::ExitStatus> {
+    let pgid = child.id() as i32;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > BROWSER_DEADLINE {
+            kill_group(pgid);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    // Helpers (zygote, renderer) leave with the browser; whatever is left goes now. (Chromium's
+    // crash handlers start sessions of their own and leave when the browser is gone;
+    // --disable-crashpad-for-testing would keep them away but makes --dump-dom hang.)
+    let _ = child.wait();
+    if signal_group(pgid, 0) {
+        std::thread::sleep(Duration::from_millis(200));
+        kill_group(pgid);
+    }
+    status
+}
+
 /// Runs headless Chromium on `page` (a file in `dir`): returns the DOM it serialised after the
 /// load event and the path of its net log.
 fn run_chromium(chromium: &Path, dir: &Path, page: &Path) -> (String, PathBuf) {
@@ -143,27 +169,7 @@ fn run_chromium_timed(
     .stdout(std::fs::File::create(&dom).unwrap())
     .stderr(std::fs::File::create(&err).unwrap())
     .process_group(0);
-    let mut child = cmd.spawn().expect("start chromium");
-    let pgid = child.id() as i32;
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if started.elapsed() > BROWSER_DEADLINE {
-            kill_group(pgid);
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    };
-    // Helpers (zygote, renderer) leave with the browser; whatever is left goes now. (The crash
-    // handlers start sessions of their own and leave when the browser is gone;
-    // --disable-crashpad-for-testing would keep them away but makes --dump-dom hang.)
-    let _ = child.wait();
-    if signal_group(pgid, 0) {
-        std::thread::sleep(Duration::from_millis(200));
-        kill_group(pgid);
-    }
+    let status = run_group(cmd.spawn().expect("start chromium"));
     let stderr = std::fs::read_to_string(&err).unwrap_or_default();
     match status {
         Some(s) if s.success() => {}
@@ -1093,4 +1099,343 @@ window.addEventListener('load', function () {
         started.elapsed().as_secs_f64()
     );
     assert_good("large", &o, &Known::Records(records));
+}
+
+// ------------------------------------------------------- browsers as TLS peers (issue 28)
+//
+// Headless Chromium and Firefox ESR open https://127.0.0.1:PORT/ on `tls13lab server` and get
+// its page: each completes a TLS 1.3 handshake with what it sends by default (X25519MLKEM768,
+// GREASE, GREASE ECH, compress_certificate, ALPS...), and the server writes each connection's
+// JSON ledger (kept in CARGO_TARGET_TMPDIR/browser-peers/). The server speaks ALPN http/1.1
+// only, so neither browser gets h2. Each browser trusts the test certificate the way it allows
+// for tests: Chromium by the SHA-256 of the leaf's SubjectPublicKeyInfo
+// (--ignore-certificate-errors-spki-list, which only applies with --user-data-dir), Firefox by
+// the test CA imported with `certutil` into a fresh profile's cert9.db (trust "C,,": a CA for
+// TLS servers).
+
+/// `program` on the PATH (`.ci/run` installs Debian's `package`); `None` with a NOTICE
+/// outside CI, a failure in CI.
+fn on_path(program: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must run the browser tests: {program} is not installed (.ci/run installs {package})"
+        );
+        eprintln!("NOTICE: {program} is not installed (apt-get install -y {package}): skipping");
+    }
+    found
+}
+
+/// A test CA and a server certificate it signed for localhost and 127.0.0.1 (ECDSA P-256,
+/// rcgen), written as `ca.pem`, `cert.pem` and `key.pem` into `dir`. Returns the base64 SHA-256
+/// of the leaf's SubjectPublicKeyInfo (what Chromium's --ignore-certificate-errors-spki-list
+/// takes).
+fn test_pki(dir: &Path) -> String {
+    use rcgen::PublicKeyData as _;
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name = rcgen::DistinguishedName::new();
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, "tls13lab browser test CA");
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = p.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(p, ca_key);
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let mut p =
+        rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    p.distinguished_name = rcgen::DistinguishedName::new();
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let leaf = p.signed_by(&leaf_key, &issuer).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), leaf_key.serialize_pem()).unwrap();
+    let spki = leaf_key.subject_public_key_info();
+    let digest = tls13lab::crypto::hash::HashAlg::Sha256.hash(&spki);
+    tls13lab::crypto::cert::base64_encode(digest.as_ref())
+}
+
+/// `tls13lab server` on 127.0.0.1:0 with the certificate of [`test_pki`], ALPN http/1.1 only,
+/// one JSON ledger per connection in `DIR/json`; killed by PID and reaped on drop.
+struct PeerServer {
+    child: std::process::Child,
+    port: u16,
+    json: PathBuf,
+}
+
+impl PeerServer {
+    fn start(dir: &Path) -> PeerServer {
+        let json = dir.join("json");
+        let out = dir.join("server.out");
+        let child = Command::new(BIN)
+            .args(["server", "--listen", "127.0.0.1:0", "--alpn", "http/1.1"])
+            .arg("--cert")
+            .arg(dir.join("cert.pem"))
+            .arg("--key")
+            .arg(dir.join("key.pem"))
+            .arg("--json-dir")
+            .arg(&json)
+            .env_remove("SSLKEYLOGFILE")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tls13lab server");
+        let mut s = PeerServer {
+            child,
+            port: 0,
+            json,
+        };
+        let until = Instant::now() + Duration::from_secs(20);
+        while s.port == 0 {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(addr) = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("listening on "))
+            {
+                s.port = addr.rsplit_once(':').unwrap().1.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < until, "the server printed no address");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.port)
+    }
+
+    /// Keep every connection's JSON ledger in CARGO_TARGET_TMPDIR/browser-peers/NAME/ (replaced
+    /// on each run), for a reader to open after the scratch directory is gone.
+    fn keep(&self, name: &str) {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("browser-peers")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(&self.json)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+
+    /// The JSON ledgers of the connections that completed a handshake and carried a request,
+    /// after waiting (up to 20 s) for at least one.
+    fn served(&self) -> Vec<serde_json::Value> {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&self.json)
+                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+                .unwrap_or_default();
+            files.sort();
+            let served: Vec<serde_json::Value> = files
+                .iter()
+                .filter_map(|f| serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok())
+                .filter(|v: &serde_json::Value| {
+                    !v["negotiated"].is_null()
+                        && v["events"]
+                            .as_array()
+                            .is_some_and(|e| e.iter().any(|x| x["event"] == "app_data"))
+                })
+                .collect();
+            if !served.is_empty() || Instant::now() > until {
+                return served;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for PeerServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill(); // this child's PID only
+        let _ = self.child.wait();
+    }
+}
+
+/// What a served connection's ledger must say: TLS 1.3, ALPN http/1.1 (never h2), no error,
+/// and the page sent back (application data records from the server after the handshake).
+fn assert_served(browser: &str, v: &serde_json::Value) {
+    let n = &v["negotiated"];
+    assert_eq!(n["version"], "TLSv1.3", "{browser}: {n}");
+    assert_eq!(n["alpn"], "http/1.1", "{browser}: {n}");
+    assert!(v["error"].is_null(), "{browser}: {}", v["error"]);
+    let hello = &v["messages"][0];
+    assert_eq!(hello["type"], "client_hello", "{browser}");
+    let page = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["direction"] == "server_to_client" && r["inner_type"] == "application_data");
+    assert!(page, "{browser}: no page went back: {}", v["records"]);
+}
+
+/// Headless Chromium gets the page of `tls13lab server`, over an X25519MLKEM768 handshake.
+#[test]
+fn chromium_gets_the_servers_page() {
+    let Some(chromium) = on_path("chromium", "chromium") else {
+        return;
+    };
+    let scratch = Scratch::new("peer-chromium");
+    let spki = test_pki(&scratch.0);
+    let server = PeerServer::start(&scratch.0);
+    let dom = scratch.0.join("dom.html");
+    let err = scratch.0.join("chromium.err");
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+    ])
+    .arg(format!("--ignore-certificate-errors-spki-list={spki}"))
+    .arg(format!(
+        "--user-data-dir={}",
+        scratch.0.join("profile").display()
+    ))
+    .arg("--dump-dom")
+    .arg(server.url())
+    .env("HOME", &scratch.0)
+    .stdin(Stdio::null())
+    .stdout(std::fs::File::create(&dom).unwrap())
+    .stderr(std::fs::File::create(&err).unwrap())
+    .process_group(0);
+    let status = run_group(cmd.spawn().expect("start chromium"));
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "chromium: {status:?} {stderr}"
+    );
+    let served = server.served();
+    server.keep("chromium");
+    drop(server);
+    let page = std::fs::read_to_string(&dom).unwrap();
+    // The page the server wrote about this very connection.
+    assert!(page.contains("tls13lab server: "), "{page}");
+    assert!(page.contains("X25519MLKEM768"), "{page}");
+    assert!(page.contains("GET / HTTP/1.1"), "{page}");
+    assert!(!served.is_empty(), "no served connection: {stderr}");
+    for v in &served {
+        assert_served("chromium", v);
+        assert_eq!(
+            v["negotiated"]["group"], "X25519MLKEM768",
+            "{}",
+            v["negotiated"]
+        );
+    }
+}
+
+/// Headless Firefox ESR gets the page of `tls13lab server`, trusting the test CA from its
+/// profile's certificate database.
+#[test]
+fn firefox_gets_the_servers_page() {
+    let Some(firefox) = on_path("firefox-esr", "firefox-esr") else {
+        return;
+    };
+    let Some(certutil) = on_path("certutil", "libnss3-tools") else {
+        return;
+    };
+    let scratch = Scratch::new("peer-firefox");
+    test_pki(&scratch.0);
+    let profile = scratch.0.join("profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let db = format!("sql:{}", profile.display());
+    for args in [
+        vec!["-N", "-d", &db, "--empty-password"],
+        vec![
+            "-A",
+            "-d",
+            &db,
+            "-n",
+            "tls13lab test CA",
+            "-t",
+            "C,,",
+            "-i",
+            scratch.0.join("ca.pem").to_str().unwrap(),
+        ],
+    ] {
+        let o = Command::new(&certutil).args(&args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "certutil {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Nothing but the page: no first-run pages, updates, telemetry or captive-portal probes.
+    std::fs::write(
+        profile.join("user.js"),
+        [
+            "browser.shell.checkDefaultBrowser",
+            "app.update.enabled",
+            "datareporting.policy.dataSubmissionEnabled",
+            "toolkit.telemetry.reportingpolicy.firstRun",
+            "network.captive-portal-service.enabled",
+            "network.connectivity-service.enabled",
+            "browser.safebrowsing.malware.enabled",
+            "browser.safebrowsing.phishing.enabled",
+            "extensions.update.enabled",
+        ]
+        .iter()
+        .map(|p| format!("user_pref(\"{p}\", false);\n"))
+        .collect::<String>(),
+    )
+    .unwrap();
+    let server = PeerServer::start(&scratch.0);
+    let shot = scratch.0.join("page.png");
+    let err = scratch.0.join("firefox.err");
+    let mut cmd = Command::new(firefox);
+    cmd.args(["--headless", "--no-remote", "--profile"])
+        .arg(&profile)
+        .arg("--screenshot")
+        .arg(&shot)
+        .arg(server.url())
+        .env("HOME", &scratch.0)
+        .env("MOZ_CRASHREPORTER_DISABLE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0);
+    let status = run_group(cmd.spawn().expect("start firefox"));
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "firefox: {status:?} {stderr}"
+    );
+    let served = server.served();
+    server.keep("firefox");
+    drop(server);
+    assert!(
+        std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
+        "no screenshot: {stderr}"
+    );
+    assert!(!served.is_empty(), "no served connection: {stderr}");
+    for v in &served {
+        assert_served("firefox", v);
+    }
+    // Firefox offers X25519MLKEM768 first, with a share: the server's first choice too.
+    assert!(
+        served
+            .iter()
+            .any(|v| v["negotiated"]["group"] == "X25519MLKEM768"),
+        "{served:?}"
+    );
 }

@@ -2066,3 +2066,97 @@ fn handshake_over_a_generated_chain_with_scts() {
         "{line}"
     );
 }
+
+// ------------------------------------------------------------------------ presets (issue 28)
+
+/// `client --preset chromium` and `--preset firefox` complete a handshake with our server in
+/// those browsers' shapes, recorded on this machine (lab/src/hello/presets.rs): GREASE, a GREASE
+/// ECH extension, the hybrid share first, the extensions tls13lab does not implement sent as
+/// opaque bytes. The `preset` line says what the client could not honour.
+#[test]
+fn client_presets_complete_handshakes_with_our_server() {
+    let t = TempDir::new("presets");
+    let server = ServerGuard::start(&["--cert-out", &t.s("cert.pem")]);
+    /// (preset, what its `preset` line says, hex its hello carries, its key share groups)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+    let cases: [Case; 2] = [
+        (
+            "chromium",
+            &[
+                "ALPS",
+                "trust_anchors",
+                "no GREASE key share",
+                "supported_versions is TLS 1.3 alone (the preset offers a GREASE version, TLS 1.3, TLS 1.2)",
+            ],
+            // ALPS for h2; compress_certificate brotli; renegotiation_info.
+            &["44cd00050003026832", "001b0003020002", "ff01000100"],
+            &["X25519MLKEM768", "x25519"],
+        ),
+        (
+            "firefox",
+            &[
+                "delegated_credential",
+                "supported_versions is TLS 1.3 alone (the preset offers TLS 1.3, TLS 1.2)",
+            ],
+            // delegated_credential, record_size_limit 2^14+1, three compression algorithms.
+            &["0022000a00080403050306030203", "001c00024001", "001b000706000100020003"],
+            &["X25519MLKEM768", "x25519", "secp256r1"],
+        ),
+    ];
+    for (preset, says, sends, groups) in cases {
+        let report = t.s(&format!("{preset}.json"));
+        let o = run(&[
+            "client",
+            &format!("localhost:{}", server.port),
+            "--cafile",
+            &t.s("cert.pem"),
+            "--preset",
+            preset,
+            "--json",
+            &report,
+        ]);
+        assert_ok(&o);
+        let out = stdout(&o);
+        assert_eq!(summary_value(&out, "version"), "TLSv1.3", "{preset}");
+        assert_eq!(summary_value(&out, "group"), "X25519MLKEM768", "{preset}");
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("preset "))
+            .unwrap_or_else(|| panic!("no preset line in {out}"));
+        for s in says {
+            assert!(line.contains(s), "{preset}: {line}");
+        }
+        let v = json(Path::new(&report));
+        let hello = v["messages"][0]["bytes"].as_str().unwrap();
+        assert_eq!(v["messages"][0]["type"], "client_hello");
+        for s in sends {
+            assert!(hello.contains(s), "{preset}: {s} not in {hello}");
+        }
+        // A GREASE encrypted_client_hello (RFC 9849 §6.2) of the browser's size, not the
+        // size of an inner hello with the hybrid share: the whole hello stays under 2,100 bytes.
+        assert!(hello.contains("fe0d"), "{preset}");
+        assert!(
+            hello.len() / 2 < 2100,
+            "{preset}: {} bytes",
+            hello.len() / 2
+        );
+        // The key shares sent: the preset's, but for the GREASE one (see the preset line).
+        use tls13lab::messages::{DecodeContext, Extension, HandshakeMessage, HandshakePayload};
+        let m = HandshakeMessage::decode(&hex::decode(hello).unwrap(), DecodeContext::default())
+            .unwrap();
+        let HandshakePayload::ClientHello(ch) = m.payload else {
+            panic!("{preset}: not a ClientHello")
+        };
+        let shares: Vec<String> = ch
+            .extensions
+            .iter()
+            .find_map(|e| match e {
+                Extension::KeyShareClient(k) => {
+                    Some(k.iter().map(|s| s.group.to_string()).collect())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        assert_eq!(shares, groups, "{preset}");
+    }
+}

@@ -279,7 +279,9 @@ fn hello_sizes_real_x448_secp521r1_and_ffdhe8192_shares() {
 #[test]
 fn hello_edits_do_what_they_say() {
     let specs = specs();
-    let r = report(&specs[3], &Framing::default(), Link::default()).unwrap();
+    // The specs after the presets: everything, synthetic shares, avoid 256..511.
+    let after = hello::PRESETS.len();
+    let r = report(&specs[after], &Framing::default(), Link::default()).unwrap();
     assert_eq!(r.label, "everything");
     assert_eq!(r.message_len, 2000, "padded to the target");
     let m = HandshakeMessage::decode(&r.bytes, DecodeContext::default()).unwrap();
@@ -334,16 +336,16 @@ fn hello_edits_do_what_they_say() {
     assert_eq!(psk.binders[0].len(), 48);
 
     // Synthetic (brainpool) shares have the sizes of their groups' uncompressed points.
-    let r = report(&specs[4], &Framing::default(), Link::default()).unwrap();
+    let r = report(&specs[after + 1], &Framing::default(), Link::default()).unwrap();
     let ks = r.items.iter().find(|i| i.code == Some(51)).unwrap();
     assert_eq!(ks.len, 4 + 2 + (4 + 65) + (4 + 97) + (4 + 129));
     // 256..511 is padded to 512.
-    let r = report(&specs[5], &Framing::default(), Link::default()).unwrap();
+    let r = report(&specs[after + 2], &Framing::default(), Link::default()).unwrap();
     assert_eq!(r.message_len, 512);
     // Same seed, same bytes; another seed, other random bytes but the same sizes.
-    let a = report(&specs[3], &Framing::default(), Link::default()).unwrap();
-    assert_eq!(a.hex, r_hex(&specs[3]));
-    let mut other = specs[3].clone();
+    let a = report(&specs[after], &Framing::default(), Link::default()).unwrap();
+    assert_eq!(a.hex, r_hex(&specs[after]));
+    let mut other = specs[after].clone();
     other.seed = 99;
     let b = report(&other, &Framing::default(), Link::default()).unwrap();
     assert_ne!(a.hex, b.hex);
@@ -623,6 +625,157 @@ fn presets_match_the_captured_openssl_client_hellos() {
         preset_shape("openssl-3.5", false).message_len,
         got.message_len + 8
     );
+}
+
+/// Every preset recorded from a real program reproduces its capture in
+/// tests/vectors/clienthello/ byte for byte, once both are normalized the same way: random,
+/// session id and key share bytes zeroed (their lengths kept), every GREASE value (RFC 8701)
+/// made 0x0a0a, the GREASE ECH extension (RFC 9849 §6.2) cut to its type, KDF and enc length
+/// (AEAD, config_id, enc and a payload of random length are random), and for Chromium and
+/// rustls, which permute their extensions, the extensions sorted. Every preset but tls13lab's own must have a
+/// capture here.
+#[test]
+fn every_recorded_preset_reproduces_its_capture() {
+    use tls13lab::messages::enums::{ExtensionType, ProtocolVersion, SignatureScheme};
+    use tls13lab::messages::extensions::KeyShareEntry;
+    /// (preset, capture, extensions permuted by the program)
+    const RECORDED: &[(&str, &str, bool)] = &[
+        ("openssl-3.0", "openssl-3.0.19.bin", false),
+        ("openssl-3.5", "openssl-3.5.5-no-dsa.bin", false),
+        ("openssl-4.0", "openssl-4.0.3-no-dsa.bin", false),
+        ("chromium", "chromium-156.0.8078.114.bin", true),
+        ("firefox", "firefox-esr-153.8.0.bin", false),
+        ("curl", "curl-7.88.1.bin", false),
+        ("rustls", "rustls-0.23.46.bin", true),
+        ("go", "go-1.19.8.bin", false),
+    ];
+    const G: u16 = 0x0a0a;
+    fn grease(v: u16) -> u16 {
+        if hello::is_grease(v) {
+            G
+        } else {
+            v
+        }
+    }
+    /// The normalized message and, when it has one, the GREASE ECH payload's length.
+    fn normalized(msg: &[u8], permuted: bool) -> (Vec<u8>, Option<usize>) {
+        let m = HandshakeMessage::decode(msg, DecodeContext::default()).expect("a ClientHello");
+        let HandshakePayload::ClientHello(mut ch) = m.payload else {
+            panic!("not a ClientHello")
+        };
+        ch.random = [0; 32];
+        ch.legacy_session_id.fill(0);
+        for s in &mut ch.cipher_suites {
+            *s = CipherSuite::from(grease(s.to_repr()));
+        }
+        let mut ech_payload = None;
+        for e in &mut ch.extensions {
+            match e {
+                Extension::SupportedGroups(l) => {
+                    l.iter_mut()
+                        .for_each(|g| *g = NamedGroup::from(grease(g.to_repr())));
+                }
+                Extension::KeyShareClient(l) => {
+                    for KeyShareEntry {
+                        group,
+                        key_exchange,
+                    } in l.iter_mut()
+                    {
+                        *group = NamedGroup::from(grease(group.to_repr()));
+                        key_exchange.fill(0);
+                    }
+                }
+                Extension::SignatureAlgorithms(l) => {
+                    l.iter_mut()
+                        .for_each(|x| *x = SignatureScheme::from(grease(x.to_repr())));
+                }
+                Extension::SupportedVersionsClient(l) => {
+                    l.iter_mut()
+                        .for_each(|x| *x = ProtocolVersion::from(grease(x.to_repr())));
+                }
+                Extension::Unknown { typ, body } if *typ == ExtensionType::EncryptedClientHello => {
+                    // outer(0), kdf(2), aead(2), config_id(1), enc<2>, payload<2> (§5).
+                    assert_eq!(body.first(), Some(&0), "an outer ECH extension");
+                    let enc = usize::from(u16::from_be_bytes([body[6], body[7]]));
+                    let at = 8 + enc;
+                    let payload = usize::from(u16::from_be_bytes([body[at], body[at + 1]]));
+                    assert_eq!(body.len(), at + 2 + payload, "ECH extension length");
+                    ech_payload = Some(payload);
+                    // The KDF stays; NSS picks the GREASE AEAD at random (AES-128-GCM or
+                    // ChaCha20-Poly1305 in two runs), so it goes with config_id.
+                    assert!((1..=3).contains(&u16::from_be_bytes([body[3], body[4]])));
+                    body.truncate(8);
+                    body[3..6].fill(0);
+                }
+                Extension::Unknown { typ, .. } => *typ = ExtensionType::from(grease(typ.to_repr())),
+                _ => {}
+            }
+        }
+        if permuted {
+            let enc = |e: &Extension| {
+                let mut w = tls13lab::messages::Writer::new();
+                e.encode(&mut w);
+                w.into_bytes()
+            };
+            ch.extensions.sort_by_key(enc);
+        }
+        let m = HandshakeMessage::new(HandshakePayload::ClientHello(ch));
+        (m.encoded, ech_payload)
+    }
+    fn extension_list(msg: &[u8]) -> Vec<String> {
+        let m = HandshakeMessage::decode(msg, DecodeContext::default()).unwrap();
+        let HandshakePayload::ClientHello(ch) = m.payload else {
+            unreachable!()
+        };
+        ch.extensions
+            .iter()
+            .map(|e| {
+                let mut w = tls13lab::messages::Writer::new();
+                e.encode(&mut w);
+                format!("{:#06x}/{}", e.typ().to_repr(), w.into_bytes().len())
+            })
+            .collect()
+    }
+
+    for (name, _) in hello::PRESETS.iter().filter(|(n, _)| *n != "tls13lab") {
+        assert!(
+            RECORDED.iter().any(|(p, _, _)| p == name),
+            "preset {name} has no capture in tests/vectors/clienthello/"
+        );
+    }
+    for &(name, file, permuted) in RECORDED {
+        let records = std::fs::read(format!("{VECTORS}/{file}")).unwrap();
+        let captured = message_of(&records);
+        let mut spec = hello::preset(name).unwrap();
+        if file.contains("no-dsa") {
+            spec.config
+                .signature_schemes
+                .retain(|s| !hello::DSA_SCHEMES.contains(&s.to_repr()));
+        }
+        let built = hello::build(&spec).unwrap().message.encoded;
+        let (want, want_ech) = normalized(&captured, permuted);
+        let (got, got_ech) = normalized(&built, permuted);
+        assert_eq!(
+            got_ech.is_some(),
+            want_ech.is_some(),
+            "{name}: GREASE ECH in the preset and in {file}"
+        );
+        // Both payloads seal at least an AEAD tag; the payload size the preset records for
+        // `client --preset` is the capture's.
+        assert!(got_ech.unwrap_or(16) >= 16 && want_ech.unwrap_or(16) >= 16);
+        if let Some((_, len)) = spec.grease_ech_size {
+            assert_eq!(Some(len), want_ech, "{name}: GREASE ECH payload of {file}");
+        }
+        if got != want {
+            panic!(
+                "{name} vs {file}:\n preset  {:?}\n capture {:?}\n preset  {}\n capture {}",
+                extension_list(&built),
+                extension_list(&captured),
+                hex::encode(&got),
+                hex::encode(&want)
+            );
+        }
+    }
 }
 
 /// OpenSSL 3.5: `TLS13LAB_OPENSSL`, else what scripts/build-openssl.sh prints (a cache hit after

@@ -131,6 +131,12 @@ pub struct HelloSpec {
     pub seed: u64,
     /// Where this shape comes from (for presets: the public facts it reproduces).
     pub source: Option<String>,
+    /// With `config.ech` GREASE: the HPKE AEAD id and payload length the program itself puts in
+    /// its GREASE encrypted_client_hello, which RFC 9849 §6.2 leaves to the client (Chromium
+    /// sent 144 to 208 bytes in our runs, Firefox 239, where §6.2's sizing gives about 1,500
+    /// with a hybrid share). `tls13lab client --preset` sends this size; the lab sizes its own
+    /// per §6.2.
+    pub grease_ech_size: Option<(u16, usize)>,
 }
 
 impl HelloSpec {
@@ -149,6 +155,7 @@ impl HelloSpec {
             padding: HelloPadding::None,
             seed: 1,
             source: None,
+            grease_ech_size: None,
         }
     }
 }
