@@ -330,14 +330,17 @@ impl Default for ClientConfig {
                 CipherSuite::TLS_AES_256_GCM_SHA384,
                 CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
             ],
+            // The 2026 shape (docs/architecture.md, "The default ClientHello"): the hybrid first
+            // with a share, and an X25519 share beside it for servers without ML-KEM, both from
+            // one X25519 scalar.
             groups: vec![
+                NamedGroup::X25519MLKEM768,
                 NamedGroup::X25519,
                 NamedGroup::secp256r1,
-                NamedGroup::X25519MLKEM768,
                 NamedGroup::secp384r1,
             ],
-            key_shares: vec![NamedGroup::X25519],
-            reuse_x25519: false,
+            key_shares: vec![NamedGroup::X25519MLKEM768, NamedGroup::X25519],
+            reuse_x25519: true,
             // Every scheme crypto::sign verifies in CertificateVerify (§4.2.3).
             signature_schemes: crate::crypto::sign::supported_verify_schemes().to_vec(),
             server_name: None,

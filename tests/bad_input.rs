@@ -1334,7 +1334,11 @@ fn obsolete_groups_in_a_tls13_only_client_hello_are_illegal_parameter() {
         );
         set_ext(
             &mut ch.extensions,
-            Extension::SupportedGroups(vec![NamedGroup::from(v), NamedGroup::X25519]),
+            Extension::SupportedGroups(vec![
+                NamedGroup::from(v),
+                NamedGroup::X25519MLKEM768,
+                NamedGroup::X25519,
+            ]),
         );
         let mut s = fresh_server();
         s.feed(&ch_wire(&ch)).unwrap();
@@ -1347,7 +1351,11 @@ fn obsolete_groups_in_a_tls13_only_client_hello_are_illegal_parameter() {
         let mut ch = client_hello();
         set_ext(
             &mut ch.extensions,
-            Extension::SupportedGroups(vec![NamedGroup::from(v), NamedGroup::X25519]),
+            Extension::SupportedGroups(vec![
+                NamedGroup::from(v),
+                NamedGroup::X25519MLKEM768,
+                NamedGroup::X25519,
+            ]),
         );
         let mut s = fresh_server();
         s.feed(&ch_wire(&ch)).unwrap();
@@ -1489,7 +1497,7 @@ fn unknown_values_are_ignored() {
     assert!(matches!(
         sh.find(ExtensionType::KeyShare),
         Some(Extension::KeyShareServer(KeyShareEntry {
-            group: NamedGroup::X25519,
+            group: NamedGroup::X25519MLKEM768,
             ..
         }))
     ));

@@ -54,8 +54,8 @@ fn psk_dhe_ke_resumption_stateless_and_stateful() {
         assert!(n.resumed, "{mode:?}");
         assert_eq!(
             n.group,
-            Some(NamedGroup::X25519),
-            "psk_dhe_ke still does (EC)DHE"
+            Some(NamedGroup::X25519MLKEM768),
+            "psk_dhe_ke still does (EC)DHE, with the client's first share"
         );
         assert_eq!(n.signature_scheme, None, "no certificate when resuming");
         assert_eq!(p.server.negotiated().unwrap().psk_identity, Some(0));

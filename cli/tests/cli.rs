@@ -289,7 +289,7 @@ fn full_handshake_over_tcp_with_verified_certificate_key_log_and_json() {
         summary_value(&out, "cipher suite"),
         "TLS_AES_128_GCM_SHA256"
     );
-    assert_eq!(summary_value(&out, "group"), "x25519");
+    assert_eq!(summary_value(&out, "group"), "X25519MLKEM768");
     assert_eq!(
         summary_value(&out, "signature scheme"),
         "ecdsa_secp256r1_sha256"
@@ -346,7 +346,7 @@ fn full_handshake_over_tcp_with_verified_certificate_key_log_and_json() {
     assert_eq!(j["side"], "client");
     assert_eq!(j["negotiated"]["version"], "TLSv1.3");
     assert_eq!(j["negotiated"]["suite"], "TLS_AES_128_GCM_SHA256");
-    assert_eq!(j["negotiated"]["group"], "x25519");
+    assert_eq!(j["negotiated"]["group"], "X25519MLKEM768");
     assert_eq!(
         j["negotiated"]["signature_scheme"],
         "ecdsa_secp256r1_sha256"
@@ -794,7 +794,7 @@ fn external_psk_psk_dhe_ke_and_psk_ke() {
     let addr = server.addr();
     let psk = ["--psk", PSK, "--psk-identity", "client1"];
     for (n, modes, mode, group) in [
-        (1, "dhe", "psk_dhe_ke", "x25519"),
+        (1, "dhe", "psk_dhe_ke", "X25519MLKEM768"),
         (2, "ke", "psk_ke", "none (psk_ke)"),
         (3, "dhe,ke", "psk_ke", "none (psk_ke)"),
     ] {
@@ -1570,11 +1570,12 @@ fn demo_ends_with_a_post_quantum_connection() {
     assert_eq!(summary_value(pq, "group"), "X25519MLKEM768");
     assert_eq!(summary_value(pq, "signature scheme"), "mldsa44");
     let table = pq
-        .split_once("== bytes per flight: full (x25519, ecdsa_secp256r1_sha256) vs full PQ (X25519MLKEM768, mldsa44)\n")
+        .split_once("== bytes per flight: full (X25519MLKEM768, ecdsa_secp256r1_sha256) vs full PQ (X25519MLKEM768, mldsa44)\n")
         .unwrap_or_else(|| panic!("no flight table:\n{pq}"))
         .1;
     // Flight 2 is the server's: ML-DSA-44's 2,420-byte signature (4 + 2 + 2 + 2420) and its
-    // 1,312-byte key in the certificate make it many times the ECDSA flight.
+    // 1,312-byte key in the certificate add at least their sizes to the ECDSA flight (both
+    // carry the same hybrid ServerHello).
     let row = table
         .lines()
         .find(|l| l.starts_with("2 "))
@@ -1582,7 +1583,7 @@ fn demo_ends_with_a_post_quantum_connection() {
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[1], "S→C", "{row}");
     let (ecdsa, mldsa): (usize, usize) = (cols[2].parse().unwrap(), cols[3].parse().unwrap());
-    assert!(mldsa > 5 * ecdsa, "{row}");
+    assert!(mldsa > ecdsa + 2420 + 1312, "{row}");
     assert!(row.contains("certificate_verify(2428)"), "{row}");
     let once = stdout(&run(&["demo", "--once"]));
     assert!(!once.contains("full PQ"), "{once}");
@@ -1627,21 +1628,32 @@ fn demo_with_ech() {
     assert!(!run(&["demo", "--ech", "--ech-grease"]).status.success());
 }
 
-/// The server's line says why it did not use an ECH offer: without ECH keys it ignores any
-/// (GREASE looks like a config it never held); with keys, none of them opened it and it sent
+/// The server's line and JSON say why it did not use an ECH offer: without ECH keys, GREASE
+/// and a config it never held look the same; with keys, none of them opened it and it sent
 /// retry_configs (RFC 9849 §6.2, §7.1).
 #[test]
 fn server_says_why_ech_was_not_used() {
-    let server = ServerGuard::start(&[]);
+    let t = TempDir::new("echwhy");
+    let server = ServerGuard::start(&["--json-dir", &t.s("jd")]);
     let o = run(&["client", &server.addr(), "--insecure", "--ech-grease"]);
     assert_ok(&o);
     let line = server.line_with("conn #1");
+    let why =
+        "ECH rejected: this server has no ECH keys (GREASE or a config it never held; config_id ";
+    assert!(line.contains(why), "{line}");
+    let json = std::fs::read_dir(t.path("jd"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .next()
+        .expect("the server's JSON");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let said = v["ech"].as_str().unwrap_or_default();
     assert!(
-        line.contains("ECH ignored (config_id ")
-            && line.contains("this server holds no ECH keys, so GREASE or a config it never held"),
-        "{line}"
+        said.starts_with(
+            "rejected: this server has no ECH keys (GREASE or a config it never held; config_id "
+        ),
+        "{said}"
     );
-    let t = TempDir::new("echwhy");
     let key = t.s("ech.pem");
     assert_ok(&run(&[
         "ech",
@@ -1656,8 +1668,8 @@ fn server_says_why_ech_was_not_used() {
     assert_ok(&o);
     let line = server.line_with("conn #1");
     assert!(
-        line.contains("ECH rejected (config_id ")
-            && line.contains("no key of this server opened it, retry_configs sent"),
+        line.contains("ECH rejected: no key for config_id ")
+            && line.contains(" opened it, retry_configs sent (outer SNI "),
         "{line}"
     );
 }

@@ -3449,7 +3449,7 @@ fn s_client_psk_to_cli_server(peer: &Peer) -> CellResult {
 /// `tls13lab client --psk HEX --psk-identity ID` (no --cafile, no --insecure) → `openssl s_server
 /// -psk HEX -psk_identity ID -nocert -allow_no_dhe_kex -groups X25519MLKEM768:x25519` (issue 14):
 /// psk_dhe_ke, psk_ke (`--psk-modes ke`), and a wrong key (decrypt_error). With psk_dhe_ke over
-/// x25519, not its first group, s_server lists its groups in EncryptedExtensions (RFC 8446
+/// x25519 (`--groups x25519`: our default would share X25519MLKEM768), not its first group, s_server lists its groups in EncryptedExtensions (RFC 8446
 /// §4.2.7), and our client reports exactly that list.
 fn cli_client_psk_to_s_server(peer: &Peer) -> CellResult {
     let f = fixture("3.5-cli-psk-client");
@@ -3487,7 +3487,16 @@ fn cli_client_psk_to_s_server(peer: &Peer) -> CellResult {
         let request = format!(r"GET /{mode} HTTP/1.0\r\n\r\n");
         let mut c = client(
             CLI_PSK,
-            &["--psk-modes", modes, "--json", &json, "--request", &request],
+            &[
+                "--psk-modes",
+                modes,
+                "--groups",
+                "x25519",
+                "--json",
+                &json,
+                "--request",
+                &request,
+            ],
         );
         s.wait_for_from(&format!("GET /{mode} HTTP/1.0"), &mut c);
         s.send_line(&format!("HTTP/1.0 200 OK from-openssl-{mode}"));

@@ -106,7 +106,7 @@ fn ledger_file_written_by_demo_with_show_secrets() {
     assert!(out.status.success());
     let (ok, out, err) = keys(&["--ledger", path.to_str().unwrap()]);
     assert!(ok, "{err}");
-    assert!(out.contains("x25519 shared secret"));
+    assert!(out.contains("X25519MLKEM768 shared secret = ML-KEM-768 ‖ X25519"));
     // The report's messages let the tree name what each Finished HMAC covers.
     assert!(out.contains(
         "verify_data = HMAC(finished_key, Transcript-Hash(ClientHello..server Finished))"

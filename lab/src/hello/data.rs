@@ -1031,9 +1031,9 @@ mod tests {
             early_data: true,
             suite: CipherSuite::TLS_AES_128_GCM_SHA256,
         });
-        spec.padding = HelloPadding::ToSize(700);
+        spec.padding = HelloPadding::ToSize(2000);
         let r = report(&spec, &Framing::default(), Link::default()).unwrap();
-        assert_eq!(r.message_len, 700);
+        assert_eq!(r.message_len, 2000);
         let mut at = 0;
         for it in &r.items {
             assert_eq!(it.offset, at, "{}", it.name);
