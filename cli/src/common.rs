@@ -13,7 +13,7 @@ use tls13lab::crypto::aead::suite_params;
 use tls13lab::crypto::cert::certs_from_pem;
 use tls13lab::crypto::hash::HashAlg;
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::events::{Direction, EarlyDataStatus, Epoch, Event, SecretEvent, Side};
+use tls13lab::events::{Direction, EarlyDataStatus, EchStatus, Epoch, Event, SecretEvent, Side};
 use tls13lab::ledger::Ledger;
 use tls13lab::messages::{
     CertificateCompressionAlgorithm, CipherSuite, ContentType, DecodeContext, HandshakeMessage,
@@ -1143,6 +1143,9 @@ impl Report<'_> {
             v["ech"] = ech.map_or("not offered", |e| e.outcome.as_str()).into();
             v["ech_inner_sni"] = ech.and_then(|e| e.inner_sni.clone()).into();
             v["ech_outer_sni"] = ech.and_then(|e| e.outer_sni.clone()).into();
+        } else if let Some(text) = server_ech_text(self.events) {
+            // The server's words for it, as on its line.
+            v["ech"] = text.into();
         }
         if self.show_secrets {
             v["derivations"] = derivations.into();
@@ -1155,6 +1158,37 @@ impl Report<'_> {
         let text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
         write_file(path, format!("{text}\n").as_bytes())
     }
+}
+
+/// What a server made of an ECH offer, for its summary line, its page and its JSON; `None` when
+/// none was offered. RFC 9849 §7.1: a server with keys that opened none rejects and sends its
+/// configs; a server without keys rejects too (it answers ClientHelloOuter), and GREASE (§6.2) or
+/// a config from elsewhere look the same to it, so it says which of the two it was.
+pub fn server_ech_text(events: &[Event]) -> Option<String> {
+    let e = events.iter().find_map(|e| match e {
+        Event::Ech(e) => Some(e),
+        _ => None,
+    })?;
+    let outer = e.outer_sni.as_deref().unwrap_or("none");
+    let id = e
+        .config_id
+        .map_or("an unknown config_id".to_string(), |id| {
+            format!("config_id {id}")
+        });
+    Some(match e.status {
+        EchStatus::NotOffered => return None,
+        EchStatus::Accepted => format!(
+            "accepted ({id}, inner SNI {}, outer SNI {outer})",
+            e.inner_sni.as_deref().unwrap_or("none")
+        ),
+        EchStatus::Rejected if e.retry_configs_sent => {
+            format!("rejected: no key for {id} opened it, retry_configs sent (outer SNI {outer})")
+        }
+        EchStatus::Rejected => format!(
+            "rejected: this server has no ECH keys (GREASE or a config it never held; {id}, \
+             outer SNI {outer})"
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -33,8 +33,9 @@ pub struct HelloOpts {
     /// With --from: the N-th ClientHello of the file (1-based) [default: 1].
     #[arg(long, value_name = "N", requires = "from")]
     pub index: Option<usize>,
-    /// Start from a preset: tls13lab (our client), openssl-3.0, openssl-3.5, openssl-4.0,
-    /// chromium, firefox, curl, rustls, go; `list` shows them.
+    /// Start from a preset: tls13lab (our client), tls13lab-2023 (its pre-2026 default),
+    /// openssl-3.0, openssl-3.5, openssl-4.0, chromium, firefox, curl, rustls, go; `list` shows
+    /// them.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
     /// supported_groups, in order; any group, even one tls13lab cannot compute (brainpoolP256r1tls13...).

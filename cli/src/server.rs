@@ -12,7 +12,7 @@ use tls13lab::config::CertifiedKey;
 use tls13lab::config::EeSupportedGroups;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::crypto::sign::SigningKey;
-use tls13lab::events::{Direction, EarlyDataStatus, EchStatus, Event, Side};
+use tls13lab::events::{Direction, EarlyDataStatus, Event, Side};
 use tls13lab::messages::{
     CertificateCompressionAlgorithm, CipherSuite, HandshakeType, NamedGroup, PskKeyExchangeMode,
     SignatureScheme,
@@ -22,8 +22,8 @@ use tls13lab::{ClientAuth, Server, ServerConfig};
 
 use super::common::{
     alpn, cert_compression, ee_groups, groups, ledger, load_certified_key, load_certs, observe_for,
-    padding, psk_modes, same_hash, sigalgs, suites, write_file, Failure, KeyLog, List, Policy,
-    PskArgs, PskUse, Report,
+    padding, psk_modes, same_hash, server_ech_text, sigalgs, suites, write_file, Failure, KeyLog,
+    List, Policy, PskArgs, PskUse, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -339,35 +339,6 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
     Ok(s)
 }
 
-/// What became of ECH, for the summary line and the page; `None` when it was not offered.
-fn ech_text(events: &[Event]) -> Option<String> {
-    let e = events.iter().find_map(|e| match e {
-        Event::Ech(e) => Some(e),
-        _ => None,
-    })?;
-    let id = e
-        .config_id
-        .map_or(String::new(), |id| format!("config_id {id}, "));
-    let outer = e.outer_sni.as_deref().unwrap_or("none");
-    Some(match e.status {
-        EchStatus::NotOffered => return None,
-        EchStatus::Accepted => format!(
-            "accepted ({id}inner SNI {}, outer SNI {outer})",
-            e.inner_sni.as_deref().unwrap_or("none")
-        ),
-        // RFC 9849 §7.1: a server with keys that opened none rejects and sends its configs; a
-        // server without keys is one that does not implement ECH, and can only ignore the
-        // extension (a GREASE one, §6.2, or a config from elsewhere look the same to it).
-        EchStatus::Rejected if e.retry_configs_sent => format!(
-            "rejected ({id}outer SNI {outer}: no key of this server opened it, retry_configs sent)"
-        ),
-        EchStatus::Rejected => format!(
-            "ignored ({id}outer SNI {outer}: this server holds no ECH keys, so GREASE or a config \
-             it never held)"
-        ),
-    })
-}
-
 /// A fresh ECDSA P-256 certificate for localhost, 127.0.0.1 and ::1, valid from a day ago for a year.
 fn self_signed(seed: Option<u64>) -> Result<CertifiedKey, Failure> {
     let mut rng: Box<dyn RandomSource> = match seed {
@@ -417,7 +388,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         ),
         None => "no handshake".into(),
     };
-    let what = match ech_text(&events) {
+    let what = match server_ech_text(&events) {
         Some(ech) => format!("{what}, ECH {ech}"),
         None => what,
     };
@@ -826,7 +797,7 @@ pub fn page(
         line("psk", p.describe());
     }
     line("hello retry", if hrr { "yes" } else { "no" }.into());
-    if let Some(ech) = ech_text(events) {
+    if let Some(ech) = server_ech_text(events) {
         line("ech", ech);
     }
     let early_text = match early_status {

@@ -160,6 +160,9 @@ fn specs() -> Vec<HelloSpec> {
     s.config.key_shares = s.config.groups.clone();
     v.push(s);
     let mut s = HelloSpec::new("avoid 256..511");
+    // The pre-2026 default's single X25519 share: a hello that lands in 256..511 unpadded.
+    s.config.groups = vec![NamedGroup::X25519];
+    s.config.key_shares = vec![NamedGroup::X25519];
     s.config.alpn = vec![b"h2".to_vec()];
     s.config.compat_mode = true;
     s.psk = Some(PskOffer {
@@ -737,7 +740,11 @@ fn every_recorded_preset_reproduces_its_capture() {
             .collect()
     }
 
-    for (name, _) in hello::PRESETS.iter().filter(|(n, _)| *n != "tls13lab") {
+    // tls13lab's own shapes are not recorded: they are the library's configurations.
+    for (name, _) in hello::PRESETS
+        .iter()
+        .filter(|(n, _)| !n.starts_with("tls13lab"))
+    {
         assert!(
             RECORDED.iter().any(|(p, _, _)| p == name),
             "preset {name} has no capture in tests/vectors/clienthello/"
@@ -2241,7 +2248,7 @@ fn dissect_cli_modes() {
     tls13lab(&["demo", "--once", "--pcap", f.to_str().unwrap()]);
     let out = tls13lab(&["dissect", f.to_str().unwrap()]);
     for want in [
-        "pcapng, 12 packets, 1 TCP connection",
+        "pcapng, 13 packets, 1 TCP connection",
         "client Finished: verified",
         "\"GET / HTTP/1.0\\r\\n\\r\\n\"",
         "missing secrets: none",
@@ -4814,4 +4821,58 @@ fn the_server_line_and_json_carry_the_fingerprints() {
         "{line}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// docs/clienthellos.md is what `lab::hello::captures_page` prints for every capture in
+/// tests/vectors/clienthello/ (issue 28 item 7); `TLS13LAB_WRITE_DOCS=1` rewrites it.
+#[test]
+fn clienthellos_page_matches_the_captures() {
+    let mut captures: Vec<(String, Vec<u8>)> = std::fs::read_dir(VECTORS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("bin" | "pcapng" | "pcap")
+            )
+        })
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    captures.sort();
+    assert!(captures.len() >= 8, "{} captures", captures.len());
+    // Our own default beside them: the hello `tls13lab client` sends (a bare message).
+    let ours = hello::build(&hello::preset("tls13lab").unwrap()).unwrap();
+    captures.push((
+        "tls13lab (default, built)".into(),
+        ours.message.encoded.clone(),
+    ));
+    let page = hello::captures_page(&captures).unwrap();
+    // Every capture has its row, and the page shows what the captures hold: Chromium draws two
+    // X25519 scalars, Firefox one.
+    for (name, _) in &captures {
+        assert!(page.contains(&format!("| `{name}` |")), "{name}");
+    }
+    let row = |p: &str| {
+        page.lines()
+            .find(|l| l.starts_with(&format!("| `{p}")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row("chromium").contains("| no |"), "{}", row("chromium"));
+    assert!(row("firefox").contains("| yes |"), "{}", row("firefox"));
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/clienthellos.md"
+    ));
+    if std::env::var_os("TLS13LAB_WRITE_DOCS").is_some() {
+        std::fs::write(path, &page).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap_or_default(),
+        page,
+        "docs/clienthellos.md is stale: TLS13LAB_WRITE_DOCS=1 cargo test --release --workspace --test instruments clienthellos"
+    );
 }

@@ -425,13 +425,8 @@ mod tests {
         msg[37] ^= 1;
         let no = server_hello_accepts(&transcript, &inner_random, &msg, hash, confirmation);
         assert_eq!(no, Ok(false));
-        let short = server_hello_accepts(
-            &transcript,
-            &inner_random,
-            &msg[..37],
-            hash,
-            confirmation,
-        );
+        let short =
+            server_hello_accepts(&transcript, &inner_random, &msg[..37], hash, confirmation);
         assert!(short.is_err());
 
         let exts = vec![

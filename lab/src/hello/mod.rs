@@ -13,18 +13,21 @@
 //! `model.rs` holds the types (the spec, the built hello, the report), `data.rs` builds a
 //! ClientHello from a spec and measures it, `presets.rs` holds the built-in shapes (tls13lab's,
 //! OpenSSL's), `capture.rs` reads other clients' hellos from captures, raw files or hex
-//! (`hello --from`) and `text.rs` prints reports; every item is re-exported here.
+//! (`hello --from`), `clienthellos.rs` writes docs/clienthellos.md from the captures and
+//! `text.rs` prints reports; every item is re-exported here.
 //!
 //! [`Client`]: tls13lab::Client
 //! [`Link`]: crate::tcp::Link
 
 mod capture;
+mod clienthellos;
 mod data;
 mod model;
 mod presets;
 mod text;
 
 pub use self::capture::{client_hello, client_hellos, report_from, CapturedHello};
+pub use self::clienthellos::captures_page;
 pub use self::data::{build, describe, extension_name, report, share_len, LAB_NOW_MS};
 pub use self::model::{
     is_grease, BuiltHello, CaptureView, EchInner, EchKind, EchView, Framing, Grease, HelloReport,

@@ -17,6 +17,10 @@ use tls13lab::messages::extensions::Extension;
 pub const PRESETS: &[(&str, &str)] = &[
     ("tls13lab", "tls13lab's own client defaults"),
     (
+        "tls13lab-2023",
+        "tls13lab's defaults before the 2026 shape: x25519 first with one X25519 share, X25519MLKEM768 third without one",
+    ),
+    (
         "openssl-3.0",
         "OpenSSL 3.0 s_client defaults (Debian 12's openssl 3.0.19)",
     ),
@@ -154,6 +158,17 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
     match name {
         "tls13lab" => {
             spec.source = Some("ClientConfig::default() with server_name example.com".into());
+        }
+        "tls13lab-2023" => {
+            use NamedGroup as G;
+            spec.source = Some(
+                "ClientConfig::default() before the 2026 default, with server_name example.com"
+                    .into(),
+            );
+            let c = &mut spec.config;
+            c.groups = vec![G::X25519, G::secp256r1, G::X25519MLKEM768, G::secp384r1];
+            c.key_shares = vec![G::X25519];
+            c.reuse_x25519 = false;
         }
         "openssl-3.0" | "openssl-3.5" => {
             let v35 = name == "openssl-3.5";
