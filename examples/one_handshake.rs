@@ -133,7 +133,7 @@ fn main() {
             });
         }
         "floor-ech" => {
-            let ops = EchFloorOps::of(&Ours::new(&id, group, suite, Case::Full).with_ech());
+            let ops = EchFloorOps::of(&Ours::new(&id, group, suite, case).with_ech());
             let (aws, ours) = (AwsLcPrimitives::new(&id), OurPrimitives::new(&id));
             let mut buf = Vec::with_capacity(4096);
             run_ech_floor(&aws, &ours, &ops, true, &mut buf); // warm-up

@@ -1281,11 +1281,17 @@ pub struct EchFloorOps {
 }
 
 impl EchFloorOps {
-    /// The sizes of `ours`' handshake, which must offer ECH (`Ours::with_ech`).
+    /// The sizes of `ours`' handshake, of its case (a resumption offers a ticket, and a psk_ke
+    /// ServerHello has no key share), which must offer ECH (`Ours::with_ech`).
     pub fn of(ours: &Ours) -> EchFloorOps {
         let mut o = ours.observed();
         let server = o.server.clone();
-        let (mut c, _s) = o.handshake_observed(&server, TicketStore::default());
+        let tickets = if o.case.resumes() {
+            o.mint_tickets()
+        } else {
+            TicketStore::default()
+        };
+        let (mut c, _s) = o.handshake_observed(&server, tickets);
         let events: Vec<Event> = c.events().collect();
         let inner_len = events
             .iter()

@@ -42,7 +42,8 @@ pub struct ServerArgs {
     /// Write the server's certificate chain as PEM (e.g. the generated one, for a client's --cafile).
     #[arg(long, value_name = "FILE")]
     pub cert_out: Option<PathBuf>,
-    /// Groups in server preference order.
+    /// Groups in server preference order [default: every group tls13lab implements: the
+    /// library's order (post-quantum first), then secp521r1, x448 and the ffdhe groups].
     #[arg(long, value_name = "LIST", value_parser = groups)]
     pub groups: Option<List<NamedGroup>>,
     /// Cipher suites in server preference order.
@@ -280,6 +281,14 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
     s.more_certs = creds.collect();
     if let Some(g) = &a.groups {
         s.groups = g.0.clone();
+    } else {
+        // A server that is probed and interop-tested answers every group it implements, as
+        // `openssl s_server` does (issue 29); the library's default keeps its shorter list.
+        for g in tls13lab::crypto::kx::supported_groups() {
+            if !s.groups.contains(g) {
+                s.groups.push(*g);
+            }
+        }
     }
     if let Some(x) = &a.suites {
         s.cipher_suites = x.0.clone();
