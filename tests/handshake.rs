@@ -2755,3 +2755,80 @@ fn ech_rejecting_hello_retry_carries_random_bytes() {
     assert_eq!(hrr.random, HRR_RANDOM);
     assert!(hrr.find(ExtensionType::EncryptedClientHello).is_none());
 }
+
+/// A self-signed certificate with basicConstraints cA:TRUE, as `openssl req -x509` writes one,
+/// for `localhost`, valid `from..to` (unix seconds): its DER.
+fn self_signed_ca_leaf(from: i64, to: i64) -> Vec<u8> {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(1970, 1, 1) + time_secs(from);
+    params.not_after = rcgen::date_time_ymd(1970, 1, 1) + time_secs(to);
+    params.self_signed(&key).unwrap().der().to_vec()
+}
+
+fn time_secs(s: i64) -> std::time::Duration {
+    std::time::Duration::from_secs(s as u64)
+}
+
+/// Issue 29: a certificate the client trusts explicitly, served as the leaf, is trusted directly
+/// even with cA:TRUE (OpenSSL and Go accept it; webpki alone says "CA used as end entity"). The
+/// validity period and the name are still checked, and a cA:TRUE leaf that is not itself a
+/// trusted root is still refused.
+#[test]
+fn a_trusted_self_signed_ca_certificate_is_trusted_as_the_leaf() {
+    use tls13lab::crypto::cert::{verify_chain, CertError, Usage};
+    let now = 1_800_000_000u64;
+    let ok = self_signed_ca_leaf(now as i64 - 86_400, now as i64 + 86_400);
+    let chain = vec![ok.clone()];
+    verify_chain(&chain, &chain, Some("localhost"), now, Usage::Server, None).unwrap();
+    // The name is still checked.
+    let err = verify_chain(
+        &chain,
+        &chain,
+        Some("other.example"),
+        now,
+        Usage::Server,
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, CertError::NameMismatch { .. }), "{err:?}");
+    // Not a root: refused as a CA used as the leaf.
+    let other = util::unrelated_root();
+    let err = verify_chain(
+        &chain,
+        std::slice::from_ref(&other),
+        Some("localhost"),
+        now,
+        Usage::Server,
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("CA certificate used as the leaf"),
+        "{err}"
+    );
+    // Expired and not yet valid: refused for that, though trusted (webpki checks the period
+    // before basic constraints; this pins that order).
+    let expired = vec![self_signed_ca_leaf(
+        now as i64 - 2 * 86_400,
+        now as i64 - 86_400,
+    )];
+    let err = verify_chain(
+        &expired,
+        &expired,
+        Some("localhost"),
+        now,
+        Usage::Server,
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, CertError::Expired { .. }), "{err:?}");
+    let early = vec![self_signed_ca_leaf(
+        now as i64 + 86_400,
+        now as i64 + 2 * 86_400,
+    )];
+    let err =
+        verify_chain(&early, &early, Some("localhost"), now, Usage::Server, None).unwrap_err();
+    assert!(matches!(err, CertError::NotYetValid { .. }), "{err:?}");
+}

@@ -45,9 +45,11 @@ pub struct HelloOpts {
     /// bytes of the right size; a repeated group repeats its entry (forbidden by RFC 8446 §4.2.8).
     #[arg(long, value_name = "LIST", value_parser = groups)]
     pub key_shares: Option<List<NamedGroup>>,
-    /// One X25519 scalar for every X25519 component (X25519MLKEM768 + X25519).
-    #[arg(long)]
-    pub reuse_x25519: bool,
+    /// One X25519 scalar for every X25519 component (X25519MLKEM768 + X25519): on (tls13lab's
+    /// default, Firefox's, rustls') or off (one scalar per share, as Chromium and OpenSSL do)
+    /// [default: the preset's].
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    pub reuse_x25519: Option<bool>,
     /// cipher_suites, in order (TLS 1.2 code points as numbers: 0xc02c...).
     #[arg(long, value_name = "LIST", value_parser = suites)]
     pub suites: Option<List<CipherSuite>>,
@@ -314,7 +316,7 @@ fn overlay(base: &HelloOpts, top: HelloOpts) -> HelloOpts {
         preset: top.preset.or(b.preset),
         groups: top.groups.or(b.groups),
         key_shares: top.key_shares.or(b.key_shares),
-        reuse_x25519: top.reuse_x25519 || b.reuse_x25519,
+        reuse_x25519: b.reuse_x25519.or(top.reuse_x25519),
         suites: top.suites.or(b.suites),
         sigalgs: top.sigalgs.or(b.sigalgs),
         versions: top.versions.or(b.versions),
@@ -378,7 +380,9 @@ fn spec_from(o: &HelloOpts, label: String) -> Result<HelloSpec, Failure> {
             "--key-shares {x} is not in --groups"
         )));
     }
-    c.reuse_x25519 |= o.reuse_x25519;
+    if let Some(r) = o.reuse_x25519 {
+        c.reuse_x25519 = r;
+    }
     if let Some(s) = &o.suites {
         c.cipher_suites = s.0.clone();
     }
@@ -469,7 +473,7 @@ fn shaping(o: &HelloOpts) -> Vec<&'static str> {
         (o.preset.is_some(), "--preset"),
         (o.groups.is_some(), "--groups"),
         (o.key_shares.is_some(), "--key-shares"),
-        (o.reuse_x25519, "--reuse-x25519"),
+        (o.reuse_x25519.is_some(), "--reuse-x25519"),
         (o.suites.is_some(), "--suites"),
         (o.sigalgs.is_some(), "--sigalgs"),
         (o.versions.is_some(), "--versions"),

@@ -2146,7 +2146,21 @@ fn client_presets_complete_handshakes_with_our_server() {
         }
         // A GREASE encrypted_client_hello (RFC 9849 §6.2) of the browser's size, not the
         // size of an inner hello with the hybrid share: the whole hello stays under 2,100 bytes.
-        assert!(hello.contains("fe0d"), "{preset}");
+        let ech = v["messages"][0]["layout"]
+            .as_array()
+            .and_then(|l| l.iter().find(|x| x["name"] == "extensions"))
+            .and_then(|e| e["children"].as_array())
+            .and_then(|c| {
+                c.iter().find(|x| {
+                    x["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("encrypted_client_hello"))
+                })
+            });
+        assert!(
+            ech.is_some(),
+            "{preset}: no encrypted_client_hello in {hello}"
+        );
         assert!(
             hello.len() / 2 < 2100,
             "{preset}: {} bytes",

@@ -660,6 +660,27 @@ fn every_recorded_preset_reproduces_its_capture() {
             v
         }
     }
+    /// Whether the X25519 share equals the X25519MLKEM768 share's X25519 part (its last 32
+    /// bytes, after ML-KEM-768's 1,184-byte key); `None` without both shares.
+    fn x25519_reused(msg: &[u8]) -> Option<bool> {
+        let m = HandshakeMessage::decode(msg, DecodeContext::default()).expect("a ClientHello");
+        let HandshakePayload::ClientHello(ch) = m.payload else {
+            panic!("not a ClientHello")
+        };
+        let shares = ch.extensions.iter().find_map(|e| match e {
+            Extension::KeyShareClient(l) => Some(l),
+            _ => None,
+        })?;
+        let key = |g: NamedGroup| {
+            shares
+                .iter()
+                .find(|e| e.group == g)
+                .map(|e| e.key_exchange.as_slice())
+        };
+        let (h, x) = (key(NamedGroup::X25519MLKEM768)?, key(NamedGroup::X25519)?);
+        Some(h.get(1184..) == Some(x))
+    }
+
     /// The normalized message and, when it has one, the GREASE ECH payload's length.
     fn normalized(msg: &[u8], permuted: bool) -> (Vec<u8>, Option<usize>) {
         let m = HandshakeMessage::decode(msg, DecodeContext::default()).expect("a ClientHello");
@@ -762,6 +783,13 @@ fn every_recorded_preset_reproduces_its_capture() {
         let built = hello::build(&spec).unwrap().message.encoded;
         let (want, want_ech) = normalized(&captured, permuted);
         let (got, got_ech) = normalized(&built, permuted);
+        // Key bytes are blanked above; whether one X25519 scalar serves both the hybrid and the
+        // X25519 share is part of the shape (a server can see it).
+        assert_eq!(
+            x25519_reused(&built),
+            x25519_reused(&captured),
+            "{name}: one X25519 scalar for both shares, in the preset and in {file}"
+        );
         assert_eq!(
             got_ech.is_some(),
             want_ech.is_some(),
@@ -2232,7 +2260,13 @@ fn client_and_server_write_pcaps_over_tcp() {
             out.contains("server Finished: verified") && out.contains("missing secrets: none"),
             "{out}"
         );
-        if tshark().is_some() {
+        if or_skip_tool(
+            tshark(),
+            "tshark's view of the client's capture",
+            "tshark is absent",
+        )
+        .is_some()
+        {
             let decode = format!("tcp.port=={port},tls");
             let got = tshark_view(f, &["-d", &decode]);
             assert_eq!(got, ledger_tshark_view(&d.ledger), "{}", f.display());
@@ -4743,7 +4777,13 @@ fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
     for w in &want_s {
         assert!(text.contains(&format!("JA4S {}", w.ja4s)), "{text}");
     }
-    if tshark().is_some() {
+    if or_skip_tool(
+        tshark(),
+        "tshark's JA3 of the HelloRetryRequest capture",
+        "tshark is absent",
+    )
+    .is_some()
+    {
         let mut pairs: Vec<_> = want
             .iter()
             .map(|w| (w.ja3.clone(), w.ja3_full.clone()))
@@ -4759,22 +4799,25 @@ fn hellos_and_fingerprints_from_a_segmented_capture_with_a_hello_retry() {
 #[test]
 fn the_server_line_and_json_carry_the_fingerprints() {
     let dir = temp_dir("server-fingerprints");
-    let mut server = Command::new(BIN)
-        .args([
-            "server",
-            "--listen",
-            "127.0.0.1:0",
-            "--naccept",
-            "1",
-            "--json-dir",
-        ])
-        .arg(&dir)
-        .env_remove("SSLKEYLOGFILE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    // Killed on drop: a failing step below leaves no server listening.
+    let mut server = Killed(
+        Command::new(BIN)
+            .args([
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--naccept",
+                "1",
+                "--json-dir",
+            ])
+            .arg(&dir)
+            .env_remove("SSLKEYLOGFILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = std::io::BufReader::new(server.0.stdout.take().unwrap());
     let mut first = String::new();
     use std::io::BufRead as _;
     out.read_line(&mut first).unwrap();
@@ -4786,7 +4829,7 @@ fn the_server_line_and_json_carry_the_fingerprints() {
         "--alpn",
         "h2,http/1.1",
     ]);
-    wait_exit(&mut server);
+    wait_exit(&mut server.0);
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     let json: serde_json::Value =

@@ -4298,6 +4298,82 @@ fn cli_server_accepts_every_group_by_default() {
     }
 }
 
+/// `tls13lab client --cafile cert.pem` → `s_server -cert cert.pem`, where cert.pem is a
+/// self-signed certificate made the usual way (`openssl req -x509`, basicConstraints cA:TRUE, as
+/// the default openssl.cnf writes it): trusted directly as the leaf, as s_client and curl do
+/// (issue 29).
+#[test]
+fn cli_client_trusts_a_self_signed_ca_certificate_as_the_leaf() {
+    let peer = openssl35();
+    let f = fixture("3.5-self-signed-ca-leaf");
+    let mut req = Proc::spawn(
+        &peer,
+        &f.dir,
+        &[
+            "req",
+            "-x509",
+            "-config",
+            "/dev/null",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "ss.key",
+            "-out",
+            "ss.crt",
+            "-subj",
+            "/CN=localhost",
+            "-days",
+            "30",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+        ],
+    );
+    assert_eq!(req.exit_code(), Some(0), "{}", req.context());
+    let mut x = Proc::spawn(
+        &peer,
+        &f.dir,
+        &[
+            "x509",
+            "-in",
+            "ss.crt",
+            "-noout",
+            "-ext",
+            "basicConstraints",
+        ],
+    );
+    assert_eq!(x.exit_code(), Some(0), "{}", x.context());
+    assert!(x.output().contains("CA:TRUE"), "{}", x.context());
+    let (mut s, port) = f.spawn_s_server(&peer, 1, &["-cert", "ss.crt", "-key", "ss.key"]);
+    let target = format!("127.0.0.1:{port}");
+    let mut c = tls13lab(
+        &f.dir,
+        &[
+            "client",
+            &target,
+            "--cafile",
+            "ss.crt",
+            "--sni",
+            "localhost",
+            "--linger",
+            "300",
+            "--request",
+            r"GET /self-signed HTTP/1.0\r\n\r\n",
+            "--json",
+            "ss.json",
+        ],
+    );
+    s.wait_for_from("GET /self-signed HTTP/1.0", &mut c);
+    s.send_line("HTTP/1.0 200 OK from-openssl-self-signed");
+    let (out, v) = client_done(&mut c, &f.dir.join("ss.json"));
+    assert!(out.contains("from-openssl-self-signed"), "{out}");
+    assert!(v["error"].is_null(), "{v}");
+}
+
 // ------------------------------------------------------------------ recorded ClientHellos
 
 /// `tls13lab client --preset NAME` (issue 28): the ClientHello shapes recorded from Chromium,
@@ -4339,7 +4415,10 @@ fn client_presets_against_s_server() {
             let (out, v_json) = client_done(&mut c, &f.dir.join(&json));
             assert!(out.contains(&response), "{name} against {v}: {out}");
             assert!(out.contains("preset "), "{name}: no preset line\n{out}");
-            assert_eq!(v_json["negotiated"]["version"], "TLSv1.3", "{name}: {v_json}");
+            assert_eq!(
+                v_json["negotiated"]["version"], "TLSv1.3",
+                "{name}: {v_json}"
+            );
             // The ClientHello on the wire is the preset's: the lab builds the same shape.
             let spec = lab::hello::preset(name).unwrap();
             let groups: Vec<String> = v_json["messages"][0]["layout"]
@@ -4546,7 +4625,11 @@ fn s_client_ech_to_cli_server() {
     );
     c.wait_exit();
     let line = srv12.line_starting("conn #1 from ");
-    assert!(line.contains("illegal_parameter"), "{line}\n{}", c.context());
+    assert!(
+        line.contains("illegal_parameter"),
+        "{line}\n{}",
+        c.context()
+    );
     assert_ne!(c.exit_code(), Some(0), "{}", c.context());
 
     // HelloRetryRequest: the server speaks P-256 only, the client sends an X25519 share.

@@ -157,12 +157,22 @@ fn from_hex(data: &[u8]) -> Option<Vec<u8>> {
         .map(|w| w.trim_start_matches("0x"))
         .collect::<String>()
         .replace(':', "");
-    if digits.is_empty() || !digits.len().is_multiple_of(2) {
+    // ASCII hex digits only: byte slicing below stays on char boundaries, and `from_str_radix`
+    // would also take a sign.
+    if digits.is_empty()
+        || !digits.len().is_multiple_of(2)
+        || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return None;
     }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok())
+    digits
+        .as_bytes()
+        .chunks(2)
+        .map(|p| {
+            core::str::from_utf8(p)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
         .collect()
 }
 

@@ -110,8 +110,8 @@ pub fn captures_page(captures: &[(String, Vec<u8>)]) -> Result<String, String> {
          hybrid share's X25519 part (one scalar for both). Hybrid share: the X25519MLKEM768 entry \
          (4 + 1,216 bytes) and its part of the message. JA3 and JA4 as `tls13lab hello --from` \
          computes them (checked against tshark's JA3 and the ja4plus package's JA4 by \
-         `cli/tests/instruments.rs`); Chromium permutes its extensions, so its JA3 changes from \
-         connection to connection while its JA4 does not.\n\n",
+         `cli/tests/instruments.rs`); Chromium and rustls permute their extensions, so their JA3 \
+         changes from connection to connection while their JA4 does not.\n\n",
     );
     o.push_str(
         "| capture | message | on the wire | extensions | key shares | X25519 reused | hybrid share | segments | JA3 | JA4 |\n\

@@ -1,9 +1,11 @@
-//! The built-in ClientHello shapes ([`PRESETS`]): tls13lab's own, and ones recorded from real
-//! programs on a Debian 12 machine (Chromium, Firefox ESR, curl, OpenSSL 3.0 and 3.5). Each
-//! recorded preset has its capture in tests/vectors/clienthello/ (how it was made: the README
-//! there, `scripts/record-clienthellos.sh`), and cli/tests/instruments.rs checks that the preset
+//! The built-in ClientHello shapes ([`PRESETS`]): tls13lab's own (today's and the pre-2026
+//! one), and ones recorded from real programs on a Debian 12 machine (Chromium, Firefox ESR,
+//! curl, OpenSSL 3.0, 3.5 and 4.0, rustls, Go). Each recorded preset has its capture in
+//! tests/vectors/clienthello/ (how it was made: the README there,
+//! `scripts/record-clienthellos.sh`), and cli/tests/instruments.rs checks that the preset
 //! reproduces it byte for byte but for randoms, session id, key share bytes, GREASE values, the
-//! GREASE ECH payload and, for Chromium, the extension order.
+//! GREASE ECH payload and AEAD and, for Chromium and rustls, the extension order; and that it
+//! reuses one X25519 scalar for both X25519 shares exactly when the program did.
 
 use super::model::{Grease, HelloSpec};
 use tls13lab::config::{EchMode, HelloPadding};
@@ -155,6 +157,9 @@ pub const DSA_SCHEMES: [u16; 4] = [0x0302, 0x0402, 0x0502, 0x0602];
 pub fn preset(name: &str) -> Option<HelloSpec> {
     use ExtensionType as T;
     let mut spec = HelloSpec::new(name);
+    // Another program's shape draws its own X25519 scalars: one per share unless its capture
+    // shows one reused (Firefox and rustls set it below; docs/clienthellos.md).
+    spec.config.reuse_x25519 = name == "tls13lab";
     match name {
         "tls13lab" => {
             spec.source = Some("ClientConfig::default() with server_name example.com".into());
@@ -337,6 +342,7 @@ fn chromium(spec: &mut HelloSpec) {
 fn firefox(spec: &mut HelloSpec) {
     use ExtensionType as T;
     let c = &mut spec.config;
+    c.reuse_x25519 = true; // NSS: its X25519 share is the hybrid share's X25519 part
     c.compat_mode = true;
     c.cipher_suites = suites(&[
         0x1301, 0x1303, 0x1302, 0xc02b, 0xc02f, 0xcca9, 0xcca8, 0xc02c, 0xc030, 0xc00a, 0xc013,
@@ -522,6 +528,7 @@ fn openssl_40(spec: &mut HelloSpec) {
 fn rustls(spec: &mut HelloSpec) {
     use ExtensionType as T;
     let c = &mut spec.config;
+    c.reuse_x25519 = true; // rustls 0.23: the classical share reuses the hybrid's X25519 key
     c.compat_mode = true;
     c.cipher_suites = suites(&[
         0x1302, 0x1301, 0x1303, 0xc02c, 0xc02b, 0xcca9, 0xc030, 0xc02f, 0xcca8, 0x00ff,

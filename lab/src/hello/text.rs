@@ -168,7 +168,7 @@ fn render_fingerprints(f: &ClientFingerprints) -> String {
 fn render_ech(e: &EchView) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let sealed = e.payload_len - e.tag_len;
+    let sealed = e.payload_len.saturating_sub(e.tag_len);
     let parts = format!(
         "{} = 4 type+length + 1 outer + 4 suite + 1 config_id + 2+{} enc + 2+{} payload",
         e.extension_len, e.enc_len, e.payload_len
@@ -308,7 +308,7 @@ fn ech_summary(r: &HelloReport) -> String {
             "ECH: encrypted_client_hello {} bytes (payload {} = {} sealed + {} tag); outer SNI {}, inner SNI {}{}",
             e.extension_len,
             e.payload_len,
-            e.payload_len - e.tag_len,
+            e.payload_len.saturating_sub(e.tag_len),
             e.tag_len,
             name(&e.outer_sni),
             name(&e.inner_sni),

@@ -529,7 +529,7 @@ pub fn verify_chain(
     let memoized = CERTIFICATE_ALGORITHMS.map(|alg| Memoized { alg, memo });
     let algs: [&dyn SignatureVerificationAlgorithm; CERTIFICATE_ALGORITHMS.len()] =
         core::array::from_fn(|i| &memoized[i] as &dyn SignatureVerificationAlgorithm);
-    ee.verify_for_usage(
+    match ee.verify_for_usage(
         &algs,
         &anchors,
         &intermediates,
@@ -537,7 +537,17 @@ pub fn verify_chain(
         eku,
         None,
         None,
-    )
+    ) {
+        Ok(_) => Ok(()),
+        // A certificate the caller trusts explicitly, served as the leaf, is trusted directly,
+        // as OpenSSL and Go do (RFC 5280 §6.1: a path of one trusted certificate), even with
+        // basicConstraints cA:TRUE, which `openssl req -x509` writes into a self-signed test
+        // certificate. Only this error is excused, and only for a byte-identical root: webpki
+        // checks the validity period before basic constraints, so the time was checked
+        // (tests/handshake.rs pins that order with an expired one); the name is checked below.
+        Err(webpki::Error::CaUsedAsEndEntity) if leaf_is_a_root(leaf, roots) => Ok(()),
+        Err(e) => Err(e),
+    }
     .map_err(|e| match map_webpki(e) {
         // Name the issuer the chain asked us to trust: that of its last certificate.
         CertError::UnknownIssuer { .. } => CertError::UnknownIssuer {
@@ -556,6 +566,12 @@ pub fn verify_chain(
             .map_err(map_webpki)?;
     }
     Ok(())
+}
+
+/// Whether `leaf` is, byte for byte, one of the trust anchors `roots`: a certificate trusted
+/// directly ([`verify_chain`]), which a client can say it did.
+pub fn leaf_is_a_root(leaf: &[u8], roots: &[Vec<u8>]) -> bool {
+    roots.iter().any(|r| r.as_slice() == leaf)
 }
 
 /// Whether every certificate of `chain` (DER, leaf first) is signed with a scheme in `accepted`
