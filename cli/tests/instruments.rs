@@ -183,6 +183,34 @@ fn specs() -> Vec<HelloSpec> {
     v
 }
 
+/// Issue 28: `tls13lab hello` with no option is the 2026 default: an X25519MLKEM768 share first,
+/// an X25519 share beside it with the same X25519 key, and the old shape as a preset.
+#[test]
+fn hello_with_no_option_shows_a_hybrid_share() {
+    let out = tls13lab(&["hello"]);
+    let ks = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("key_share (0x0033)"))
+        .unwrap_or_else(|| panic!("no key_share line:\n{out}"));
+    assert!(ks.ends_with("X25519MLKEM768 1216, x25519 32"), "{ks}");
+    let built = hello::build(&hello::preset("tls13lab").unwrap()).unwrap();
+    let shares = built
+        .hello
+        .extensions
+        .iter()
+        .find_map(|e| match e {
+            Extension::KeyShareClient(l) => Some(l.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(shares[0].group, NamedGroup::X25519MLKEM768);
+    assert_eq!(shares[1].group, NamedGroup::X25519);
+    assert_eq!(shares[0].key_exchange[1184..], shares[1].key_exchange[..]);
+    let old = tls13lab(&["hello", "--preset", "tls13lab-2023"]);
+    assert!(old.contains("x25519 32\n"), "{old}");
+    assert!(!old.contains("X25519MLKEM768 1216"), "{old}");
+}
+
 #[test]
 fn hello_sizes_add_up_for_every_span() {
     for link in [Link::default(), Link::ipv6(1280, 12).unwrap()] {
