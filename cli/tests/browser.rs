@@ -1306,6 +1306,8 @@ fn chromium_gets_the_servers_page() {
         "--disable-component-update",
         "--disable-sync",
         "--disable-extensions",
+        // Only 127.0.0.1: any other host fails to resolve.
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     ])
     .arg(format!("--ignore-certificate-errors-spki-list={spki}"))
     .arg(format!(
@@ -1396,6 +1398,11 @@ fn firefox_gets_the_servers_page() {
         ]
         .iter()
         .map(|p| format!("user_pref(\"{p}\", false);\n"))
+        // Only 127.0.0.1 (an IP literal, which needs no resolver): no name resolves, so no
+        // background service reaches anything.
+        .chain(std::iter::once(
+            "user_pref(\"network.dns.disabled\", true);\n".to_string(),
+        ))
         .collect::<String>(),
     )
     .unwrap();
