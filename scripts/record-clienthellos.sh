@@ -18,7 +18,7 @@ main() {
   WORK=$(mktemp -d)
   PIDS=()
   # Every program runs in its own process group (setsid), killed by that id on exit.
-  trap 'for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+  trap 'for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
   log() { echo "[record] $*" >&2; }
 
   # capture FILE CMD...: start the listener, run CMD with PORT set, wait for the hello.
@@ -27,7 +27,12 @@ main() {
     rm -f "$WORK/port"
     python3 "$CAPTURE" "$WORK/hello.bin" 60 > "$WORK/port" &
     local listener=$!
-    while [ ! -s "$WORK/port" ]; do sleep 0.05; done
+    PIDS+=("$listener")
+    # The listener prints its port once bound; if it dies first, say so instead of waiting.
+    while [ ! -s "$WORK/port" ]; do
+      kill -0 "$listener" 2>/dev/null || { log "$file: the listener exited before binding"; exit 1; }
+      sleep 0.05
+    done
     export PORT; PORT=$(cat "$WORK/port")
     setsid bash -c "$*" > "$WORK/client.out" 2>&1 < /dev/null &
     local client=$!
@@ -43,7 +48,7 @@ main() {
   record_chromium() {
     local v; v=$(chromium --version 2>/dev/null | awk '{print $2}')
     # example.com resolves to 127.0.0.1 inside this browser only: the hello carries that SNI.
-    capture "chromium-$v.bin" "chromium --headless --no-sandbox --disable-gpu --no-first-run \
+    capture "chromium-$v.bin" "HOME=$WORK chromium --headless --no-sandbox --disable-gpu --no-first-run \
       --disable-background-networking --disable-component-update --disable-sync --disable-extensions \
       '--host-resolver-rules=MAP example.com 127.0.0.1' --user-data-dir=$WORK/chromium \
       --dump-dom https://example.com:\$PORT/"
