@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tls13lab::config::EchMode;
-use tls13lab::crypto::cert::{base64_decode, base64_encode, pem_blocks, CertVerifier};
+use tls13lab::crypto::cert::{
+    base64_decode, base64_encode, leaf_is_a_root, pem_blocks, CertVerifier,
+};
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{Event, Side};
 use tls13lab::messages::ech::EchConfigList;
@@ -374,7 +376,9 @@ struct Roots {
 }
 
 impl Roots {
-    fn line(&self) -> String {
+    /// `direct`: the server's leaf was one of the roots itself, trusted directly (a
+    /// self-signed certificate given to --cafile).
+    fn line(&self, direct: bool) -> String {
         let n = self.certificates;
         let mut s = match self.source {
             "none" => "none: --insecure, any certificate accepted".to_string(),
@@ -391,16 +395,63 @@ impl Roots {
         if self.source != "none" {
             s.push(')');
         }
+        if direct {
+            s.push_str("; the server's certificate is one of them, trusted directly");
+        }
         s
     }
 
-    fn json(&self) -> serde_json::Value {
+    fn json(&self, direct: bool) -> serde_json::Value {
         serde_json::json!({
             "source": self.source,
             "certificates": self.certificates,
             "from": self.from,
             "notes": self.notes,
+            "leaf_trusted_directly": direct,
         })
+    }
+}
+
+/// The server's end-entity certificate as it arrived (RFC 8446 §4.4.2), decompressed when it
+/// came as a CompressedCertificate (RFC 8879 §4); `None` without one (resumption, PSK).
+fn server_leaf(events: &[Event]) -> Option<Vec<u8>> {
+    use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
+    use tls13lab::messages::HandshakeType;
+    let h = events.iter().find_map(|e| match e {
+        Event::Handshake(h)
+            if h.direction == tls13lab::events::Direction::ServerToClient
+                && matches!(
+                    h.typ,
+                    HandshakeType::Certificate | HandshakeType::CompressedCertificate
+                ) =>
+        {
+            Some(h)
+        }
+        _ => None,
+    })?;
+    let payload = match HandshakeMessage::decode(&h.bytes, DecodeContext::default())
+        .ok()?
+        .payload
+    {
+        HandshakePayload::CompressedCertificate(cc) => {
+            let body = tls13lab::certcomp::decompress(
+                cc.algorithm,
+                &cc.compressed_certificate_message,
+                cc.uncompressed_length as usize,
+            )
+            .ok()?;
+            let mut msg = vec![HandshakeType::Certificate.to_repr()];
+            msg.extend_from_slice(&u32::try_from(body.len()).ok()?.to_be_bytes()[1..]);
+            msg.extend_from_slice(&body);
+            HandshakeMessage::decode(&msg, DecodeContext::default())
+                .ok()?
+                .payload
+        }
+        other => other,
+    };
+    match payload {
+        HandshakePayload::Certificate(c) => c.entries.into_iter().next().map(|e| e.cert_data),
+        _ => None,
     }
 }
 
@@ -557,6 +608,11 @@ fn connect_once(
         Some(s) => Box::new(SeededRandom::from_seed(s)),
         None => Box::new(OsRandom),
     };
+    // Kept to say on the roots line whether the server's leaf was itself a trusted root.
+    let anchors = match &config.verification {
+        ServerVerification::Roots(r) => r.clone(),
+        _ => Vec::new(),
+    };
     let client = Client::new(Arc::new(config), rng)
         .map_err(|e| Failure::BadOption(e.to_string()))?
         .with_tickets(tickets);
@@ -584,7 +640,8 @@ fn connect_once(
     // The response: all the data the driver collected.
     let response = d.take_data();
     emit(&printout(&l, &events, &response, &external));
-    emit(&format!("{:<18} {}\n", "roots", roots.line()));
+    let direct = server_leaf(&events).is_some_and(|leaf| leaf_is_a_root(&leaf, &anchors));
+    emit(&format!("{:<18} {}\n", "roots", roots.line(direct)));
     if let Some(path) = &a.sess_out {
         let store = d.ep.tickets();
         write_file(path, format!("{}\n", store.to_json()).as_bytes())?;
@@ -623,7 +680,7 @@ fn connect_once(
             external_psks: &external,
         }
         .to_json();
-        v["roots"] = roots.json();
+        v["roots"] = roots.json(direct);
         if let Some(r) = retry.as_deref() {
             v["ech_retry_configs"] = base64_encode(r).into();
         }

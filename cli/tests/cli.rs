@@ -1161,6 +1161,8 @@ fn system_trust_store_and_verification_failures() {
     assert_eq!(j["roots"]["source"], "system", "{}", j["roots"]);
     assert_eq!(j["roots"]["certificates"], 1);
     assert_eq!(j["roots"]["from"], ca_file.as_str());
+    // The server's leaf was issued by that root, not the root itself.
+    assert_eq!(j["roots"]["leaf_trusted_directly"], false, "{}", j["roots"]);
     assert!(j["error"].is_null());
     // A directory of PEM files works the same way.
     let o = run_env(&["client", &target], &[("SSL_CERT_DIR", &t.s("certs"))]);

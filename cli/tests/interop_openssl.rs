@@ -4372,6 +4372,12 @@ fn cli_client_trusts_a_self_signed_ca_certificate_as_the_leaf() {
     let (out, v) = client_done(&mut c, &f.dir.join("ss.json"));
     assert!(out.contains("from-openssl-self-signed"), "{out}");
     assert!(v["error"].is_null(), "{v}");
+    // The roots line and the JSON say how it was trusted.
+    assert!(
+        out.contains("; the server's certificate is one of them, trusted directly\n"),
+        "{out}"
+    );
+    assert_eq!(v["roots"]["leaf_trusted_directly"], true, "{}", v["roots"]);
 }
 
 // ------------------------------------------------------------------ recorded ClientHellos
