@@ -295,6 +295,15 @@ fn variant(base: &HelloOpts, v: &str) -> Result<HelloOpts, Failure> {
             ..HelloOpts::default()
         }
     };
+    // A captured hello is shown as it is: a variant cannot also shape it (the command line's
+    // options are for the built variants beside it).
+    let set = shaping(&own);
+    if own.from.is_some() && !set.is_empty() {
+        return Err(Failure::BadOption(format!(
+            "--compare '{v}': --from shows a captured hello as it is: {} does not apply",
+            set.join(", ")
+        )));
+    }
     Ok(overlay(base, own))
 }
 
@@ -316,7 +325,7 @@ fn overlay(base: &HelloOpts, top: HelloOpts) -> HelloOpts {
         preset: top.preset.or(b.preset),
         groups: top.groups.or(b.groups),
         key_shares: top.key_shares.or(b.key_shares),
-        reuse_x25519: b.reuse_x25519.or(top.reuse_x25519),
+        reuse_x25519: top.reuse_x25519.or(b.reuse_x25519),
         suites: top.suites.or(b.suites),
         sigalgs: top.sigalgs.or(b.sigalgs),
         versions: top.versions.or(b.versions),
@@ -646,5 +655,22 @@ mod tests {
         );
         assert!(variant(&base, "--no-such-option").is_err());
         assert!(variant(&base, "x25518").is_err());
+        // A variant's own setting wins over the command line's, both ways.
+        let on = HelloOpts {
+            reuse_x25519: Some(true),
+            ..HelloOpts::default()
+        };
+        assert_eq!(
+            variant(&on, "--reuse-x25519 off").unwrap().reuse_x25519,
+            Some(false)
+        );
+        assert_eq!(variant(&on, "--alpn h2").unwrap().reuse_x25519, Some(true));
+        // A captured hello cannot be shaped by its own variant.
+        let err = variant(&base, "--from x.bin --grease all").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--from shows a captured hello as it is"),
+            "{err}"
+        );
     }
 }
