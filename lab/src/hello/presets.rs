@@ -108,6 +108,17 @@ const OPENSSL_TLS12_SUITES: [u16; 27] = [
     0x003c, 0x0035, 0x002f,
 ];
 
+/// OpenSSL 3.x's default cipher_suites: its three TLS 1.3 suites, then [`OPENSSL_TLS12_SUITES`].
+fn openssl_suites() -> Vec<CipherSuite> {
+    let mut list = vec![
+        CipherSuite::TLS_AES_256_GCM_SHA384,
+        CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
+        CipherSuite::TLS_AES_128_GCM_SHA256,
+    ];
+    list.extend(suites(&OPENSSL_TLS12_SUITES));
+    list
+}
+
 /// OpenSSL's TLS 1.2-era extensions: ec_point_formats (uncompressed, ansiX962 prime and char2),
 /// session_ticket (empty), encrypt_then_mac, extended_master_secret.
 fn openssl_legacy_extensions() -> Vec<Extension> {
@@ -179,12 +190,7 @@ pub fn preset(name: &str) -> Option<HelloSpec> {
             let v35 = name == "openssl-3.5";
             let c = &mut spec.config;
             c.compat_mode = true; // OpenSSL sends a 32-byte legacy_session_id by default
-            let mut suites = vec![
-                CipherSuite::TLS_AES_256_GCM_SHA384,
-                CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
-                CipherSuite::TLS_AES_128_GCM_SHA256,
-            ];
-            suites.extend(OPENSSL_TLS12_SUITES.iter().map(|s| CipherSuite::from(*s)));
+            let mut suites = openssl_suites();
             let mut order = vec![
                 T::ServerName,
                 T::EcPointFormats,
@@ -414,12 +420,7 @@ fn curl(spec: &mut HelloSpec) {
     use ExtensionType as T;
     let c = &mut spec.config;
     c.compat_mode = true;
-    let mut list = vec![
-        CipherSuite::TLS_AES_256_GCM_SHA384,
-        CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
-        CipherSuite::TLS_AES_128_GCM_SHA256,
-    ];
-    list.extend(suites(&OPENSSL_TLS12_SUITES));
+    let mut list = openssl_suites();
     list.push(CipherSuite::TLS_EMPTY_RENEGOTIATION_INFO_SCSV);
     c.cipher_suites = list;
     c.groups = groups(&[
@@ -471,12 +472,7 @@ fn openssl_40(spec: &mut HelloSpec) {
     use ExtensionType as T;
     let c = &mut spec.config;
     c.compat_mode = true;
-    let mut list = vec![
-        CipherSuite::TLS_AES_256_GCM_SHA384,
-        CipherSuite::TLS_CHACHA20_POLY1305_SHA256,
-        CipherSuite::TLS_AES_128_GCM_SHA256,
-    ];
-    list.extend(suites(&OPENSSL_TLS12_SUITES));
+    let list = openssl_suites();
     c.cipher_suites = list;
     c.groups = groups(&[
         0x11ec, 0x11eb, 0x001d, 0x0017, 0x001e, 0x0018, 0x0019, 0x0100, 0x0101,
