@@ -20,6 +20,7 @@ mod hello;
 mod instruments;
 mod keys;
 mod net;
+mod reactor;
 mod server;
 mod simulate;
 

@@ -64,7 +64,8 @@ pub struct Driver<R: Role> {
     filled: usize,
     /// The endpoint's events since the last drain.
     events: Vec<Event>,
-    /// 0-RTT data and application data received since the last take, in order.
+    /// 0-RTT data (never, for a client: the server's loop is crate::reactor) and application
+    /// data received since the last take, in order.
     early: Vec<u8>,
     data: Vec<u8>,
     /// The peer closed its side (EOF or reset): nothing more can arrive.
@@ -108,11 +109,6 @@ impl<R: Role> Driver<R> {
         std::mem::take(&mut self.data)
     }
 
-    /// The 0-RTT data received (a server) since the last call, in order.
-    pub fn take_early(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.early)
-    }
-
     /// Write everything the endpoint has queued.
     pub fn flush(&mut self) -> Result<(), NetError> {
         let out = self.ep.take_output();
@@ -130,10 +126,8 @@ impl<R: Role> Driver<R> {
         Ok(step)
     }
 
-    /// Like [`Driver::step`], but on success leaves the endpoint's answer queued, so the
-    /// application can add its own data (a server's 0.5-RTT response to 0-RTT data) to the same
-    /// flight before calling [`Driver::flush`].
-    pub fn read_step(&mut self, wait: Duration) -> Result<Step, NetError> {
+    /// Read and feed, leaving the endpoint's answer queued.
+    fn read_step(&mut self, wait: Duration) -> Result<Step, NetError> {
         let wait = wait.max(Duration::from_millis(1)); // a zero timeout would mean "block forever"
         self.stream
             .set_read_timeout(Some(wait))
@@ -160,39 +154,20 @@ impl<R: Role> Driver<R> {
             Err(e) => return Err(NetError::Io(e)),
         };
         self.filled += n;
-        let now = now_ms();
-        let mut start = 0;
-        let opened = loop {
-            match self
-                .ep
-                .open_in_place(&mut self.buf[start..self.filled], now)
-            {
-                Ok(o) => {
-                    // What the records before this one produced comes first: data records
-                    // `open_in_place` took the buffered way (the handshake's, 0-RTT), which
-                    // wait to be read.
-                    self.events.extend(self.ep.events());
-                    self.early.extend_from_slice(&self.ep.read_all_early());
-                    self.data.extend_from_slice(&self.ep.read_all());
-                    if let Some(d) = o.data {
-                        self.data
-                            .extend_from_slice(&self.buf[start + d.start..start + d.end]);
-                    }
-                    start += o.consumed;
-                    if o.consumed == 0 {
-                        break Ok(());
-                    }
-                }
-                Err(e) => break Err(e),
-            }
-        };
+        let (start, opened) = open_records(
+            &mut self.ep,
+            &mut self.buf[..self.filled],
+            now_ms(),
+            &mut Collected {
+                events: &mut self.events,
+                early: &mut self.early,
+                data: &mut self.data,
+            },
+        );
         // Keep the partial record, if any, at the front for the next read.
         self.buf.copy_within(start..self.filled, 0);
         self.filled -= start;
         if let Err(e) = opened {
-            self.events.extend(self.ep.events());
-            self.early.extend_from_slice(&self.ep.read_all_early());
-            self.data.extend_from_slice(&self.ep.read_all());
             // The alert the endpoint queued goes out before the error is returned; the peer
             // may be in the middle of a long flight, so dropping the driver lingers.
             self.failed = true;
@@ -234,6 +209,55 @@ impl<R: Role> Driver<R> {
                 Ok(n) => discarded += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return, // timed out, or reset
+            }
+        }
+    }
+}
+
+/// Where [`open_records`] puts what the endpoint produced.
+pub struct Collected<'a> {
+    /// The endpoint's events, in order.
+    pub events: &'a mut Vec<Event>,
+    /// 0-RTT data received (a server).
+    pub early: &'a mut Vec<u8>,
+    /// Application data received.
+    pub data: &'a mut Vec<u8>,
+}
+
+/// Open every whole record at the front of `buf` where it lies, collecting events and data in
+/// order. Returns how many bytes were consumed (the rest is at most one partial record) and
+/// whether the endpoint failed; on failure what it produced before is collected too and its
+/// alert waits in `take_output()`.
+pub fn open_records<R: Role>(
+    ep: &mut Connection<R>,
+    buf: &mut [u8],
+    now: u64,
+    out: &mut Collected<'_>,
+) -> (usize, Result<(), Error>) {
+    let mut start = 0;
+    loop {
+        match ep.open_in_place(&mut buf[start..], now) {
+            Ok(o) => {
+                // What the records before this one produced comes first: data records
+                // `open_in_place` took the buffered way (the handshake's, 0-RTT), which
+                // wait to be read.
+                out.events.extend(ep.events());
+                out.early.extend_from_slice(&ep.read_all_early());
+                out.data.extend_from_slice(&ep.read_all());
+                if let Some(d) = o.data {
+                    out.data
+                        .extend_from_slice(&buf[start + d.start..start + d.end]);
+                }
+                start += o.consumed;
+                if o.consumed == 0 {
+                    return (start, Ok(()));
+                }
+            }
+            Err(e) => {
+                out.events.extend(ep.events());
+                out.early.extend_from_slice(&ep.read_all_early());
+                out.data.extend_from_slice(&ep.read_all());
+                return (start, Err(e));
             }
         }
     }

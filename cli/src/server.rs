@@ -1,10 +1,11 @@
-//! `tls13lab server --listen ADDR`: accept connections, one thread each (bounded), answer each
-//! request with a page describing the connection (or echo), log one line per connection.
+//! `tls13lab server --listen ADDR`: accept connections, answer each request with a page
+//! describing the connection (or echo), log one line per connection. One thread serves every
+//! connection as its bytes arrive (crate::reactor); this module says what a connection means.
 
 use std::io::Write as _;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lab::certgen::self_signed_p256;
@@ -18,14 +19,15 @@ use tls13lab::messages::{
     SignatureScheme,
 };
 use tls13lab::transcript_reader::Negotiating;
-use tls13lab::{ClientAuth, Server, ServerConfig};
+use tls13lab::{ClientAuth, Server, ServerConfig, ServerSide};
 
 use super::common::{
     alpn, cert_compression, ee_groups, groups, ledger, load_certified_key, load_certs, observe_for,
     padding, psk_modes, same_hash, server_ech_text, sigalgs, suites, write_file, Failure, KeyLog,
     List, Policy, PskArgs, PskUse, Report,
 };
-use crate::net::{self, Driver, NetError, Step};
+use crate::net::{self, NetError, Step};
+use crate::reactor::{self, Pipe};
 
 /// Options of `tls13lab server`.
 #[derive(clap::Args, Debug)]
@@ -89,8 +91,10 @@ pub struct ServerArgs {
     /// Seconds a connection may take in all before it is dropped.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub timeout: u64,
-    /// Connections served at once; further ones wait in the accept queue.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    /// Connections held at once (within the process's descriptor limit). Each costs its socket
+    /// and what it has sent, not a thread: one thread serves them all as bytes arrive. When all
+    /// are held, a new connection evicts the oldest one still in its handshake.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_connections: usize,
     /// Print each connection's record-by-record ledger before its summary line.
     #[arg(long)]
@@ -145,35 +149,6 @@ struct Shared {
     html: Option<PathBuf>,
 }
 
-/// A counting semaphore bounding concurrent connections.
-struct Slots {
-    used: Mutex<usize>,
-    freed: Condvar,
-    max: usize,
-}
-
-impl Slots {
-    fn acquire(self: &Arc<Self>) -> SlotGuard {
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        while *used >= self.max {
-            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
-        }
-        *used += 1;
-        SlotGuard(self.clone())
-    }
-}
-
-/// Frees its slot when dropped — also when a connection thread panics.
-struct SlotGuard(Arc<Slots>);
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        let mut used = self.0.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used -= 1;
-        self.0.freed.notify_one();
-    }
-}
-
 /// Run the server.
 pub fn run(a: ServerArgs) -> Result<(), Failure> {
     let mut config = build_config(&a)?;
@@ -201,11 +176,6 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
         let _ = writeln!(out, "listening on {local}");
         let _ = out.flush();
     }
-    let slots = Arc::new(Slots {
-        used: Mutex::new(0),
-        freed: Condvar::new(),
-        max: a.max_connections.max(1),
-    });
     let shared = Arc::new(Shared {
         external: config
             .external_psks
@@ -224,35 +194,40 @@ pub fn run(a: ServerArgs) -> Result<(), Failure> {
         pcap: a.pcap.clone(),
         html: a.html.clone(),
     });
-    let mut handles = Vec::new();
-    let mut accepted = 0u64;
-    for conn in listener.incoming() {
-        let stream = match conn {
-            Ok(s) => s,
-            Err(e) => {
-                // Out of descriptors and the like: one failed accept must not end the server.
-                eprintln!("tls13lab: accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
+    let limits = reactor::Limits {
+        max_connections: max_connections(a.max_connections),
+        naccept: a.naccept,
+    };
+    reactor::run(listener, &*shared, &limits).map_err(|e| Failure::io("server", &e))
+}
+
+/// The connection table's size: as asked, within the descriptors this process may open (whose
+/// soft limit is first raised to the hard one), less some for files the instruments write.
+fn max_connections(asked: usize) -> usize {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to an initialized rlimit.
+    let limit = unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
         };
-        accepted += 1;
-        let slot = slots.acquire();
-        let shared = shared.clone();
-        let n = accepted;
-        handles.push(std::thread::spawn(move || {
-            let _slot = slot;
-            serve(n, stream, &shared);
-        }));
-        handles.retain(|h| !h.is_finished());
-        if a.naccept == Some(accepted) {
-            break;
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return asked.clamp(1, 1024 - 64);
         }
-    }
-    for h in handles {
-        let _ = h.join(); // a panicked connection already reported itself through the panic hook
-    }
-    Ok(())
+        if r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+        r.rlim_cur
+    };
+    let fit = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(64);
+    asked.clamp(1, fit.max(1))
 }
 
 fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
@@ -369,13 +344,17 @@ fn self_signed(seed: Option<u64>) -> Result<CertifiedKey, Failure> {
     })
 }
 
-/// Serve one connection and report it; never panics on peer behaviour, never stops the server.
-fn serve(n: u64, stream: TcpStream, sh: &Shared) {
-    let peer = stream.peer_addr().ok();
-    let addrs = peer.zip(stream.local_addr().ok());
-    let started = net::now_ms();
-    let (events, result) = drive(n, stream, sh, peer);
-    let l = ledger(&events, started);
+/// Report one finished connection: the summary line, and the files asked for.
+fn report(
+    n: u64,
+    sh: &Shared,
+    (peer, local): (Option<SocketAddr>, Option<SocketAddr>),
+    started: u64,
+    events: &[Event],
+    result: Result<(), Failure>,
+) {
+    let addrs = peer.zip(local);
+    let l = ledger(events, started);
     let mut text = String::new();
     if sh.print_ledger {
         text.push_str(&l.table());
@@ -388,7 +367,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             neg.version,
             neg.suite,
             neg.group.map_or("psk_ke".into(), |g| g.to_string()),
-            match PskUse::from_events(&events, &sh.external) {
+            match PskUse::from_events(events, &sh.external) {
                 Some(p) if p.external => p.describe(),
                 _ if neg.resumed => "resumed".into(),
                 _ => "full handshake".into(),
@@ -397,7 +376,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         ),
         None => "no handshake".into(),
     };
-    let what = match server_ech_text(&events) {
+    let what = match server_ech_text(events) {
         Some(ech) => format!("{what}, ECH {ech}"),
         None => what,
     };
@@ -405,7 +384,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
         Ok(()) => "ok".to_string(),
         Err(f) => f.to_string(),
     };
-    let prints = fingerprints(&events);
+    let prints = fingerprints(events);
     let ja = prints
         .client
         .as_ref()
@@ -416,7 +395,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
     ));
     let c = super::instruments::Connection {
         side: Side::Server,
-        events: &events,
+        events,
         started_ms: started,
         title: format!("tls13lab server: connection #{n} from {peer_s}"),
         real_clock: true,
@@ -442,7 +421,7 @@ fn serve(n: u64, stream: TcpStream, sh: &Shared) {
             side: Side::Server,
             peer: peer.map(|p| p.to_string()),
             started_ms: started,
-            events: &events,
+            events,
             show_secrets: sh.show_secrets,
             error: result.err().map(|f| f.to_string()),
             external_psks: &sh.external,
@@ -502,59 +481,143 @@ const MAX_CONNECTION_DATA: usize = 1024 * 1024;
 /// record count (issue 8, "Limits").
 const MAX_CONNECTION_EVENTS: usize = 50_000;
 
-/// The connection loop: returns every event and how it ended.
-fn drive(
+/// One connection's state between its turns in the readiness loop (crate::reactor).
+struct Session {
+    peer_s: String,
+    started_ms: u64,
+    /// The connection's own deadline, from its accept (--timeout).
+    deadline: Instant,
+    events: Vec<Event>,
+    received: Vec<u8>,
+    early_in: Vec<u8>,
+    app_in: Vec<u8>,
+    total: usize,
+    responded: bool,
+    /// `GET /renegcert`: the page waits for the answer to our CertificateRequest (this context).
+    awaiting_cert: Option<Vec<u8>>,
+    /// close_notify waits for the handshake: a 0-RTT request is answered before the client's
+    /// Finished, and the NewSessionTickets that Finished triggers must go out before the
+    /// close_notify (nothing may follow it, RFC 8446 §6.1) and before the socket's write side
+    /// is shut down. Once closed, the client's close_notify is awaited until this instant, so
+    /// the ledger has it.
+    closed: Option<Instant>,
     n: u64,
-    stream: TcpStream,
-    sh: &Shared,
-    peer: Option<SocketAddr>,
-) -> (Vec<Event>, Result<(), Failure>) {
-    let rng: Box<dyn RandomSource> = match sh.seed {
-        Some(s) => Box::new(SeededRandom::from_seed(s.wrapping_add(n))),
-        None => Box::new(OsRandom),
-    };
-    let server = match Server::new(sh.config.clone(), rng) {
-        Ok(s) => s,
-        Err(e) => return (Vec::new(), Err(Failure::BadOption(e.to_string()))),
-    };
-    let peer_s = peer.map_or_else(|| "?".into(), |p| p.to_string());
-    let deadline = Instant::now() + sh.timeout;
-    let mut d = Driver::new(stream, server);
-    let mut events = Vec::new();
-    let mut received = Vec::new();
-    let (mut early_in, mut app_in) = (Vec::new(), Vec::new());
-    let mut total = 0usize;
-    let mut responded = false;
-    // `GET /renegcert`: the page waits for the answer to our CertificateRequest (this context).
-    let mut awaiting_cert: Option<Vec<u8>> = None;
-    // close_notify waits for the handshake: a 0-RTT request is answered before the client's
-    // Finished, and the NewSessionTickets that Finished triggers must go out before the
-    // close_notify (nothing may follow it, RFC 8446 §6.1) and before the socket's write side
-    // is shut down.
-    let mut closed = false;
-    let result = loop {
-        let left = net::remaining(deadline);
-        if left.is_zero() {
-            break if responded {
-                Ok(())
-            } else {
-                Err(Failure::Network(format!("timed out: {peer_s}")))
-            };
-        }
-        // After closing, wait briefly for the client's close_notify so the ledger has it.
-        let wait = if closed {
-            left.min(Duration::from_secs(1))
-        } else {
-            left
+}
+
+/// How long a closed connection waits for the client's close_notify after its last bytes.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+impl reactor::Service<ServerSide> for Shared {
+    type Session = Session;
+
+    fn open(&self, n: u64, peer: Option<SocketAddr>) -> Option<(Server, Session)> {
+        let rng: Box<dyn RandomSource> = match self.seed {
+            Some(s) => Box::new(SeededRandom::from_seed(s.wrapping_add(n))),
+            None => Box::new(OsRandom),
         };
-        // Read, answer, then flush: a response to 0-RTT data joins our first flight.
-        let step = d.read_step(wait);
+        let peer_s = peer.map_or_else(|| "?".into(), |p| p.to_string());
+        let server = match Server::new(self.config.clone(), rng) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("conn #{n} from {peer_s}: no handshake; {e}");
+                return None;
+            }
+        };
+        let session = Session {
+            peer_s,
+            started_ms: net::now_ms(),
+            deadline: Instant::now() + self.timeout,
+            events: Vec::new(),
+            received: Vec::new(),
+            early_in: Vec::new(),
+            app_in: Vec::new(),
+            total: 0,
+            responded: false,
+            awaiting_cert: None,
+            closed: None,
+            n,
+        };
+        Some((server, session))
+    }
+
+    fn wake_at(&self, s: &Session) -> Instant {
+        s.closed.map_or(s.deadline, |c| c.min(s.deadline))
+    }
+
+    fn timer(&self, s: &mut Session, _: &mut Pipe<ServerSide>) -> Option<Result<(), Failure>> {
+        let now = Instant::now();
+        if s.closed.is_some_and(|c| c <= now) {
+            return Some(Ok(())); // no close_notify from the client: done all the same
+        }
+        if now < s.deadline {
+            return None;
+        }
+        Some(if s.responded {
+            Ok(())
+        } else {
+            Err(Failure::Network(format!("timed out: {}", s.peer_s)))
+        })
+    }
+
+    fn step(
+        &self,
+        s: &mut Session,
+        d: &mut Pipe<ServerSide>,
+        step: Result<Step, NetError>,
+    ) -> Option<Result<(), Failure>> {
+        s.step(self, d, step)
+    }
+
+    fn finish(
+        &self,
+        n: u64,
+        mut s: Session,
+        d: &mut Pipe<ServerSide>,
+        addrs: (Option<SocketAddr>, Option<SocketAddr>),
+        result: Result<(), Failure>,
+    ) {
+        if s.responded && s.closed.is_none() {
+            d.close(); // the client never finished its handshake
+        }
+        s.events.extend(d.drain_events());
+        report(n, self, addrs, s.started_ms, &s.events, result);
+    }
+}
+
+impl Session {
+    /// Send the page (with `extra` lines at its end) as the response.
+    fn answer(&mut self, sh: &Shared, d: &mut Pipe<ServerSide>, title: &str, extra: String) {
+        let mut body = page(
+            title,
+            &self.events,
+            &self.early_in,
+            &self.app_in,
+            &sh.external,
+        );
+        body.push_str(&extra);
+        if d.ep.send(&http_ok(&body)).is_ok() {
+            self.responded = true;
+        }
+    }
+
+    /// What the bytes just fed to the endpoint (or the EOF, or the failure) mean for the
+    /// connection: its page, echo or CertificateRequest. `Some` ends it.
+    fn step(
+        &mut self,
+        sh: &Shared,
+        d: &mut Pipe<ServerSide>,
+        step: Result<Step, NetError>,
+    ) -> Option<Result<(), Failure>> {
+        let (n, peer_s) = (self.n, self.peer_s.clone());
+        if self.closed.is_some() {
+            self.closed = Some(Instant::now() + CLOSE_WAIT);
+        }
         let new = d.drain_events();
         if let Ok(mut k) = sh.keylog.lock() {
             k.write_events(&new);
         }
         let peer_closed = new.iter().any(|e| matches!(e, Event::Closed));
-        let answered = awaiting_cert.as_ref().and_then(|ctx| {
+        let answered = self.awaiting_cert.as_ref().and_then(|ctx| {
             new.iter().find_map(|e| match e {
                 Event::PostHandshakeAuth {
                     context,
@@ -571,15 +634,15 @@ fn drive(
         });
         // 0-RTT data first: it precedes any application data on the wire.
         let (early, app) = (d.take_early(), d.take_data());
-        early_in.extend_from_slice(&early);
-        app_in.extend_from_slice(&app);
+        self.early_in.extend_from_slice(&early);
+        self.app_in.extend_from_slice(&app);
         let chunks = [early, app];
-        events.extend(new);
-        if events.len() > MAX_CONNECTION_EVENTS {
+        self.events.extend(new);
+        if self.events.len() > MAX_CONNECTION_EVENTS {
             d.close();
-            break Err(Failure::Network(format!(
+            return Some(Err(Failure::Network(format!(
                 "more than {MAX_CONNECTION_EVENTS} records and messages: closed {peer_s}"
-            )));
+            ))));
         }
         let eof = match step {
             Err(NetError::Tls(e)) => {
@@ -588,101 +651,85 @@ fn drive(
                 } else {
                     "handshake"
                 };
-                break Err(Failure::tls(&e, during));
+                return Some(Err(Failure::tls(&e, during)));
             }
-            Err(NetError::Io(e)) => break Err(Failure::io(&peer_s, &e)),
-            Ok(Step::Idle) if closed => break Ok(()),
-            Ok(Step::Idle) => continue,
+            Err(NetError::Io(e)) => return Some(Err(Failure::io(&peer_s, &e))),
+            Ok(Step::Idle) => return None,
             Ok(Step::Eof) => true,
             Ok(Step::Data) => false,
         };
-        total += chunks.iter().map(Vec::len).sum::<usize>();
-        if total > MAX_CONNECTION_DATA {
+        self.total += chunks.iter().map(Vec::len).sum::<usize>();
+        if self.total > MAX_CONNECTION_DATA {
             // Every event is kept for the ledger: a bounded budget keeps memory bounded too.
             d.close();
-            break Err(Failure::Network(format!(
+            return Some(Err(Failure::Network(format!(
                 "more than {MAX_CONNECTION_DATA} bytes of data: closed {peer_s}"
-            )));
+            ))));
         }
-        if let (Some(line), false) = (answered, responded) {
-            awaiting_cert = None;
-            let title = format!("connection #{n} from {peer_s}");
-            let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
-            body.push_str(&format!("{:<14} {line}\n", "client cert"));
-            if d.ep.send(&http_ok(&body)).is_ok() {
-                responded = true;
-            }
+        let title = format!("connection #{n} from {peer_s}");
+        if let (Some(line), false) = (answered, self.responded) {
+            self.awaiting_cert = None;
+            self.answer(sh, d, &title, format!("{:<14} {line}\n", "client cert"));
         }
-        if !responded && awaiting_cert.is_none() {
+        if !self.responded && self.awaiting_cert.is_none() {
             if sh.echo {
                 for c in chunks.iter().filter(|c| !c.is_empty()) {
                     let _ = d.ep.send(c);
                 }
-                let _ = d.flush();
             } else {
-                received.extend(chunks.concat());
-                let complete = request_complete(&received)
+                self.received.extend(chunks.concat());
+                let received = &self.received;
+                let complete = request_complete(received)
                     || received.len() >= MAX_REQUEST
                     || ((peer_closed || eof) && !received.is_empty());
-                if complete && asks_path(&received, b"/renegcert") {
+                let (renegcert, keyupd) = (
+                    asks_path(received, b"/renegcert"),
+                    asks_path(received, b"/keyupd"),
+                );
+                if complete && renegcert {
                     let configured = !matches!(sh.config.post_handshake_auth, ClientAuth::None);
                     match request_client_cert(&mut d.ep, configured) {
-                        Ok(ctx) => awaiting_cert = Some(ctx),
+                        Ok(ctx) => self.awaiting_cert = Some(ctx),
                         Err(why) => {
-                            let title = format!("connection #{n} from {peer_s}");
-                            let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
-                            body.push_str(&format!("{:<14} {why}\n", "client cert"));
-                            if d.ep.send(&http_ok(&body)).is_ok() {
-                                responded = true;
-                            }
+                            self.answer(sh, d, &title, format!("{:<14} {why}\n", "client cert"))
                         }
                     }
                 } else if complete {
-                    let title = format!("connection #{n} from {peer_s}");
-                    let mut body = page(&title, &events, &early_in, &app_in, &sh.external);
-                    if asks_path(&received, b"/keyupd") {
+                    let extra = if keyupd {
                         let done = key_update_first(&mut d.ep);
-                        body.push_str(&format!(
-                            "{:<14} {done}
-",
-                            "key update"
-                        ));
-                    }
-                    if d.ep.send(&http_ok(&body)).is_ok() {
-                        responded = true;
-                    }
+                        format!("{:<14} {done}\n", "key update")
+                    } else {
+                        String::new()
+                    };
+                    self.answer(sh, d, &title, extra);
                 }
             }
         }
-        if responded && !closed && d.ep.is_connected() {
-            d.close(); // flushes the response, the tickets, then close_notify
-            closed = true;
+        if self.responded && self.closed.is_none() && d.ep.is_connected() {
+            d.close(); // the response, the tickets, then close_notify
+            self.closed = Some(Instant::now() + CLOSE_WAIT);
         }
         if let Err(e) = d.flush() {
-            break Err(match e {
+            return Some(Err(match e {
                 NetError::Io(e) => Failure::io(&peer_s, &e),
                 NetError::Tls(e) => Failure::tls(&e, "connection"),
-            });
+            }));
         }
         if eof || peer_closed {
-            if !closed {
+            if self.closed.is_none() {
                 d.close();
-                closed = true;
+                self.closed = Some(Instant::now());
             }
-            break if d.ep.is_connected() || responded {
+            return Some(if d.ep.is_connected() || self.responded {
                 Ok(())
             } else {
                 Err(Failure::Network(format!(
                     "client hung up during the handshake: {peer_s}"
                 )))
-            };
+            });
         }
-    };
-    if responded && !closed {
-        d.close(); // the client never finished its handshake
+        None
     }
-    events.extend(d.drain_events());
-    (events, result)
 }
 
 /// Whether the request's path starts with `prefix`. Any method; the path decides. What
