@@ -50,6 +50,7 @@ const BLOCKS: &[&str] = &[
     "ech-grease",
     "ech-rejected",
     "ech-retry",
+    "ech-pq",
 ];
 const EXPORT: &[u8] = b"EXPERIMENTAL tls13lab";
 const RESPONSE: &[u8] = b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nhello from tls13lab\n";
@@ -232,6 +233,47 @@ fn generate(name: &str) -> String {
                     r.client_hello_len,
                     r.ledger.totals.client_to_server.bytes,
                     r.ledger.totals.server_to_client.bytes,
+                    r.end
+                ));
+            }
+            t
+        }
+        ["ech", "pq"] => {
+            use tls13lab::crypto::hpke::Kem;
+            let mut t = String::from(
+                "| ECHConfig KEM | enc | ECHConfigList | ClientHello on the wire | vs X25519 | segments at MTU 1500 | end |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+            );
+            let x25519 = ech_runs()
+                .iter()
+                .find(|r| r.label == "ECH accepted")
+                .unwrap();
+            for (label, kem, config) in [
+                ("ECH accepted", Kem::X25519HkdfSha256, (1, 1)),
+                ("ECH accepted, ML-KEM-768 config", Kem::MlKem768, (3, 3)),
+                ("ECH accepted, X-Wing config", Kem::XWing, (4, 4)),
+            ] {
+                let r = ech_runs().iter().find(|r| r.label == label).unwrap();
+                let list = lab::ech::key_for(config.0, config.1, kem).unwrap().list;
+                // The message (its header counted) in one record; Linux's TCP timestamps on.
+                let wire = r.client_hello_len + 5;
+                let mss = lab::tcp::Link::ipv4(1500, lab::tcp::TCP_TIMESTAMPS)
+                    .unwrap()
+                    .mss;
+                let segments = wire.div_ceil(mss);
+                let added = r.client_hello_len as i64 - x25519.client_hello_len as i64;
+                t.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} |\n",
+                    kem.id(),
+                    kem.enc_len(),
+                    list.encode().len(),
+                    wire,
+                    if added == 0 {
+                        "—".to_string()
+                    } else {
+                        format!("+{added}")
+                    },
+                    segments,
                     r.end
                 ));
             }

@@ -2656,6 +2656,29 @@ fn ech_between_our_client_and_server() {
     // The hybrid key share is sent once: ECH adds far less than a second ClientHello.
     let plain = runs.iter().find(|r| r.label == "no ECH").unwrap();
     assert!(accepted.client_hello_len < plain.client_hello_len + 400);
+    // draft-ietf-hpke-pq: ECHConfigs with ML-KEM-768 and X-Wing are accepted too. The outer
+    // hello grows by exactly the larger enc (a KEM ciphertext instead of an X25519 key): the
+    // same inner hello is sealed.
+    for (label, enc_len) in [
+        ("ECH accepted, ML-KEM-768 config", 1088),
+        ("ECH accepted, X-Wing config", 1120),
+    ] {
+        assert_eq!(
+            outcome(label),
+            (Some(EchOutcome::Accepted), "connected"),
+            "{label}"
+        );
+        let r = runs.iter().find(|r| r.label == label).unwrap();
+        assert_eq!(
+            r.client_hello_len,
+            accepted.client_hello_len + enc_len - 32,
+            "{label}"
+        );
+        assert_eq!(
+            r.ledger.ech.as_ref().unwrap().inner_sni.as_deref(),
+            Some(lab::ech::INNER_NAME)
+        );
+    }
     let again = lab::ech::runs().expect("ECH runs");
     for (a, b) in runs.iter().zip(&again) {
         assert_eq!(a.ledger.table(), b.ledger.table(), "{}", a.label);

@@ -1852,6 +1852,61 @@ fn bench_takes_a_chain_and_ech() {
 /// asked for, stdout is its ECHConfigList in base64, a seed gives the same file, and bad suites
 /// are exit 2. (OpenSSL reading these files: tests/interop_openssl.rs.)
 #[test]
+fn post_quantum_ech_over_tcp() {
+    // draft-ietf-hpke-pq: an ECH key with X-Wing (and one with ML-KEM-768) from `ech keygen`,
+    // our server holding it, our client offering its config over TCP: accepted, and both sides
+    // say so; the config's public key is the KEM's.
+    use tls13lab::crypto::ech::EchKeyPair;
+    use tls13lab::messages::enums::HpkeKemId;
+    let t = TempDir::new("ech-pq");
+    for (suite, kem, pk_len) in [
+        ("0x647a,1,3", HpkeKemId::MlKem768X25519, 1216),
+        ("0x41,1,1", HpkeKemId::MlKem768, 1184),
+    ] {
+        let key = t.s(&format!("{suite}.pem"));
+        let o = run(&[
+            "ech",
+            "keygen",
+            "--public-name",
+            "public.example",
+            "--suite",
+            suite,
+            "--out",
+            &key,
+        ]);
+        assert_ok(&o);
+        let config = stdout(&o).trim().to_string();
+        let k = EchKeyPair::from_pem(
+            &std::fs::read_to_string(t.path(&format!("{suite}.pem"))).unwrap(),
+        )
+        .unwrap();
+        let c = k.config.contents().unwrap();
+        assert_eq!(
+            (c.key_config.kem_id, c.key_config.public_key.len()),
+            (kem, pk_len)
+        );
+        let server = ServerGuard::start(&["--ech-key", &key]);
+        let o = run(&[
+            "client",
+            &server.addr(),
+            "--insecure",
+            "--sni",
+            "localhost",
+            "--ech-config",
+            &config,
+        ]);
+        assert_ok(&o);
+        let out = stdout(&o);
+        assert!(
+            out.contains("ECH accepted: SNI inner localhost, outer public.example"),
+            "{suite}: {out}"
+        );
+        let line = server.line_with("conn #1");
+        assert!(line.contains("ECH accepted"), "{suite}: {line}");
+    }
+}
+
+#[test]
 fn ech_keygen_writes_a_key_file_and_prints_the_config_list() {
     use tls13lab::crypto::cert::base64_decode;
     use tls13lab::crypto::ech::EchKeyPair;

@@ -38,9 +38,15 @@ pub struct EchRun {
 
 /// An ECH key (X25519, HKDF-SHA256/AES-128-GCM, maximum_name_length 32) made from `seed`.
 pub fn key(seed: u64, config_id: u8) -> Result<EchKeyPair, Error> {
+    key_for(seed, config_id, Kem::X25519HkdfSha256)
+}
+
+/// [`key`] with another HPKE KEM: ML-KEM-768 or X-Wing (draft-ietf-hpke-pq) for a ClientHello
+/// whose inner hello cannot be decrypted later by a quantum computer.
+pub fn key_for(seed: u64, config_id: u8, kem: Kem) -> Result<EchKeyPair, Error> {
     let params = EchKeyParams {
         public_name: PUBLIC_NAME.into(),
-        kem: Kem::X25519HkdfSha256,
+        kem,
         suites: vec![HpkeSymmetricCipherSuite {
             kdf_id: HpkeKdfId::HkdfSha256,
             aead_id: HpkeAeadId::Aes128Gcm,
@@ -117,11 +123,19 @@ pub fn run(
 }
 
 /// The page's connections, in order: no ECH, ECH accepted, GREASE, a stale config rejected,
-/// and the retry with the server's retry_configs.
+/// the retry with the server's retry_configs, then ECH accepted with the post-quantum KEMs
+/// ML-KEM-768 and X-Wing (a server holding those two keys, so the first five are unchanged).
 pub fn runs() -> Result<Vec<EchRun>, Error> {
     let current = key(1, 1)?;
     let stale = key(2, 2)?;
     let list = current.list.clone();
+    let mlkem = key_for(3, 3, Kem::MlKem768)?;
+    let xwing = key_for(4, 4, Kem::XWing)?;
+    let pq_lists = [
+        ("ECH accepted, ML-KEM-768 config", mlkem.list.clone()),
+        ("ECH accepted, X-Wing config", xwing.list.clone()),
+    ];
+    let pq_server = Arc::new(server(vec![mlkem, xwing])?.0);
     let (s, root) = server(vec![current])?;
     let s = Arc::new(s);
     let mut out = Vec::new();
@@ -148,11 +162,14 @@ pub fn runs() -> Result<Vec<EchRun>, Error> {
     out.push(
         run(
             "retry with retry_configs",
-            client(root, offer(retry)),
+            client(root.clone(), offer(retry)),
             &s,
             1,
         )?
         .0,
     );
+    for (label, list) in pq_lists {
+        out.push(run(label, client(root.clone(), offer(list)), &pq_server, 1)?.0);
+    }
     Ok(out)
 }

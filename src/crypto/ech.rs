@@ -177,11 +177,27 @@ impl fmt::Debug for EchKeyPair {
     }
 }
 
+/// PKCS#8 for an ML-KEM-768 key in seed form (draft-ietf-lamps-kyber-certificates:
+/// id-alg-ml-kem-768, 2.16.840.1.101.3.4.4.2, and `seed [0]` of 64 bytes).
+const MLKEM768_PKCS8_PREFIX: [u8; 22] = [
+    0x30, 0x54, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
+    0x04, 0x02, 0x04, 0x42, 0x80, 0x40,
+];
+/// PKCS#8 for an X-Wing key: its OID (1.3.6.1.4.1.62253.25722, draft-connolly-cfrg-xwing-kem)
+/// and the 32-byte seed as an OCTET STRING inside the privateKey OCTET STRING, as RFC 8410
+/// does for X25519.
+const XWING_PKCS8_PREFIX: [u8; 24] = [
+    0x30, 0x36, 0x02, 0x01, 0x00, 0x30, 0x0d, 0x06, 0x0b, 0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xe6,
+    0x2d, 0x81, 0xc8, 0x7a, 0x04, 0x22, 0x04, 0x20,
+];
+
 /// PKCS#8 DER of the key: RFC 8410's 48 bytes for X25519, RFC 5915's ECPrivateKey (with its
-/// public key) for P-256.
+/// public key) for P-256, the seed forms above for the post-quantum KEMs.
 fn private_key_to_pkcs8(key: &KeyPair) -> Vec<u8> {
     match key.kem() {
         Kem::X25519HkdfSha256 => [&X25519_PKCS8_PREFIX[..], key.private_key()].concat(),
+        Kem::MlKem768 => [&MLKEM768_PKCS8_PREFIX[..], key.private_key()].concat(),
+        Kem::XWing => [&XWING_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::P256HkdfSha256 => p256::SecretKey::from_slice(key.private_key())
             .ok()
             .and_then(|k| k.to_pkcs8_der().ok())
@@ -192,13 +208,20 @@ fn private_key_to_pkcs8(key: &KeyPair) -> Vec<u8> {
 }
 
 fn private_key_from_pkcs8(der: &[u8]) -> Result<KeyPair, EchKeyError> {
-    if let Some(sk) = der.strip_prefix(&X25519_PKCS8_PREFIX[..]) {
-        if sk.len() == 32 {
-            return KeyPair::from_private(Kem::X25519HkdfSha256, sk).map_err(EchKeyError::Hpke);
+    for (prefix, kem) in [
+        (&X25519_PKCS8_PREFIX[..], Kem::X25519HkdfSha256),
+        (&MLKEM768_PKCS8_PREFIX[..], Kem::MlKem768),
+        (&XWING_PKCS8_PREFIX[..], Kem::XWing),
+    ] {
+        if let Some(sk) = der.strip_prefix(prefix) {
+            if sk.len() == kem.sk_len() {
+                return KeyPair::from_private(kem, sk).map_err(EchKeyError::Hpke);
+            }
         }
     }
-    let sk = p256::SecretKey::from_pkcs8_der(der)
-        .map_err(|_| EchKeyError::PrivateKey("not a PKCS#8 X25519 or P-256 key"))?;
+    let sk = p256::SecretKey::from_pkcs8_der(der).map_err(|_| {
+        EchKeyError::PrivateKey("not a PKCS#8 X25519, P-256, ML-KEM-768 or X-Wing key")
+    })?;
     KeyPair::from_private(Kem::P256HkdfSha256, &sk.to_bytes()).map_err(EchKeyError::Hpke)
 }
 

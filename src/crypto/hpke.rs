@@ -23,7 +23,9 @@
 //! [`RandomSource`] (Nsk bytes, one draw), so an ECH handshake replays from a seed and RFC 9180's
 //! vectors (which give ikmE) can be scripted.
 //!
-//! Implemented: KEMs DHKEM(X25519, HKDF-SHA256) and DHKEM(P-256, HKDF-SHA256); KDF HKDF-SHA256;
+//! Implemented: KEMs DHKEM(X25519, HKDF-SHA256), DHKEM(P-256, HKDF-SHA256), and the
+//! post-quantum ML-KEM-768 and MLKEM768-X25519 (X-Wing) of draft-ietf-hpke-pq (their
+//! DeriveKeyPair, Encap and Decap in [`super::hpke_pq`]); KDF HKDF-SHA256;
 //! AEADs AES-128-GCM, AES-256-GCM, ChaCha20Poly1305 and Export-only. Only mode_base: ECH uses
 //! no PSK and no sender authentication (RFC 9849 §6.1).
 
@@ -35,6 +37,7 @@ use zeroize::Zeroizing;
 use super::aead::{AeadAlg, AeadError, AeadKey, NONCE_LEN};
 use super::hash::{to_hex, HashAlg, PreparedHmac};
 use super::hkdf;
+use super::hpke_pq::{self, PqKem};
 use super::kx::{static_dh, KxError};
 use super::random::RandomSource;
 use super::NoSink;
@@ -52,17 +55,33 @@ pub enum Kem {
     X25519HkdfSha256,
     /// DHKEM(P-256, HKDF-SHA256), 0x0010: Nsecret 32, Nenc = Npk 65, Nsk 32.
     P256HkdfSha256,
+    /// ML-KEM-768 (draft-ietf-hpke-pq §3), 0x0041: Nsecret 32, Nenc 1088, Npk 1184, Nsk 64.
+    MlKem768,
+    /// MLKEM768-X25519, X-Wing (draft-ietf-hpke-pq §4), 0x647a: Nsecret 32, Nenc 1120,
+    /// Npk 1216, Nsk 32.
+    XWing,
 }
 
 impl Kem {
     /// How many KEMs there are ([`Kem::index`] is below it).
-    const COUNT: usize = 2;
+    const COUNT: usize = 4;
 
     /// A dense index, for tables kept per KEM.
     const fn index(self) -> usize {
         match self {
             Kem::X25519HkdfSha256 => 0,
             Kem::P256HkdfSha256 => 1,
+            Kem::MlKem768 => 2,
+            Kem::XWing => 3,
+        }
+    }
+
+    /// The post-quantum KEM, if this is one.
+    fn pq(self) -> Option<PqKem> {
+        match self {
+            Kem::MlKem768 => Some(PqKem::MlKem768),
+            Kem::XWing => Some(PqKem::XWing),
+            Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 => None,
         }
     }
 
@@ -71,6 +90,8 @@ impl Kem {
         match id {
             HpkeKemId::DhkemX25519HkdfSha256 => Some(Kem::X25519HkdfSha256),
             HpkeKemId::DhkemP256HkdfSha256 => Some(Kem::P256HkdfSha256),
+            HpkeKemId::MlKem768 => Some(Kem::MlKem768),
+            HpkeKemId::MlKem768X25519 => Some(Kem::XWing),
             _ => None,
         }
     }
@@ -80,20 +101,36 @@ impl Kem {
         match self {
             Kem::X25519HkdfSha256 => HpkeKemId::DhkemX25519HkdfSha256,
             Kem::P256HkdfSha256 => HpkeKemId::DhkemP256HkdfSha256,
+            Kem::MlKem768 => HpkeKemId::MlKem768,
+            Kem::XWing => HpkeKemId::MlKem768X25519,
         }
     }
 
-    /// Nenc = Npk: the length of `enc` and of a serialized public key.
+    /// Nenc: the length of `enc` (a DHKEM's ephemeral public key, a KEM's ciphertext).
     pub const fn enc_len(self) -> usize {
         match self {
             Kem::X25519HkdfSha256 => 32,
             Kem::P256HkdfSha256 => 65,
+            Kem::MlKem768 => PqKem::MlKem768.enc_len(),
+            Kem::XWing => PqKem::XWing.enc_len(),
+        }
+    }
+
+    /// Npk: the length of a serialized public key.
+    pub const fn pk_len(self) -> usize {
+        match self {
+            Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 => self.enc_len(),
+            Kem::MlKem768 => PqKem::MlKem768.pk_len(),
+            Kem::XWing => PqKem::XWing.pk_len(),
         }
     }
 
     /// Nsk: the length of a serialized private key (and of the ikm drawn for one).
     pub const fn sk_len(self) -> usize {
-        32
+        match self {
+            Kem::MlKem768 => PqKem::MlKem768.sk_len(),
+            Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 | Kem::XWing => 32,
+        }
     }
 
     /// The KEM's own KDF hash (both DHKEMs here use HKDF-SHA256, so Nsecret = 32).
@@ -114,14 +151,16 @@ impl Kem {
         sink: &mut dyn HpkeSink,
     ) -> Result<KeyPair, HpkeError> {
         let suite_id = self.suite_id();
+        if let Some(pq) = self.pq() {
+            // SHAKE256.LabeledDerive (draft-ietf-hpke-pq §3, §4): one step, no PRK.
+            let sk = hpke_pq::labeled_derive(&suite_id, ikm, pq.sk_len());
+            report_kem_step(sink, HpkeValue::Sk, &suite_id, &[("ikm", ikm)], &sk);
+            return KeyPair::from_private(self, &sk);
+        }
         let mut l = Labeled::new(self.hash(), &suite_id, sink);
         let dkp_prk = l.extract(HpkeValue::DkpPrk, b"", ikm);
         let mut sk = Zeroizing::new([0u8; 32]);
         match self {
-            Kem::X25519HkdfSha256 => {
-                let v = l.expand(HpkeValue::Sk, &dkp_prk, b"", 32)?;
-                sk.copy_from_slice(&v);
-            }
             Kem::P256HkdfSha256 => {
                 // Rejection sampling over candidates; bitmask 0xff for P-256, so the candidate
                 // is used whole. More than 256 rejections is DeriveKeyPairError.
@@ -138,6 +177,11 @@ impl Kem {
                     return Err(HpkeError::DeriveKeyPair);
                 }
             }
+            // X25519 (the post-quantum KEMs returned above).
+            _ => {
+                let v = l.expand(HpkeValue::Sk, &dkp_prk, b"", 32)?;
+                sk.copy_from_slice(&v);
+            }
         }
         KeyPair::from_private(self, &sk[..])
     }
@@ -153,19 +197,24 @@ impl Kem {
         self.derive_key_pair(&ikm, sink)
     }
 
-    fn public(self, sk: &[u8; 32]) -> Result<Vec<u8>, HpkeError> {
+    fn public(self, sk: &[u8]) -> Result<Vec<u8>, HpkeError> {
+        if let Some(pq) = self.pq() {
+            return Ok(pq.public(sk));
+        }
+        let sk: &[u8; 32] = sk.try_into().map_err(|_| HpkeError::InvalidPrivateKey)?;
         match self {
-            Kem::X25519HkdfSha256 => Ok(static_dh::x25519_public(sk).to_vec()),
             Kem::P256HkdfSha256 => static_dh::p256_public(sk)
                 .map(|p| p.to_vec())
                 .map_err(|_| HpkeError::InvalidPrivateKey),
+            _ => Ok(static_dh::x25519_public(sk).to_vec()),
         }
     }
 
-    fn dh(self, sk: &[u8; 32], pk: &[u8]) -> Result<Zeroizing<[u8; 32]>, HpkeError> {
+    fn dh(self, sk: &[u8], pk: &[u8]) -> Result<Zeroizing<[u8; 32]>, HpkeError> {
+        let sk: &[u8; 32] = sk.try_into().map_err(|_| HpkeError::InvalidPrivateKey)?;
         match self {
-            Kem::X25519HkdfSha256 => static_dh::x25519(sk, pk),
             Kem::P256HkdfSha256 => static_dh::p256(sk, pk),
+            _ => static_dh::x25519(sk, pk),
         }
         .map_err(HpkeError::Validation)
     }
@@ -173,7 +222,7 @@ impl Kem {
     /// DH, kem_context and ExtractAndExpand (RFC 9180 §4.1), shared by Encap and Decap.
     fn shared_secret(
         self,
-        sk: &[u8; 32],
+        sk: &[u8],
         pk_peer: &[u8],
         enc: &[u8],
         pk_r: &[u8],
@@ -402,16 +451,19 @@ impl Suite {
 #[derive(Clone)]
 pub struct KeyPair {
     kem: Kem,
-    sk: Zeroizing<[u8; 32]>,
+    sk: Zeroizing<Vec<u8>>,
     pk: Vec<u8>,
 }
 
 impl KeyPair {
     /// The pair of a serialized private key (RFC 9180 §7.1.2: X25519's 32 bytes; P-256's
-    /// 32-byte big-endian scalar in [1, n)).
+    /// 32-byte big-endian scalar in [1, n); ML-KEM-768's 64-byte seed d || z; X-Wing's
+    /// 32-byte seed).
     pub fn from_private(kem: Kem, sk: &[u8]) -> Result<KeyPair, HpkeError> {
-        let sk: [u8; 32] = sk.try_into().map_err(|_| HpkeError::InvalidPrivateKey)?;
-        let sk = Zeroizing::new(sk);
+        if sk.len() != kem.sk_len() {
+            return Err(HpkeError::InvalidPrivateKey);
+        }
+        let sk = Zeroizing::new(sk.to_vec());
         let pk = kem.public(&sk)?;
         Ok(KeyPair { kem, sk, pk })
     }
@@ -447,6 +499,22 @@ pub fn setup_base_s(
     rng: &mut dyn RandomSource,
     sink: &mut dyn HpkeSink,
 ) -> Result<(Vec<u8>, SenderContext), HpkeError> {
+    if let Some(pq) = suite.kem.pq() {
+        // Encap's randomness, one draw (draft-ietf-hpke-pq: the vectors' ikmE).
+        let mut random = Zeroizing::new(vec![0u8; pq.encap_random_len()]);
+        rng.fill(&mut random);
+        let (shared, enc) = pq.encap(pk_r, &random).map_err(HpkeError::Validation)?;
+        let suite_id = suite.kem.suite_id();
+        report_kem_step(
+            sink,
+            HpkeValue::SharedSecret,
+            &suite_id,
+            &[("enc", &enc)],
+            &shared[..],
+        );
+        let ctx = suite.key_schedule(&shared[..], info, sink)?;
+        return Ok((enc, SenderContext(ctx)));
+    }
     let eph = suite.kem.generate_key_pair(rng, sink)?;
     let enc = eph.pk.clone();
     let shared = suite.kem.shared_secret(&eph.sk, pk_r, &enc, pk_r, sink)?;
@@ -464,6 +532,19 @@ pub fn setup_base_r(
 ) -> Result<ReceiverContext, HpkeError> {
     if key.kem != suite.kem {
         return Err(HpkeError::InvalidPrivateKey);
+    }
+    if let Some(pq) = suite.kem.pq() {
+        let shared = pq.decap(&key.sk, enc).map_err(HpkeError::Validation)?;
+        let suite_id = suite.kem.suite_id();
+        report_kem_step(
+            sink,
+            HpkeValue::SharedSecret,
+            &suite_id,
+            &[("enc", enc)],
+            &shared[..],
+        );
+        let ctx = suite.key_schedule(&shared[..], info, sink)?;
+        return Ok(ReceiverContext(ctx));
     }
     let shared = suite.kem.shared_secret(&key.sk, enc, enc, &key.pk, sink)?;
     let ctx = suite.key_schedule(&shared, info, sink)?;
@@ -710,6 +791,9 @@ pub enum HpkeOp {
     Dh,
     /// A concatenation (kem_context, key_schedule_context).
     Concat,
+    /// A post-quantum KEM's own step (draft-ietf-hpke-pq): SHAKE256.LabeledDerive in
+    /// DeriveKeyPair, or Encap/Decap, whose output is the shared secret itself.
+    Kem,
 }
 
 /// Which HPKE value a step produced (RFC 9180's names).
@@ -904,6 +988,30 @@ impl<F: FnMut(HpkeStep)> HpkeSink for FnSink<F> {
     }
     fn record(&mut self, step: HpkeStep) {
         (self.0)(step)
+    }
+}
+
+/// Reports a post-quantum KEM's step ([`HpkeOp::Kem`]): its label is the value's name.
+fn report_kem_step(
+    sink: &mut dyn HpkeSink,
+    name: HpkeValue,
+    suite_id: &[u8],
+    inputs: &[(&'static str, &[u8])],
+    output: &[u8],
+) {
+    if sink.enabled() {
+        sink.record(HpkeStep {
+            op: HpkeOp::Kem,
+            name,
+            label: if name == HpkeValue::Sk {
+                "DeriveKeyPair"
+            } else {
+                ""
+            },
+            suite_id: suite_id.to_vec(),
+            inputs: inputs.iter().map(|(k, v)| (*k, v.to_vec())).collect(),
+            output: output.to_vec(),
+        });
     }
 }
 

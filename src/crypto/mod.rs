@@ -28,6 +28,7 @@ pub mod hash;
 pub(crate) mod hkdf;
 pub(crate) mod hmac_key;
 pub mod hpke;
+mod hpke_pq;
 pub mod kx;
 pub mod random;
 #[cfg(feature = "ring-sign")]

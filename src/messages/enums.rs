@@ -336,6 +336,12 @@ open_enum! {
         DhkemP521HkdfSha512 = 0x0012 => "DHKEM(P-521, HKDF-SHA512)",
         DhkemX25519HkdfSha256 = 0x0020 => "DHKEM(X25519, HKDF-SHA256)",
         DhkemX448HkdfSha512 = 0x0021 => "DHKEM(X448, HKDF-SHA512)",
+        MlKem512 = 0x0040 => "ML-KEM-512",
+        MlKem768 = 0x0041 => "ML-KEM-768",
+        MlKem1024 = 0x0042 => "ML-KEM-1024",
+        MlKem768P256 = 0x0050 => "MLKEM768-P256",
+        MlKem1024P384 = 0x0051 => "MLKEM1024-P384",
+        MlKem768X25519 = 0x647a => "MLKEM768-X25519 (X-Wing)",
     }
 }
 

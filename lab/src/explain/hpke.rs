@@ -109,6 +109,13 @@ pub(super) fn formula(s: &HpkeStep, earlier: &[HpkeStep]) -> String {
             s.output.len()
         ),
         HpkeOp::Dh => "DH(skE, pkR) = DH(skR, pkE)".into(),
+        // draft-ietf-hpke-pq: the KEM's own steps.
+        HpkeOp::Kem if s.name == HpkeValue::Sk => format!(
+            "SHAKE256.LabeledDerive({}, \"DeriveKeyPair\", \"\", {})",
+            arg("ikm"),
+            s.output.len()
+        ),
+        HpkeOp::Kem => "Encap(pkR) = Decap(enc, skR): the KEM's own shared secret".into(),
         HpkeOp::Concat => s
             .inputs
             .iter()

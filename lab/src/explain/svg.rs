@@ -294,7 +294,7 @@ fn ech_rows(e: &EchView) -> Vec<EchRow> {
             colors: match st.op {
                 HpkeOp::LabeledExtract => colors(DerivationOp::Extract),
                 HpkeOp::LabeledExpand => colors(DerivationOp::ExpandLabel),
-                HpkeOp::Dh | HpkeOp::Concat => DH_COLORS,
+                HpkeOp::Dh | HpkeOp::Concat | HpkeOp::Kem => DH_COLORS,
             },
         })
         .collect();

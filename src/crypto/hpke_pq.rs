@@ -1,0 +1,216 @@
+//! HPKE's post-quantum KEMs (draft-ietf-hpke-pq): ML-KEM-768 (0x0041) and MLKEM768-X25519,
+//! X-Wing (0x647a). They are KEMs, not Diffie-Hellman groups: Encap's output is the shared
+//! secret itself (Nsecret 32, no ExtractAndExpand) and `enc` is a ciphertext, not a public key.
+//!
+//! ```text
+//! DeriveKeyPair(ikm)   dk = SHAKE256(ikm || "HPKE-v1" || suite_id || I2OSP(13, 2) ||
+//!                                    "DeriveKeyPair" || I2OSP(Nsk, 2))           §3, §4
+//!   ML-KEM-768         dk = d || z (64 bytes); ek from ML-KEM.KeyGen_internal(d, z)
+//!   X-Wing             sk = 32 bytes; SHAKE256(sk, 96) = d || z || skX;
+//!                      pk = ek_M || X25519(skX, 9)
+//! Encap(pk)            ML-KEM-768: ML-KEM.Encaps(ek, m), m the 32 drawn bytes
+//!                      X-Wing: eseed (64 drawn bytes) = m || ekX; ctX = X25519(ekX, 9);
+//!                      ss = SHA3-256(ss_M || X25519(ekX, pkX) || ctX || pkX || "\.//^\")
+//! ```
+//!
+//! The ML-KEM here is always RustCrypto's `ml-kem` with its deterministic entry points: the
+//! encapsulation randomness comes from the injected `RandomSource` (one draw of 32 or 64
+//! bytes), so ECH with these KEMs replays from a seed and the draft's vectors (whose `ikmE`
+//! is that draw) can be scripted.
+
+use ml_kem::kem::Decapsulate;
+use ml_kem::{EncapsulateDeterministic, EncodedSizeUser, KemCore, MlKem768, B32};
+use sha3::digest::{ExtendableOutput, Update, XofReader};
+use sha3::{Digest, Sha3_256, Shake256};
+use zeroize::Zeroizing;
+
+use super::kx::{static_dh, KxError};
+
+type Ek = <MlKem768 as KemCore>::EncapsulationKey;
+type Dk = <MlKem768 as KemCore>::DecapsulationKey;
+
+/// ML-KEM-768's encapsulation key and ciphertext lengths (FIPS 203 Table 3).
+pub(crate) const MLKEM768_EK: usize = 1184;
+pub(crate) const MLKEM768_CT: usize = 1088;
+/// X-Wing's combiner label (draft-connolly-cfrg-xwing-kem, "\.//^\").
+const XWING_LABEL: &[u8; 6] = b"\\.//^\\";
+
+/// Which post-quantum KEM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PqKem {
+    MlKem768,
+    XWing,
+}
+
+/// SHAKE256.LabeledDerive(ikm, "DeriveKeyPair", "", len) under `suite_id` (draft-ietf-hpke-pq
+/// §3: RFC 9180's labels with the output length before the context).
+pub(crate) fn labeled_derive(suite_id: &[u8], ikm: &[u8], len: usize) -> Zeroizing<Vec<u8>> {
+    const LABEL: &[u8] = b"DeriveKeyPair";
+    let mut h = Shake256::default();
+    h.update(ikm);
+    h.update(b"HPKE-v1");
+    h.update(suite_id);
+    h.update(&(LABEL.len() as u16).to_be_bytes());
+    h.update(LABEL);
+    h.update(&(len as u16).to_be_bytes());
+    let mut out = Zeroizing::new(vec![0u8; len]);
+    h.finalize_xof().read(&mut out);
+    out
+}
+
+/// ML-KEM-768.KeyGen_internal(d, z): the decapsulation and encapsulation keys.
+fn keygen(d: &[u8], z: &[u8]) -> (Dk, Ek) {
+    let d = B32::try_from(d).expect("32 bytes");
+    let z = B32::try_from(z).expect("32 bytes");
+    MlKem768::generate_deterministic(&d, &z)
+}
+
+/// X-Wing's expanded key: the ML-KEM seeds and the X25519 private key.
+fn xwing_expand(sk: &[u8]) -> Zeroizing<[u8; 96]> {
+    let mut h = Shake256::default();
+    h.update(sk);
+    let mut out = Zeroizing::new([0u8; 96]);
+    h.finalize_xof().read(&mut out[..]);
+    out
+}
+
+impl PqKem {
+    /// Nsk: the serialized private key (ML-KEM's 64-byte seed form; X-Wing's 32-byte seed).
+    pub(crate) const fn sk_len(self) -> usize {
+        match self {
+            PqKem::MlKem768 => 64,
+            PqKem::XWing => 32,
+        }
+    }
+
+    /// Npk.
+    pub(crate) const fn pk_len(self) -> usize {
+        match self {
+            PqKem::MlKem768 => MLKEM768_EK,
+            PqKem::XWing => MLKEM768_EK + 32,
+        }
+    }
+
+    /// Nenc.
+    pub(crate) const fn enc_len(self) -> usize {
+        match self {
+            PqKem::MlKem768 => MLKEM768_CT,
+            PqKem::XWing => MLKEM768_CT + 32,
+        }
+    }
+
+    /// Bytes Encap draws from the random source.
+    pub(crate) const fn encap_random_len(self) -> usize {
+        match self {
+            PqKem::MlKem768 => 32,
+            PqKem::XWing => 64,
+        }
+    }
+
+    /// The public key of a serialized private key.
+    pub(crate) fn public(self, sk: &[u8]) -> Vec<u8> {
+        match self {
+            PqKem::MlKem768 => keygen(&sk[..32], &sk[32..64]).1.as_bytes().to_vec(),
+            PqKem::XWing => {
+                let e = xwing_expand(sk);
+                let (_, ek) = keygen(&e[..32], &e[32..64]);
+                let x: [u8; 32] = e[64..].try_into().expect("32 bytes");
+                let mut pk = ek.as_bytes().to_vec();
+                pk.extend_from_slice(&static_dh::x25519_public(&x));
+                pk
+            }
+        }
+    }
+
+    /// Encap(pk) with the drawn `random` (Nrandom bytes): (shared_secret, enc).
+    pub(crate) fn encap(
+        self,
+        pk: &[u8],
+        random: &[u8],
+    ) -> Result<(Zeroizing<[u8; 32]>, Vec<u8>), KxError> {
+        if pk.len() != self.pk_len() {
+            return Err(KxError::InvalidPeerShare(
+                "HPKE public key of the wrong length",
+            ));
+        }
+        let ek = mlkem_ek(&pk[..MLKEM768_EK])?;
+        let m = B32::try_from(&random[..32]).expect("32 bytes");
+        let (ct, ss) = ek
+            .encapsulate_deterministic(&m)
+            .map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
+        let mut enc = ct.to_vec();
+        let ss_m: [u8; 32] = ss.into();
+        match self {
+            PqKem::MlKem768 => Ok((Zeroizing::new(ss_m), enc)),
+            PqKem::XWing => {
+                let ek_x: Zeroizing<[u8; 32]> =
+                    Zeroizing::new(random[32..64].try_into().expect("32 bytes"));
+                let ct_x = static_dh::x25519_public(&ek_x);
+                let pk_x = &pk[MLKEM768_EK..];
+                let ss_x = static_dh::x25519(&ek_x, pk_x)?;
+                enc.extend_from_slice(&ct_x);
+                Ok((xwing_combine(&ss_m, &ss_x[..], &ct_x, pk_x), enc))
+            }
+        }
+    }
+
+    /// Decap(enc, sk): the shared secret.
+    pub(crate) fn decap(self, sk: &[u8], enc: &[u8]) -> Result<Zeroizing<[u8; 32]>, KxError> {
+        if enc.len() != self.enc_len() {
+            return Err(KxError::InvalidPeerShare("HPKE enc of the wrong length"));
+        }
+        let (d, z, x) = match self {
+            PqKem::MlKem768 => (sk[..32].to_vec(), sk[32..64].to_vec(), None),
+            PqKem::XWing => {
+                let e = xwing_expand(sk);
+                let x: [u8; 32] = e[64..].try_into().expect("32 bytes");
+                (
+                    e[..32].to_vec(),
+                    e[32..64].to_vec(),
+                    Some(Zeroizing::new(x)),
+                )
+            }
+        };
+        let (dk, _) = keygen(&d, &z);
+        let ct = ml_kem::Ciphertext::<MlKem768>::try_from(&enc[..MLKEM768_CT])
+            .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext of the wrong length"))?;
+        let ss_m: [u8; 32] = dk
+            .decapsulate(&ct)
+            .map_err(|_| KxError::KemFailure("ML-KEM decapsulation"))?
+            .into();
+        match x {
+            None => Ok(Zeroizing::new(ss_m)),
+            Some(sk_x) => {
+                let ct_x = &enc[MLKEM768_CT..];
+                let ss_x = static_dh::x25519(&sk_x, ct_x)?;
+                let pk_x = static_dh::x25519_public(&sk_x);
+                Ok(xwing_combine(&ss_m, &ss_x[..], ct_x, &pk_x))
+            }
+        }
+    }
+}
+
+/// The encapsulation key, checked as FIPS 203 §7.2 requires (its coefficients reduced mod q:
+/// decoding and re-encoding gives the same bytes).
+fn mlkem_ek(bytes: &[u8]) -> Result<Ek, KxError> {
+    let encoded = ml_kem::Encoded::<Ek>::try_from(bytes)
+        .map_err(|_| KxError::InvalidPeerShare("ML-KEM encapsulation key of the wrong length"))?;
+    let ek = Ek::from_bytes(&encoded);
+    if ek.as_bytes().as_slice() != bytes {
+        return Err(KxError::InvalidPeerShare(
+            "ML-KEM encapsulation key fails the modulus check",
+        ));
+    }
+    Ok(ek)
+}
+
+/// X-Wing's combiner: SHA3-256(ss_M || ss_X || ct_X || pk_X || label).
+fn xwing_combine(ss_m: &[u8], ss_x: &[u8], ct_x: &[u8], pk_x: &[u8]) -> Zeroizing<[u8; 32]> {
+    let mut h = Sha3_256::new();
+    Digest::update(&mut h, ss_m);
+    Digest::update(&mut h, ss_x);
+    Digest::update(&mut h, ct_x);
+    Digest::update(&mut h, pk_x);
+    Digest::update(&mut h, XWING_LABEL);
+    Zeroizing::new(h.finalize().into())
+}
