@@ -390,6 +390,27 @@ impl ClientConfig {
             ..ClientConfig::default()
         }
     }
+
+    /// The group a server publishing `server_groups` (its DNS `tls-supported-groups`, most
+    /// preferred first: draft-ietf-tls-key-share-prediction §3) will choose: its first group
+    /// that is in our supported_groups. Code points we do not support are ignored (§3.3); `None`
+    /// when nothing is in common.
+    pub fn predict_key_share(&self, server_groups: &[NamedGroup]) -> Option<NamedGroup> {
+        server_groups
+            .iter()
+            .copied()
+            .find(|g| self.groups.contains(g))
+    }
+
+    /// Send one key share, for the predicted group (§3.3 "SHOULD send a key_share extension
+    /// containing just that named group"); supported_groups stays as it is, in our order, so
+    /// a forged DNS answer cannot downgrade the handshake (§3.3, §5). With no group in common
+    /// the key shares are left alone (the record may be stale). Returns the prediction.
+    pub fn use_dns_groups(&mut self, server_groups: &[NamedGroup]) -> Option<NamedGroup> {
+        let predicted = self.predict_key_share(server_groups)?;
+        self.key_shares = vec![predicted];
+        Some(predicted)
+    }
 }
 
 /// How the server keeps resumption state (RFC 8446 §4.6.1).

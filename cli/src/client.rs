@@ -18,7 +18,7 @@ use tls13lab::{Client, ClientConfig, ClientSide, ServerVerification};
 
 use super::common::{
     bytes, emit, ledger, load_certified_key, load_certs, observe_for, printout, read_file,
-    read_text, write_file, Bytes, Failure, KeyLog, Offer, Output, PskArgs, Report,
+    read_text, write_file, Bytes, Failure, KeyLog, List, Offer, Output, PskArgs, Report,
 };
 use crate::net::{self, Driver, NetError, Step};
 
@@ -89,6 +89,12 @@ pub struct ClientArgs {
     /// `tls13lab ech keygen`). The server_name goes inside; the config's public_name outside.
     #[arg(long, value_name = "BASE64|FILE")]
     pub ech_config: Option<String>,
+    /// The server's groups as its DNS record publishes them (the SVCB/HTTPS
+    /// `tls-supported-groups` SvcParam, draft-ietf-tls-key-share-prediction: decimal code points
+    /// or names, most preferred first, e.g. 4588,29): send one key share, for the first of them
+    /// we support; supported_groups is unchanged. Nothing in common: the usual shares.
+    #[arg(long, value_name = "LIST", value_parser = dns_groups, conflicts_with = "key_shares")]
+    pub dns_groups: Option<List<tls13lab::messages::NamedGroup>>,
     /// Send a GREASE encrypted_client_hello (RFC 9849 §6.2); with --ech-config, only when no
     /// config in it is usable.
     #[arg(long)]
@@ -306,6 +312,11 @@ fn host_port(s: &str) -> Result<(String, u16), Failure> {
     Ok((host.to_string(), port))
 }
 
+/// `--dns-groups`: the tls-supported-groups SvcParam's value.
+fn dns_groups(s: &str) -> Result<List<tls13lab::messages::NamedGroup>, String> {
+    lab::keyshare::parse_svc_param(s).map(List)
+}
+
 fn build_config(
     a: &ClientArgs,
     host: &str,
@@ -329,6 +340,13 @@ fn build_config(
         None => ClientConfig::default(),
     };
     a.offer.apply(&mut c)?;
+    if let Some(dns) = &a.dns_groups {
+        let said = match c.use_dns_groups(&dns.0) {
+            Some(g) => format!("predicted {g}: one key share for it"),
+            None => "no group in common: the usual key shares".to_string(),
+        };
+        emit(&format!("{:<18} {said}\n", "dns groups"));
+    }
     // Offer 0-RTT only with something to send: otherwise a ticket that allows it would make the
     // ClientHello carry early_data, the server accept it, and the summary report "early data
     // accepted" for a connection that sent none (just an EndOfEarlyData).

@@ -80,12 +80,33 @@ pub struct SimulateArgs {
     /// Also print every packet of every connection.
     #[arg(long)]
     pub timeline: bool,
+    /// Instead of the comparison: key-share prediction (draft-ietf-tls-key-share-prediction).
+    /// Four client strategies (one classical share, one hybrid share, both, the share the
+    /// server's DNS tls-supported-groups predicts) against each server kind of --population:
+    /// HelloRetryRequest rate, post-quantum rate, ClientHello and client-to-server bytes, time to
+    /// the first response byte, weighted by the population.
+    #[arg(long)]
+    pub key_share_prediction: bool,
+    /// The servers for --key-share-prediction: `LABEL=GROUPS:WEIGHT;...`, GROUPS most preferred
+    /// first as decimal code points or names (e.g. "pq=4588,29:50;classic=29,23:50") [default:
+    /// hybrid first 50, classical 35, P-256 only 5, SecP256r1MLKEM768 first 10: an assumption,
+    /// not a measurement].
+    #[arg(long, value_name = "SPEC", requires = "key_share_prediction", value_parser = population)]
+    pub population: Option<Population>,
     /// Write a ladder diagram of each TLS connection: FILE gets the first, FILE-2.svg ... the others.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Print JSON instead of text (to FILE, or stdout without one).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+}
+
+/// `--population` value.
+#[derive(Clone, Debug)]
+pub struct Population(pub Vec<lab::keyshare::ServerKind>);
+
+fn population(s: &str) -> Result<Population, String> {
+    lab::keyshare::parse_population(s).map(Population)
 }
 
 /// `--kx` values.
@@ -155,6 +176,31 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
         link,
         initcwnd: a.initcwnd,
     };
+    if a.key_share_prediction {
+        let population = a
+            .population
+            .clone()
+            .map_or_else(lab::keyshare::default_population, |p| p.0);
+        let rows = lab::keyshare::run(net, &population, a.seed)
+            .map_err(|e| Failure::Tls(e.to_string()))?;
+        if let Some(path) = &a.json {
+            let v = serde_json::json!({
+                "network": net,
+                "assumptions": net.describe(),
+                "population": population,
+                "strategies": rows,
+            });
+            let text = format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
+            if path.as_os_str() == "-" {
+                emit(&text);
+            } else {
+                write_file(path, text.as_bytes())?;
+            }
+            return Ok(());
+        }
+        emit(&lab::keyshare::render(&net, &population, &rows));
+        return Ok(());
+    }
     let chain = match (&a.chain, &a.server_cert, &a.server_key) {
         (Some(levels), _, _) => Some(
             simulate::ServerChain::generated(&levels.0, usize::from(a.scts))

@@ -1852,6 +1852,40 @@ fn bench_takes_a_chain_and_ech() {
 /// asked for, stdout is its ECHConfigList in base64, a seed gives the same file, and bad suites
 /// are exit 2. (OpenSSL reading these files: tests/interop_openssl.rs.)
 #[test]
+fn client_predicts_its_key_share_from_the_dns_groups() {
+    // draft-ietf-tls-key-share-prediction: a classical server (x25519, P-256). Without a hint
+    // the client's default hybrid + x25519 shares cost 1,400 bytes; told the server's
+    // tls-supported-groups (29,23) it sends one x25519 share, and told a stale list whose only
+    // group the server lacks (24, secp384r1) it pays a HelloRetryRequest (§3.4); a list with
+    // nothing we support leaves the usual shares.
+    let server = ServerGuard::start(&["--groups", "x25519,secp256r1"]);
+    let run_with = |dns: &str| {
+        let o = run(&["client", &server.addr(), "--insecure", "--dns-groups", dns]);
+        assert_ok(&o);
+        stdout(&o)
+    };
+    let dns_line = |out: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix("dns groups"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no dns groups line: {out}"))
+    };
+    let out = run_with("29,23");
+    assert_eq!(dns_line(&out), "predicted x25519: one key share for it");
+    assert_eq!(summary_value(&out, "group"), "x25519");
+    assert_eq!(summary_value(&out, "hello retry"), "no");
+    let out = run_with("24");
+    assert_eq!(dns_line(&out), "predicted secp384r1: one key share for it");
+    assert_eq!(summary_value(&out, "hello retry"), "yes");
+    assert_eq!(summary_value(&out, "group"), "x25519");
+    let out = run_with("X448");
+    assert_eq!(dns_line(&out), "no group in common: the usual key shares");
+    let o = run(&["client", &server.addr(), "--dns-groups", "29,29"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("listed twice"), "{}", stderr(&o));
+}
+
+#[test]
 fn post_quantum_ech_over_tcp() {
     // draft-ietf-hpke-pq: an ECH key with X-Wing (and one with ML-KEM-768) from `ech keygen`,
     // our server holding it, our client offering its config over TCP: accepted, and both sides

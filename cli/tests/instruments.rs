@@ -2892,6 +2892,7 @@ fn doc_block(dir: &Path, name: &str) -> String {
         "instruments-simulate-bigcert" => cmd("simulate --kx classical --bandwidth 0 --cert-bytes 20000"),
         "instruments-simulate-timeline" => cmd("simulate --kx hybrid --bandwidth 0 --timeline"),
         "instruments-simulate-ech" => cmd("simulate --ech --bandwidth 0"),
+        "instruments-simulate-prediction" => cmd("simulate --key-share-prediction --bandwidth 0"),
         "instruments-simulate-help" => cmd("simulate --help"),
         "instruments-ladder-commands" => {
             let mut s = String::from("```text\n");

@@ -38,6 +38,7 @@ pub mod fingerprint;
 pub mod hello;
 pub mod illustrate;
 pub mod keylog;
+pub mod keyshare;
 pub mod ladder;
 pub mod pcap;
 pub mod pqauth;
