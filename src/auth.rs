@@ -18,6 +18,7 @@ use crate::events::Side;
 use crate::keyschedule::schedule::TrafficSecret;
 use crate::keyschedule::transcript::Transcript;
 use crate::messages::enums::{CertificateCompressionAlgorithm, HandshakeType, SignatureScheme};
+use crate::messages::extensions::Extension;
 use crate::messages::handshake::{
     CertificatePayload, CertificateVerify, HandshakeMessage, HandshakePayload, OutgoingMessage,
 };
@@ -43,15 +44,20 @@ impl Compression<'_> {
 /// §4.4.2: our Certificate, `chain` (leaf first; sent from it as it is, not copied into a
 /// message value) echoing the request's `context`. It goes out as a CompressedCertificate
 /// (RFC 8879 §4) in the first of our algorithms the peer offered when that is smaller; the
-/// transcript holds the message as sent.
+/// transcript holds the message as sent. `first_extensions` go in the first CertificateEntry.
 pub(crate) fn send_certificate(
     conn: &mut Conn,
     transcript: &mut Transcript,
     context: &[u8],
     chain: &[Vec<u8>],
+    first_extensions: &[Extension],
     compression: Compression<'_>,
 ) {
-    let cert = OutgoingMessage::Certificate { context, chain };
+    let cert = OutgoingMessage::Certificate {
+        context,
+        chain,
+        first_extensions,
+    };
     let compressed = if compression.theirs.is_empty() || compression.ours.is_empty() {
         None
     } else {

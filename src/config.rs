@@ -320,6 +320,31 @@ pub struct ClientConfig {
     pub compressed_certificates: Option<Arc<CompressionCache>>,
     /// Encrypted ClientHello (RFC 9849): off, GREASE, or a config to offer.
     pub ech: EchMode,
+    /// The `trust_anchors` extension (draft-ietf-tls-trust-anchor-ids §4): the IDs of trust
+    /// anchors we accept, so the server can pick a certification path for one of them. When
+    /// the certificate then fails, [`crate::events::Event::TrustAnchorsAvailable`] says which
+    /// anchors the server has paths for, to retry with one (§4.3). `None`: not sent.
+    pub trust_anchors: Option<TrustAnchorOffer>,
+}
+
+/// What the client sends in `trust_anchors`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustAnchorOffer {
+    /// The extension's code point ([`crate::trust_anchors::DEFAULT_CODE_POINT`], 0xca34, until
+    /// IANA assigns one).
+    pub code_point: ExtensionType,
+    /// Trust anchor IDs, binary form (may be empty: a request for the server's list).
+    pub ids: Vec<Vec<u8>>,
+}
+
+impl TrustAnchorOffer {
+    /// An offer of `ids` under the default code point.
+    pub fn new(ids: Vec<Vec<u8>>) -> Self {
+        TrustAnchorOffer {
+            code_point: crate::trust_anchors::DEFAULT_CODE_POINT,
+            ids,
+        }
+    }
 }
 
 impl Default for ClientConfig {
@@ -365,6 +390,7 @@ impl Default for ClientConfig {
             cert_compression: crate::certcomp::supported().to_vec(),
             compressed_certificates: Some(Arc::default()),
             ech: EchMode::Off,
+            trust_anchors: None,
         }
     }
 }
@@ -548,6 +574,14 @@ pub struct ServerConfig {
     /// default: OpenSSL 4.0.3's client takes any such extension for an acceptance and aborts at
     /// ServerHello instead of reading retry_configs (docs/ech.md).
     pub ech_hrr_disguise: bool,
+    /// Trust anchor IDs of the credentials, by their index in [`ServerConfig::credentials`]
+    /// (`cert` first, then `more_certs`; missing or `None`: that path does not take part): a
+    /// ClientHello's `trust_anchors` picks the first credential whose ID it lists, whose
+    /// Certificate then says so, and EncryptedExtensions lists the IDs of every usable one
+    /// (draft-ietf-tls-trust-anchor-ids §4.2, §4.3).
+    pub trust_anchor_ids: Vec<Option<Vec<u8>>>,
+    /// The `trust_anchors` code point we answer (0xca34 by default).
+    pub trust_anchors_code_point: ExtensionType,
 }
 
 /// When a server lists its groups in EncryptedExtensions (RFC 8446 §4.2.7), "so that the
@@ -638,6 +672,8 @@ impl ServerConfig {
             ech_keys: Vec::new(),
             ech_trial_decrypt: false,
             ech_hrr_disguise: false,
+            trust_anchor_ids: Vec::new(),
+            trust_anchors_code_point: crate::trust_anchors::DEFAULT_CODE_POINT,
         }
     }
 }

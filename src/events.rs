@@ -420,6 +420,18 @@ pub enum Event {
         /// The groups as the server listed them (unknown code points kept).
         groups: Vec<NamedGroup>,
     },
+    /// The server's `trust_anchors` in EncryptedExtensions (draft-ietf-tls-trust-anchor-ids
+    /// §4.3, client only): the trust anchors it has certification paths for, in its order.
+    /// Reported as soon as it arrives, so a client whose certificate check then fails can
+    /// connect again asking for one of them.
+    TrustAnchorsAvailable {
+        /// Trust anchor IDs, binary form (hex when serialized).
+        #[serde(serialize_with = "ser_hex_list")]
+        ids: Vec<Vec<u8>>,
+    },
+    /// The certificate path was chosen for a trust anchor we asked for: the first
+    /// CertificateEntry carried an empty `trust_anchors` (§4.2). Either side.
+    TrustAnchorMatched,
     /// The server rejected our 0-RTT data: these bytes were NOT delivered; resend them if needed.
     EarlyDataRejected {
         /// The bytes that were sent as early data.
@@ -1011,4 +1023,13 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Serialize bytes as lowercase hex (serde helper; also `ledger::ser_hex`).
 pub fn ser_hex<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&hex(v))
+}
+
+fn ser_hex_list<S: serde::Serializer>(v: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(v.len()))?;
+    for b in v {
+        seq.serialize_element(&crate::crypto::hash::to_hex(b))?;
+    }
+    seq.end()
 }

@@ -74,6 +74,7 @@ pub mod server;
 pub mod session;
 pub(crate) mod traffic;
 pub mod transcript_reader;
+pub mod trust_anchors;
 
 pub use client::{Client, ClientSide};
 pub use config::{ClientAuth, ClientConfig, ServerConfig, ServerVerification};

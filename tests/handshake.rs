@@ -2855,3 +2855,150 @@ fn a_trusted_self_signed_ca_certificate_is_trusted_as_the_leaf() {
         verify_chain(&early, &early, Some("localhost"), now, Usage::Server, None).unwrap_err();
     assert!(matches!(err, CertError::NotYetValid { .. }), "{err:?}");
 }
+
+/// draft-ietf-tls-trust-anchor-ids: a server with two certification paths, each for its own
+/// trust anchor (IDs 32473.1 and 32473.2), and a client that trusts only the second.
+mod trust_anchors {
+    use super::*;
+    use tls13lab::config::{CertifiedKey, TrustAnchorOffer};
+    use tls13lab::crypto::sign::SigningKey;
+    use tls13lab::trust_anchors::from_ascii;
+
+    fn path(seed: u64) -> CertifiedKey {
+        let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(seed));
+        let now_s = NOW / 1000;
+        let cert =
+            lab::certgen::self_signed_p256(&["localhost"], &key, now_s - 86_400, now_s + 86_400)
+                .unwrap();
+        CertifiedKey {
+            chain: vec![cert],
+            key: Arc::new(key),
+        }
+    }
+
+    /// (server, the client's one root: the second path's anchor)
+    fn server() -> (ServerConfig, Vec<u8>) {
+        let (a, b) = (path(0x7a1), path(0x7a2));
+        let root_b = b.chain[0].clone();
+        let mut s = ServerConfig::new(a);
+        s.observe = tls13lab::Observe::PUBLIC;
+        s.more_certs = vec![b];
+        s.trust_anchor_ids = vec![
+            Some(from_ascii("32473.1").unwrap()),
+            Some(from_ascii("32473.2").unwrap()),
+        ];
+        (s, root_b)
+    }
+
+    fn client(root: Vec<u8>, ids: Option<&[&str]>) -> ClientConfig {
+        let mut c = ClientConfig::new(vec![root]);
+        c.server_name = Some("localhost".into());
+        c.observe = tls13lab::Observe::PUBLIC;
+        c.trust_anchors = ids
+            .map(|ids| TrustAnchorOffer::new(ids.iter().map(|i| from_ascii(i).unwrap()).collect()));
+        c
+    }
+
+    fn run(c: ClientConfig, s: &ServerConfig, seed: u64) -> (Pair, Result<(), Error>) {
+        let mut p = Pair::new(Arc::new(c), Arc::new(s.clone()), seed, NOW).unwrap();
+        let r = p.handshake().and_then(|_| p.settle());
+        (p, r)
+    }
+
+    fn available(events: &[Event]) -> Option<Vec<Vec<u8>>> {
+        events.iter().find_map(|e| match e {
+            Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
+            _ => None,
+        })
+    }
+
+    fn matched(events: &[Event]) -> bool {
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TrustAnchorMatched))
+    }
+
+    #[test]
+    fn the_requested_anchor_picks_the_path() {
+        let (s, root) = server();
+        let (p, r) = run(client(root, Some(&["32473.2"])), &s, 1);
+        r.expect("handshake");
+        assert!(p.client.is_connected());
+        assert!(matched(&p.client_events) && matched(&p.server_events));
+        // EncryptedExtensions lists both paths, in the server's order.
+        assert_eq!(
+            available(&p.client_events),
+            Some(vec![
+                from_ascii("32473.1").unwrap(),
+                from_ascii("32473.2").unwrap()
+            ])
+        );
+    }
+
+    #[test]
+    fn an_empty_list_gets_the_fallback_then_the_retry_succeeds() {
+        // §4.3: the client sends no ID; the server's first path is for an anchor it does not
+        // trust: the certificate fails, and EncryptedExtensions said which anchors the server
+        // has. The client retries asking for the one it trusts.
+        let (s, root) = server();
+        let (p, r) = run(client(root.clone(), Some(&[])), &s, 2);
+        let err = r.expect_err("the fallback path is not trusted");
+        assert!(
+            matches!(
+                err.alert(),
+                Some(AlertDescription::UnknownCa | AlertDescription::BadCertificate)
+            ),
+            "{err}"
+        );
+        assert!(!matched(&p.client_events));
+        let ids = available(&p.client_events).expect("the server's trust anchors");
+        let ours = from_ascii("32473.2").unwrap();
+        assert!(ids.contains(&ours));
+        let (p, r) = run(client(root, Some(&["32473.2"])), &s, 3);
+        r.expect("the retry");
+        assert!(p.client.is_connected() && matched(&p.client_events));
+    }
+
+    #[test]
+    fn without_the_extension_nothing_changes() {
+        let (s, root) = server();
+        let (p, r) = run(client(root, None), &s, 4);
+        assert!(r.is_err(), "the first path, not trusted");
+        assert_eq!(available(&p.client_events), None);
+        assert!(!matched(&p.server_events));
+        // A client that sends the extension to a server without IDs gets no answer to it.
+        let mut plain = s.clone();
+        plain.trust_anchor_ids.clear();
+        let (_, root_a) = (0, plain.cert.chain[0].clone());
+        let (p, r) = run(client(root_a, Some(&["32473.1"])), &plain, 5);
+        r.expect("handshake");
+        assert_eq!(available(&p.client_events), None);
+        assert!(!matched(&p.client_events));
+    }
+
+    #[test]
+    fn a_malformed_list_is_decode_error() {
+        let (s, root) = server();
+        let mut c = client(root, None);
+        // One TrustAnchorID whose length runs past the list.
+        c.extra_extensions = vec![Extension::Unknown {
+            typ: ExtensionType::TrustAnchors,
+            body: vec![0, 2, 5, 1],
+        }];
+        let (p, r) = run(c, &s, 6);
+        assert!(r.is_err());
+        let sent: Vec<_> = p
+            .server_events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Alert {
+                    direction: Direction::ServerToClient,
+                    description,
+                    ..
+                } => Some(*description),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, vec![AlertDescription::DecodeError]);
+    }
+}

@@ -156,6 +156,17 @@ impl ExpectEncryptedExtensions {
                         *retry_configs = Some(list);
                     }
                 }
+                // draft-ietf-tls-trust-anchor-ids §4.3: the anchors the server has paths for,
+                // reported now, so a failed certificate check can be retried with one.
+                Extension::Unknown { typ, body }
+                    if config
+                        .trust_anchors
+                        .as_ref()
+                        .is_some_and(|t| t.code_point == *typ) =>
+                {
+                    let ids = crate::trust_anchors::decode_available(body)?;
+                    cx.conn.ev.push(Event::TrustAnchorsAvailable { ids });
+                }
                 Extension::Unknown { typ, .. } => {
                     let ctx = ExtensionContext::EncryptedExtensions;
                     if ctx.allows(*typ) == Some(false) || !offered(*typ) {
@@ -539,7 +550,7 @@ impl Cx<'_> {
     /// algorithm we offered: its chain checked as configured (§4.4.2.4), and the message as
     /// received added to the transcript.
     fn accept_server_certificate(
-        &self,
+        &mut self,
         hs: &mut Handshake,
         msg: HandshakeMessage,
     ) -> Result<ServerCertificate, Error> {
@@ -559,6 +570,27 @@ impl Cx<'_> {
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
+        // draft-ietf-tls-trust-anchor-ids §4.2: an empty trust_anchors in the first entry says
+        // the path was chosen for an anchor we asked for; anywhere else, or with a body, it is
+        // malformed.
+        let mut matched = false;
+        if let Some(t) = &config.trust_anchors {
+            for (i, entry) in c.entries.iter().enumerate() {
+                for e in entry.extensions.iter().filter(|e| e.typ() == t.code_point) {
+                    match e {
+                        Extension::Unknown { body, .. } if i == 0 && body.is_empty() => {
+                            matched = true
+                        }
+                        _ => {
+                            return Err(PeerMisbehaved::IllegalExtension(
+                                "trust_anchors in Certificate: non-empty or not in the first entry",
+                            )
+                            .into())
+                        }
+                    }
+                }
+            }
+        }
         // The certificates move out of the decoded message.
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         if chain.is_empty() {
@@ -572,6 +604,9 @@ impl Cx<'_> {
         let now = config.fixed_validation_time_ms.unwrap_or(self.conn.now_ms);
         let memo = config.signature_memo.as_deref();
         auth::verify_chain(&chain, roots, name, now, Usage::Server, memo)?;
+        if matched {
+            self.conn.ev.push(Event::TrustAnchorMatched);
+        }
         hs.transcript.add(typ, &encoded);
         // Only the end-entity certificate is needed from here on; `chain` is not empty (above).
         Ok(ServerCertificate {
@@ -592,7 +627,7 @@ impl Cx<'_> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
         let config = self.config;
         let Some(ck) = &config.client_cert else {
-            auth::send_certificate(self.conn, transcript, context, &[], Compression::NONE);
+            auth::send_certificate(self.conn, transcript, context, &[], &[], Compression::NONE);
             return Ok(None);
         };
         let scheme = ck
@@ -606,7 +641,7 @@ impl Cx<'_> {
             theirs: &request.compression,
             cache: config.compressed_certificates.as_deref(),
         };
-        auth::send_certificate(self.conn, transcript, context, &ck.chain, compression);
+        auth::send_certificate(self.conn, transcript, context, &ck.chain, &[], compression);
         auth::send_certificate_verify(self.conn, transcript, ck.key.as_ref(), scheme)?;
         Ok(Some(scheme))
     }

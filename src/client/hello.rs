@@ -124,7 +124,7 @@ impl Cx<'_> {
         ech_inner: bool,
     ) -> ClientHelloOut<'a> {
         // Room for every extension this function may add, so the list is allocated once.
-        let mut exts = Vec::with_capacity(14 + cfg.extra_extensions.len());
+        let mut exts = Vec::with_capacity(15 + cfg.extra_extensions.len());
         if let Some(name) = &cfg.server_name {
             exts.push(OutgoingExtension::HostName(name.as_bytes()));
         }
@@ -168,6 +168,16 @@ impl Cx<'_> {
         }
         if offers_post_handshake_auth(cfg) {
             exts.push(Extension::PostHandshakeAuth.into());
+        }
+        // draft-ietf-tls-trust-anchor-ids §4.1.
+        if let Some(t) = &cfg.trust_anchors {
+            exts.push(
+                Extension::Unknown {
+                    typ: t.code_point,
+                    body: crate::trust_anchors::encode_list(&t.ids),
+                }
+                .into(),
+            );
         }
         apply_extension_order(&mut exts, &cfg.extension_order, OutgoingExtension::typ);
         if ech_inner {

@@ -146,6 +146,9 @@ open_enum! {
         KeyShare = 51 => "key_share",
         RenegotiationInfo = 0xff01 => "renegotiation_info",
         EncryptedClientHello = 0xfe0d => "encrypted_client_hello",
+        /// draft-ietf-tls-trust-anchor-ids, BoringSSL's experimental code point (no IANA one
+        /// yet): read and written by crate::trust_anchors, never by the message layer.
+        TrustAnchors = 0xca34 => "trust_anchors",
     }
 }
 

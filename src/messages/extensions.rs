@@ -79,6 +79,13 @@ impl ExtensionContext {
             T::EncryptedClientHello => {
                 ch || matches!(self, C::EncryptedExtensions | C::HelloRetryRequest)
             }
+            // draft-ietf-tls-trust-anchor-ids §4.1.
+            T::TrustAnchors => {
+                ch || matches!(
+                    self,
+                    C::EncryptedExtensions | C::CertificateRequest | C::Certificate
+                )
+            }
             T::EcPointFormats
             | T::EncryptThenMac
             | T::ExtendedMasterSecret

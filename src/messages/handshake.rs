@@ -537,12 +537,15 @@ pub enum OutgoingMessage<'a> {
     /// [`HandshakePayload::Finished`] with this verify_data (§4.4.4).
     Finished(&'a [u8]),
     /// [`HandshakePayload::Certificate`] (§4.4.2): `context`, then each certificate of `chain`
-    /// (DER, end-entity first) without per-certificate extensions.
+    /// (DER, end-entity first), the first with `first_extensions` (e.g. an empty
+    /// trust_anchors), the others without per-certificate extensions.
     Certificate {
         /// certificate_request_context.
         context: &'a [u8],
         /// The certificates.
         chain: &'a [Vec<u8>],
+        /// The first CertificateEntry's extensions.
+        first_extensions: &'a [Extension],
     },
     /// [`HandshakePayload::CompressedCertificate`] (RFC 8879 §4) of compressed bytes the
     /// sender keeps (a cache per credential).
@@ -619,10 +622,17 @@ impl OutgoingMessage<'_> {
             OutgoingMessage::Payload(p) => p.write_body(w),
             OutgoingMessage::ClientHello(ch) => ch.encode(w),
             OutgoingMessage::Finished(verify_data) => finished_body(w, verify_data),
-            OutgoingMessage::Certificate { context, chain } => certificate_body(
+            OutgoingMessage::Certificate {
+                context,
+                chain,
+                first_extensions,
+            } => certificate_body(
                 w,
                 context,
-                chain.iter().map(|c| (c.as_slice(), &[] as &[Extension])),
+                chain.iter().enumerate().map(|(i, c)| {
+                    let exts = if i == 0 { *first_extensions } else { &[] };
+                    (c.as_slice(), exts)
+                }),
             ),
             OutgoingMessage::CompressedCertificate {
                 algorithm,
@@ -1049,6 +1059,7 @@ mod tests {
                 OutgoingMessage::Certificate {
                     context: &[],
                     chain: &chain,
+                    first_extensions: &[],
                 },
                 HandshakePayload::Certificate(CertificatePayload {
                     context: vec![],

@@ -21,6 +21,7 @@ use crate::messages::handshake::{
     HandshakePayload, ServerHello,
 };
 use crate::traffic::Traffic;
+use crate::trust_anchors;
 
 use super::hello::{Offer, Prior};
 use super::{
@@ -55,7 +56,7 @@ impl Cx<'_> {
         } else {
             None
         };
-        let scheme = credential.map(|(_, scheme)| scheme);
+        let scheme = credential.as_ref().map(|c| c.scheme);
 
         let psk_used = psk.as_ref().map(|(p, _)| p);
         let early_secret = self.early_secret(psk_used, &suite, &transcript, encoded, ch)?;
@@ -163,7 +164,17 @@ impl Cx<'_> {
                 body: retry_configs(&self.config.ech_keys).encode(),
             });
         }
-        if early_accepted || retry {
+        // draft-ietf-tls-trust-anchor-ids §4.3: the anchors we have paths for, for a retry.
+        let anchors = credential
+            .as_ref()
+            .filter(|c| !c.available_trust_anchors.is_empty());
+        if let Some(c) = anchors {
+            ee.push(Extension::Unknown {
+                typ: self.config.trust_anchors_code_point,
+                body: trust_anchors::encode_list(&c.available_trust_anchors),
+            });
+        }
+        if early_accepted || retry || anchors.is_some() {
             apply_extension_order(&mut ee, &self.config.extension_order, Extension::typ);
         }
         let ee = HandshakePayload::EncryptedExtensions(ee);
@@ -174,7 +185,8 @@ impl Cx<'_> {
 
         // Certificate-based authentication (§4.4.2, §4.4.3) unless a PSK authenticates us.
         let asked_client = scheme.is_some() && !matches!(self.config.client_auth, ClientAuth::None);
-        if let Some((credential, scheme)) = credential {
+        if let Some(choice) = credential {
+            let (credential, scheme) = (choice.index, choice.scheme);
             if asked_client {
                 let cr = HandshakePayload::CertificateRequest(CertificateRequest {
                     context: Vec::new(),
@@ -200,8 +212,19 @@ impl Cx<'_> {
                 },
                 cache: config.compressed_certificates.as_deref(),
             };
+            // §4.2: a path chosen for a requested anchor says so in its first entry.
+            let matched = [Extension::Unknown {
+                typ: config.trust_anchors_code_point,
+                body: Vec::new(),
+            }];
+            let first: &[Extension] = if choice.trust_anchor_matched {
+                self.conn.ev.push(Event::TrustAnchorMatched);
+                &matched
+            } else {
+                &[]
+            };
             let conn = &mut *self.conn;
-            auth::send_certificate(conn, &mut transcript, &[], &ck.chain, compression);
+            auth::send_certificate(conn, &mut transcript, &[], &ck.chain, first, compression);
             auth::send_certificate_verify(conn, &mut transcript, ck.key.as_ref(), scheme)?;
         }
 

@@ -17,6 +17,7 @@ use crate::messages::extensions::{Extension, KeyShareEntry};
 use crate::messages::handshake::{
     ClientHello, HandshakeMessage, HandshakePayload, ServerHello, HRR_RANDOM,
 };
+use crate::trust_anchors;
 
 use super::tickets::PskCandidate;
 use super::{unexpected, Cx, EchState, ExpectClientHello, ExpectSecondClientHello, State};
@@ -271,10 +272,11 @@ impl Cx<'_> {
     /// preferring one whose chain is signed only with schemes the client accepts for
     /// certificates (signature_algorithms_cert, else signature_algorithms: §4.2.3); when no chain
     /// is, the first whose key fits anyway (§4.4.2.2 "SHOULD continue the handshake").
-    pub(super) fn choose_credential(
-        &self,
-        ch: &ClientHello,
-    ) -> Result<(usize, SignatureScheme), Error> {
+    ///
+    /// With a `trust_anchors` extension (draft-ietf-tls-trust-anchor-ids §4.2), the first usable
+    /// credential whose trust anchor ID the client lists comes before all that, and the
+    /// choice carries the IDs of every usable credential for EncryptedExtensions (§4.3).
+    pub(super) fn choose_credential(&self, ch: &ClientHello) -> Result<CredentialChoice, Error> {
         let client_schemes = match ch.find(ExtensionType::SignatureAlgorithms) {
             Some(Extension::SignatureAlgorithms(s)) => s,
             _ => {
@@ -288,23 +290,47 @@ impl Cx<'_> {
             _ => client_schemes,
         };
         let config = self.config;
-        let mut fallback = None;
-        for (i, ck) in config.credentials().enumerate() {
-            let Some(scheme) = ck
-                .key
+        let requested = match ch.find(config.trust_anchors_code_point) {
+            Some(Extension::Unknown { body, .. }) => Some(trust_anchors::decode_requested(body)?),
+            _ => None,
+        };
+        let usable = |ck: &crate::config::CertifiedKey| {
+            ck.key
                 .schemes()
                 .into_iter()
                 .filter(|s| config.signature_schemes.contains(s))
                 .find(|s| client_schemes.contains(s))
-            else {
+        };
+        let id_of = |i: usize| config.trust_anchor_ids.get(i).and_then(Option::as_ref);
+        let mut available = Vec::new();
+        let mut matched = None;
+        let mut preferred = None;
+        let mut fallback = None;
+        for (i, ck) in config.credentials().enumerate() {
+            let Some(scheme) = usable(ck) else {
                 continue;
             };
+            if let (Some(requested), Some(id)) = (&requested, id_of(i)) {
+                available.push(id.clone());
+                if matched.is_none() && requested.contains(id) {
+                    matched = Some((i, scheme));
+                }
+            }
             if config.more_certs.is_empty() || cert::chain_signed_with(&ck.chain, cert_schemes) {
-                return Ok((i, scheme));
+                preferred.get_or_insert((i, scheme));
             }
             fallback.get_or_insert((i, scheme));
         }
-        fallback.ok_or(PeerMisbehaved::NoCommonSignatureScheme.into())
+        let (index, scheme) = matched
+            .or(preferred)
+            .or(fallback)
+            .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
+        Ok(CredentialChoice {
+            index,
+            scheme,
+            trust_anchor_matched: matched.is_some(),
+            available_trust_anchors: available,
+        })
     }
 
     /// Pick the group (§4.2.7, §4.2.8) in server preference order, preferring one the client
@@ -527,4 +553,16 @@ pub(super) fn tls12_hello_or(e: DecodeError, bytes: &[u8]) -> Error {
         }
     }
     e.into()
+}
+
+/// The credential the server authenticates with (§4.4.2) and what `trust_anchors` said.
+pub(super) struct CredentialChoice {
+    /// Its index in [`crate::config::ServerConfig::credentials`].
+    pub(super) index: usize,
+    /// The CertificateVerify scheme.
+    pub(super) scheme: SignatureScheme,
+    /// Chosen for a trust anchor the client listed: the Certificate says so.
+    pub(super) trust_anchor_matched: bool,
+    /// With a client `trust_anchors`: the IDs of every usable credential, in our order.
+    pub(super) available_trust_anchors: Vec<Vec<u8>>,
 }

@@ -1,0 +1,204 @@
+//! Trust anchor IDs (draft-ietf-tls-trust-anchor-ids): the `trust_anchors` extension's lists,
+//! the IDs' three forms, and trust anchor ranges.
+//!
+//! ```text
+//! opaque TrustAnchorID<1..2^8-1>;
+//! TrustAnchorID RequestedTrustAnchorList<0..2^16-1>;   ClientHello, CertificateRequest
+//! TrustAnchorID AvailableTrustAnchorList<1..2^16-1>;   EncryptedExtensions
+//! (empty extension_data)                               the first CertificateEntry
+//! ```
+//!
+//! The extension has no IANA code point yet; BoringSSL uses 0xca34, which is the default here
+//! ([`DEFAULT_CODE_POINT`]), and both sides take another from their configuration. The
+//! message layer therefore carries it as an unknown extension; the client and server read its
+//! body with [`decode_requested`] and [`decode_available`].
+
+use crate::messages::codec::Reader;
+use crate::messages::enums::ExtensionType;
+use crate::messages::DecodeError;
+
+/// BoringSSL's experimental code point for `trust_anchors`.
+pub const DEFAULT_CODE_POINT: ExtensionType = ExtensionType::TrustAnchors;
+
+/// The extension_data of a list: each ID as `opaque<1..255>`, all in `<..2^16-1>`.
+pub fn encode_list(ids: &[Vec<u8>]) -> Vec<u8> {
+    let inner: usize = ids.iter().map(|id| 1 + id.len()).sum();
+    let mut out = Vec::with_capacity(2 + inner);
+    out.extend_from_slice(&(inner.min(0xffff) as u16).to_be_bytes());
+    for id in ids {
+        out.push(id.len() as u8);
+        out.extend_from_slice(id);
+    }
+    out
+}
+
+fn decode_list(body: &[u8], what: &'static str) -> Result<Vec<Vec<u8>>, DecodeError> {
+    let mut r = Reader::new(body);
+    let mut list = r.sub_u16(what)?;
+    let mut ids = Vec::new();
+    while !list.is_empty() {
+        let mut id = list.sub_u8("TrustAnchorID")?.at_least(1, "TrustAnchorID")?;
+        ids.push(id.rest().to_vec());
+    }
+    r.finish(what)?;
+    Ok(ids)
+}
+
+/// A RequestedTrustAnchorList (ClientHello, CertificateRequest): may be empty.
+pub fn decode_requested(body: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
+    decode_list(body, "RequestedTrustAnchorList")
+}
+
+/// An AvailableTrustAnchorList (EncryptedExtensions): must not be empty.
+pub fn decode_available(body: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
+    let ids = decode_list(body, "AvailableTrustAnchorList")?;
+    if ids.is_empty() {
+        return Err(DecodeError::Empty {
+            what: "AvailableTrustAnchorList",
+        });
+    }
+    Ok(ids)
+}
+
+/// An ID's binary form from its ASCII form, a relative OID under 1.3.6.1.4.1 in dotted
+/// decimal (`32473.1` → `81 fd 59 01`): each component base-128, most significant first.
+pub fn from_ascii(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    for part in text.trim().split('.') {
+        let v: u64 = part
+            .parse()
+            .map_err(|_| format!("trust anchor ID {text:?}: {part:?} is not a number"))?;
+        let mut groups = Vec::new();
+        let mut x = v;
+        loop {
+            groups.push((x & 0x7f) as u8);
+            x >>= 7;
+            if x == 0 {
+                break;
+            }
+        }
+        for (i, g) in groups.iter().rev().enumerate() {
+            out.push(if i + 1 < groups.len() { g | 0x80 } else { *g });
+        }
+    }
+    if out.is_empty() || out.len() > 255 {
+        return Err(format!("trust anchor ID {text:?}: 1 to 255 bytes"));
+    }
+    Ok(out)
+}
+
+/// The ASCII form of a binary ID; hex when it is not a whole relative OID.
+pub fn to_ascii(id: &[u8]) -> String {
+    let mut parts = Vec::new();
+    let mut v: u64 = 0;
+    let mut started = false;
+    for &b in id {
+        if v >= 1 << 57 || (!started && b == 0x80) {
+            return hex(id);
+        }
+        started = true;
+        v = (v << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 {
+            parts.push(v.to_string());
+            v = 0;
+            started = false;
+        }
+    }
+    if started || parts.is_empty() {
+        return hex(id);
+    }
+    parts.join(".")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Whether the trust anchor range (`base`, `min`, `max`) contains `id` (§3.1's procedure).
+pub fn range_contains(base: &[u8], min: u64, max: u64, id: &[u8]) -> bool {
+    // 1. base must not end inside a component.
+    if base.last().is_some_and(|b| b & 0x80 != 0) {
+        return false;
+    }
+    // 2. base is a prefix of id.
+    let Some(rest) = id.strip_prefix(base) else {
+        return false;
+    };
+    // 3. rest is one minimally encoded component.
+    let Some((last, init)) = rest.split_last() else {
+        return false;
+    };
+    if last & 0x80 != 0 || init.iter().any(|b| b & 0x80 == 0) || rest[0] == 0x80 {
+        return false;
+    }
+    let mut v: u64 = 0;
+    for &b in rest {
+        if v >= 1 << 57 {
+            return false;
+        }
+        v = (v << 7) + u64::from(b & 0x7f);
+    }
+    // 4.
+    min <= v && v <= max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drafts_example_id() {
+        // §3: PEN 32473, ID 32473.1: binary 81 fd 59 01.
+        assert_eq!(from_ascii("32473.1").unwrap(), [0x81, 0xfd, 0x59, 0x01]);
+        assert_eq!(to_ascii(&[0x81, 0xfd, 0x59, 0x01]), "32473.1");
+        assert!(from_ascii("").is_err() && from_ascii("1.x").is_err());
+        assert_eq!(to_ascii(&[0x81]), "81", "a cut component is shown as hex");
+    }
+
+    #[test]
+    fn lists_round_trip_and_are_bounded() {
+        let ids = vec![vec![1], vec![0x81, 0xfd, 0x59, 0x01]];
+        let body = encode_list(&ids);
+        assert_eq!(decode_requested(&body).unwrap(), ids);
+        assert_eq!(decode_available(&body).unwrap(), ids);
+        assert_eq!(
+            decode_requested(&encode_list(&[])).unwrap(),
+            Vec::<Vec<u8>>::new()
+        );
+        assert!(decode_available(&encode_list(&[])).is_err());
+        for cut in 0..body.len() {
+            assert!(decode_requested(&body[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(decode_requested(&[&body[..], &[0]].concat()).is_err());
+        // An empty TrustAnchorID is not one (<1..2^8-1>).
+        assert!(decode_requested(&[0, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn ranges_as_the_draft_checks_them() {
+        let base = from_ascii("32473.2").unwrap();
+        let id = |v: &str| from_ascii(&format!("32473.2.{v}")).unwrap();
+        assert!(range_contains(&base, 0, u64::MAX, &id("0")));
+        assert!(range_contains(&base, 3, 5, &id("4")));
+        assert!(!range_contains(&base, 3, 5, &id("6")));
+        assert!(
+            !range_contains(&base, 0, u64::MAX, &base),
+            "no component after the base"
+        );
+        assert!(
+            !range_contains(&base, 0, u64::MAX, &id("1.2")),
+            "two components"
+        );
+        assert!(
+            !range_contains(&[0x81], 0, u64::MAX, &[0x81, 0x01]),
+            "base ends mid-component"
+        );
+        // A non-minimal component (leading 0x80) is refused.
+        assert!(!range_contains(
+            &base,
+            0,
+            u64::MAX,
+            &[&base[..], &[0x80, 0x01]].concat()
+        ));
+    }
+}
