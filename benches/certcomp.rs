@@ -25,6 +25,7 @@ fn body() -> Vec<u8> {
     OutgoingMessage::Certificate {
         context: &[],
         chain: &chain,
+        first_extensions: &[],
     }
     .body_bytes()
 }
