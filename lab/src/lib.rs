@@ -41,6 +41,7 @@ pub mod keylog;
 pub mod ladder;
 pub mod pcap;
 pub mod pqauth;
+pub mod probe;
 pub mod rfc8448;
 pub mod simulate;
 pub mod tcp;
