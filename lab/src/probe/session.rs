@@ -202,6 +202,12 @@ pub fn drive(target: &Target, plan: Plan) -> Run {
         &mut events,
         &mut run,
     );
+    if client.is_connected() {
+        // close_notify (§6.1): some servers (OpenSSL) forget a session whose connection ended
+        // without one, and its tickets with it.
+        client.close();
+        let _ = wire.write_segments(&[client.take_output()]);
+    }
     wire.close();
     events.extend(client.events());
     run.outcome = outcome;
