@@ -120,13 +120,13 @@ fn job(spec: &str, sni: Option<&String>) -> Job {
 
 /// Runs `tls13lab probe`.
 pub fn run(a: ProbeArgs) -> Result<(), Failure> {
-    if !(a.timeout > 0.0 && a.timeout <= 600.0) {
+    if !(0.0..=600.0).contains(&a.timeout) || a.timeout == 0.0 {
         return Err(Failure::BadOption("--timeout: 0 < SECS <= 600".into()));
     }
     if a.concurrency == 0 {
         return Err(Failure::BadOption("--concurrency: at least 1".into()));
     }
-    if a.rate.is_some_and(|r| !(r > 0.0)) {
+    if a.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
         return Err(Failure::BadOption("--rate: above 0".into()));
     }
     let (roots, roots_source) = match &a.cafile {

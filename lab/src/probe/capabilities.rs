@@ -407,7 +407,11 @@ fn chain(
     let (payload, message_bytes, compression, compressed_bytes) =
         msgs.iter().find_map(|m| match &m.payload {
             HandshakePayload::Certificate(c) => Some((c.clone(), m.encoded.len(), None, None)),
-            HandshakePayload::CompressedCertificate(cc) => {
+            // Bounded: a server's declared length is not a reason to allocate (RFC 8879 §4).
+            HandshakePayload::CompressedCertificate(cc)
+                if cc.uncompressed_length as usize
+                    <= tls13lab::config::DEFAULT_MAX_HANDSHAKE_MESSAGE =>
+            {
                 let body = tls13lab::certcomp::decompress(
                     cc.algorithm,
                     &cc.compressed_certificate_message,

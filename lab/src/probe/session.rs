@@ -86,6 +86,9 @@ pub enum Tamper {
 /// The request sent after the handshake.
 pub const REQUEST: &[u8] = b"GET / HTTP/1.0\r\n\r\n";
 
+/// The first flight (the client's records) as the TCP segments to write.
+pub type Shape = Box<dyn Fn(&[u8]) -> Vec<Vec<u8>> + Send + Sync>;
+
 /// One connection to run.
 pub struct Plan {
     /// The client's configuration (observation is set by the probe).
@@ -104,7 +107,7 @@ pub struct Plan {
     /// Tampering.
     pub tamper: Tamper,
     /// The first flight (the client's records) as the TCP segments to write.
-    pub shape: Box<dyn Fn(&[u8]) -> Vec<Vec<u8>> + Send + Sync>,
+    pub shape: Shape,
 }
 
 impl Plan {
