@@ -376,6 +376,53 @@ fn probe_findings_match_each_server_configuration() {
     assert_eq!(s(&r["capabilities"]["ech"]["offer"]), "accepted");
     drop(_p);
 
+    // --targets: JSON lines in the file's order, comments and blank lines skipped.
+    let (_p1, port1) = ours(&["--groups", "x25519"], d);
+    let (_p2, port2) = ours(&["--groups", "secp256r1"], d);
+    std::fs::write(
+        d.join("targets.txt"),
+        format!("# two servers\n127.0.0.1:{port1}\n\n127.0.0.1:{port2}  # the second\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "probe",
+            "--targets",
+            d.join("targets.txt").to_str().unwrap(),
+        ])
+        .args([
+            "--json",
+            "--only",
+            "capabilities",
+            "--concurrency",
+            "2",
+            "--rate",
+            "200",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(s(&lines[0]["target"]), format!("127.0.0.1:{port1}"));
+    assert_eq!(s(&lines[1]["target"]), format!("127.0.0.1:{port2}"));
+    assert_eq!(
+        accepted(&lines[0]["capabilities"], "groups"),
+        set(&["x25519"])
+    );
+    assert_eq!(
+        accepted(&lines[1]["capabilities"], "groups"),
+        set(&["secp256r1"])
+    );
+    drop((_p1, _p2));
+
     // tls13lab server forcing a HelloRetryRequest, psk_dhe_ke only, no 0-RTT, one ticket.
     let (_p, port) = ours(
         &[
@@ -476,6 +523,22 @@ fn probe_findings_match_each_server_configuration() {
         );
         assert_eq!(tickets(caps).len(), 0);
         assert!(s(&caps["resumption_psk_dhe_ke"]).starts_with("no ticket"));
+
+        // -no_ticket: in TLS 1.3 OpenSSL still sends tickets, stateful ones (a 32-byte session
+        // ID instead of the sealed state); -allow_no_dhe_kex: psk_ke resumption.
+        let r = run(
+            &["-www", "-no_ticket", "-allow_no_dhe_kex"],
+            &["--only", "capabilities"],
+        );
+        let caps = &r["capabilities"];
+        let t = tickets(caps);
+        assert_eq!(t.len(), 2, "openssl {version}: {caps}");
+        assert!(t.iter().all(|t| t["ticket_bytes"] == 32), "{caps}");
+        assert_eq!(
+            s(&caps["resumption_psk_ke"]),
+            "resumed",
+            "openssl {version}"
+        );
 
         // A group list that forces a HelloRetryRequest; three tickets.
         let r = run(
