@@ -492,6 +492,7 @@ fn probe_findings_match_each_server_configuration() {
         );
         // s_server sends two tickets by default; -www closes after the page.
         assert_eq!(tickets(caps).len(), 2, "openssl {version}: {caps}");
+        let caps_default_ech = caps["ech"].clone();
         columns.push(Column {
             name: format!("OpenSSL {version}"),
             report: r,
@@ -558,6 +559,31 @@ fn probe_findings_match_each_server_configuration() {
         // OpenSSL resumes with psk_ke only with SSL_OP_ALLOW_NO_DHE_KEX (-allow_no_dhe_kex).
         assert_eq!(s(&caps["resumption_psk_ke"]), "full handshake");
         assert_eq!(s(&caps["early_data"]), "not allowed by the tickets");
+
+        // ECH: 4.0 implements it (-ech_key takes `tls13lab ech keygen`'s file); 3.0 and 3.5
+        // ignore the GREASE extension, as RFC 8446 §4.2 asks of unknown extensions.
+        let ech = &caps_default_ech;
+        if version == "4.0" {
+            let r = run(
+                &["-www", "-ech_key", "ech.pem"],
+                &["--only", "capabilities"],
+            );
+            let e = &r["capabilities"]["ech"];
+            assert_eq!(s(&e["grease"]), "completed", "{e}");
+            assert_eq!(e["retry_configs"], serde_json::json!(["public.example"]));
+            assert_eq!(s(&e["offer"]), "accepted", "{e}");
+            let r = run(
+                &["-www", "-ech_key", "ech.pem"],
+                &["--only", "capabilities", "--ech-config-list", &ech_b64],
+            );
+            let e = &r["capabilities"]["ech"];
+            assert_eq!(s(&e["config_source"]), "given");
+            assert_eq!(s(&e["offer"]), "accepted", "{e}");
+        } else {
+            assert_eq!(s(&ech["grease"]), "completed", "{ech}");
+            assert_eq!(ech["retry_configs"], serde_json::json!([]));
+            assert_eq!(s(&ech["offer"]), "not tried");
+        }
 
         // 0-RTT (s_server refuses -www with -early_data: it echoes instead).
         let r = run(&["-early_data"], &["--only", "capabilities"]);

@@ -340,5 +340,17 @@ pub fn run(target: &Target) -> Vec<ConformanceCase> {
         received: r.outcome.text(),
         verdict: verdict_run(&expected, &r.outcome),
     });
+    let mut plan = Plan::new(target.config());
+    plan.tamper = Tamper::WrongFinished;
+    plan.after = After::AwaitAlert;
+    let r = drive(target, plan);
+    let expected = ["decrypt_error"];
+    out.push(ConformanceCase {
+        name: "client Finished with wrong verify_data".into(),
+        section: "§4.4.4".into(),
+        expected: expected.join(" or "),
+        received: r.outcome.text(),
+        verdict: verdict_run(&expected, &r.outcome),
+    });
     out
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tls13lab::crypto::random::{OsRandom, RandomSource, SeededRandom};
 use tls13lab::events::{EchOutcome, Event, Negotiated};
-use tls13lab::messages::enums::AlertDescription;
+use tls13lab::keyschedule::hkdf::expand_label;
+use tls13lab::messages::enums::{AlertDescription, ContentType};
+use tls13lab::record::RecordProtector;
 use tls13lab::session::TicketStore;
 use tls13lab::{Client, ClientConfig, Error, Observe};
 
@@ -81,6 +83,10 @@ pub enum Tamper {
     None,
     /// Flip one bit in the last byte of the client's second flight (its Finished record's tag).
     FinishedRecord,
+    /// Replace the client's Finished with one of zero verify_data, sealed under the client's
+    /// handshake traffic keys (RFC 8446 §4.4.4, §7.3): a record that decrypts, a MAC that
+    /// does not verify.
+    WrongFinished,
 }
 
 /// The request sent after the handshake.
@@ -171,7 +177,12 @@ pub fn drive(target: &Target, plan: Plan) -> Run {
         None => Box::new(OsRandom),
     };
     let mut config = plan.config;
-    config.observe = Observe::PUBLIC.with_records(false).with_layouts(false);
+    // Secrets only for the wrong Finished, which needs the client's handshake keys; nothing
+    // of them leaves this module.
+    config.observe = Observe::PUBLIC
+        .with_records(false)
+        .with_layouts(false)
+        .with_secrets(plan.tamper == Tamper::WrongFinished);
     let mut client = match Client::new(Arc::new(config), rng) {
         Ok(c) => c,
         Err(e) => return Run::ended(Outcome::Refused(format!("configuration: {e}"))),
@@ -266,10 +277,21 @@ fn exchange(
         }
         events.extend(client.events());
         let mut out = client.take_output();
-        if tamper == Tamper::FinishedRecord && client.is_connected() && !tampered {
-            if let Some(last) = out.last_mut() {
-                *last ^= 1; // the AEAD tag of the Finished record (RFC 8446 §5.2)
-                tampered = true;
+        if client.is_connected() && !tampered {
+            match tamper {
+                Tamper::None => {}
+                Tamper::FinishedRecord => {
+                    if let Some(last) = out.last_mut() {
+                        *last ^= 1; // the AEAD tag of the Finished record (RFC 8446 §5.2)
+                        tampered = true;
+                    }
+                }
+                Tamper::WrongFinished => {
+                    if let Some(new) = wrong_finished(client, events, &out) {
+                        out = new;
+                        tampered = true;
+                    }
+                }
             }
         }
         if client.is_connected() && !requested {
@@ -297,6 +319,40 @@ fn exchange(
             }
         }
     }
+}
+
+/// `out` (the client's second flight, its Finished record last) with that record replaced by a
+/// Finished of zero verify_data sealed at sequence number 0 of the client's handshake keys.
+fn wrong_finished(client: &Client, events: &[Event], out: &[u8]) -> Option<Vec<u8>> {
+    let suite = client.negotiated()?.suite;
+    let params = tls13lab::crypto::aead::suite_params(suite)?;
+    let secret = events.iter().find_map(|e| match e {
+        Event::Secret(s) if s.nss_label == "CLIENT_HANDSHAKE_TRAFFIC_SECRET" => {
+            Some(s.secret.clone())
+        }
+        _ => None,
+    })?;
+    let hash = params.hash;
+    let key = expand_label(hash, &secret, "key", &[], params.aead.key_len()).ok()?;
+    let iv: [u8; 12] = expand_label(hash, &secret, "iv", &[], 12)
+        .ok()?
+        .try_into()
+        .ok()?;
+    let mut msg = vec![20, 0, 0, hash.output_len() as u8];
+    msg.resize(4 + hash.output_len(), 0);
+    let mut p = RecordProtector::new(params.aead, &key, iv).ok()?;
+    let sealed = p.seal(ContentType::Handshake, &msg, 0).ok()?;
+    // The last record of `out` is the Finished.
+    let mut pos = 0;
+    let mut last = None;
+    while pos + 5 <= out.len() {
+        last = Some(pos);
+        pos = pos.checked_add(first_record_len(&out[pos..]))?;
+    }
+    let last = last?;
+    let mut new = out[..last].to_vec();
+    new.extend_from_slice(&sealed);
+    Some(new)
 }
 
 fn outcome_of(e: Error, run: &mut Run) -> Outcome {
