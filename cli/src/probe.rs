@@ -165,10 +165,8 @@ pub fn run(a: ProbeArgs) -> Result<(), Failure> {
             ..base
         };
         let r = lab::probe::probe(&j.name, addr, &opts);
-        if let Some(c) = &r.capabilities {
-            if c.tls13.starts_with("network") {
-                return Err(Failure::Network(format!("{}: {}", j.name, c.tls13)));
-            }
+        if let Some(e) = &r.error {
+            return Err(Failure::Network(format!("{}: {e}", j.name)));
         }
         if a.json {
             println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -240,6 +238,9 @@ pub fn run(a: ProbeArgs) -> Result<(), Failure> {
 }
 
 fn summary_line(r: &Report) -> String {
+    if let Some(e) = &r.error {
+        return format!("{:<30} error: {e}\n", r.target);
+    }
     let c = r.capabilities.as_ref();
     let ratio = |n: usize, d: usize| format!("{n}/{d}");
     format!(

@@ -172,6 +172,9 @@ pub struct Report {
     pub server_name: Option<String>,
     /// Connections made.
     pub connections: usize,
+    /// Why no battery ran: the first handshake could not connect or got no answer in time
+    /// (every other connection would wait as long).
+    pub error: Option<String>,
     /// Capabilities, if asked for.
     pub capabilities: Option<capabilities::Capabilities>,
     /// Tolerance cases, if asked for.
@@ -203,6 +206,19 @@ pub fn probe(name: &str, addr: SocketAddr, opts: &Options) -> Report {
         pacer: opts.pacer.clone(),
         count: Counter::default(),
     };
+    let first = session::drive(&target, session::Plan::new(target.config()));
+    if matches!(first.outcome, Outcome::Network(_) | Outcome::Timeout) {
+        return Report {
+            target: name.to_string(),
+            address: addr.to_string(),
+            server_name: opts.server_name.clone(),
+            connections: target.count.get(),
+            error: Some(first.outcome.text()),
+            capabilities: None,
+            tolerance: None,
+            conformance: None,
+        };
+    }
     let caps = opts
         .sections
         .capabilities
@@ -214,6 +230,7 @@ pub fn probe(name: &str, addr: SocketAddr, opts: &Options) -> Report {
         address: addr.to_string(),
         server_name: opts.server_name.clone(),
         connections: target.count.get(),
+        error: None,
         capabilities: caps,
         tolerance: tol,
         conformance: conf,

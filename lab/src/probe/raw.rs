@@ -131,3 +131,44 @@ fn version_name(v: &[u8]) -> String {
         other => format!("version {other:02x?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's bytes are never trusted: every prefix and every one-byte change of a
+    /// ServerHello, a HelloRetryRequest and an alert is named without a panic.
+    #[test]
+    fn classify_never_panics_on_a_broken_record() {
+        let mut sh = vec![2, 0, 0, 0, 3, 3];
+        sh.extend_from_slice(&[7; 32]);
+        sh.extend_from_slice(&[0, 0x13, 0x01, 0, 0, 6, 0, 43, 0, 2, 3, 4]);
+        assert_eq!(classify(22, &sh), Answer::ServerHello);
+        let mut hrr = sh.clone();
+        hrr[6..38].copy_from_slice(&HRR_RANDOM);
+        assert_eq!(classify(22, &hrr), Answer::HelloRetryRequest);
+        assert_eq!(
+            classify(21, &[2, 40]),
+            Answer::Alert("handshake_failure".into())
+        );
+        let mut tls12 = sh.clone();
+        tls12.truncate(sh.len() - 8);
+        assert_eq!(
+            classify(22, &tls12),
+            Answer::OlderServerHello("TLS 1.2".into())
+        );
+        for msg in [&sh, &hrr] {
+            for n in 0..=msg.len() {
+                let _ = classify(22, &msg[..n]);
+            }
+            for i in 0..msg.len() {
+                for b in [0u8, 1, 0x7f, 0xff] {
+                    let mut m = msg.clone();
+                    m[i] = b;
+                    let _ = classify(22, &m);
+                }
+            }
+        }
+        assert!(matches!(classify(23, &[1, 2, 3]), Answer::Other(_)));
+    }
+}

@@ -434,3 +434,28 @@ pub fn first_record_len(bytes: &[u8]) -> usize {
         5 + usize::from(u16::from_be_bytes([l[0], l[1]]))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reshape_moves_record_and_segment_boundaries_independently() {
+        let hs: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        let flight = frame(&hs, 1 << 14);
+        assert_eq!(flight.len(), 1005);
+        // 300-byte records: 4 records, 4 headers; one segment.
+        let segs = reshape(&flight, 300, &[]);
+        assert_eq!(segs.len(), 1);
+        assert_eq!(segs[0].len(), 1000 + 4 * 5);
+        assert_eq!(handshake_stream(&segs[0]).unwrap(), hs);
+        // The first record's header alone, then the rest.
+        let segs = reshape(&flight, 1 << 14, &[5]);
+        assert_eq!(segs.iter().map(Vec::len).collect::<Vec<_>>(), [5, 1000]);
+        // Cuts out of range or out of order are skipped, never a panic.
+        let segs = reshape(&flight, 1 << 14, &[0, 2000, 7, 3]);
+        assert_eq!(segs.iter().map(Vec::len).collect::<Vec<_>>(), [7, 998]);
+        assert_eq!(first_record_len(&[22, 3]), 2);
+        assert_eq!(handshake_stream(&[22, 3, 1, 0, 9, 1]), None);
+    }
+}

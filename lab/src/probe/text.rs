@@ -18,6 +18,9 @@ pub fn render(r: &Report) -> String {
         r.address,
         r.server_name.as_deref().unwrap_or("(none)")
     );
+    if let Some(e) = &r.error {
+        let _ = writeln!(out, "  not probed: the first handshake ended with {e}");
+    }
     if let Some(c) = &r.capabilities {
         let _ = writeln!(out, "\ncapabilities");
         row(&mut out, "TLS 1.3", &c.tls13);
