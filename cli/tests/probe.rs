@@ -376,6 +376,58 @@ fn probe_findings_match_each_server_configuration() {
     assert_eq!(s(&r["capabilities"]["ech"]["offer"]), "accepted");
     drop(_p);
 
+    // Two chains side by side, ECDSA P-256 and ML-DSA-65 (seeded, made by `tls13lab cert`):
+    // each signature scheme offered alone gets the chain that can answer it.
+    for (dir, chain) in [
+        ("ec", "ecdsa-p256,ecdsa-p256"),
+        ("mldsa", "mldsa65,mldsa65"),
+    ] {
+        let st = Command::new(BIN)
+            .args(["cert", "--chain", chain, "--out", dir])
+            .current_dir(d)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let (_p, port) = ours(
+        &[
+            "--cert",
+            "ec/chain.pem",
+            "--key",
+            "ec/leaf.key",
+            "--cert",
+            "mldsa/chain.pem",
+            "--key",
+            "mldsa/leaf.key",
+        ],
+        d,
+    );
+    let r = probe(
+        port,
+        &[
+            "--only",
+            "capabilities",
+            "--cafile",
+            d.join("ec/root.pem").to_str().unwrap(),
+        ],
+    );
+    let caps = &r["capabilities"];
+    assert_eq!(
+        accepted(caps, "signature_schemes"),
+        set(&["ecdsa_secp256r1_sha256", "mldsa65"]),
+        "{caps}"
+    );
+    let chain = &caps["certificate"];
+    assert_eq!(s(&chain["signature_scheme"]), "ecdsa_secp256r1_sha256");
+    let pem = std::fs::read_to_string(d.join("ec/chain.pem")).unwrap();
+    assert_eq!(
+        chain["certificates"].as_array().unwrap().len(),
+        pem.matches("BEGIN CERTIFICATE").count()
+    );
+    assert!(s(&chain["verification"]).starts_with("verifies"), "{chain}");
+    drop(_p);
+
     // --targets: JSON lines in the file's order, comments and blank lines skipped.
     let (_p1, port1) = ours(&["--groups", "x25519"], d);
     let (_p2, port2) = ours(&["--groups", "secp256r1"], d);
