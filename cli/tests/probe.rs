@@ -426,6 +426,10 @@ fn probe_findings_match_each_server_configuration() {
         pem.matches("BEGIN CERTIFICATE").count()
     );
     assert!(s(&chain["verification"]).starts_with("verifies"), "{chain}");
+    assert_eq!(
+        s(&chain["certificates"][0]["signed_with"]),
+        "ecdsa-with-SHA256"
+    );
     drop(_p);
 
     // --targets: JSON lines in the file's order, comments and blank lines skipped.

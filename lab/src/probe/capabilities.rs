@@ -49,6 +49,26 @@ pub struct CertInfo {
     pub spki_bytes: usize,
     /// signatureValue bytes.
     pub signature_bytes: usize,
+    /// The signatureAlgorithm its issuer signed it with (the next certificate's key, or the
+    /// root's), by name.
+    pub signed_with: Option<String>,
+}
+
+/// The outer signatureAlgorithm of `der` by name (RFC 5280 §4.1.1.2), read with bounds.
+fn signed_with(der: &[u8]) -> Option<String> {
+    let tbs = tls13lab::crypto::cert::tbs_range(der).ok()?;
+    let seq = der.get(tbs.end..)?;
+    let hdr = match *seq.get(1)? {
+        l if l < 0x80 => 2,
+        l => 2 + usize::from(l & 0x7f),
+    };
+    let oid = seq.get(hdr..)?;
+    let len = usize::from(*oid.get(1)?);
+    if *seq.first()? != 0x30 || *oid.first()? != 0x06 || len >= 0x80 {
+        return None;
+    }
+    let words = crate::illustrate::der::describe(oid.get(..2 + len)?)?;
+    Some(words.split(" (").next().unwrap_or(&words).to_string())
 }
 
 /// The server's Certificate message.
@@ -441,6 +461,7 @@ fn chain(
                 bytes: d.len(),
                 spki_bytes: p.as_ref().map_or(0, |p| p.spki),
                 signature_bytes: p.as_ref().map_or(0, |p| p.signature),
+                signed_with: signed_with(d),
             }
         })
         .collect();

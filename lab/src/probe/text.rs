@@ -82,8 +82,11 @@ pub fn render(r: &Report) -> String {
                 .iter()
                 .map(|x| {
                     format!(
-                        "{} B (key {} B, sig {} B)",
-                        x.bytes, x.spki_bytes, x.signature_bytes
+                        "{} B (key {} B, signed with {}, {} B)",
+                        x.bytes,
+                        x.spki_bytes,
+                        x.signed_with.as_deref().unwrap_or("?"),
+                        x.signature_bytes
                     )
                 })
                 .collect();
