@@ -20,6 +20,7 @@ mod hello;
 mod instruments;
 mod keys;
 mod net;
+mod probe;
 mod reactor;
 mod server;
 mod simulate;
@@ -63,6 +64,8 @@ enum Command {
     Keys(keys::KeysArgs),
     /// Handshakes per second and bulk throughput on this machine (like `openssl speed`).
     Bench(bench::BenchArgs),
+    /// Ask a server what it does with TLS 1.3, post-quantum groups, ECH and malformed ClientHellos
+    Probe(probe::ProbeArgs),
     /// Encrypted ClientHello keys: `ech keygen` writes an ECH key file as OpenSSL does.
     Ech(ech::EchArgs),
     /// Certificate chains for experiments: root → intermediates → leaf, any algorithm per level (ML-DSA too), SCTs; seeded.
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Some(Command::Dissect(a)) => dissect::run(a),
         Some(Command::Keys(a)) => keys::run(&a).map_err(common::Failure::BadOption),
         Some(Command::Bench(a)) => bench::run(&a).map_err(common::Failure::BadOption),
+        Some(Command::Probe(a)) => probe::run(a),
         Some(Command::Ech(a)) => ech::run(a),
         Some(Command::Cert(a)) => cert::run(a),
     };

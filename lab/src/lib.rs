@@ -42,6 +42,7 @@ pub mod keyshare;
 pub mod ladder;
 pub mod pcap;
 pub mod pqauth;
+pub mod probe;
 pub mod rfc8448;
 pub mod simulate;
 pub mod tcp;

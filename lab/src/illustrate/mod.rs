@@ -50,7 +50,7 @@
 pub mod check;
 mod css;
 mod decode;
-mod der;
+pub(crate) mod der;
 mod model;
 mod render;
 
