@@ -657,7 +657,179 @@ fn probe_findings_match_each_server_configuration() {
         assert_eq!(s(&caps["early_data_replay"]), "rejected");
     }
 
+    // rustls 0.23 in this process (a thread per connection on 127.0.0.1, stopped with the
+    // test): its default provider's groups and suites, then a restricted configuration.
+    let server = RustlsServer::start(rustls_config(None, None, 2, &[]));
+    let r = probe(server.port, &[]);
+    let caps = &r["capabilities"];
+    assert_eq!(s(&caps["tls13"]), "completed");
+    assert_eq!(s(&caps["tls12_only"]), "alert protocol_version", "{caps}");
+    let defaults = rustls::crypto::aws_lc_rs::default_provider();
+    let names = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
+    assert_eq!(
+        accepted(caps, "groups"),
+        names(
+            defaults
+                .kx_groups
+                .iter()
+                .map(|g| rustls_name(g.name()))
+                .collect()
+        ),
+        "{caps}"
+    );
+    assert_eq!(tickets(caps).len(), 2, "rustls: {caps}");
+    assert_eq!(s(&caps["resumption_psk_dhe_ke"]), "resumed", "{caps}");
+    columns.push(Column {
+        name: "rustls 0.23".into(),
+        report: r,
+    });
+    drop(server);
+    let server = RustlsServer::start(rustls_config(
+        Some(&[
+            rustls::crypto::aws_lc_rs::kx_group::SECP384R1,
+            rustls::crypto::aws_lc_rs::kx_group::X25519,
+        ]),
+        Some(&[rustls::crypto::aws_lc_rs::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256]),
+        4,
+        &[b"h2", b"http/1.1"],
+    ));
+    let r = probe(server.port, &["--only", "capabilities"]);
+    let caps = &r["capabilities"];
+    assert_eq!(
+        accepted(caps, "groups"),
+        set(&["secp384r1", "x25519"]),
+        "{caps}"
+    );
+    // rustls picks the client's most preferred group among its own (it keeps no order of its
+    // own): the probe must see that, not our configured order.
+    assert_eq!(s(&caps["group_preference"]["follows"]), "client", "{caps}");
+    assert_eq!(
+        accepted(caps, "suites"),
+        set(&["TLS_CHACHA20_POLY1305_SHA256"])
+    );
+    assert_eq!(s(&caps["alpn"]), "h2");
+    assert_eq!(tickets(caps).len(), 4, "rustls: {caps}");
+    drop(server);
+
     docs(&columns);
+}
+
+/// rustls' group names as ours (`X25519MLKEM768`, `secp256r1`...).
+fn rustls_name(g: rustls::NamedGroup) -> String {
+    let code = u16::from(g);
+    tls13lab::messages::NamedGroup::from(code).to_string()
+}
+
+/// A rustls server configuration: an rcgen P-256 certificate for localhost, TLS 1.3 only,
+/// `tickets` tickets per handshake (sealed by rustls' ticketer), the given groups and suites
+/// (the default provider's when `None`), ALPN.
+fn rustls_config(
+    groups: Option<&[&'static dyn rustls::crypto::SupportedKxGroup]>,
+    suites: Option<&[rustls::SupportedCipherSuite]>,
+    tickets: usize,
+    alpn: &[&[u8]],
+) -> rustls::ServerConfig {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    if let Some(g) = groups {
+        provider.kx_groups = g.to_vec();
+    }
+    if let Some(s) = suites {
+        provider.cipher_suites = s.to_vec();
+    }
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("certificate");
+    let mut c = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .expect("certificate and key");
+    c.send_tls13_tickets = tickets;
+    c.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().expect("ticketer");
+    c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    c
+}
+
+/// A rustls server on 127.0.0.1: each connection answers one request with a short page, then
+/// close_notify. Stopped (and its listener closed) when dropped.
+struct RustlsServer {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RustlsServer {
+    fn start(config: rustls::ServerConfig) -> RustlsServer {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let config = std::sync::Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let accept = std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                let Ok((tcp, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let config = config.clone();
+                std::thread::spawn(move || {
+                    let _ = tcp.set_nonblocking(false);
+                    let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+                    let _ = tcp.set_nodelay(true);
+                    let Ok(conn) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let mut tls = rustls::StreamOwned::new(conn, tcp);
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf) {
+                            Ok(0) => return,
+                            Err(_) => {
+                                // rustls queued its alert: send it before closing, as a
+                                // real server loop does.
+                                let _ = tls.conn.write_tls(&mut tls.sock);
+                                return;
+                            }
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let body = "rustls 0.23\n";
+                    let _ = write!(
+                        tls,
+                        "HTTP/1.0 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                });
+            }
+        });
+        RustlsServer {
+            port,
+            stop,
+            accept: Some(accept),
+        }
+    }
+}
+
+impl Drop for RustlsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// A cell: the answer, marked when it is not what RFC 8446 prescribes.

@@ -25,7 +25,7 @@
 //!
 //! Implemented: KEMs DHKEM(X25519, HKDF-SHA256), DHKEM(P-256, HKDF-SHA256), and the
 //! post-quantum ML-KEM-768 and MLKEM768-X25519 (X-Wing) of draft-ietf-hpke-pq (their
-//! DeriveKeyPair, Encap and Decap in [`super::hpke_pq`]); KDF HKDF-SHA256;
+//! DeriveKeyPair, Encap and Decap in `crypto/hpke_pq.rs`); KDF HKDF-SHA256;
 //! AEADs AES-128-GCM, AES-256-GCM, ChaCha20Poly1305 and Export-only. Only mode_base: ECH uses
 //! no PSK and no sender authentication (RFC 9849 §6.1).
 

@@ -216,10 +216,12 @@ pub fn run(target: &Target) -> Vec<ConformanceCase> {
             );
         }),
     );
+    // §4.2.8: "servers MAY check for violations of these rules and abort the handshake with
+    // an illegal_parameter alert": a server that does not check conforms too.
     raw(
         "key share for a group not in supported_groups",
         "§4.2.8",
-        &["illegal_parameter"],
+        &["illegal_parameter", IGNORED],
         mutate(&|ch| {
             for e in &mut ch.extensions {
                 if let Extension::SupportedGroups(g) = e {
@@ -247,14 +249,20 @@ pub fn run(target: &Target) -> Vec<ConformanceCase> {
         "§4.2.8.2",
         &["illegal_parameter"],
         mutate(&|ch| {
+            // P-256 alone in supported_groups: a server that takes the handshake must read
+            // this share (none can ask for another group instead).
             for e in &mut ch.extensions {
-                if let Extension::KeyShareClient(s) = e {
-                    let mut point = vec![4];
-                    point.extend_from_slice(&[1; 64]);
-                    *s = vec![KeyShareEntry {
-                        group: NamedGroup::secp256r1,
-                        key_exchange: point,
-                    }];
+                match e {
+                    Extension::KeyShareClient(s) => {
+                        let mut point = vec![4];
+                        point.extend_from_slice(&[1; 64]);
+                        *s = vec![KeyShareEntry {
+                            group: NamedGroup::secp256r1,
+                            key_exchange: point,
+                        }];
+                    }
+                    Extension::SupportedGroups(g) => *g = vec![NamedGroup::secp256r1],
+                    _ => {}
                 }
             }
         }),
@@ -302,7 +310,9 @@ pub fn run(target: &Target) -> Vec<ConformanceCase> {
     raw(
         "empty handshake record before the ClientHello",
         "§5.1",
-        &["unexpected_message", IGNORED],
+        // §5.1 forbids sending one and names no alert: refusing it as malformed
+        // (decode_error, §6) or as out of place (unexpected_message) or ignoring it conform.
+        &["unexpected_message", "decode_error", IGNORED],
         vec![[vec![22, 3, 1, 0, 0], record(&msg)].concat()],
     );
     let mut big = base.clone();
