@@ -39,6 +39,7 @@ pub mod hello;
 pub mod illustrate;
 pub mod keylog;
 pub mod ladder;
+pub mod mtc;
 pub mod pcap;
 pub mod pqauth;
 pub mod rfc8448;
