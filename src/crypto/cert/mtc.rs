@@ -517,9 +517,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// One DER element at the front of `input`: (tag, contents, whole element, rest). Definite,
-/// minimal lengths up to 4 bytes; single-byte tags.
-fn der(input: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
+/// One DER element: (tag, contents, the whole element, what follows it).
+type Tlv<'a> = (u8, &'a [u8], &'a [u8], &'a [u8]);
+
+/// One DER element at the front of `input`. Definite, minimal lengths up to 4 bytes;
+/// single-byte tags.
+fn der(input: &[u8]) -> Option<Tlv<'_>> {
     let (&tag, rest) = input.split_first()?;
     if tag & 0x1f == 0x1f {
         return None;
