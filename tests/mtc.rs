@@ -378,6 +378,29 @@ fn missing_and_untrusted_cosignatures() {
     let e = fails(&impostor.standalone(12).unwrap(), &rp, NOW);
     assert_eq!(e, MtcError::BadCosignature(id("32473.1")));
     assert_eq!(e.alert(), AlertDescription::BadCertificate);
+    // A damaged witness signature: outvoted where one witness suffices, fatal where both are
+    // required.
+    let cert = log.standalone(12).unwrap();
+    let proof = parse_mtc(&cert).unwrap().proof.to_vec();
+    let mut decoded = MtcProof::decode(&proof).unwrap();
+    let i = decoded
+        .signatures
+        .iter()
+        .position(|s| s.cosigner_id == id("32473.2").as_bytes())
+        .unwrap();
+    let mut sig = decoded.signatures[i].signature.to_vec();
+    sig[10] ^= 0x40;
+    decoded.signatures[i].signature = &sig;
+    let damaged = with_proof(&cert, &decoded.encode().unwrap());
+    assert_eq!(
+        verify_mtc(&damaged, &rp, NOW).unwrap().trust,
+        MtcTrust::Cosigned {
+            cosigners: vec![id("32473.1"), id("32473.3")]
+        }
+    );
+    let e = fails(&damaged, &log.relying_party(2).unwrap(), NOW);
+    assert_eq!(e, MtcError::BadCosignature(id("32473.2")));
+    assert_eq!(e.alert(), AlertDescription::BadCertificate);
     // A cosigner the relying party does not know is ignored, not an error.
     let mut config = LogConfig::example(16);
     config
@@ -578,4 +601,70 @@ fn proof_sizes() {
         l.inclusion_proof_len,
         landmark.len()
     );
+}
+
+#[test]
+fn trusted_subtrees_need_a_consistency_proof() {
+    let log = issued_log(7);
+    let cp = log.checkpoints().last().unwrap().clone();
+    let leaves = log.leaves();
+    let s = Subtree { start: 32, end: 40 };
+    let hash = subtree_hash(leaves, 32, 40).unwrap();
+    let proof = consistency_proof(leaves, 32, 40).unwrap();
+    let mut ca = log.relying_party(1).unwrap().cas.remove(0);
+    ca.trusted_subtrees.clear();
+    let mut wrong = hash;
+    wrong[5] ^= 4;
+    assert!(!ca.trust_subtree(1, s, wrong, None, cp.tree_size, &cp.root, &proof));
+    assert!(!ca.trust_subtree(1, s, hash, None, cp.tree_size, &cp.root, &proof[1..]));
+    assert!(ca.trusted_subtrees.is_empty());
+    assert!(ca.trust_subtree(1, s, hash, Some(2), cp.tree_size, &cp.root, &proof));
+    assert_eq!(ca.trusted_subtrees.len(), 1);
+}
+
+mod no_panic {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    fn fixture() -> &'static (Vec<u8>, Vec<u8>, RelyingParty) {
+        static F: OnceLock<(Vec<u8>, Vec<u8>, RelyingParty)> = OnceLock::new();
+        F.get_or_init(|| {
+            let log = issued_log(7);
+            (
+                log.standalone(11).unwrap(),
+                log.landmark_relative(11).unwrap().0,
+                // Every cosignature required: with "one of two witnesses" a damaged witness
+                // signature is rightly outvoted by the other.
+                log.relying_party(2).unwrap(),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary bytes as an MTCProof or a certificate: an error, never a panic.
+        #[test]
+        fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let (_, _, rp) = fixture();
+            let _ = MtcProof::decode(&bytes);
+            prop_assert!(verify_mtc(&bytes, rp, NOW).is_err());
+        }
+
+        /// A valid certificate with up to four bytes overwritten never verifies, never panics.
+        #[test]
+        fn overwritten_bytes(
+            which in any::<bool>(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..4),
+        ) {
+            let (standalone, landmark, rp) = fixture();
+            let mut c = if which { standalone.clone() } else { landmark.clone() };
+            for (at, x) in edits {
+                let i = at.index(c.len());
+                c[i] ^= x;
+            }
+            prop_assert!(verify_mtc(&c, rp, NOW).is_err());
+        }
+    }
 }
