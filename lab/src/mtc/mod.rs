@@ -613,3 +613,73 @@ impl IssuanceLog {
             .log_entry()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tls13lab::crypto::cert::mtc::{parse_mtc, verify_mtc, MtcTrust};
+
+    const T: u64 = 1_796_256_000; // 2026-12-03
+
+    fn request(not_before: u64, not_after: u64) -> MtcRequest {
+        let key = SigningKey::generate_ed25519(&mut SeededRandom::from_seed(5));
+        MtcRequest {
+            spki_der: key.public_key_spki_der().unwrap(),
+            names: vec!["a.example".into(), "2001:db8::1".into()],
+            not_before,
+            not_after,
+        }
+    }
+
+    #[test]
+    fn validity_after_2049_is_generalized_time() {
+        // RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050; the core reads both.
+        let mut log = IssuanceLog::new(LogConfig::example(1), 1).unwrap();
+        let y2049 = 2_524_607_999; // 2049-12-31T23:59:59Z
+        let y2051 = 2_556_143_999; // 2050-12-31T23:59:59Z
+        log.append(&request(y2049, y2051)).unwrap();
+        log.checkpoint(T).unwrap();
+        let cert = log.standalone(0).unwrap();
+        let c = parse_mtc(&cert).unwrap();
+        assert_eq!((c.not_before, c.not_after), (y2049, y2051));
+        let has = |needle: &[u8]| cert.windows(needle.len()).any(|w| w == needle);
+        assert!(has(b"\x17\x0d491231235959Z"));
+        assert!(has(b"\x18\x0f20501231235959Z"));
+    }
+
+    #[test]
+    fn landmarks_leave_the_active_window() {
+        let mut config = LogConfig::example(4);
+        config.max_active_landmarks = 2;
+        let mut log = IssuanceLog::new(config, 1).unwrap();
+        for _ in 0..4 {
+            for _ in 0..4 {
+                log.append(&request(T, T + 86_400)).unwrap();
+            }
+            log.checkpoint(T).unwrap();
+        }
+        assert_eq!(log.landmarks(), &[0, 4, 8, 12, 16]);
+        assert_eq!(log.active_landmarks(), 3..=4);
+        // Entry 1 is in landmark 1, no longer active: no landmark-relative certificate.
+        assert!(log.landmark_relative(1).is_err());
+        assert_eq!(log.landmark_relative(9).unwrap().1, 3);
+        // The relying party holds only the active landmarks' subtrees.
+        let rp = log.relying_party(0).unwrap();
+        let landmarks: Vec<_> = rp.cas[0]
+            .trusted_subtrees
+            .iter()
+            .map(|t| t.landmark)
+            .collect();
+        // §"Selecting Two Subtrees" splits even an aligned interval at its top node: [8, 12)
+        // is covered by [8, 10) and [10, 12), [12, 16) by [12, 14) and [14, 16).
+        assert_eq!(landmarks, [Some(3), Some(3), Some(4), Some(4)]);
+        let (cert, _) = log.landmark_relative(13).unwrap();
+        let v = verify_mtc(&cert, &rp, T).unwrap();
+        assert_eq!(v.trust, MtcTrust::TrustedSubtree { landmark: Some(4) });
+        // Entries past the last landmark wait for the next one.
+        log.append(&request(T, T + 86_400)).unwrap();
+        log.checkpoint(T).unwrap();
+        assert!(log.landmark_relative(16).is_err());
+        assert!(log.standalone(16).is_ok());
+    }
+}
