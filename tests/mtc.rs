@@ -668,3 +668,27 @@ mod no_panic {
         }
     }
 }
+
+#[test]
+fn relying_party_text_round_trip() {
+    let log = issued_log(7);
+    let rp = log.relying_party(1).unwrap();
+    let text = rp.to_text();
+    assert_eq!(RelyingParty::from_text(&text).unwrap(), rp);
+    let (cert, _) = log.landmark_relative(5).unwrap();
+    verify_mtc(&cert, &RelyingParty::from_text(&text).unwrap(), NOW).unwrap();
+    // Each malformed line is named.
+    for (bad, line) in [
+        ("require 1 32473.1\n", 1),
+        ("ca 32473.1\nsubtree 1 6 10 00 -\n", 2),
+        ("cosigner 32473.1 nosuch 00\n", 1),
+        ("# x\nca 32473..1\n", 2),
+        ("ca 1\nrevoked 1\n", 2),
+    ] {
+        assert_eq!(
+            RelyingParty::from_text(bad).unwrap_err().line,
+            line,
+            "{bad}"
+        );
+    }
+}

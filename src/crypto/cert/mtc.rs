@@ -1113,6 +1113,161 @@ impl TrustedCa {
     }
 }
 
+/// A relying-party configuration text that does not parse: the line (from 1) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpConfigError {
+    /// The line, counted from 1.
+    pub line: usize,
+    /// What is wrong with it.
+    pub what: &'static str,
+}
+
+impl fmt::Display for RpConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MTC relying-party configuration, line {}: {}",
+            self.line, self.what
+        )
+    }
+}
+
+impl std::error::Error for RpConfigError {}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+impl RelyingParty {
+    /// The configuration as text, one item a line (what [`RelyingParty::from_text`] reads):
+    ///
+    /// ```text
+    /// cosigner <id> <scheme> <SPKI DER, hex>
+    /// ca <ca id>                                  the lines below apply to this CA
+    /// require <at least> <id> [<id> ...]
+    /// subtree <log> <start> <end> <hash, hex> <landmark or ->
+    /// revoked <from> <to>                         serial numbers, [from, to)
+    /// ```
+    ///
+    /// IDs are trust anchor IDs in ASCII (`32473.1`), schemes TLS names (`mldsa44`, `ed25519`);
+    /// `#` starts a comment line.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("# MTC relying party (draft-ietf-plants-merkle-tree-certs)\n");
+        for c in &self.cosigners {
+            out += &format!(
+                "cosigner {} {} {}\n",
+                c.id,
+                c.scheme.name(),
+                to_hex(&c.spki_der)
+            );
+        }
+        for ca in &self.cas {
+            out += &format!("ca {}\n", ca.ca_id);
+            for r in &ca.requirements {
+                let ids: Vec<String> = r.any_of.iter().map(TrustAnchorId::to_ascii).collect();
+                out += &format!("require {} {}\n", r.at_least, ids.join(" "));
+            }
+            for t in &ca.trusted_subtrees {
+                let l = t.landmark.map_or("-".to_string(), |l| l.to_string());
+                out += &format!(
+                    "subtree {} {} {} {} {l}\n",
+                    t.log_number,
+                    t.subtree.start,
+                    t.subtree.end,
+                    to_hex(&t.hash)
+                );
+            }
+            for (from, to) in &ca.revoked {
+                out += &format!("revoked {from} {to}\n");
+            }
+        }
+        out
+    }
+
+    /// Reads [`RelyingParty::to_text`]'s format. Subtrees must be valid; schemes known.
+    pub fn from_text(text: &str) -> Result<RelyingParty, RpConfigError> {
+        let mut rp = RelyingParty::default();
+        for (n, line) in text.lines().enumerate() {
+            let fail = |what| RpConfigError { line: n + 1, what };
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let Some((&kind, args)) = words.split_first() else {
+                continue;
+            };
+            if kind.starts_with('#') {
+                continue;
+            }
+            let id = |s: &str| TrustAnchorId::from_ascii(s).ok_or(fail("bad trust anchor ID"));
+            let num = |s: &str| s.parse::<u64>().map_err(|_| fail("bad number"));
+            match (kind, args) {
+                ("cosigner", [i, scheme, spki]) => {
+                    let scheme = SignatureScheme::KNOWN
+                        .iter()
+                        .copied()
+                        .find(|s| s.name() == *scheme)
+                        .ok_or(fail("unknown signature scheme"))?;
+                    rp.cosigners.push(Cosigner {
+                        id: id(i)?,
+                        scheme,
+                        spki_der: from_hex(spki).ok_or(fail("bad hex"))?,
+                    });
+                }
+                ("ca", [i]) => rp.cas.push(TrustedCa {
+                    ca_id: id(i)?,
+                    requirements: Vec::new(),
+                    trusted_subtrees: Vec::new(),
+                    revoked: Vec::new(),
+                }),
+                (kind, args) => {
+                    let ca = rp.cas.last_mut().ok_or(fail("before any `ca` line"))?;
+                    match (kind, args) {
+                        ("require", [k, ids @ ..]) if !ids.is_empty() => {
+                            ca.requirements.push(CosignerRequirement {
+                                any_of: ids.iter().map(|i| id(i)).collect::<Result<_, _>>()?,
+                                at_least: num(k)? as usize,
+                            })
+                        }
+                        ("subtree", [log, start, end, hash, landmark]) => {
+                            let subtree = Subtree {
+                                start: num(start)?,
+                                end: num(end)?,
+                            };
+                            if !subtree.is_valid() {
+                                return Err(fail("not a valid subtree"));
+                            }
+                            let hash: Hash = from_hex(hash)
+                                .and_then(|h| h.try_into().ok())
+                                .ok_or(fail("bad hash"))?;
+                            let landmark = match *landmark {
+                                "-" => None,
+                                l => Some(num(l)?),
+                            };
+                            ca.trusted_subtrees.push(TrustedSubtree {
+                                log_number: num(log)?,
+                                subtree,
+                                hash,
+                                landmark,
+                            });
+                        }
+                        ("revoked", [from, to]) => ca.revoked.push((num(from)?, num(to)?)),
+                        _ => return Err(fail("unknown line or wrong number of fields")),
+                    }
+                }
+            }
+        }
+        Ok(rp)
+    }
+}
+
 /// How a verified certificate's subtree came to be trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MtcTrust {
