@@ -699,12 +699,21 @@ fn relying_party_text_round_trip() {
 fn names_check_with_webpki() {
     use rustls_pki_types::{CertificateDer, ServerName};
     let log = issued_log(7);
-    for cert in [log.standalone(5).unwrap(), log.landmark_relative(5).unwrap().0] {
+    for cert in [
+        log.standalone(5).unwrap(),
+        log.landmark_relative(5).unwrap().0,
+    ] {
         let der = CertificateDer::from(cert.as_slice());
         let ee = webpki::EndEntityCert::try_from(&der).unwrap();
         let name = |s: &'static str| ServerName::try_from(s).unwrap();
-        assert!(ee.verify_is_valid_for_subject_name(&name("host5.example")).is_ok());
-        assert!(ee.verify_is_valid_for_subject_name(&name("192.0.2.1")).is_ok());
-        assert!(ee.verify_is_valid_for_subject_name(&name("host6.example")).is_err());
+        assert!(ee
+            .verify_is_valid_for_subject_name(&name("host5.example"))
+            .is_ok());
+        assert!(ee
+            .verify_is_valid_for_subject_name(&name("192.0.2.1"))
+            .is_ok());
+        assert!(ee
+            .verify_is_valid_for_subject_name(&name("host6.example"))
+            .is_err());
     }
 }
