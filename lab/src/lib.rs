@@ -40,6 +40,7 @@ pub mod illustrate;
 pub mod keylog;
 pub mod keyshare;
 pub mod ladder;
+pub mod mtc;
 pub mod pcap;
 pub mod pqauth;
 pub mod probe;

@@ -9,6 +9,7 @@
 //! - `parts.rs`: [`cert_parts`], where a certificate's bytes go (key, signature, SCTs, other
 //!   extensions), for the ledger.
 
+pub mod mtc;
 mod parts;
 mod pem;
 mod verify;
