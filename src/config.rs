@@ -325,6 +325,12 @@ pub struct ClientConfig {
     /// the certificate then fails, [`crate::events::Event::TrustAnchorsAvailable`] says which
     /// anchors the server has paths for, to retry with one (§4.3). `None`: not sent.
     pub trust_anchors: Option<TrustAnchorOffer>,
+    /// Merkle Tree Certificates we accept (draft-ietf-plants-merkle-tree-certs): a server
+    /// certificate whose signatureAlgorithm is id-alg-mtcProof is verified against this
+    /// relying-party configuration (trusted cosigners, landmark subtrees) instead of a chain to
+    /// the roots; its name is checked as any leaf's. `None`: MTCs are refused like any
+    /// certificate without a path.
+    pub mtc: Option<Arc<crate::crypto::cert::mtc::RelyingParty>>,
 }
 
 /// What the client sends in `trust_anchors`.
@@ -391,6 +397,7 @@ impl Default for ClientConfig {
             compressed_certificates: Some(Arc::default()),
             ech: EchMode::Off,
             trust_anchors: None,
+            mtc: None,
         }
     }
 }

@@ -191,6 +191,8 @@ pub enum Error {
     KeyExchange(KxError),
     /// The peer's certificate chain does not validate.
     Certificate(CertError),
+    /// The peer's Merkle Tree Certificate does not verify (draft-ietf-plants-merkle-tree-certs).
+    Mtc(crate::crypto::cert::mtc::MtcError),
     /// A signature could not be produced or checked.
     Signature(SigError),
     /// The peer sent a fatal alert (or a warning other than close_notify/user_canceled).
@@ -222,6 +224,7 @@ impl Error {
             Error::Peer(p) => Some(p.alert()),
             Error::KeyExchange(e) => Some(e.alert()),
             Error::Certificate(e) => Some(e.alert()),
+            Error::Mtc(e) => Some(e.alert()),
             Error::Signature(e) => Some(e.alert()),
             Error::AlertReceived(_) | Error::Closed | Error::InvalidState(_) => None,
             Error::Config(_) => Some(AlertDescription::InternalError),
@@ -239,6 +242,7 @@ impl fmt::Display for Error {
             Error::KeyExchange(e) => write!(f, "key exchange: {e:?}"),
             // CertError names the certificate and the reason itself, in one line.
             Error::Certificate(e) => write!(f, "{e}"),
+            Error::Mtc(e) => write!(f, "Merkle Tree Certificate: {e}"),
             Error::Signature(e) => write!(f, "signature: {e:?}"),
             Error::AlertReceived(a) => write!(f, "received fatal alert {a}"),
             Error::Config(s) => write!(f, "configuration: {s}"),

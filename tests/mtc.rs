@@ -717,3 +717,220 @@ fn names_check_with_webpki() {
             .is_err());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// In TLS: our client and server, paths chosen by trust_anchors (draft-ietf-tls-trust-anchor-ids)
+
+mod tls {
+    use super::*;
+    use std::sync::Arc;
+    use tls13lab::config::{CertifiedKey, TrustAnchorOffer};
+    use tls13lab::events::Event;
+    use tls13lab::{ClientConfig, Error, ServerConfig};
+
+    struct Setup {
+        log: IssuanceLog,
+        key: Arc<SigningKey>,
+        index: u64,
+        standalone: Vec<u8>,
+        landmark: Vec<u8>,
+        ca_id: Vec<u8>,
+        landmark_id: Vec<u8>,
+    }
+
+    /// A log of 40 certificates (issued_log's shape) where entry 3 is ours: localhost, a P-256
+    /// key; its standalone and landmark-relative certificates and their trust anchor IDs.
+    fn setup() -> Setup {
+        let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(0x3c));
+        let mut log = IssuanceLog::new(LogConfig::example(16), 11).unwrap();
+        let ours = MtcRequest {
+            spki_der: key.public_key_spki_der().unwrap(),
+            names: vec!["localhost".into()],
+            not_before: NOW - DAY,
+            not_after: NOW + 7 * DAY,
+        };
+        for batch in 0..8u64 {
+            for i in 0..5 {
+                let n = batch * 5 + i;
+                log.append(&if n == 3 { ours.clone() } else { request(n) })
+                    .unwrap();
+            }
+            log.checkpoint(NOW - DAY + batch * 60).unwrap();
+        }
+        let standalone = log.standalone(3).unwrap();
+        let (landmark, l) = log.landmark_relative(3).unwrap();
+        let ca = log.config().ca_id.clone();
+        let landmark_id = ca
+            .landmark_id(log.config().log_number, l)
+            .unwrap()
+            .as_bytes()
+            .to_vec();
+        Setup {
+            ca_id: ca.as_bytes().to_vec(),
+            log,
+            key: Arc::new(key),
+            index: 3,
+            standalone,
+            landmark,
+            landmark_id,
+        }
+    }
+
+    /// A server with the standalone certificate first, the landmark-relative one second.
+    fn server(s: &Setup, standalone: Vec<u8>, landmark: Vec<u8>) -> ServerConfig {
+        let ck = |cert: Vec<u8>| CertifiedKey {
+            chain: vec![cert],
+            key: s.key.clone(),
+        };
+        let mut c = ServerConfig::new(ck(standalone));
+        c.more_certs = vec![ck(landmark)];
+        c.trust_anchor_ids = vec![Some(s.ca_id.clone()), Some(s.landmark_id.clone())];
+        c.observe = tls13lab::Observe::PUBLIC;
+        c
+    }
+
+    fn client(rp: RelyingParty, ids: Option<Vec<Vec<u8>>>) -> ClientConfig {
+        let mut c = ClientConfig::new(Vec::new());
+        c.server_name = Some("localhost".into());
+        c.mtc = Some(Arc::new(rp));
+        c.trust_anchors = ids.map(TrustAnchorOffer::new);
+        c.observe = tls13lab::Observe::PUBLIC;
+        c
+    }
+
+    /// The handshake, and the server certificate the client received.
+    fn run(c: ClientConfig, s: ServerConfig, seed: u64) -> (lab::demo::Pair, Result<(), Error>) {
+        let mut p = lab::demo::Pair::new(Arc::new(c), Arc::new(s), seed, NOW * 1000).expect("pair");
+        let r = p.handshake().and_then(|_| p.settle());
+        (p, r)
+    }
+
+    fn received_certificate(p: &lab::demo::Pair) -> Vec<u8> {
+        use tls13lab::messages::handshake::{DecodeContext, HandshakeMessage, HandshakePayload};
+        use tls13lab::messages::HandshakeType;
+        let bytes = p
+            .client_events
+            .iter()
+            .find_map(|e| match e {
+                Event::Handshake(h) if h.typ == HandshakeType::Certificate => Some(h.bytes.clone()),
+                _ => None,
+            })
+            .expect("a Certificate");
+        let m = HandshakeMessage::decode(&bytes, DecodeContext::default()).unwrap();
+        match m.payload {
+            HandshakePayload::Certificate(c) => c.entries[0].cert_data.clone(),
+            _ => panic!("not a Certificate"),
+        }
+    }
+
+    fn matched(events: &[Event]) -> bool {
+        events
+            .iter()
+            .any(|e| matches!(e, Event::TrustAnchorMatched))
+    }
+
+    #[test]
+    fn each_path_is_picked_by_its_trust_anchor_id() {
+        let s = setup();
+        let rp = s.log.relying_party(1).unwrap();
+        for (want, id) in [(&s.landmark, &s.landmark_id), (&s.standalone, &s.ca_id)] {
+            let c = client(rp.clone(), Some(vec![id.clone()]));
+            let (p, r) = run(c, server(&s, s.standalone.clone(), s.landmark.clone()), 1);
+            r.expect("handshake");
+            assert!(p.client.is_connected());
+            assert_eq!(&received_certificate(&p), want);
+            assert!(matched(&p.client_events) && matched(&p.server_events));
+        }
+        // The landmark-relative certificate is the small one: no signatures in its proof.
+        assert!(s.landmark.len() + 2000 < s.standalone.len());
+    }
+
+    #[test]
+    fn the_retry_path_after_an_untrusted_fallback() {
+        // The client trusts the landmarks but demands more cosigners than the log has: the
+        // standalone certificate (the server's fallback for an empty list) fails, and the
+        // server's EncryptedExtensions named both paths' anchors; asking again for the
+        // landmark's, the connection succeeds (§4.3 of trust-anchor-ids).
+        let s = setup();
+        let rp = s.log.relying_party(3).unwrap();
+        let (p, r) = run(
+            client(rp.clone(), Some(Vec::new())),
+            server(&s, s.standalone.clone(), s.landmark.clone()),
+            2,
+        );
+        let err = r.expect_err("the standalone certificate lacks cosignatures");
+        assert!(
+            matches!(err, Error::Mtc(MtcError::MissingCosignature { .. })),
+            "{err}"
+        );
+        assert_eq!(err.alert(), Some(AlertDescription::BadCertificate));
+        let ids = p
+            .client_events
+            .iter()
+            .find_map(|e| match e {
+                Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
+                _ => None,
+            })
+            .expect("the server's trust anchors");
+        assert_eq!(ids, vec![s.ca_id.clone(), s.landmark_id.clone()]);
+        let (p, r) = run(
+            client(rp, Some(vec![s.landmark_id.clone()])),
+            server(&s, s.standalone.clone(), s.landmark.clone()),
+            3,
+        );
+        r.expect("the retry");
+        assert!(p.client.is_connected() && matched(&p.client_events));
+    }
+
+    #[test]
+    fn a_tampered_proof_an_unknown_landmark_and_a_missing_cosignature_fail() {
+        let s = setup();
+        let rp = s.log.relying_party(1).unwrap();
+        let ask_landmark = || Some(vec![s.landmark_id.clone()]);
+        // A flipped byte in the inclusion proof (the last hash before the empty signatures).
+        let mut tampered = s.landmark.clone();
+        let at = tampered.len() - 10;
+        tampered[at] ^= 1;
+        let (_, r) = run(
+            client(rp.clone(), ask_landmark()),
+            server(&s, s.standalone.clone(), tampered),
+            4,
+        );
+        let err = r.expect_err("tampered");
+        assert!(matches!(err, Error::Mtc(_)), "{err}");
+        assert_eq!(err.alert(), Some(AlertDescription::BadCertificate), "{err}");
+        // A relying party that has not fetched the landmark.
+        let mut no_landmarks = rp.clone();
+        for ca in &mut no_landmarks.cas {
+            ca.trusted_subtrees.clear();
+        }
+        let (_, r) = run(
+            client(no_landmarks, ask_landmark()),
+            server(&s, s.standalone.clone(), s.landmark.clone()),
+            5,
+        );
+        let err = r.expect_err("unknown landmark");
+        assert!(
+            matches!(err, Error::Mtc(MtcError::UntrustedSubtree { .. })),
+            "{err}"
+        );
+        assert_eq!(err.alert(), Some(AlertDescription::UnknownCa));
+        // A standalone certificate with the CA's cosignature alone, to a relying party that
+        // requires one more.
+        let ca_only = s
+            .log
+            .standalone_with(s.index, &[s.log.config().ca_id.clone()])
+            .unwrap();
+        let (_, r) = run(
+            client(rp, Some(vec![s.ca_id.clone()])),
+            server(&s, ca_only, s.landmark.clone()),
+            6,
+        );
+        let err = r.expect_err("missing cosignature");
+        assert!(
+            matches!(err, Error::Mtc(MtcError::MissingCosignature { .. })),
+            "{err}"
+        );
+        assert_eq!(err.alert(), Some(AlertDescription::BadCertificate));
+    }
+}

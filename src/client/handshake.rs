@@ -603,7 +603,25 @@ impl Cx<'_> {
         };
         let now = config.fixed_validation_time_ms.unwrap_or(self.conn.now_ms);
         let memo = config.signature_memo.as_deref();
-        auth::verify_chain(&chain, roots, name, now, Usage::Server, memo)?;
+        // A Merkle Tree Certificate is verified by its proof against the relying-party
+        // configuration; any other leaf by its chain.
+        let mtc = match (&config.mtc, roots) {
+            (Some(rp), Some(_)) => {
+                match crate::crypto::cert::mtc::verify_mtc(&chain[0], rp, now / 1000) {
+                    Err(crate::crypto::cert::mtc::MtcError::NotMtc) => false,
+                    Err(e) => return Err(Error::Mtc(e)),
+                    Ok(_) => true,
+                }
+            }
+            _ => false,
+        };
+        if mtc {
+            if let Some(name) = name {
+                crate::crypto::cert::verify_name(&chain[0], name)?;
+            }
+        } else {
+            auth::verify_chain(&chain, roots, name, now, Usage::Server, memo)?;
+        }
         if matched {
             self.conn.ev.push(Event::TrustAnchorMatched);
         }

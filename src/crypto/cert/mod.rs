@@ -17,6 +17,6 @@ mod verify;
 pub use parts::{cert_parts, tbs_range, CertParts, PartsError, SCT_LIST_OID};
 pub use pem::{base64_decode, base64_encode, certs_from_pem, pem_blocks, pem_encode};
 pub use verify::{
-    chain_signed_with, leaf_is_a_root, verify_chain, verify_with_leaf, CertError, CertVerifier,
-    SignatureMemo, Usage,
+    chain_signed_with, leaf_is_a_root, verify_chain, verify_name, verify_with_leaf, CertError,
+    CertVerifier, SignatureMemo, Usage,
 };

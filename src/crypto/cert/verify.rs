@@ -560,12 +560,24 @@ pub fn verify_chain(
         other => other,
     })?;
     if let Some(name) = server_name {
-        let name = ServerName::try_from(name)
-            .map_err(|_| CertError::Other(format!("invalid server name {name:?}")))?;
-        ee.verify_is_valid_for_subject_name(&name)
-            .map_err(map_webpki)?;
+        check_name(&ee, name)?;
     }
     Ok(())
+}
+
+fn check_name(ee: &EndEntityCert<'_>, name: &str) -> Result<(), CertError> {
+    let name = ServerName::try_from(name)
+        .map_err(|_| CertError::Other(format!("invalid server name {name:?}")))?;
+    ee.verify_is_valid_for_subject_name(&name)
+        .map_err(map_webpki)
+}
+
+/// Whether `leaf` is valid for `server_name` (subjectAltName only), without a path: for a
+/// certificate authenticated another way (a Merkle Tree Certificate, [`super::mtc`]).
+pub fn verify_name(leaf: &[u8], server_name: &str) -> Result<(), CertError> {
+    let der = CertificateDer::from(leaf);
+    let ee = EndEntityCert::try_from(&der).map_err(map_webpki)?;
+    check_name(&ee, server_name)
 }
 
 /// Whether `leaf` is, byte for byte, one of the trust anchors `roots`: a certificate trusted
