@@ -35,10 +35,12 @@ pub struct SimulateArgs {
     pub cert_bytes: usize,
     /// A real chain instead of the padded certificate, generated as `tls13lab cert --chain LIST
     /// --seed 1` makes it (root first; ecdsa-p256, rsa-2048, mldsa44 ...). The leaf's key must be
-    /// one this build signs CertificateVerify with.
-    #[arg(long, value_name = "LIST", value_parser = super::cert::alg_list,
+    /// one this build signs CertificateVerify with. Or a Merkle Tree Certificate for an
+    /// ML-DSA-44 key from a seeded 150,004-entry issuance log: mtc-standalone (inclusion proof
+    /// and three cosignatures) or mtc-landmark (inclusion proof to a landmark the client trusts).
+    #[arg(long, value_name = "LIST", value_parser = chain_arg,
           conflicts_with_all = ["cert_bytes", "server_cert"])]
-    pub chain: Option<super::cert::AlgList>,
+    pub chain: Option<ChainArg>,
     /// Embedded SCTs in the --chain leaf (RFC 6962 §3.3).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "chain",
           value_parser = clap::value_parser!(u16).range(0..=64))]
@@ -99,6 +101,23 @@ pub struct SimulateArgs {
     /// Print JSON instead of text (to FILE, or stdout without one).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+}
+
+/// `--chain` value.
+#[derive(Clone, Debug)]
+pub enum ChainArg {
+    /// An X.509 chain of these levels, root first.
+    Levels(super::cert::AlgList),
+    /// A Merkle Tree Certificate: landmark-relative (`true`) or standalone.
+    Mtc(bool),
+}
+
+fn chain_arg(s: &str) -> Result<ChainArg, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "mtc-standalone" => Ok(ChainArg::Mtc(false)),
+        "mtc-landmark" => Ok(ChainArg::Mtc(true)),
+        _ => super::cert::alg_list(s).map(ChainArg::Levels),
+    }
 }
 
 /// `--population` value.
@@ -202,8 +221,12 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let chain = match (&a.chain, &a.server_cert, &a.server_key) {
-        (Some(levels), _, _) => Some(
+        (Some(ChainArg::Levels(levels)), _, _) => Some(
             simulate::ServerChain::generated(&levels.0, usize::from(a.scts))
+                .map_err(|e| Failure::BadOption(format!("--chain: {e}")))?,
+        ),
+        (Some(ChainArg::Mtc(landmark)), _, _) => Some(
+            simulate::ServerChain::mtc(*landmark)
                 .map_err(|e| Failure::BadOption(format!("--chain: {e}")))?,
         ),
         (None, Some(cert), Some(key)) => Some(

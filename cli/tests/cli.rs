@@ -1886,6 +1886,39 @@ fn client_predicts_its_key_share_from_the_dns_groups() {
 }
 
 #[test]
+fn simulate_takes_merkle_tree_certificates() {
+    // draft-ietf-plants-merkle-tree-certs: a landmark-relative MTC carries an inclusion proof
+    // and no signature, a standalone one three cosignatures: both verify (the hybrid full
+    // handshake gets its response) and the landmark's server flight is the smaller by those
+    // signatures (2,420 + 64 + 2,420 bytes) less its longer inclusion proof (480 B against
+    // the standalone subtree's 32 B here).
+    let flight = |chain: &str| -> usize {
+        let o = run(&[
+            "simulate",
+            "--chain",
+            chain,
+            "--kx",
+            "hybrid",
+            "--bandwidth",
+            "0",
+        ]);
+        assert_ok(&o);
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("hybrid full"))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains("yes"), "the certificate was sent: {line}");
+        line.split_whitespace().nth(7).unwrap().parse().unwrap()
+    };
+    let (standalone, landmark) = (flight("mtc-standalone"), flight("mtc-landmark"));
+    assert!(
+        (4_300..4_600).contains(&(standalone - landmark)),
+        "standalone {standalone}, landmark {landmark}"
+    );
+}
+
+#[test]
 fn post_quantum_ech_over_tcp() {
     // draft-ietf-hpke-pq: an ECH key with X-Wing (and one with ML-KEM-768) from `ech keygen`,
     // our server holding it, our client offering its config over TCP: accepted, and both sides

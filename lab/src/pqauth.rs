@@ -18,8 +18,11 @@ use tls13lab::session::TicketStore;
 pub struct ChainCase {
     /// As the table names it.
     pub name: &'static str,
-    /// Root first; the root itself is not sent.
+    /// Root first; the root itself is not sent. Empty for a Merkle Tree Certificate.
     pub levels: Vec<KeyAlg>,
+    /// A Merkle Tree Certificate instead of an X.509 chain: `Some(true)` landmark-relative,
+    /// `Some(false)` standalone ([`ServerChain::mtc`]).
+    pub mtc: Option<bool>,
 }
 
 /// The chains of docs/pq-auth.md: a root and a leaf of each algorithm, and the three-level
@@ -29,6 +32,7 @@ pub fn chains() -> Vec<ChainCase> {
     let two = |name, a| ChainCase {
         name,
         levels: vec![a, a],
+        mtc: None,
     };
     vec![
         two("ECDSA P-256", EcdsaP256),
@@ -39,6 +43,17 @@ pub fn chains() -> Vec<ChainCase> {
         ChainCase {
             name: "ML-DSA-87 → 65 → 44",
             levels: vec![MlDsa87, MlDsa65, MlDsa44],
+            mtc: None,
+        },
+        ChainCase {
+            name: "MTC standalone",
+            levels: Vec::new(),
+            mtc: Some(false),
+        },
+        ChainCase {
+            name: "MTC landmark",
+            levels: Vec::new(),
+            mtc: Some(true),
         },
     ]
 }
@@ -76,8 +91,13 @@ pub struct Row {
 pub fn table(rtt_ms: u64) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     for case in chains() {
-        for scts in [0, 2] {
-            let chain = ServerChain::generated(&case.levels, scts)?;
+        // An MTC needs no SCTs: its log is the transparency.
+        let sct_counts: &[usize] = if case.mtc.is_some() { &[0] } else { &[0, 2] };
+        for &scts in sct_counts {
+            let chain = match case.mtc {
+                Some(landmark) => ServerChain::mtc(landmark)?,
+                None => ServerChain::generated(&case.levels, scts)?,
+            };
             for compression in [None, Some(CertificateCompressionAlgorithm::Brotli)] {
                 let mut server = ServerConfig::new(CertifiedKey {
                     chain: chain.chain.clone(),
@@ -104,6 +124,7 @@ fn row(
     rtt_ms: u64,
 ) -> Result<Row, Error> {
     let mut client = crate::demo::client_config(chain.root.clone());
+    client.mtc = chain.mtc.clone();
     client.key_shares = vec![kx.group()];
     client.enable_early_data = false;
     client.server_name = chain.server_name.clone();

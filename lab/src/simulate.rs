@@ -805,6 +805,9 @@ pub struct ServerChain {
     pub root: Vec<u8>,
     /// The name the client asks for and checks (None: no SNI, no name check).
     pub server_name: Option<String>,
+    /// For a Merkle Tree Certificate: the relying-party configuration the client verifies it
+    /// with (`root` is then unused).
+    pub mtc: Option<Arc<tls13lab::crypto::cert::mtc::RelyingParty>>,
 }
 
 /// The seed of [`ServerChain::generated`]: fixed, so a `--chain` names one set of certificates.
@@ -834,6 +837,52 @@ impl ServerChain {
             key: Arc::new(key),
             root: c.root_der,
             server_name: Some("localhost".into()),
+            mtc: None,
+        })
+    }
+
+    /// A Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs) for `localhost` and an
+    /// ML-DSA-44 key, from a seeded issuance log of 150,004 entries ([`crate::mtc`]'s example
+    /// CA: an ML-DSA-44 CA cosigner, an Ed25519 and an ML-DSA-44 witness; a landmark every
+    /// 50,000 entries) where ours is entry 100,001: `landmark` picks the landmark-relative
+    /// certificate (an inclusion proof to a landmark subtree the client already trusts), else
+    /// the standalone one (an inclusion proof and three cosignatures). The client trusts the
+    /// log's cosigners and landmarks.
+    pub fn mtc(landmark: bool) -> Result<Self, Error> {
+        use crate::mtc::{IssuanceLog, LogConfig, MtcRequest};
+        let cfg = |e: crate::mtc::IssueError| Error::Config(e.0);
+        let key = SigningKey::generate_mldsa(
+            tls13lab::crypto::sign::MlDsaLevel::L44,
+            &mut SeededRandom::from_seed(CHAIN_SEED),
+        );
+        let now = SIM_EPOCH_MS / 1000;
+        let mut log = IssuanceLog::new(LogConfig::example(50_000), CHAIN_SEED).map_err(cfg)?;
+        log.append_null(100_000);
+        log.checkpoint(now - 3).map_err(cfg)?;
+        let index = log
+            .append(&MtcRequest {
+                spki_der: key
+                    .public_key_spki_der()
+                    .map_err(|e| Error::Config(e.to_string()))?,
+                names: vec!["localhost".into()],
+                not_before: now - 86_400,
+                not_after: now + 7 * 86_400,
+            })
+            .map_err(cfg)?;
+        log.checkpoint(now - 2).map_err(cfg)?;
+        log.append_null(50_000);
+        log.checkpoint(now - 1).map_err(cfg)?;
+        let cert = if landmark {
+            log.landmark_relative(index).map_err(cfg)?.0
+        } else {
+            log.standalone(index).map_err(cfg)?
+        };
+        Ok(ServerChain {
+            chain: vec![cert],
+            key: Arc::new(key),
+            root: Vec::new(),
+            server_name: Some("localhost".into()),
+            mtc: Some(Arc::new(log.relying_party(1).map_err(cfg)?)),
         })
     }
 
@@ -851,6 +900,7 @@ impl ServerChain {
             chain,
             key: Arc::new(key),
             server_name: None,
+            mtc: None,
         })
     }
 }
@@ -969,6 +1019,7 @@ pub fn compare(plan: &Plan) -> Result<Vec<Outcome>, Error> {
     {
         let with_ech = !matches!(ech, EchMode::Off);
         let mut base = crate::demo::client_config(root.clone());
+        base.mtc = plan.chain.as_ref().and_then(|c| c.mtc.clone());
         base.key_shares = vec![kx.group()];
         base.enable_early_data = false;
         base.server_name = server_name.clone();
