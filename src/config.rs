@@ -426,13 +426,14 @@ impl ClientConfig {
 
     /// The group a server publishing `server_groups` (its DNS `tls-supported-groups`, most
     /// preferred first: draft-ietf-tls-key-share-prediction §3) will choose: its first group
-    /// that is in our supported_groups. Code points we do not support are ignored (§3.3); `None`
+    /// that is in our supported_groups and that we can make a share for. Code points we do not
+    /// support are ignored (§3.3); `None`
     /// when nothing is in common.
     pub fn predict_key_share(&self, server_groups: &[NamedGroup]) -> Option<NamedGroup> {
         server_groups
             .iter()
             .copied()
-            .find(|g| self.groups.contains(g))
+            .find(|g| self.groups.contains(g) && crate::crypto::kx::supported_groups().contains(g))
     }
 
     /// Send one key share, for the predicted group (§3.3 "SHOULD send a key_share extension

@@ -934,3 +934,45 @@ mod tls {
         assert_eq!(err.alert(), Some(AlertDescription::BadCertificate));
     }
 }
+
+#[test]
+fn a_standalone_certificate_needs_a_valid_cosignature_whatever_the_policy() {
+    // A landmark-only relying party (no cosigner requirement) must not accept a standalone
+    // certificate, and signatures by cosigners it does not know count for nothing: either
+    // would let anyone present any key under a trusted CA ID.
+    let log = issued_log(7);
+    let cert = log.standalone(3).unwrap();
+    let mut landmarks_only = log.relying_party(1).unwrap();
+    for ca in &mut landmarks_only.cas {
+        ca.requirements.clear();
+    }
+    let e = fails(&cert, &landmarks_only, NOW);
+    assert!(matches!(e, MtcError::MissingCosignature { .. }), "{e:?}");
+    assert_eq!(e.alert(), AlertDescription::BadCertificate);
+    let mut strangers = log.relying_party(1).unwrap();
+    strangers.cosigners.clear();
+    let e = fails(&cert, &strangers, NOW);
+    assert!(matches!(e, MtcError::MissingCosignature { .. }), "{e:?}");
+    // A configuration asking for none, or for more than it names, or naming one twice is
+    // refused when read.
+    let text = log.relying_party(1).unwrap().to_text();
+    let ca = log.config().ca_id.to_ascii();
+    for bad in [
+        format!("require 0 {ca}"),
+        format!("require 2 {ca}"),
+        format!("require 2 {ca} {ca}"),
+    ] {
+        let edited: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("require") {
+                    bad.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(RelyingParty::from_text(&edited).is_err(), "{bad}");
+    }
+}

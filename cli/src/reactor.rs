@@ -36,6 +36,10 @@ const SCRATCH: usize = 64 * 1024;
 /// A receive buffer left this large by a burst is given back once emptied.
 const KEEP_BUFFER: usize = 4096;
 const LISTENER: Token = Token(usize::MAX);
+/// Connections accepted in one pass before the open ones get their turn.
+const ACCEPTS_PER_TURN: usize = 256;
+/// Longest a finished connection may take to write what it still has for a slow reader.
+const CLOSING_WRITE_TIME: Duration = Duration::from_secs(10);
 
 /// A TCP stream wired to an endpoint, without blocking: the non-blocking sibling of
 /// [`crate::net::Driver`], with the same collecting of events and data.
@@ -185,7 +189,10 @@ impl<R: Role> Pipe<R> {
     fn discard(&mut self, scratch: &mut [u8], discarded: &mut usize) -> bool {
         loop {
             match self.stream.read(scratch) {
-                Ok(0) => return true,
+                Ok(0) => {
+                    self.peer_closed = true;
+                    return true;
+                }
                 Ok(n) => {
                     *discarded += n;
                     if *discarded >= LINGER_BYTES {
@@ -235,9 +242,11 @@ pub trait Service<R: Role> {
 
 enum Phase<S> {
     Open(S),
-    /// Finished and reported: the last output goes out, then we read until the peer's EOF.
+    /// Finished and reported: the last output goes out (to a slow reader for up to
+    /// [`CLOSING_WRITE_TIME`]), then we read until the peer's EOF or [`LINGER_TIME`] after it.
     Closing {
         until: Instant,
+        write_by: Instant,
         discarded: usize,
     },
 }
@@ -378,22 +387,30 @@ pub fn run<R: Role, V: Service<R>>(
         }
         if accept_now && listening {
             accept_again = None;
+            let mut taken = 0;
             loop {
-                if t.live >= max {
-                    match t.victim() {
-                        Some(i) => evict(&mut t, &poll, i, service),
-                        None => {
-                            // Every connection has finished its handshake: the new ones wait
-                            // in the kernel's queue until one ends.
-                            accept_again = Some(Instant::now() + Duration::from_millis(50));
-                            break;
-                        }
-                    }
+                if t.live >= max && t.victim().is_none() {
+                    // Every connection has finished its handshake: the new ones wait in the
+                    // kernel's queue until one ends.
+                    accept_again = Some(Instant::now() + Duration::from_millis(50));
+                    break;
+                }
+                if taken == ACCEPTS_PER_TURN {
+                    // The open connections' turn first; more accepts right after.
+                    accept_again = Some(Instant::now());
+                    break;
                 }
                 let (stream, peer) = match listener.accept() {
                     Ok(x) => x,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                        ) =>
+                    {
+                        continue
+                    }
                     Err(e) => {
                         // Out of descriptors and the like: one failed accept must not end the server.
                         eprintln!("tls13lab: accept failed: {e}");
@@ -401,38 +418,41 @@ pub fn run<R: Role, V: Service<R>>(
                         break;
                     }
                 };
+                taken += 1;
                 accepted += 1;
+                // Evict only for a connection actually taken.
+                if t.live >= max {
+                    if let Some(i) = t.victim() {
+                        evict(&mut t, &poll, i, service);
+                    }
+                }
+                let last = limits.naccept == Some(accepted);
                 let local = stream.local_addr().ok();
-                let Some((ep, session)) = service.open(accepted, Some(peer)) else {
-                    continue;
-                };
-                let timer = service.wake_at(&session);
-                let n = accepted;
-                let i = t.insert(Entry {
-                    n,
-                    pipe: Pipe::new(stream, ep),
-                    phase: Phase::Open(session),
-                    peer: Some(peer),
-                    local,
-                    timer,
-                });
-                let e = t.slots[i].as_mut().expect("just inserted");
-                if poll
-                    .registry()
-                    .register(
+                if let Some((ep, session)) = service.open(accepted, Some(peer)) {
+                    let timer = service.wake_at(&session);
+                    let n = accepted;
+                    let i = t.insert(Entry {
+                        n,
+                        pipe: Pipe::new(stream, ep),
+                        phase: Phase::Open(session),
+                        peer: Some(peer),
+                        local,
+                        timer,
+                    });
+                    let e = t.slots[i].as_mut().expect("just inserted");
+                    let registered = poll.registry().register(
                         &mut e.pipe.stream,
                         Token(i),
                         Interest::READABLE | Interest::WRITABLE,
-                    )
-                    .is_err()
-                {
-                    t.remove(&poll, i);
-                    continue;
+                    );
+                    // Bytes that arrived before registration are reported by the first
+                    // event: epoll reports the current readiness on registration.
+                    match registered {
+                        Ok(()) => t.timers.push(Reverse((timer, i, n))),
+                        Err(_) => t.remove(&poll, i),
+                    }
                 }
-                t.timers.push(Reverse((timer, i, n)));
-                // Bytes that arrived before registration are reported by the first event:
-                // epoll reports the current readiness on registration.
-                if limits.naccept == Some(accepted) {
+                if last {
                     let _ = poll.registry().deregister(&mut listener);
                     listening = false;
                     break;
@@ -485,11 +505,14 @@ fn turn<R: Role, V: Service<R>>(
         let mut ended = None;
         let mut more = false;
         if writable && e.pipe.unsent() > 0 {
-            if let Err(err) = e.pipe.flush() {
-                match &mut e.phase {
-                    Phase::Open(s) => ended = service.step(s, &mut e.pipe, Err(err)),
-                    Phase::Closing { .. } => return (false, true),
+            match (e.pipe.flush(), &mut e.phase) {
+                (Err(err), Phase::Open(s)) => ended = service.step(s, &mut e.pipe, Err(err)),
+                (Err(_), Phase::Closing { .. }) => return (false, true),
+                // The last output is out: the linger counts from now.
+                (Ok(()), Phase::Closing { until, .. }) if e.pipe.unsent() == 0 => {
+                    *until = Instant::now() + LINGER_TIME;
                 }
+                (Ok(()), _) => {}
             }
         }
         if readable && ended.is_none() {
@@ -513,7 +536,8 @@ fn turn<R: Role, V: Service<R>>(
                     }
                 }
                 Phase::Closing { discarded, .. } => {
-                    if e.pipe.discard(scratch, discarded) {
+                    // Done once the peer is, unless our output still waits for it.
+                    if e.pipe.discard(scratch, discarded) && e.pipe.unsent() == 0 {
                         return (false, true);
                     }
                 }
@@ -522,6 +546,10 @@ fn turn<R: Role, V: Service<R>>(
         if let Some(result) = ended {
             finish(e, service, result);
             more = false;
+            // What already waits in the socket brings no new edge: drain it now.
+            if let Phase::Closing { discarded, .. } = &mut e.phase {
+                e.pipe.discard(scratch, discarded);
+            }
         }
         if let Phase::Closing { .. } = e.phase {
             if e.pipe.peer_closed && e.pipe.unsent() == 0 {
@@ -561,7 +589,18 @@ fn on_timer<R: Role, V: Service<R>>(
             }
             reschedule(e, service, &mut t.timers, i);
         }
-        Phase::Closing { .. } => t.remove(poll, i),
+        Phase::Closing {
+            until, write_by, ..
+        } => {
+            let now = Instant::now();
+            if e.pipe.unsent() > 0 && now < *write_by {
+                // A slow reader still taking our last output.
+                *until = (now + LINGER_TIME).min(*write_by);
+                reschedule(e, service, &mut t.timers, i);
+            } else {
+                t.remove(poll, i);
+            }
+        }
     }
 }
 
@@ -575,6 +614,7 @@ fn finish<R: Role, V: Service<R>>(
         &mut e.phase,
         Phase::Closing {
             until: Instant::now() + LINGER_TIME,
+            write_by: Instant::now() + CLOSING_WRITE_TIME,
             discarded: 0,
         },
     );

@@ -1231,10 +1231,20 @@ impl RelyingParty {
                     let ca = rp.cas.last_mut().ok_or(fail("before any `ca` line"))?;
                     match (kind, args) {
                         ("require", [k, ids @ ..]) if !ids.is_empty() => {
-                            ca.requirements.push(CosignerRequirement {
-                                any_of: ids.iter().map(|i| id(i)).collect::<Result<_, _>>()?,
-                                at_least: num(k)? as usize,
-                            })
+                            let any_of: Vec<TrustAnchorId> =
+                                ids.iter().map(|i| id(i)).collect::<Result<_, _>>()?;
+                            let at_least = num(k)? as usize;
+                            let distinct = any_of
+                                .iter()
+                                .enumerate()
+                                .all(|(j, x)| !any_of[..j].contains(x));
+                            // A requirement of none, of more than it lists, or listing one
+                            // cosigner twice is a configuration error, not a weaker policy.
+                            if at_least == 0 || at_least > any_of.len() || !distinct {
+                                return Err(fail("require: 1..=N distinct cosigners"));
+                            }
+                            ca.requirements
+                                .push(CosignerRequirement { any_of, at_least })
                         }
                         ("subtree", [log, start, end, hash, landmark]) => {
                             let subtree = Subtree {
@@ -1515,8 +1525,20 @@ pub fn verify_mtc(der_: &[u8], rp: &RelyingParty, now: u64) -> Result<VerifiedMt
                 failed = Some(c.id.clone());
             }
         }
+        // A CA with no cosigner requirement accepts no standalone certificate (its relying
+        // party trusts landmarks only), and a cosigned subtree needs at least one valid
+        // cosignature: without this, a list of unknown cosigners would satisfy an empty policy.
+        if ca.requirements.is_empty() || valid.is_empty() {
+            return Err(match failed {
+                Some(id) => MtcError::BadCosignature(id),
+                None => MtcError::MissingCosignature { requirement: 0 },
+            });
+        }
         for (i, req) in ca.requirements.iter().enumerate() {
-            let have = req.any_of.iter().filter(|id| valid.contains(id)).count();
+            // Each trusted cosigner counts once, however often it is listed.
+            let mut ids: Vec<&TrustAnchorId> = req.any_of.iter().collect();
+            ids.dedup();
+            let have = ids.iter().filter(|id| valid.contains(id)).count();
             if have < req.at_least {
                 return Err(match failed {
                     Some(id) => MtcError::BadCosignature(id),
