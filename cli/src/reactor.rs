@@ -478,7 +478,7 @@ pub fn run<R: Role, V: Service<R>>(
                 .slots
                 .get(i)
                 .and_then(Option::as_ref)
-                .is_some_and(|e| e.n == n && e.timer <= now);
+                .is_some_and(|e| e.n == n && e.timer == at);
             if current {
                 let i_n = (i, n);
                 let _ = catch_unwind(AssertUnwindSafe(|| on_timer(&mut t, &poll, i_n.0, service)))
@@ -593,7 +593,9 @@ fn on_timer<R: Role, V: Service<R>>(
             until, write_by, ..
         } => {
             let now = Instant::now();
-            if e.pipe.unsent() > 0 && now < *write_by {
+            if now < *until {
+                reschedule(e, service, &mut t.timers, i);
+            } else if e.pipe.unsent() > 0 && now < *write_by {
                 // A slow reader still taking our last output.
                 *until = (now + LINGER_TIME).min(*write_by);
                 reschedule(e, service, &mut t.timers, i);
@@ -636,7 +638,10 @@ fn reschedule<R: Role, V: Service<R>>(
         Phase::Open(s) => service.wake_at(s),
         Phase::Closing { until, .. } => *until,
     };
-    if at != e.timer {
+    // One live heap entry per connection, the earliest: a later time waits until that entry
+    // comes due (its handler reschedules), so a peer that keeps moving the time (a byte at a
+    // time after our close) cannot grow the heap.
+    if at < e.timer || e.timer <= Instant::now() {
         e.timer = at;
         timers.push(Reverse((at, i, e.n)));
     }

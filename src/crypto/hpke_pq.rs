@@ -114,7 +114,7 @@ impl PqKem {
             PqKem::XWing => {
                 let e = xwing_expand(sk);
                 let (_, ek) = keygen(&e[..32], &e[32..64]);
-                let x: [u8; 32] = e[64..].try_into().expect("32 bytes");
+                let x: Zeroizing<[u8; 32]> = Zeroizing::new(e[64..].try_into().expect("32 bytes"));
                 let mut pk = ek.as_bytes().to_vec();
                 pk.extend_from_slice(&static_dh::x25519_public(&x));
                 pk
@@ -139,9 +139,9 @@ impl PqKem {
             .encapsulate_deterministic(&m)
             .map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
         let mut enc = ct.to_vec();
-        let ss_m: [u8; 32] = ss.into();
+        let ss_m: Zeroizing<[u8; 32]> = Zeroizing::new(ss.into());
         match self {
-            PqKem::MlKem768 => Ok((Zeroizing::new(ss_m), enc)),
+            PqKem::MlKem768 => Ok((ss_m, enc)),
             PqKem::XWing => {
                 let ek_x: Zeroizing<[u8; 32]> =
                     Zeroizing::new(random[32..64].try_into().expect("32 bytes"));
@@ -149,7 +149,7 @@ impl PqKem {
                 let pk_x = &pk[MLKEM768_EK..];
                 let ss_x = static_dh::x25519(&ek_x, pk_x)?;
                 enc.extend_from_slice(&ct_x);
-                Ok((xwing_combine(&ss_m, &ss_x[..], &ct_x, pk_x), enc))
+                Ok((xwing_combine(&ss_m[..], &ss_x[..], &ct_x, pk_x), enc))
             }
         }
     }
@@ -159,32 +159,30 @@ impl PqKem {
         if enc.len() != self.enc_len() {
             return Err(KxError::InvalidPeerShare("HPKE enc of the wrong length"));
         }
-        let (d, z, x) = match self {
-            PqKem::MlKem768 => (sk[..32].to_vec(), sk[32..64].to_vec(), None),
+        // The seeds d || z (and X-Wing's X25519 key) are erased on drop.
+        let (seeds, x) = match self {
+            PqKem::MlKem768 => (Zeroizing::new(sk[..64].to_vec()), None),
             PqKem::XWing => {
                 let e = xwing_expand(sk);
                 let x: [u8; 32] = e[64..].try_into().expect("32 bytes");
-                (
-                    e[..32].to_vec(),
-                    e[32..64].to_vec(),
-                    Some(Zeroizing::new(x)),
-                )
+                (Zeroizing::new(e[..64].to_vec()), Some(Zeroizing::new(x)))
             }
         };
-        let (dk, _) = keygen(&d, &z);
+        let (dk, _) = keygen(&seeds[..32], &seeds[32..64]);
         let ct = ml_kem::Ciphertext::<MlKem768>::try_from(&enc[..MLKEM768_CT])
             .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext of the wrong length"))?;
-        let ss_m: [u8; 32] = dk
-            .decapsulate(&ct)
-            .map_err(|_| KxError::KemFailure("ML-KEM decapsulation"))?
-            .into();
+        let ss_m: Zeroizing<[u8; 32]> = Zeroizing::new(
+            dk.decapsulate(&ct)
+                .map_err(|_| KxError::KemFailure("ML-KEM decapsulation"))?
+                .into(),
+        );
         match x {
-            None => Ok(Zeroizing::new(ss_m)),
+            None => Ok(ss_m),
             Some(sk_x) => {
                 let ct_x = &enc[MLKEM768_CT..];
                 let ss_x = static_dh::x25519(&sk_x, ct_x)?;
                 let pk_x = static_dh::x25519_public(&sk_x);
-                Ok(xwing_combine(&ss_m, &ss_x[..], ct_x, &pk_x))
+                Ok(xwing_combine(&ss_m[..], &ss_x[..], ct_x, &pk_x))
             }
         }
     }
