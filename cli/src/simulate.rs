@@ -103,6 +103,17 @@ pub struct SimulateArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `--json [FILE]`: pretty JSON to FILE, or stdout for `-`.
+fn write_json(path: &std::path::Path, v: &serde_json::Value) -> Result<(), Failure> {
+    let text = format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default());
+    if path.as_os_str() == "-" {
+        emit(&text);
+        Ok(())
+    } else {
+        write_file(path, text.as_bytes())
+    }
+}
+
 /// `--chain` value.
 #[derive(Clone, Debug)]
 pub enum ChainArg {
@@ -209,13 +220,7 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
                 "population": population,
                 "strategies": rows,
             });
-            let text = format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
-            if path.as_os_str() == "-" {
-                emit(&text);
-            } else {
-                write_file(path, text.as_bytes())?;
-            }
-            return Ok(());
+            return write_json(path, &v);
         }
         emit(&lab::keyshare::render(&net, &population, &rows));
         return Ok(());
@@ -274,13 +279,7 @@ pub fn run(a: SimulateArgs) -> Result<(), Failure> {
             "assumptions": net.describe(),
             "connections": outcomes,
         });
-        let text = format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
-        if path.as_os_str() == "-" {
-            emit(&text);
-        } else {
-            write_file(path, text.as_bytes())?;
-        }
-        return Ok(());
+        return write_json(path, &v);
     }
     let mut s = simulate::render(&net, &outcomes);
     if a.timeline {

@@ -808,8 +808,8 @@ impl rcgen::SigningKey for RcgenKey {
     }
 }
 
-/// A DER TLV (definite length).
-fn der_wrap(tag: u8, body: &[u8]) -> Vec<u8> {
+/// A DER TLV (definite, minimal length); the MTC writer (`crate::mtc`) uses it too.
+pub(crate) fn der_wrap(tag: u8, body: &[u8]) -> Vec<u8> {
     let mut v = vec![tag];
     let len = body.len();
     if len < 0x80 {

@@ -9,21 +9,7 @@ use sha2::{Digest, Sha256};
 
 use tls13lab::crypto::cert::mtc::{TrustAnchorId, ID_RDNA_TRUST_ANCHOR_ID, MTC_PROOF_ALGORITHM};
 
-/// A DER TLV (definite, minimal length).
-pub(crate) fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![tag];
-    let len = body.len();
-    if len < 0x80 {
-        v.push(len as u8);
-    } else {
-        let bytes = len.to_be_bytes();
-        let skip = bytes.iter().take_while(|b| **b == 0).count();
-        v.push(0x80 | (bytes.len() - skip) as u8);
-        v.extend_from_slice(&bytes[skip..]);
-    }
-    v.extend_from_slice(body);
-    v
-}
+pub(crate) use crate::certgen::der_wrap as tlv;
 
 /// A positive INTEGER.
 fn integer(v: u64) -> Vec<u8> {
