@@ -582,12 +582,13 @@ pub struct ServerConfig {
     /// default: OpenSSL 4.0.3's client takes any such extension for an acceptance and aborts at
     /// ServerHello instead of reading retry_configs (docs/ech.md).
     pub ech_hrr_disguise: bool,
-    /// Trust anchor IDs of the credentials, by their index in [`ServerConfig::credentials`]
-    /// (`cert` first, then `more_certs`; missing or `None`: that path does not take part): a
-    /// ClientHello's `trust_anchors` picks the first credential whose ID it lists, whose
-    /// Certificate then says so, and EncryptedExtensions lists the IDs of every usable one
-    /// (draft-ietf-tls-trust-anchor-ids §4.2, §4.3).
-    pub trust_anchor_ids: Vec<Option<Vec<u8>>>,
+    /// The credentials' certificate properties (draft-ietf-tls-trust-anchor-ids §6), by index
+    /// in [`ServerConfig::credentials`] (`cert` first, then `more_certs`; missing or `None`:
+    /// that path does not take part). A ClientHello's `trust_anchors` picks the first usable
+    /// credential whose ID or one of whose group inclusions it lists, whose Certificate then
+    /// says so; EncryptedExtensions lists the IDs of every usable one (§4.2, §4.3). A path
+    /// marked `negotiation_only` is never a fallback.
+    pub certificate_properties: Vec<Option<crate::trust_anchors::CertificateProperties>>,
     /// The `trust_anchors` code point we answer (0xca34 by default).
     pub trust_anchors_code_point: ExtensionType,
 }
@@ -680,7 +681,7 @@ impl ServerConfig {
             ech_keys: Vec::new(),
             ech_trial_decrypt: false,
             ech_hrr_disguise: false,
-            trust_anchor_ids: Vec::new(),
+            certificate_properties: Vec::new(),
             trust_anchors_code_point: crate::trust_anchors::DEFAULT_CODE_POINT,
         }
     }

@@ -56,6 +56,9 @@ pub enum PeerMisbehaved {
     NoCommonGroup,
     /// No signature scheme in common (§4.4.2.2).
     NoCommonSignatureScheme,
+    /// The client's `trust_anchors` matched none of our paths and every usable one may be sent
+    /// only when asked for (draft-ietf-tls-trust-anchor-ids §4.2, §6.3: handshake_failure).
+    NoRequestedTrustAnchor,
     /// The server picked something we did not offer (§4.1.3, §4.2.8).
     SelectedUnoffered(&'static str),
     /// A required extension is missing (§9.2).
@@ -147,9 +150,10 @@ impl PeerMisbehaved {
             | P::EchRejectedButResumed => A::IllegalParameter,
             P::SecondHelloRetry => A::UnexpectedMessage,
             P::UnsupportedVersion | P::LegacyVersionTooLow(_) => A::ProtocolVersion,
-            P::NoCommonCipherSuite | P::NoCommonGroup | P::NoCommonSignatureScheme => {
-                A::HandshakeFailure
-            }
+            P::NoCommonCipherSuite
+            | P::NoCommonGroup
+            | P::NoCommonSignatureScheme
+            | P::NoRequestedTrustAnchor => A::HandshakeFailure,
             P::MissingExtension(_) => A::MissingExtension,
             P::UnsolicitedExtension(_) => A::UnsupportedExtension,
             P::BadFinished | P::BadBinder | P::BadCertificateVerify => A::DecryptError,

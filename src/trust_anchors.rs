@@ -6,6 +6,9 @@
 //! TrustAnchorID RequestedTrustAnchorList<0..2^16-1>;   ClientHello, CertificateRequest
 //! TrustAnchorID AvailableTrustAnchorList<1..2^16-1>;   EncryptedExtensions
 //! (empty extension_data)                               the first CertificateEntry
+//!
+//! struct { CertificatePropertyType type; opaque data<0..2^16-1>; } CertificateProperty;
+//! CertificateProperty CertificatePropertyList<0..2^16-1>;   a path's configuration (§6)
 //! ```
 //!
 //! The extension has no IANA code point yet; BoringSSL uses 0xca34, which is the default here
@@ -110,6 +113,147 @@ pub fn to_ascii(id: &[u8]) -> String {
     parts.join(".")
 }
 
+/// A trust anchor range (§3.1): every ID that is `base` followed by one component in
+/// `min..=max`, e.g. the versions of a trust anchor group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustAnchorRange {
+    /// The ID the range extends (binary form).
+    pub base: Vec<u8>,
+    /// The smallest last component.
+    pub min: u64,
+    /// The largest last component.
+    pub max: u64,
+}
+
+impl TrustAnchorRange {
+    /// Whether `id` is in the range.
+    pub fn contains(&self, id: &[u8]) -> bool {
+        range_contains(&self.base, self.min, self.max, id)
+    }
+}
+
+/// A certification path's CertificatePropertyList (§6): what the server needs to take part in
+/// trust anchor negotiation. Unknown property types are ignored as §6 requires but kept, so
+/// a list re-encodes to its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CertificateProperties {
+    /// `trust_anchor_id` (0): the ID of the path's trust anchor.
+    pub trust_anchor_id: Option<Vec<u8>>,
+    /// `trust_anchor_group_inclusions` (1): groups that also contain that trust anchor.
+    pub group_inclusions: Vec<TrustAnchorRange>,
+    /// `trust_anchor_negotiation` (2): send this path only when the peer asked for it, never
+    /// as a fallback (§6.3), as for a landmark-relative Merkle Tree Certificate.
+    pub negotiation_only: bool,
+    /// Properties of other types, in order.
+    pub other: Vec<(u16, Vec<u8>)>,
+}
+
+impl CertificateProperties {
+    /// Properties with only a trust anchor ID.
+    pub fn with_id(id: Vec<u8>) -> CertificateProperties {
+        CertificateProperties {
+            trust_anchor_id: Some(id),
+            ..CertificateProperties::default()
+        }
+    }
+
+    /// Parses a CertificatePropertyList: sorted by type with no type twice, or it is a syntax
+    /// error (§6); a known property's data must have its form.
+    pub fn decode(b: &[u8]) -> Result<CertificateProperties, DecodeError> {
+        let mut r = Reader::new(b);
+        let mut list = r.sub_u16("CertificatePropertyList")?;
+        r.finish("CertificatePropertyList")?;
+        let mut p = CertificateProperties::default();
+        let mut last: Option<u16> = None;
+        while !list.is_empty() {
+            let typ = list.u16("CertificatePropertyType")?;
+            if last.is_some_and(|l| l >= typ) {
+                return Err(DecodeError::Invalid {
+                    what: "CertificatePropertyList order",
+                });
+            }
+            last = Some(typ);
+            let mut data = list.sub_u16("CertificateProperty.data")?;
+            match typ {
+                0 => {
+                    let id = data.rest();
+                    if id.is_empty() || id.len() > 255 {
+                        return Err(DecodeError::Invalid {
+                            what: "trust_anchor_id",
+                        });
+                    }
+                    p.trust_anchor_id = Some(id.to_vec());
+                }
+                1 => {
+                    let mut ranges = data.sub_u16("TrustAnchorRangeList")?;
+                    data.finish("trust_anchor_group_inclusions")?;
+                    if ranges.is_empty() {
+                        return Err(DecodeError::Empty {
+                            what: "TrustAnchorRangeList",
+                        });
+                    }
+                    while !ranges.is_empty() {
+                        let base = ranges.sub_u8("TrustAnchorRange.base")?;
+                        let base = base.at_least(1, "TrustAnchorRange.base")?.rest().to_vec();
+                        let min = u64::from_be_bytes(ranges.array("TrustAnchorRange.min")?);
+                        let max = u64::from_be_bytes(ranges.array("TrustAnchorRange.max")?);
+                        p.group_inclusions.push(TrustAnchorRange { base, min, max });
+                    }
+                }
+                2 => {
+                    data.finish("trust_anchor_negotiation")?;
+                    p.negotiation_only = true;
+                }
+                _ => p.other.push((typ, data.rest().to_vec())),
+            }
+        }
+        Ok(p)
+    }
+
+    /// The CertificatePropertyList, sorted by type.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut props: Vec<(u16, Vec<u8>)> = Vec::new();
+        if let Some(id) = &self.trust_anchor_id {
+            props.push((0, id.clone()));
+        }
+        if !self.group_inclusions.is_empty() {
+            let mut l = Vec::new();
+            for g in &self.group_inclusions {
+                l.push(g.base.len() as u8);
+                l.extend_from_slice(&g.base);
+                l.extend_from_slice(&g.min.to_be_bytes());
+                l.extend_from_slice(&g.max.to_be_bytes());
+            }
+            let mut d = (l.len() as u16).to_be_bytes().to_vec();
+            d.extend_from_slice(&l);
+            props.push((1, d));
+        }
+        if self.negotiation_only {
+            props.push((2, Vec::new()));
+        }
+        props.extend(self.other.iter().cloned());
+        props.sort_by_key(|p| p.0);
+        let mut body = Vec::new();
+        for (t, d) in &props {
+            body.extend_from_slice(&t.to_be_bytes());
+            body.extend_from_slice(&(d.len() as u16).to_be_bytes());
+            body.extend_from_slice(d);
+        }
+        let mut out = (body.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Whether a peer's RequestedTrustAnchorList asks for this path (§4.2): its ID is listed,
+    /// or one of its group inclusions contains a listed ID.
+    pub fn requested_by(&self, requested: &[Vec<u8>]) -> bool {
+        requested.iter().any(|r| {
+            self.trust_anchor_id.as_ref() == Some(r)
+                || self.group_inclusions.iter().any(|g| g.contains(r))
+        })
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -172,6 +316,72 @@ mod tests {
         assert!(decode_requested(&[&body[..], &[0]].concat()).is_err());
         // An empty TrustAnchorID is not one (<1..2^8-1>).
         assert!(decode_requested(&[0, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn the_drafts_certificate_properties_example() {
+        // §6.4's example: trust_anchor_id 32473.1; inclusions 2187.2.100-200 and
+        // 32473.3.42-MAX; trust_anchor_negotiation.
+        let pem = "ADsAAAAEgf1ZAQABACsAKQORCwIAAAAAAAAAZAAAAAAAAADIBIH9WQMAAAAAAAAA\n\
+                   Kv//////////AAIAAA==";
+        let b = crate::crypto::cert::base64_decode(pem).unwrap();
+        let p = CertificateProperties::decode(&b).unwrap();
+        assert_eq!(p.trust_anchor_id, Some(from_ascii("32473.1").unwrap()));
+        assert_eq!(
+            p.group_inclusions,
+            [
+                TrustAnchorRange {
+                    base: from_ascii("2187.2").unwrap(),
+                    min: 100,
+                    max: 200
+                },
+                TrustAnchorRange {
+                    base: from_ascii("32473.3").unwrap(),
+                    min: 42,
+                    max: u64::MAX
+                },
+            ]
+        );
+        assert!(p.negotiation_only && p.other.is_empty());
+        assert_eq!(p.encode(), b);
+        for cut in 0..b.len() {
+            assert!(
+                CertificateProperties::decode(&b[..cut]).is_err(),
+                "cut {cut}"
+            );
+        }
+        let id = |s: &str| from_ascii(s).unwrap();
+        assert!(p.requested_by(&[id("9.9"), id("32473.1")]));
+        assert!(p.requested_by(&[id("2187.2.150")]));
+        assert!(p.requested_by(&[id("32473.3.1000000")]));
+        assert!(!p.requested_by(&[id("2187.2.99"), id("32473.3"), id("32473.1.0")]));
+        assert!(!p.requested_by(&[]));
+    }
+
+    #[test]
+    fn certificate_properties_out_of_order_or_twice_are_refused() {
+        // §6: sorted by type, no type twice; unknown types kept.
+        let list = |props: &[(u16, &[u8])]| {
+            let mut body = Vec::new();
+            for (t, d) in props {
+                body.extend_from_slice(&t.to_be_bytes());
+                body.extend_from_slice(&(d.len() as u16).to_be_bytes());
+                body.extend_from_slice(d);
+            }
+            [&(body.len() as u16).to_be_bytes()[..], &body].concat()
+        };
+        assert!(CertificateProperties::decode(&list(&[(2, b""), (0, b"\x01")])).is_err());
+        assert!(CertificateProperties::decode(&list(&[(0, b"\x01"), (0, b"\x02")])).is_err());
+        assert!(CertificateProperties::decode(&list(&[(0, b"")])).is_err());
+        assert!(CertificateProperties::decode(&list(&[(2, b"x")])).is_err());
+        let b = list(&[(0, b"\x01"), (7, b"future")]);
+        let p = CertificateProperties::decode(&b).unwrap();
+        assert_eq!(p.other, [(7, b"future".to_vec())]);
+        assert_eq!(p.encode(), b);
+        assert_eq!(
+            CertificateProperties::decode(&list(&[])).unwrap(),
+            CertificateProperties::default()
+        );
     }
 
     #[test]

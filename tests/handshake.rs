@@ -2862,7 +2862,7 @@ mod trust_anchors {
     use super::*;
     use tls13lab::config::{CertifiedKey, TrustAnchorOffer};
     use tls13lab::crypto::sign::SigningKey;
-    use tls13lab::trust_anchors::from_ascii;
+    use tls13lab::trust_anchors::{from_ascii, CertificateProperties, TrustAnchorRange};
 
     fn path(seed: u64) -> CertifiedKey {
         let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(seed));
@@ -2883,9 +2883,13 @@ mod trust_anchors {
         let mut s = ServerConfig::new(a);
         s.observe = tls13lab::Observe::PUBLIC;
         s.more_certs = vec![b];
-        s.trust_anchor_ids = vec![
-            Some(from_ascii("32473.1").unwrap()),
-            Some(from_ascii("32473.2").unwrap()),
+        s.certificate_properties = vec![
+            Some(CertificateProperties::with_id(
+                from_ascii("32473.1").unwrap(),
+            )),
+            Some(CertificateProperties::with_id(
+                from_ascii("32473.2").unwrap(),
+            )),
         ];
         (s, root_b)
     }
@@ -2968,12 +2972,64 @@ mod trust_anchors {
         assert!(!matched(&p.server_events));
         // A client that sends the extension to a server without IDs gets no answer to it.
         let mut plain = s.clone();
-        plain.trust_anchor_ids.clear();
+        plain.certificate_properties.clear();
         let (_, root_a) = (0, plain.cert.chain[0].clone());
         let (p, r) = run(client(root_a, Some(&["32473.1"])), &plain, 5);
         r.expect("handshake");
         assert_eq!(available(&p.client_events), None);
         assert!(!matched(&p.client_events));
+    }
+
+    #[test]
+    fn a_group_inclusion_matches_a_requested_group_version() {
+        // §4.2: a path also matches when one of its group inclusions contains a listed ID.
+        let (mut s, root) = server();
+        s.certificate_properties[1]
+            .as_mut()
+            .unwrap()
+            .group_inclusions
+            .push(TrustAnchorRange {
+                base: from_ascii("2187.2").unwrap(),
+                min: 100,
+                max: 200,
+            });
+        let (p, r) = run(client(root.clone(), Some(&["2187.2.150"])), &s, 7);
+        r.expect("the group version picks the second path");
+        assert!(matched(&p.client_events) && matched(&p.server_events));
+        // A version outside the range matches nothing: the first path, not trusted.
+        let (p, r) = run(client(root, Some(&["2187.2.201"])), &s, 8);
+        assert!(r.is_err() && !matched(&p.server_events));
+    }
+
+    #[test]
+    fn a_negotiation_only_path_is_never_the_fallback() {
+        // §6.3: the second path (the one the client trusts) is sent only when asked for.
+        let (mut s, root) = server();
+        s.certificate_properties[1]
+            .as_mut()
+            .unwrap()
+            .negotiation_only = true;
+        s.cert = s.more_certs.remove(0);
+        s.more_certs.clear();
+        s.certificate_properties.remove(0);
+        // Its only path held back: without the extension, or with an ID it lacks, the server
+        // has nothing to send and says handshake_failure.
+        for ids in [None, Some(&["32473.9"][..])] {
+            let (p, r) = run(client(root.clone(), ids), &s, 9);
+            let err = r.expect_err("nothing to send");
+            assert!(
+                matches!(
+                    err,
+                    Error::Peer(PeerMisbehaved::NoRequestedTrustAnchor)
+                        | Error::AlertReceived(AlertDescription::HandshakeFailure)
+                ),
+                "{err}"
+            );
+            assert_eq!(server_alerts(&p), vec![AlertDescription::HandshakeFailure]);
+        }
+        let (p, r) = run(client(root, Some(&["32473.2"])), &s, 10);
+        r.expect("asked for");
+        assert!(matched(&p.client_events));
     }
 
     #[test]
@@ -2987,8 +3043,11 @@ mod trust_anchors {
         }];
         let (p, r) = run(c, &s, 6);
         assert!(r.is_err());
-        let sent: Vec<_> = p
-            .server_events
+        assert_eq!(server_alerts(&p), vec![AlertDescription::DecodeError]);
+    }
+
+    fn server_alerts(p: &Pair) -> Vec<AlertDescription> {
+        p.server_events
             .iter()
             .filter_map(|e| match e {
                 Event::Alert {
@@ -2998,7 +3057,6 @@ mod trust_anchors {
                 } => Some(*description),
                 _ => None,
             })
-            .collect();
-        assert_eq!(sent, vec![AlertDescription::DecodeError]);
+            .collect()
     }
 }

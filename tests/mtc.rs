@@ -7,10 +7,10 @@ use sha2::{Digest, Sha256};
 
 use lab::mtc::{certificate, CosignerAlg, IssuanceLog, LogConfig, MtcRequest};
 use tls13lab::crypto::cert::mtc::{
-    consistency_proof, covering_subtrees, evaluate_inclusion_proof, inclusion_proof,
-    inclusion_proof_len, is_valid_subtree, leaf_hash, mth, parse_mtc, subtree_hash, tbs_log_entry,
-    verify_consistency_proof, verify_inclusion_proof, verify_mtc, Hash, MtcError, MtcProof,
-    MtcTrust, RelyingParty, Subtree, TrustAnchorId, HASH_SIZE,
+    check_server_usage, consistency_proof, covering_subtrees, evaluate_inclusion_proof,
+    inclusion_proof, inclusion_proof_len, is_valid_subtree, leaf_hash, mth, parse_mtc,
+    subtree_hash, tbs_log_entry, verify_consistency_proof, verify_inclusion_proof, verify_mtc,
+    Hash, MtcError, MtcProof, MtcTrust, RelyingParty, Subtree, TrustAnchorId, HASH_SIZE,
 };
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::{MlDsaLevel, SigningKey};
@@ -196,6 +196,7 @@ fn request(i: u64) -> MtcRequest {
         names: vec![format!("host{i}.example"), "192.0.2.1".into()],
         not_before: NOW - DAY,
         not_after: NOW + 7 * DAY,
+        server_auth: true,
     }
 }
 
@@ -474,6 +475,32 @@ fn truncated_and_extended_proofs() {
 }
 
 #[test]
+fn malformed_certificates_negative_serials_and_short_proofs() {
+    let log = issued_log(7);
+    let rp = log.relying_party(1).unwrap();
+    let cert = log.landmark_relative(8).unwrap().0;
+    // A certificate that is not DER X.509.
+    let e = fails(&cert[..cert.len() / 2], &rp, NOW);
+    assert!(matches!(e, MtcError::MalformedCertificate(_)), "{e:?}");
+    assert_eq!(e.alert(), AlertDescription::BadCertificate);
+    // Serial (1 << 48) | 8 is INTEGER 01 00 00 00 00 00 08; with its top bit set it is negative.
+    let serial = [0x02, 0x07, 0x01, 0, 0, 0, 0, 0, 0x08];
+    let at = cert.windows(9).position(|w| w == serial).expect("the serial");
+    let mut negative = cert.clone();
+    negative[at + 2] = 0x81;
+    let e = fails(&negative, &rp, NOW);
+    assert_eq!(e, MtcError::BadSerial("negative"));
+    assert_eq!(e.alert(), AlertDescription::BadCertificate);
+    // An inclusion proof one hash short does not evaluate to any subtree hash.
+    let proof = parse_mtc(&cert).unwrap().proof.to_vec();
+    let mut short = MtcProof::decode(&proof).unwrap();
+    short.inclusion_proof.pop();
+    let e = fails(&with_proof(&cert, &short.encode().unwrap()), &rp, NOW);
+    assert_eq!(e, MtcError::BadInclusionProof);
+    assert_eq!(e.alert(), AlertDescription::BadCertificate);
+}
+
+#[test]
 fn every_byte_of_a_certificate_matters() {
     // No single flipped bit anywhere in a landmark-relative certificate verifies, and none
     // panics.
@@ -726,6 +753,7 @@ mod tls {
     use std::sync::Arc;
     use tls13lab::config::{CertifiedKey, TrustAnchorOffer};
     use tls13lab::events::Event;
+    use tls13lab::trust_anchors::CertificateProperties;
     use tls13lab::{ClientConfig, Error, ServerConfig};
 
     struct Setup {
@@ -741,6 +769,11 @@ mod tls {
     /// A log of 40 certificates (issued_log's shape) where entry 3 is ours: localhost, a P-256
     /// key; its standalone and landmark-relative certificates and their trust anchor IDs.
     fn setup() -> Setup {
+        setup_with(true)
+    }
+
+    /// `setup`, with or without id-kp-serverAuth in our certificate's extKeyUsage.
+    fn setup_with(server_auth: bool) -> Setup {
         let key = SigningKey::generate_p256(&mut SeededRandom::from_seed(0x3c));
         let mut log = IssuanceLog::new(LogConfig::example(16), 11).unwrap();
         let ours = MtcRequest {
@@ -748,6 +781,7 @@ mod tls {
             names: vec!["localhost".into()],
             not_before: NOW - DAY,
             not_after: NOW + 7 * DAY,
+            server_auth,
         };
         for batch in 0..8u64 {
             for i in 0..5 {
@@ -784,7 +818,10 @@ mod tls {
         };
         let mut c = ServerConfig::new(ck(standalone));
         c.more_certs = vec![ck(landmark)];
-        c.trust_anchor_ids = vec![Some(s.ca_id.clone()), Some(s.landmark_id.clone())];
+        c.certificate_properties = vec![
+            Some(CertificateProperties::with_id(s.ca_id.clone())),
+            Some(CertificateProperties::with_id(s.landmark_id.clone())),
+        ];
         c.observe = tls13lab::Observe::PUBLIC;
         c
     }
@@ -880,6 +917,30 @@ mod tls {
         );
         r.expect("the retry");
         assert!(p.client.is_connected() && matched(&p.client_events));
+    }
+
+    #[test]
+    fn a_certificate_for_clients_only_is_unsupported_certificate() {
+        // RFC 5280 §4.2.1.12: its extKeyUsage has id-kp-clientAuth alone. The proof and the
+        // cosignatures verify; the key's use does not.
+        let s = setup_with(false);
+        let rp = s.log.relying_party(1).unwrap();
+        assert!(verify_mtc(&s.landmark, &rp, NOW).is_ok());
+        assert_eq!(
+            check_server_usage(&s.landmark),
+            Err(MtcError::WrongUsage("extKeyUsage lacks id-kp-serverAuth"))
+        );
+        for id in [&s.landmark_id, &s.ca_id] {
+            let (_, r) = run(
+                client(rp.clone(), Some(vec![id.clone()])),
+                server(&s, s.standalone.clone(), s.landmark.clone()),
+                6,
+            );
+            let err = r.expect_err("not for a server");
+            assert!(matches!(err, Error::Mtc(MtcError::WrongUsage(_))), "{err}");
+            assert_eq!(err.alert(), Some(AlertDescription::UnsupportedCertificate));
+        }
+        assert!(check_server_usage(&setup().landmark).is_ok());
     }
 
     #[test]

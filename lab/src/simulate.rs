@@ -867,6 +867,7 @@ impl ServerChain {
                 names: vec!["localhost".into()],
                 not_before: now - 86_400,
                 not_after: now + 7 * 86_400,
+                server_auth: true,
             })
             .map_err(cfg)?;
         log.checkpoint(now - 2).map_err(cfg)?;

@@ -610,7 +610,11 @@ impl Cx<'_> {
                 match crate::crypto::cert::mtc::verify_mtc(&chain[0], rp, now / 1000) {
                     Err(crate::crypto::cert::mtc::MtcError::NotMtc) => false,
                     Err(e) => return Err(Error::Mtc(e)),
-                    Ok(_) => true,
+                    Ok(_) => {
+                        crate::crypto::cert::mtc::check_server_usage(&chain[0])
+                            .map_err(Error::Mtc)?;
+                        true
+                    }
                 }
             }
             _ => false,

@@ -301,30 +301,45 @@ impl Cx<'_> {
                 .filter(|s| config.signature_schemes.contains(s))
                 .find(|s| client_schemes.contains(s))
         };
-        let id_of = |i: usize| config.trust_anchor_ids.get(i).and_then(Option::as_ref);
+        let props_of = |i: usize| {
+            config
+                .certificate_properties
+                .get(i)
+                .and_then(Option::as_ref)
+        };
         let mut available = Vec::new();
         let mut matched = None;
         let mut preferred = None;
         let mut fallback = None;
+        let mut held_back = false;
         for (i, ck) in config.credentials().enumerate() {
             let Some(scheme) = usable(ck) else {
                 continue;
             };
-            if let (Some(requested), Some(id)) = (&requested, id_of(i)) {
-                available.push(id.clone());
-                if matched.is_none() && requested.contains(id) {
+            let props = props_of(i);
+            if let (Some(requested), Some(p)) = (&requested, props) {
+                if let Some(id) = &p.trust_anchor_id {
+                    available.push(id.clone());
+                }
+                if matched.is_none() && p.requested_by(requested) {
                     matched = Some((i, scheme));
                 }
+            }
+            // §6.3: a path with trust_anchor_negotiation goes only to a peer that asked for it.
+            if props.is_some_and(|p| p.negotiation_only) {
+                held_back = true;
+                continue;
             }
             if config.more_certs.is_empty() || cert::chain_signed_with(&ck.chain, cert_schemes) {
                 preferred.get_or_insert((i, scheme));
             }
             fallback.get_or_insert((i, scheme));
         }
-        let (index, scheme) = matched
-            .or(preferred)
-            .or(fallback)
-            .ok_or(PeerMisbehaved::NoCommonSignatureScheme)?;
+        let (index, scheme) = matched.or(preferred).or(fallback).ok_or(if held_back {
+            PeerMisbehaved::NoRequestedTrustAnchor
+        } else {
+            PeerMisbehaved::NoCommonSignatureScheme
+        })?;
         Ok(CredentialChoice {
             index,
             scheme,

@@ -67,9 +67,9 @@ fn cn_name(cn: &str) -> Vec<u8> {
     tlv(0x30, &tlv(0x31, &tlv(0x30, &atv)))
 }
 
-/// `[3] EXPLICIT Extensions`: subjectAltName (dNSName / iPAddress) and extKeyUsage serverAuth +
-/// clientAuth.
-fn extensions(names: &[String]) -> Vec<u8> {
+/// `[3] EXPLICIT Extensions`: subjectAltName (dNSName / iPAddress) and extKeyUsage serverAuth
+/// (if `server_auth`) + clientAuth.
+fn extensions(names: &[String], server_auth: bool) -> Vec<u8> {
     let general_names: Vec<u8> = names
         .iter()
         .flat_map(|n| match n.parse::<IpAddr>() {
@@ -87,11 +87,11 @@ fn extensions(names: &[String]) -> Vec<u8> {
         .concat(),
     );
     // id-kp-serverAuth 1.3.6.1.5.5.7.3.1, id-kp-clientAuth .2
-    let kps = [
-        tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01]),
-        tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02]),
-    ]
-    .concat();
+    let mut kps = Vec::new();
+    if server_auth {
+        kps.extend(tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01]));
+    }
+    kps.extend(tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02]));
     let eku = tlv(
         0x30,
         &[tlv(0x06, &[0x55, 0x1d, 0x25]), tlv(0x04, &tlv(0x30, &kps))].concat(),
@@ -116,6 +116,7 @@ impl Fields {
         names: &[String],
         not_before: u64,
         not_after: u64,
+        server_auth: bool,
     ) -> Fields {
         Fields {
             version: tlv(0xa0, &integer(2)),
@@ -123,7 +124,7 @@ impl Fields {
             validity: tlv(0x30, &[time(not_before), time(not_after)].concat()),
             subject: cn_name(names.first().map_or("", String::as_str)),
             spki: spki_der.to_vec(),
-            extensions: extensions(names),
+            extensions: extensions(names, server_auth),
         }
     }
 

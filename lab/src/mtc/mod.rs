@@ -135,6 +135,9 @@ pub struct MtcRequest {
     pub not_before: u64,
     /// notAfter, unix seconds.
     pub not_after: u64,
+    /// extKeyUsage lists id-kp-serverAuth (beside id-kp-clientAuth): false makes a
+    /// client-only certificate, which a TLS client refuses.
+    pub server_auth: bool,
 }
 
 /// Cosignatures in the MTCProof's order (shorter IDs first, then lexicographic).
@@ -318,6 +321,7 @@ impl IssuanceLog {
             &req.names,
             req.not_before,
             req.not_after,
+            req.server_auth,
         );
         let entry = fields
             .log_entry()
@@ -628,6 +632,7 @@ mod tests {
             names: vec!["a.example".into(), "2001:db8::1".into()],
             not_before,
             not_after,
+            server_auth: true,
         }
     }
 

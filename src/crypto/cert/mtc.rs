@@ -1376,6 +1376,9 @@ pub enum MtcError {
         /// The time of the check.
         now: u64,
     },
+    /// The key may not authenticate a TLS server: an extKeyUsage without id-kp-serverAuth, or
+    /// a keyUsage without digitalSignature (RFC 5280 §4.2.1.3, §4.2.1.12).
+    WrongUsage(&'static str),
 }
 
 impl MtcError {
@@ -1392,7 +1395,8 @@ impl MtcError {
     ///   does not hold: its trust anchor (the landmark) is unknown here.
     /// - certificate_revoked: a serial in a revoked range.
     /// - certificate_expired ("has expired or is not currently valid"): outside the validity.
-    /// - unsupported_certificate ("of an unsupported type"): not an MTC at all.
+    /// - unsupported_certificate ("of an unsupported type"): not an MTC at all, or one whose
+    ///   key is not for a TLS server (as [`super::CertError::WrongUsage`]).
     pub fn alert(&self) -> AlertDescription {
         match self {
             MtcError::MalformedCertificate(_)
@@ -1402,7 +1406,7 @@ impl MtcError {
             | MtcError::SubtreeHashMismatch
             | MtcError::BadCosignature(_)
             | MtcError::MissingCosignature { .. } => AlertDescription::BadCertificate,
-            MtcError::NotMtc => AlertDescription::UnsupportedCertificate,
+            MtcError::NotMtc | MtcError::WrongUsage(_) => AlertDescription::UnsupportedCertificate,
             MtcError::UnknownCa(_) | MtcError::UntrustedSubtree { .. } => {
                 AlertDescription::UnknownCa
             }
@@ -1445,11 +1449,65 @@ impl fmt::Display for MtcError {
             MtcError::NotYetValid { not_before, now } => {
                 write!(f, "MTC not valid before {not_before}, now {now}")
             }
+            MtcError::WrongUsage(w) => write!(f, "MTC key not for a TLS server: {w}"),
         }
     }
 }
 
 impl std::error::Error for MtcError {}
+
+/// id-ce-extKeyUsage 2.5.29.37, id-ce-keyUsage 2.5.29.15, id-kp-serverAuth 1.3.6.1.5.5.7.3.1.
+const ID_CE_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
+const ID_CE_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
+const ID_KP_SERVER_AUTH: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
+
+/// Whether an MTC's key may authenticate a TLS server (RFC 5280 path validation that
+/// [`verify_mtc`] leaves to the caller, as webpki does for an X.509 leaf): an extKeyUsage, if
+/// present, lists id-kp-serverAuth; a keyUsage, if present, has digitalSignature (RFC 8446
+/// §4.4.2.2: the key signs CertificateVerify).
+pub fn check_server_usage(der_: &[u8]) -> Result<(), MtcError> {
+    let cert = parse_mtc(der_)?;
+    let f = tbs_fields(cert.tbs)?;
+    let bad = MtcError::MalformedCertificate;
+    let mut tail = f.rest;
+    while let Some((tag, contents, _, next)) = der(tail) {
+        tail = next;
+        if tag != 0xa3 {
+            continue;
+        }
+        let (mut exts, _, _) = der_expect(contents, 0x30).ok_or(bad("extensions"))?;
+        while !exts.is_empty() {
+            let (ext, _, next) = der_expect(exts, 0x30).ok_or(bad("extension"))?;
+            exts = next;
+            let (oid, _, rest) = der_expect(ext, 0x06).ok_or(bad("extnID"))?;
+            // critical BOOLEAN DEFAULT FALSE
+            let rest = match der(rest) {
+                Some((0x01, _, _, r)) => r,
+                _ => rest,
+            };
+            let (value, _, _) = der_expect(rest, 0x04).ok_or(bad("extnValue"))?;
+            if oid == ID_CE_EXT_KEY_USAGE {
+                let (mut kps, _, _) = der_expect(value, 0x30).ok_or(bad("extKeyUsage"))?;
+                let mut server = false;
+                while !kps.is_empty() {
+                    let (kp, _, next) = der_expect(kps, 0x06).ok_or(bad("KeyPurposeId"))?;
+                    server |= kp == ID_KP_SERVER_AUTH;
+                    kps = next;
+                }
+                if !server {
+                    return Err(MtcError::WrongUsage("extKeyUsage lacks id-kp-serverAuth"));
+                }
+            } else if oid == ID_CE_KEY_USAGE {
+                let (bits, _, _) = der_expect(value, 0x03).ok_or(bad("keyUsage"))?;
+                // The first content byte counts unused bits; digitalSignature is bit 0.
+                if bits.get(1).is_none_or(|b| b & 0x80 == 0) {
+                    return Err(MtcError::WrongUsage("keyUsage lacks digitalSignature"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Verifies a Merkle Tree Certificate (§"Verifying Certificate Signatures") against `rp` at
 /// `now` (unix seconds), and checks its validity period.
