@@ -20,6 +20,24 @@ use crate::messages::codec::Reader;
 use crate::messages::enums::ExtensionType;
 use crate::messages::DecodeError;
 
+/// The PEM label of a CertificatePropertyList (§6.4, "application/pem-certificate-chain-with-
+/// properties": the properties, then the chain leaf first).
+pub const PROPERTIES_PEM_LABEL: &str = "CERTIFICATE PROPERTIES";
+
+/// The properties in a chain-with-properties PEM (§6.4), if it has a CERTIFICATE PROPERTIES
+/// block; an error if it has two or one that does not decode.
+pub fn properties_from_pem(text: &str) -> Result<Option<CertificateProperties>, String> {
+    let blocks = crate::crypto::cert::pem_blocks(text, PROPERTIES_PEM_LABEL)
+        .ok_or_else(|| format!("{PROPERTIES_PEM_LABEL}: not base64 or unterminated"))?;
+    match blocks.as_slice() {
+        [] => Ok(None),
+        [b] => CertificateProperties::decode(b)
+            .map(Some)
+            .map_err(|e| format!("{PROPERTIES_PEM_LABEL}: {e}")),
+        _ => Err(format!("more than one {PROPERTIES_PEM_LABEL} block")),
+    }
+}
+
 /// BoringSSL's experimental code point for `trust_anchors`.
 pub const DEFAULT_CODE_POINT: ExtensionType = ExtensionType::TrustAnchors;
 

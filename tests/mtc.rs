@@ -485,7 +485,10 @@ fn malformed_certificates_negative_serials_and_short_proofs() {
     assert_eq!(e.alert(), AlertDescription::BadCertificate);
     // Serial (1 << 48) | 8 is INTEGER 01 00 00 00 00 00 08; with its top bit set it is negative.
     let serial = [0x02, 0x07, 0x01, 0, 0, 0, 0, 0, 0x08];
-    let at = cert.windows(9).position(|w| w == serial).expect("the serial");
+    let at = cert
+        .windows(9)
+        .position(|w| w == serial)
+        .expect("the serial");
     let mut negative = cert.clone();
     negative[at + 2] = 0x81;
     let e = fails(&negative, &rp, NOW);

@@ -50,6 +50,20 @@ pub struct CertArgs {
     #[arg(long, value_name = "DAYS", default_value_t = 3650,
           value_parser = clap::value_parser!(u64).range(1..=36_500))]
     pub days: u64,
+    /// Issue Merkle Tree Certificates (draft-ietf-plants-merkle-tree-certs) for a key of the
+    /// last --chain algorithm instead of an X.509 chain: a seeded issuance log of the example
+    /// CA 32473.1 (an ML-DSA-44 CA cosigner, an Ed25519 and an ML-DSA-44 witness) writes
+    /// leaf.key, mtc-standalone.pem and mtc-landmark.pem (each a certificate with its
+    /// CERTIFICATE PROPERTIES, trust-anchor-ids §6.4: the trust anchor ID the server answers
+    /// trust_anchors with) and relying-party.txt (what a client trusts: `client --mtc`).
+    /// The validity starts at --not-before and lasts --days.
+    #[arg(long, conflicts_with_all = ["scts", "aia", "crl"])]
+    pub mtc: bool,
+    /// With --mtc: entries in the log before ours (null entries, for the proofs' length); the
+    /// next landmark comes this many entries later.
+    #[arg(long, value_name = "N", default_value_t = 100_000, requires = "mtc",
+          value_parser = clap::value_parser!(u64).range(1..=50_000_000))]
+    pub mtc_log_size: u64,
 }
 
 /// `--chain` values.
@@ -66,6 +80,9 @@ fn alg(s: &str) -> Result<KeyAlg, String> {
 
 /// Generate the chain, write its files, print what went where.
 pub fn run(a: CertArgs) -> Result<(), Failure> {
+    if a.mtc {
+        return run_mtc(&a);
+    }
     let mut spec = ChainSpec::new(a.chain.0.clone());
     if !a.san.is_empty() {
         spec.sans = a.san.clone();
@@ -83,6 +100,127 @@ pub fn run(a: CertArgs) -> Result<(), Failure> {
         write_file(&a.out.join(name), text.as_bytes())?;
     }
     emit(&summary(&c, &a.out));
+    Ok(())
+}
+
+/// `--mtc`: issue a key's standalone and landmark-relative certificates and write them with
+/// their properties, the key and the relying-party file.
+fn run_mtc(a: &CertArgs) -> Result<(), Failure> {
+    use lab::mtc::{issue_for_tls, MtcRequest};
+    use tls13lab::crypto::cert::pem_encode;
+    use tls13lab::crypto::sign::SigningKey;
+    let alg = *a.chain.0.last().unwrap_or(&KeyAlg::EcdsaP256);
+    // The key of a one-level chain of that algorithm: the same seeded generation as `cert`.
+    let mut spec = ChainSpec::new(vec![alg]);
+    if !a.san.is_empty() {
+        spec.sans = a.san.clone();
+    }
+    let key_pem = chain(&spec, a.seed)
+        .map_err(|e| Failure::BadOption(e.0))?
+        .leaf()
+        .key_pem();
+    let key = SigningKey::from_pem(&key_pem).map_err(|e| Failure::BadOption(e.to_string()))?;
+    let req = MtcRequest {
+        spki_der: key
+            .public_key_spki_der()
+            .map_err(|e| Failure::BadOption(e.to_string()))?,
+        names: spec.sans.clone(),
+        not_before: a.not_before,
+        not_after: a.not_before.saturating_add(a.days * 86_400),
+        server_auth: true,
+    };
+    // Checkpoints are signed just after the validity starts (the log has no clock of its own).
+    let now = a.not_before + 3;
+    let every = a.mtc_log_size;
+    let issued = issue_for_tls(&req, a.mtc_log_size, every, every, a.seed, now)
+        .map_err(|e| Failure::BadOption(e.to_string()))?;
+    std::fs::create_dir_all(&a.out).map_err(|e| Failure::file(&a.out, e))?;
+    let with_props = |props: &tls13lab::trust_anchors::CertificateProperties, der: &[u8]| {
+        [
+            pem_encode(
+                tls13lab::trust_anchors::PROPERTIES_PEM_LABEL,
+                &props.encode(),
+            ),
+            pem_encode("CERTIFICATE", der),
+        ]
+        .concat()
+    };
+    let files = [
+        ("leaf.key", key_pem.clone()),
+        (
+            "mtc-standalone.pem",
+            with_props(&issued.standalone_properties, &issued.standalone),
+        ),
+        (
+            "mtc-landmark.pem",
+            with_props(&issued.landmark_properties, &issued.landmark_relative),
+        ),
+        ("relying-party.txt", issued.relying_party.to_text()),
+    ];
+    for (name, text) in &files {
+        write_file(&a.out.join(name), text.as_bytes())?;
+    }
+    let ids = |p: &tls13lab::trust_anchors::CertificateProperties| {
+        let mut s = p
+            .trust_anchor_id
+            .as_deref()
+            .map(tls13lab::trust_anchors::to_ascii)
+            .unwrap_or_default();
+        for g in &p.group_inclusions {
+            let base = tls13lab::trust_anchors::to_ascii(&g.base);
+            let max = if g.max == u64::MAX {
+                "MAX".to_string()
+            } else {
+                g.max.to_string()
+            };
+            let _ = write!(s, ", in groups {base}.{}..{base}.{max}", g.min);
+        }
+        if p.negotiation_only {
+            s.push_str(", only when asked for");
+        }
+        s
+    };
+    let mut s = format!("{:<20} {:>6}  trust anchor\n", "certificate", "bytes");
+    let _ = writeln!(
+        s,
+        "{:<20} {:>6}  {}",
+        "mtc-standalone.pem",
+        issued.standalone.len(),
+        ids(&issued.standalone_properties)
+    );
+    let _ = writeln!(
+        s,
+        "{:<20} {:>6}  {}",
+        "mtc-landmark.pem",
+        issued.landmark_relative.len(),
+        ids(&issued.landmark_properties)
+    );
+    let advertised: Vec<String> = issued
+        .relying_party
+        .advertised_trust_anchors()
+        .iter()
+        .map(|id| tls13lab::trust_anchors::to_ascii(id))
+        .collect();
+    let _ = writeln!(
+        s,
+        "entry {} of log 32473.1.0.1 ({} entries), landmark {}; {} key in leaf.key; a client \
+         with relying-party.txt sends trust_anchors {}; in {}",
+        issued.index,
+        a.mtc_log_size + 1 + every,
+        issued.landmark,
+        alg.name(),
+        advertised.join(","),
+        a.out.display()
+    );
+    // The server's order is its preference (trust-anchor-ids §3.2): the landmark-relative
+    // certificate first, as MTC §"Use in TLS" recommends when both are usable.
+    let d = a.out.display();
+    let _ = writeln!(
+        s,
+        "serve both: tls13lab server --cert {d}/mtc-landmark.pem --key {d}/leaf.key \
+         --cert {d}/mtc-standalone.pem --key {d}/leaf.key"
+    );
+    emit(&s);
     Ok(())
 }
 

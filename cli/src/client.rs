@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tls13lab::config::EchMode;
+use tls13lab::config::{EchMode, TrustAnchorOffer};
 use tls13lab::crypto::cert::{
     base64_decode, base64_encode, leaf_is_a_root, pem_blocks, CertVerifier,
 };
@@ -103,6 +103,22 @@ pub struct ClientArgs {
     /// (RFC 9849 §6.1.6).
     #[arg(long, requires = "ech_config")]
     pub ech_retry: bool,
+    /// Verify a Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs) from the server
+    /// against this relying-party file (`tls13lab cert --mtc` writes relying-party.txt: the
+    /// cosigners, the policy, the landmark subtrees). Other certificates are verified against
+    /// --cafile (or none). Without --trust-anchors, trust_anchors advertises the file's
+    /// landmark groups (CA.2.log.landmark: the CA and its recent landmarks).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub mtc: Option<PathBuf>,
+    /// Send trust_anchors (draft-ietf-tls-trust-anchor-ids) with these trust anchor IDs, ASCII
+    /// form, comma-separated (`32473.1,32473.1.2.1.2`; "" for an empty list). If the handshake
+    /// fails and the server's EncryptedExtensions listed an ID we trust (one of these, or a CA
+    /// or landmark of --mtc) that we did not ask for, connect again once asking for it (§4.3).
+    #[arg(long, value_name = "LIST", value_parser = trust_anchor_list)]
+    pub trust_anchors: Option<TrustAnchorList>,
+    /// Do not connect again with a trust anchor the server listed (report the failure).
+    #[arg(long)]
+    pub no_trust_anchor_retry: bool,
     /// Send the ClientHello shape of a preset (`tls13lab hello --preset list`: chromium,
     /// firefox, curl, openssl-3.5...), as utls does: its suites, groups, key shares, signature
     /// algorithms, ALPN, extensions in their order, GREASE and padding. The `preset` line says
@@ -313,6 +329,19 @@ fn host_port(s: &str) -> Result<(String, u16), Failure> {
 }
 
 /// `--dns-groups`: the tls-supported-groups SvcParam's value.
+/// `--trust-anchors` values, binary form.
+#[derive(Clone, Debug)]
+pub struct TrustAnchorList(pub Vec<Vec<u8>>);
+
+fn trust_anchor_list(s: &str) -> Result<TrustAnchorList, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(tls13lab::trust_anchors::from_ascii)
+        .collect::<Result<_, _>>()
+        .map(TrustAnchorList)
+}
+
 fn dns_groups(s: &str) -> Result<List<tls13lab::messages::NamedGroup>, String> {
     lab::keyshare::parse_svc_param(s).map(List)
 }
@@ -365,6 +394,17 @@ fn build_config(
         c.client_cert = Some(load_certified_key(cert, key)?);
     }
     c.external_psks = a.psk.external()?.into_iter().collect();
+    if let Some(path) = &a.mtc {
+        let rp = tls13lab::crypto::cert::mtc::RelyingParty::from_text(&read_text(path)?)
+            .map_err(|e| Failure::file(path, e))?;
+        if a.trust_anchors.is_none() {
+            c.trust_anchors = Some(TrustAnchorOffer::new(rp.advertised_trust_anchors()));
+        }
+        c.mtc = Some(Arc::new(rp));
+    }
+    if let Some(ids) = &a.trust_anchors {
+        c.trust_anchors = Some(TrustAnchorOffer::new(ids.0.clone()));
+    }
     c.ech = match &a.ech_config {
         Some(arg) => EchMode::Config {
             list: ech_config_list(arg)?,
@@ -486,6 +526,22 @@ fn trust(a: &ClientArgs) -> Result<(ServerVerification, Roots), Failure> {
         };
         return Ok((ServerVerification::Roots(certs), roots));
     }
+    if let (Some(f), true) = (&a.mtc, a.insecure) {
+        return Err(Failure::BadOption(format!(
+            "--mtc {} with --insecure: nothing would be verified",
+            f.display()
+        )));
+    }
+    if let Some(f) = &a.mtc {
+        // Merkle Tree Certificates only: no X.509 anchors unless --cafile gives them.
+        let roots = Roots {
+            source: "mtc",
+            certificates: 0,
+            from: format!("X.509 none; Merkle Tree Certificates by {}", f.display()),
+            notes: Vec::new(),
+        };
+        return Ok((ServerVerification::Roots(Vec::new()), roots));
+    }
     if a.insecure {
         let roots = Roots {
             source: "none",
@@ -571,7 +627,47 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
     let (verification, roots) = trust(&a)?;
     let config = build_config(&a, &host, verification)?;
     let mut retry = None;
-    let result = connect_once(&a, &host, port, config.clone(), &roots, &mut retry);
+    let mut available = None;
+    let result = connect_once(
+        &a,
+        &host,
+        port,
+        config.clone(),
+        &roots,
+        &mut retry,
+        &mut available,
+    );
+    if let (Err(_), Some(offer), Some(listed), false) = (
+        &result,
+        config.trust_anchors.clone(),
+        &available,
+        a.no_trust_anchor_retry || (retry.is_some() && a.ech_retry),
+    ) {
+        // draft-ietf-tls-trust-anchor-ids §4.3: once, asking only for the first anchor in the
+        // server's order that we trust and did not ask for.
+        let ours = |id: &Vec<u8>| {
+            a.trust_anchors.as_ref().is_some_and(|t| t.0.contains(id))
+                || config.mtc.as_ref().is_some_and(|rp| rp.trusts_id(id))
+        };
+        if let Some(id) = listed.iter().find(|id| ours(id) && !offer.ids.contains(id)) {
+            emit(&format!(
+                "{:<18} the server has paths for {}: connecting again asking for {}\n",
+                "trust anchors",
+                listed
+                    .iter()
+                    .map(|i| tls13lab::trust_anchors::to_ascii(i))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tls13lab::trust_anchors::to_ascii(id)
+            ));
+            let mut again = config;
+            again.trust_anchors = Some(TrustAnchorOffer {
+                ids: vec![id.clone()],
+                code_point: offer.code_point,
+            });
+            return connect_once(&a, &host, port, again, &roots, &mut None, &mut None);
+        }
+    }
     match (retry, a.ech_retry) {
         // §6.1.6: once, with the configs the server vouched for in the rejected handshake;
         // a second rejection is reported, not retried.
@@ -584,13 +680,14 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
             ));
             let mut again = config;
             again.ech = EchMode::offer(list);
-            connect_once(&a, &host, port, again, &roots, &mut None)
+            connect_once(&a, &host, port, again, &roots, &mut None, &mut None)
         }
         _ => result,
     }
 }
 
-/// One connection with `config`; `retry` receives the retry_configs of a rejected ECH.
+/// One connection with `config`; `retry` receives the retry_configs of a rejected ECH,
+/// `available` the trust anchors the server's EncryptedExtensions listed.
 fn connect_once(
     a: &ClientArgs,
     host: &str,
@@ -598,6 +695,7 @@ fn connect_once(
     mut config: ClientConfig,
     roots: &Roots,
     retry: &mut Option<Vec<u8>>,
+    available: &mut Option<Vec<Vec<u8>>>,
 ) -> Result<(), Failure> {
     let external: Vec<Vec<u8>> = config
         .external_psks
@@ -654,6 +752,10 @@ fn connect_once(
         retry,
     );
 
+    *available = events.iter().find_map(|e| match e {
+        Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
+        _ => None,
+    });
     let l = ledger(&events, started);
     // The response: all the data the driver collected.
     let response = d.take_data();

@@ -736,6 +736,15 @@ pub fn load_certified_key(cert: &Path, key: &Path) -> Result<CertifiedKey, Failu
     })
 }
 
+/// The CERTIFICATE PROPERTIES of a chain-with-properties PEM file (trust-anchor-ids §6.4), as
+/// `tls13lab cert --mtc` writes them; `None` for a plain chain.
+pub fn load_certificate_properties(
+    cert: &Path,
+) -> Result<Option<tls13lab::trust_anchors::CertificateProperties>, Failure> {
+    tls13lab::trust_anchors::properties_from_pem(&read_text(cert)?)
+        .map_err(|e| Failure::file(cert, e))
+}
+
 /// DER certificates as PEM text.
 pub fn certs_to_pem(chain: &[Vec<u8>]) -> String {
     chain
@@ -992,7 +1001,38 @@ pub fn summary(ledger: &Ledger, events: &[Event], external: &[Vec<u8>]) -> Strin
             line("server groups", names.join(", "));
         }
     }
+    if let Some(t) = trust_anchors_line(events) {
+        line("trust anchors", t);
+    }
     s
+}
+
+/// What trust anchor negotiation did (draft-ietf-tls-trust-anchor-ids §4): whether the
+/// certificate path was the one asked for, and the server's available anchors (client side).
+fn trust_anchors_line(events: &[Event]) -> Option<String> {
+    let matched = events
+        .iter()
+        .any(|e| matches!(e, Event::TrustAnchorMatched));
+    let listed = events.iter().find_map(|e| match e {
+        Event::TrustAnchorsAvailable { ids } => Some(ids),
+        _ => None,
+    });
+    if !matched && listed.is_none() {
+        return None;
+    }
+    let mut s = if matched {
+        "the certificate path asked for".to_string()
+    } else {
+        "no path asked for: the server's fallback".to_string()
+    };
+    if let Some(ids) = listed {
+        let ids: Vec<String> = ids
+            .iter()
+            .map(|i| tls13lab::trust_anchors::to_ascii(i))
+            .collect();
+        s.push_str(&format!("; the server has {}", ids.join(", ")));
+    }
+    Some(s)
 }
 
 // ------------------------------------------------------------------------------------- JSON

@@ -35,7 +35,7 @@ pub struct ServerArgs {
     /// Address to listen on; port 0 picks a free port. The first stdout line is `listening on IP:PORT`.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4433")]
     pub listen: String,
-    /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost]. Repeatable, paired with --key in order: the server sends the first chain whose key and signatures the client's signature_algorithms (and signature_algorithms_cert) accept, e.g. an ECDSA and an ML-DSA chain side by side.
+    /// Certificate chain, PEM, leaf first [default: a fresh self-signed ECDSA P-256 certificate for localhost]. Repeatable, paired with --key in order: the server sends the first chain whose key and signatures the client's signature_algorithms (and signature_algorithms_cert) accept, e.g. an ECDSA and an ML-DSA chain side by side. A file that starts with CERTIFICATE PROPERTIES (trust-anchor-ids §6.4, as `cert --mtc` writes) takes part in trust anchor negotiation: a ClientHello's trust_anchors picks the chain whose trust anchor ID or group it lists, EncryptedExtensions lists every chain's ID, and a chain marked negotiation-only is never sent unasked.
     #[arg(long, value_name = "FILE", requires = "key", action = clap::ArgAction::Append)]
     pub cert: Vec<PathBuf>,
     /// Private key of the leaf, PEM (PKCS#8, SEC1 or PKCS#1: RSA, RSA-PSS, ECDSA P-256/384/521, Ed25519, ML-DSA-44/65/87 as seed, expanded or both). One per --cert.
@@ -254,6 +254,11 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
     }
     let mut s = ServerConfig::new(cert);
     s.more_certs = creds.collect();
+    s.certificate_properties = a
+        .cert
+        .iter()
+        .map(|c| super::common::load_certificate_properties(c))
+        .collect::<Result<_, _>>()?;
     if let Some(g) = &a.groups {
         s.groups = g.0.clone();
     } else {
@@ -379,6 +384,15 @@ fn report(
     let what = match server_ech_text(events) {
         Some(ech) => format!("{what}, ECH {ech}"),
         None => what,
+    };
+    // draft-ietf-tls-trust-anchor-ids §4.2: the path went out because the client asked for it.
+    let what = if events
+        .iter()
+        .any(|e| matches!(e, Event::TrustAnchorMatched))
+    {
+        format!("{what}, trust anchor matched")
+    } else {
+        what
     };
     let status = match &result {
         Ok(()) => "ok".to_string(),

@@ -2310,3 +2310,134 @@ fn client_presets_complete_handshakes_with_our_server() {
         assert_eq!(shares, groups, "{preset}");
     }
 }
+
+#[test]
+fn merkle_tree_certificates_over_tcp_negotiated_by_trust_anchors() {
+    // draft-ietf-plants-merkle-tree-certs and draft-ietf-tls-trust-anchor-ids over TCP: `cert
+    // --mtc` issues a key's standalone and landmark-relative certificates with their
+    // properties; the server holds an X.509 chain (its fallback) and both; the client, trusting
+    // only the relying-party file, gets the path it asks for, retries after the fallback, and
+    // refuses a landmark it does not hold with unknown_ca.
+    let t = TempDir::new("mtc-tcp");
+    let o = run(&[
+        "cert",
+        "--mtc",
+        "--chain",
+        "mldsa44",
+        "--mtc-log-size",
+        "1000",
+        "--out",
+        &t.s("mtc"),
+    ]);
+    assert_ok(&o);
+    let issued = stdout(&o);
+    assert!(
+        issued.contains("sends trust_anchors 32473.1.2.1.2"),
+        "{issued}"
+    );
+    let size = |name: &str| {
+        let pem = std::fs::read_to_string(t.path(&format!("mtc/{name}"))).unwrap();
+        let props = tls13lab::trust_anchors::properties_from_pem(&pem)
+            .unwrap()
+            .expect("CERTIFICATE PROPERTIES");
+        let certs = tls13lab::crypto::cert::certs_from_pem(&pem).unwrap();
+        assert_eq!(certs.len(), 1);
+        (certs[0].len(), props)
+    };
+    let (landmark_len, landmark_props) = size("mtc-landmark.pem");
+    let (standalone_len, standalone_props) = size("mtc-standalone.pem");
+    assert!(landmark_props.negotiation_only && !standalone_props.negotiation_only);
+    assert!(
+        landmark_len + 2000 < standalone_len,
+        "{landmark_len} {standalone_len}"
+    );
+    assert_ok(&run(&["cert", "--out", &t.s("x509")]));
+    let server = ServerGuard::start(&[
+        "--cert",
+        &t.s("x509/chain.pem"),
+        "--key",
+        &t.s("x509/leaf.key"),
+        "--cert",
+        &t.s("mtc/mtc-landmark.pem"),
+        "--key",
+        &t.s("mtc/leaf.key"),
+        "--cert",
+        &t.s("mtc/mtc-standalone.pem"),
+        "--key",
+        &t.s("mtc/leaf.key"),
+    ]);
+    let rp = t.s("mtc/relying-party.txt");
+    let client = |extra: &[&str]| {
+        run(&[
+            &["client", &server.addr(), "--sni", "localhost", "--mtc", &rp][..],
+            extra,
+        ]
+        .concat())
+    };
+    // The Certificate message's size in the ledger of the last connection in `out`
+    // (`certificate(N)`).
+    let flight = |out: &str| -> usize {
+        let at = out
+            .rfind("certificate(")
+            .expect("a Certificate in the ledger")
+            + 12;
+        let digits: String = out[at..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap()
+    };
+    let available = "the server has 32473.1.1.1.2, 32473.1";
+    // 1. The relying party's landmark group: the landmark-relative certificate.
+    let o = client(&[]);
+    assert_ok(&o);
+    let landmark_out = stdout(&o);
+    assert_eq!(
+        summary_value(&landmark_out, "trust anchors"),
+        format!("the certificate path asked for; {available}")
+    );
+    assert!(server.line_with("conn #1").contains("trust anchor matched"));
+    // 2. The CA's ID: the standalone certificate, its cosignatures included.
+    let o = client(&["--trust-anchors", "32473.1"]);
+    assert_ok(&o);
+    let standalone_out = stdout(&o);
+    assert!(summary_value(&standalone_out, "trust anchors")
+        .starts_with("the certificate path asked for"));
+    assert_eq!(
+        flight(&standalone_out) - flight(&landmark_out),
+        standalone_len - landmark_len,
+        "the Certificate messages differ by the certificates"
+    );
+    // 3. An empty list: the X.509 fallback, which this client cannot verify; the server listed
+    // its MTC anchors, and the client asks again for the first one it holds: the landmark.
+    let o = client(&["--trust-anchors", ""]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains("the server has paths for 32473.1.1.1.2, 32473.1: connecting again asking for 32473.1.1.1.2"),
+        "{out}"
+    );
+    assert_eq!(out.matches("--- summary").count(), 2);
+    assert_eq!(flight(&out), flight(&landmark_out));
+    // 4. The same without the retry: the fallback's failure is the result.
+    let o = client(&["--trust-anchors", "", "--no-trust-anchor-retry"]);
+    assert_fails(&o, 5, "tls13lab: handshake failed: sent alert unknown_ca");
+    // 5. A relying party that has not fetched the landmark, asking for it anyway: unknown_ca.
+    let text = std::fs::read_to_string(&rp).unwrap();
+    let stale: String = text
+        .lines()
+        .filter(|l| !l.starts_with("subtree "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(t.path("stale.txt"), stale).unwrap();
+    let o = run(&[
+        "client",
+        &server.addr(),
+        "--sni",
+        "localhost",
+        "--mtc",
+        &t.s("stale.txt"),
+        "--trust-anchors",
+        "32473.1.1.1.2",
+        "--no-trust-anchor-retry",
+    ]);
+    let line = assert_fails(&o, 5, "tls13lab: handshake failed: sent alert unknown_ca");
+    assert!(line.contains("not trusted (unknown landmark)"), "{line}");
+}

@@ -849,41 +849,33 @@ impl ServerChain {
     /// the standalone one (an inclusion proof and three cosignatures). The client trusts the
     /// log's cosigners and landmarks.
     pub fn mtc(landmark: bool) -> Result<Self, Error> {
-        use crate::mtc::{IssuanceLog, LogConfig, MtcRequest};
+        use crate::mtc::{issue_for_tls, MtcRequest};
         let cfg = |e: crate::mtc::IssueError| Error::Config(e.0);
         let key = SigningKey::generate_mldsa(
             tls13lab::crypto::sign::MlDsaLevel::L44,
             &mut SeededRandom::from_seed(CHAIN_SEED),
         );
         let now = SIM_EPOCH_MS / 1000;
-        let mut log = IssuanceLog::new(LogConfig::example(50_000), CHAIN_SEED).map_err(cfg)?;
-        log.append_null(100_000);
-        log.checkpoint(now - 3).map_err(cfg)?;
-        let index = log
-            .append(&MtcRequest {
-                spki_der: key
-                    .public_key_spki_der()
-                    .map_err(|e| Error::Config(e.to_string()))?,
-                names: vec!["localhost".into()],
-                not_before: now - 86_400,
-                not_after: now + 7 * 86_400,
-                server_auth: true,
-            })
-            .map_err(cfg)?;
-        log.checkpoint(now - 2).map_err(cfg)?;
-        log.append_null(50_000);
-        log.checkpoint(now - 1).map_err(cfg)?;
-        let cert = if landmark {
-            log.landmark_relative(index).map_err(cfg)?.0
-        } else {
-            log.standalone(index).map_err(cfg)?
+        let req = MtcRequest {
+            spki_der: key
+                .public_key_spki_der()
+                .map_err(|e| Error::Config(e.to_string()))?,
+            names: vec!["localhost".into()],
+            not_before: now - 86_400,
+            not_after: now + 7 * 86_400,
+            server_auth: true,
         };
+        let issued = issue_for_tls(&req, 100_000, 50_000, 50_000, CHAIN_SEED, now).map_err(cfg)?;
         Ok(ServerChain {
-            chain: vec![cert],
+            chain: vec![if landmark {
+                issued.landmark_relative
+            } else {
+                issued.standalone
+            }],
             key: Arc::new(key),
             root: Vec::new(),
             server_name: Some("localhost".into()),
-            mtc: Some(Arc::new(log.relying_party(1).map_err(cfg)?)),
+            mtc: Some(Arc::new(issued.relying_party)),
         })
     }
 

@@ -28,6 +28,7 @@ use tls13lab::crypto::cert::mtc::{
 use tls13lab::crypto::random::SeededRandom;
 use tls13lab::crypto::sign::{MlDsaLevel, SigningKey};
 use tls13lab::messages::enums::SignatureScheme;
+use tls13lab::trust_anchors::{CertificateProperties, TrustAnchorRange};
 
 pub use der::certificate;
 
@@ -607,6 +608,47 @@ impl IssuanceLog {
         })
     }
 
+    /// A standalone certificate's properties (trust-anchor-ids §6; MTC §"Standalone
+    /// Certificates" in TLS): the CA ID, included in every landmark group of this log.
+    pub fn standalone_properties(&self) -> Result<CertificateProperties, IssueError> {
+        let mut p = CertificateProperties::with_id(self.config.ca_id.as_bytes().to_vec());
+        p.group_inclusions.push(self.groups(1, u64::MAX)?);
+        Ok(p)
+    }
+
+    /// A landmark-relative certificate's properties (MTC §"Landmark-Relative Certificates" in
+    /// TLS): the landmark's ID; the landmark groups that contain it (landmark `l` is in the
+    /// groups `l` to `l + max_active_landmarks - 1`); and trust_anchor_negotiation, since only
+    /// a client that holds the landmark can verify it.
+    pub fn landmark_properties(&self, l: u64) -> Result<CertificateProperties, IssueError> {
+        let id = self
+            .config
+            .ca_id
+            .landmark_id(self.config.log_number, l)
+            .ok_or_else(|| err("landmark ID too long"))?;
+        let last = l.saturating_add(self.config.max_active_landmarks as u64 - 1);
+        Ok(CertificateProperties {
+            trust_anchor_id: Some(id.as_bytes().to_vec()),
+            group_inclusions: vec![self.groups(l, last)?],
+            negotiation_only: true,
+            other: Vec::new(),
+        })
+    }
+
+    /// The range of this log's landmark groups `min..=max` (CA ID, 2, log number, L).
+    fn groups(&self, min: u64, max: u64) -> Result<TrustAnchorRange, IssueError> {
+        let base = self
+            .config
+            .ca_id
+            .child(&[2, self.config.log_number])
+            .ok_or_else(|| err("landmark group ID too long"))?;
+        Ok(TrustAnchorRange {
+            base: base.as_bytes().to_vec(),
+            min,
+            max,
+        })
+    }
+
     /// The MTCLogEntry of a certificate entry as the lab wrote it (from the fields, not the
     /// TBSCertificate), for checking the core's derivation.
     pub fn log_entry(&self, index: u64) -> Option<Vec<u8>> {
@@ -616,6 +658,64 @@ impl IssuanceLog {
             .as_ref()?
             .log_entry()
     }
+}
+
+/// One certificate issued both ways for a TLS server, with what its configuration needs.
+#[derive(Clone, Debug)]
+pub struct IssuedForTls {
+    /// The entry's index in the log.
+    pub index: u64,
+    /// The standalone certificate (inclusion proof and every cosignature).
+    pub standalone: Vec<u8>,
+    /// Its properties: the CA ID.
+    pub standalone_properties: CertificateProperties,
+    /// The landmark-relative certificate (inclusion proof only).
+    pub landmark_relative: Vec<u8>,
+    /// The landmark it is relative to.
+    pub landmark: u64,
+    /// Its properties: the landmark's ID, its groups, negotiation only.
+    pub landmark_properties: CertificateProperties,
+    /// A client's configuration: every cosigner, the CA cosigner and one more required, and the
+    /// active landmarks.
+    pub relying_party: RelyingParty,
+}
+
+/// Issues `req` in a log of the example CA ([`LogConfig::example`], a landmark every
+/// `landmark_every` entries) after `before` other entries, followed by `after` more, with a
+/// checkpoint after each part (signed at `now - 3`, `now - 2`, `now - 1`), so that the entry
+/// has a standalone certificate and a landmark that covers it. Other entries are null
+/// entries: they give the tree its size and the proofs their length.
+pub fn issue_for_tls(
+    req: &MtcRequest,
+    before: u64,
+    after: u64,
+    landmark_every: u64,
+    seed: u64,
+    now: u64,
+) -> Result<IssuedForTls, IssueError> {
+    let mut log = IssuanceLog::new(LogConfig::example(landmark_every), seed)?;
+    if before > 0 {
+        log.append_null(before);
+        log.checkpoint(now - 3)?;
+    }
+    let index = log.append(req)?;
+    log.checkpoint(now - 2)?;
+    log.append_null(after);
+    if after > 0 {
+        log.checkpoint(now - 1)?;
+    }
+    log.allocate_landmark();
+    let standalone = log.standalone(index)?;
+    let (landmark_relative, landmark) = log.landmark_relative(index)?;
+    Ok(IssuedForTls {
+        index,
+        standalone,
+        standalone_properties: log.standalone_properties()?,
+        landmark_relative,
+        landmark,
+        landmark_properties: log.landmark_properties(landmark)?,
+        relying_party: log.relying_party(1)?,
+    })
 }
 
 #[cfg(test)]

@@ -428,6 +428,13 @@ impl TrustAnchorId {
         self.child(&[1, log_number, landmark])
     }
 
+    /// The landmark group of landmark `landmark` of log `log_number` (§"Single-Log Landmark
+    /// Groups": CA ID, 2, log number, landmark): the CA ID and the `max_active_landmarks`
+    /// landmarks up to this one.
+    pub fn landmark_group_id(&self, log_number: u64, landmark: u64) -> Option<TrustAnchorId> {
+        self.child(&[2, log_number, landmark])
+    }
+
     /// `cosigner_name` / `log_origin` of a CosignedMessage: `oid/1.3.6.1.4.1.` and the ASCII.
     pub fn origin(&self) -> String {
         format!("oid/1.3.6.1.4.1.{}", self.to_ascii())
@@ -1067,6 +1074,47 @@ pub struct RelyingParty {
 }
 
 impl RelyingParty {
+    /// What this relying party sends in `trust_anchors` (§"Single-Log Landmark Groups": "A
+    /// relying party whose latest trusted subtree in log N is landmark L SHOULD ... advertise"
+    /// the landmark group `CA.2.N.L`): per CA, one group per log it holds landmarks of, or the
+    /// CA ID for standalone certificates when it holds none. Binary IDs.
+    pub fn advertised_trust_anchors(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for ca in &self.cas {
+            let mut latest: Vec<(u64, u64)> = Vec::new();
+            for t in &ca.trusted_subtrees {
+                let Some(l) = t.landmark else { continue };
+                match latest.iter_mut().find(|(n, _)| *n == t.log_number) {
+                    Some(e) => e.1 = e.1.max(l),
+                    None => latest.push((t.log_number, l)),
+                }
+            }
+            if latest.is_empty() {
+                out.push(ca.ca_id.as_bytes().to_vec());
+            }
+            for (n, l) in latest {
+                if let Some(g) = ca.ca_id.landmark_group_id(n, l) {
+                    out.push(g.as_bytes().to_vec());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a server's available trust anchor (EncryptedExtensions) is one we can verify, to
+    /// retry with it (trust-anchor-ids §4.3): a CA ID we trust (standalone certificates) or a
+    /// landmark we hold.
+    pub fn trusts_id(&self, id: &[u8]) -> bool {
+        self.cas.iter().any(|ca| {
+            ca.ca_id.as_bytes() == id
+                || ca.trusted_subtrees.iter().any(|t| {
+                    t.landmark
+                        .and_then(|l| ca.ca_id.landmark_id(t.log_number, l))
+                        .is_some_and(|x| x.as_bytes() == id)
+                })
+        })
+    }
+
     /// The cosigner with this binary ID.
     pub fn cosigner(&self, id: &[u8]) -> Option<&Cosigner> {
         self.cosigners.iter().find(|c| c.id.as_bytes() == id)
