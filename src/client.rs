@@ -293,6 +293,8 @@ struct ExpectCertificateOrRequest {
 struct CertificateRequested {
     schemes: Vec<SignatureScheme>,
     compression: Vec<CertificateCompressionAlgorithm>,
+    /// The request's trust_anchors (draft-ietf-tls-trust-anchor-ids §4.1), if any.
+    trust_anchors: Option<Vec<Vec<u8>>>,
 }
 
 /// After CertificateRequest.
@@ -552,6 +554,21 @@ fn requested_compression(cr: &CertificateRequest) -> Vec<CertificateCompressionA
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// The RequestedTrustAnchorList of a CertificateRequest, at our code point; malformed is
+/// decode_error.
+fn requested_trust_anchors(
+    config: &ClientConfig,
+    cr: &CertificateRequest,
+) -> Result<Option<Vec<Vec<u8>>>, Error> {
+    let cp = config.trust_anchors_code_point();
+    match cr.extensions.iter().find(|e| e.typ() == cp) {
+        Some(Extension::Unknown { body, .. }) => {
+            Ok(Some(crate::trust_anchors::decode_requested(body)?))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// §4.2: an extension "which it recognizes and which is not specified for the message in which

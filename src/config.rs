@@ -288,6 +288,10 @@ pub struct ClientConfig {
     pub extension_order: Vec<ExtensionType>,
     /// Client certificate for CertificateRequest.
     pub client_cert: Option<CertifiedKey>,
+    /// Its certificate properties (draft-ietf-tls-trust-anchor-ids §6): a CertificateRequest
+    /// whose trust_anchors lists its ID (or a group it is in) gets it with the empty
+    /// extension that says so (§4.2); a negotiation-only certificate is sent only then.
+    pub client_cert_properties: Option<crate::trust_anchors::CertificateProperties>,
     /// Whether the ClientHello offers post_handshake_auth (RFC 8446 §4.2.6), which lets the
     /// server ask for our certificate after the handshake (§4.6.2). `None` (the default): offered
     /// when there is a [`client_cert`](Self::client_cert). `Some(true)` offers it without one too
@@ -385,6 +389,7 @@ impl Default for ClientConfig {
             extra_extensions: Vec::new(),
             extension_order: Vec::new(),
             client_cert: None,
+            client_cert_properties: None,
             post_handshake_auth: None,
             psk_modes: vec![PskKeyExchangeMode::PskDheKe],
             external_psks: Vec::new(),
@@ -403,6 +408,14 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
+    /// The `trust_anchors` code point we use: our offer's, else 0xca34 (a CertificateRequest
+    /// may carry the extension whether or not our ClientHello did).
+    pub fn trust_anchors_code_point(&self) -> ExtensionType {
+        self.trust_anchors
+            .as_ref()
+            .map_or(crate::trust_anchors::DEFAULT_CODE_POINT, |t| t.code_point)
+    }
+
     /// A client that validates the server's chain against `roots` (DER trust anchors) and, when
     /// [`server_name`](Self::server_name) is set, the name; everything else as
     /// [`Default`]. The default itself trusts no root, so it verifies nothing: every server
@@ -591,6 +604,10 @@ pub struct ServerConfig {
     pub certificate_properties: Vec<Option<crate::trust_anchors::CertificateProperties>>,
     /// The `trust_anchors` code point we answer (0xca34 by default).
     pub trust_anchors_code_point: ExtensionType,
+    /// trust_anchors for the client's certificate (§4.1): these IDs go in our
+    /// CertificateRequest, and a Certificate that says it matched one is reported
+    /// ([`crate::events::Event::TrustAnchorMatched`]). The chain is validated as ever.
+    pub client_trust_anchors: Option<Vec<Vec<u8>>>,
 }
 
 /// When a server lists its groups in EncryptedExtensions (RFC 8446 §4.2.7), "so that the
@@ -683,6 +700,7 @@ impl ServerConfig {
             ech_hrr_disguise: false,
             certificate_properties: Vec::new(),
             trust_anchors_code_point: crate::trust_anchors::DEFAULT_CODE_POINT,
+            client_trust_anchors: None,
         }
     }
 }

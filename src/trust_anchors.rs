@@ -65,6 +65,36 @@ fn decode_list(body: &[u8], what: &'static str) -> Result<Vec<Vec<u8>>, DecodeEr
     Ok(ids)
 }
 
+/// Whether a received Certificate says its path matched a trust anchor we asked for (§4.2): an
+/// empty `trust_anchors` (at `code_point`) in the first entry. Anywhere else, or with a body,
+/// it is illegal_parameter; unasked (`asked` false), the extension is not ours to read and
+/// stays the caller's unknown extension.
+pub(crate) fn certificate_matched(
+    entries: &[crate::messages::handshake::CertificateEntry],
+    code_point: ExtensionType,
+    asked: bool,
+) -> Result<bool, crate::error::Error> {
+    use crate::messages::extensions::Extension;
+    if !asked {
+        return Ok(false);
+    }
+    let mut matched = false;
+    for (i, entry) in entries.iter().enumerate() {
+        for e in entry.extensions.iter().filter(|e| e.typ() == code_point) {
+            match e {
+                Extension::Unknown { body, .. } if i == 0 && body.is_empty() => matched = true,
+                _ => {
+                    return Err(crate::error::PeerMisbehaved::IllegalExtension(
+                        "trust_anchors in Certificate: non-empty or not in the first entry",
+                    )
+                    .into())
+                }
+            }
+        }
+    }
+    Ok(matched)
+}
+
 /// A RequestedTrustAnchorList (ClientHello, CertificateRequest): may be empty.
 pub fn decode_requested(body: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     decode_list(body, "RequestedTrustAnchorList")

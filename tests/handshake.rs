@@ -3032,6 +3032,58 @@ mod trust_anchors {
         assert!(matched(&p.client_events));
     }
 
+    /// Client authentication whose CertificateRequest lists `asked`, by a client whose
+    /// certificate has `props`.
+    fn client_auth(
+        asked: &[&str],
+        props: CertificateProperties,
+        seed: u64,
+    ) -> (Pair, Result<(), Error>) {
+        let client_root = util::client_identity().1;
+        let (mut c, mut s) =
+            super::client_auth_configs(ClientAuth::Required(vec![client_root]), true);
+        s.client_trust_anchors = Some(asked.iter().map(|i| from_ascii(i).unwrap()).collect());
+        c.client_cert_properties = Some(props);
+        c.observe = tls13lab::Observe::PUBLIC;
+        s.observe = tls13lab::Observe::PUBLIC;
+        run(c, &s, seed)
+    }
+
+    #[test]
+    fn a_certificate_request_picks_the_client_path_too() {
+        // §4.1, §4.2 for the client's certificate: the request lists a group version our
+        // certificate's properties include; the first entry says it matched, both sides see it.
+        let mut props = CertificateProperties::with_id(from_ascii("32473.5").unwrap());
+        props.group_inclusions.push(TrustAnchorRange {
+            base: from_ascii("32473.6").unwrap(),
+            min: 1,
+            max: 9,
+        });
+        let (p, r) = client_auth(&["32473.6.4"], props.clone(), 11);
+        r.expect("handshake");
+        assert!(matched(&p.client_events) && matched(&p.server_events));
+        // Not listed: the certificate still goes (a fallback), without the marker.
+        let (p, r) = client_auth(&["32473.9"], props.clone(), 12);
+        r.expect("handshake");
+        assert!(!matched(&p.client_events) && !matched(&p.server_events));
+        // Negotiation-only and not listed: withheld, and this server requires one.
+        props.negotiation_only = true;
+        let (p, r) = client_auth(&["32473.9"], props, 13);
+        let err = r.expect_err("no certificate");
+        assert!(
+            matches!(
+                err,
+                Error::Peer(PeerMisbehaved::NoClientCertificate)
+                    | Error::AlertReceived(AlertDescription::CertificateRequired)
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            server_alerts(&p),
+            vec![AlertDescription::CertificateRequired]
+        );
+    }
+
     #[test]
     fn a_malformed_list_is_decode_error() {
         let (s, root) = server();

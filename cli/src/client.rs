@@ -48,7 +48,10 @@ pub struct ClientArgs {
     /// Accept any server certificate (its CertificateVerify signature is still checked).
     #[arg(long)]
     pub insecure: bool,
-    /// Client certificate chain (PEM), sent if the server asks.
+    /// Client certificate chain (PEM), sent if the server asks. A file that starts with
+    /// CERTIFICATE PROPERTIES (trust-anchor-ids §6.4) is matched against the request's
+    /// trust_anchors: a match is marked in the Certificate, and a negotiation-only
+    /// certificate is sent only then.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
     /// Private key of the client certificate (PEM).
@@ -333,7 +336,7 @@ fn host_port(s: &str) -> Result<(String, u16), Failure> {
 #[derive(Clone, Debug)]
 pub struct TrustAnchorList(pub Vec<Vec<u8>>);
 
-fn trust_anchor_list(s: &str) -> Result<TrustAnchorList, String> {
+pub(crate) fn trust_anchor_list(s: &str) -> Result<TrustAnchorList, String> {
     s.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -392,6 +395,7 @@ fn build_config(
     c.verification = verification;
     if let (Some(cert), Some(key)) = (&a.cert, &a.key) {
         c.client_cert = Some(load_certified_key(cert, key)?);
+        c.client_cert_properties = super::common::load_certificate_properties(cert)?;
     }
     c.external_psks = a.psk.external()?.into_iter().collect();
     if let Some(path) = &a.mtc {

@@ -76,6 +76,11 @@ pub struct ServerArgs {
     /// CA certificates (PEM) that client certificates must chain to [default: accept any, still checking CertificateVerify].
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+    /// Put trust_anchors in our CertificateRequest (draft-ietf-tls-trust-anchor-ids §4.1): the
+    /// client's trust anchor IDs we accept, ASCII form, comma-separated; a client certificate
+    /// sent because it matched one is reported on the connection line.
+    #[arg(long, value_name = "LIST", value_parser = super::client::trust_anchor_list)]
+    pub client_trust_anchors: Option<super::client::TrustAnchorList>,
     /// Post-handshake client authentication (RFC 8446 §4.6.2): a request for `/renegcert` sends a CertificateRequest first and the page says what came back (as `openssl s_server -www -verify_post_handshake`); an empty Certificate is accepted.
     #[arg(long)]
     pub post_handshake_auth: bool,
@@ -315,6 +320,15 @@ fn build_config(a: &ServerArgs) -> Result<ServerConfig, Failure> {
     };
     if a.post_handshake_auth {
         s.post_handshake_auth = super::common::client_auth(roots.clone(), false);
+    }
+    match (&a.client_trust_anchors, asks) {
+        (Some(_), false) => {
+            return Err(Failure::BadOption(
+                "--client-trust-anchors needs --request-client-cert, --require-client-cert or --post-handshake-auth".into(),
+            ))
+        }
+        (Some(ids), true) => s.client_trust_anchors = Some(ids.0.clone()),
+        (None, _) => {}
     }
     a.policy.apply(&mut s, roots);
     for path in &a.ech_key {

@@ -2441,3 +2441,54 @@ fn merkle_tree_certificates_over_tcp_negotiated_by_trust_anchors() {
     let line = assert_fails(&o, 5, "tls13lab: handshake failed: sent alert unknown_ca");
     assert!(line.contains("not trusted (unknown landmark)"), "{line}");
 }
+
+#[test]
+fn client_certificate_picked_by_the_certificate_requests_trust_anchors() {
+    // trust-anchor-ids §4.1-§4.2 for the client: the server's CertificateRequest lists
+    // 32473.5; the client's chain-with-properties file has that ID: its Certificate says it
+    // matched, and the server's connection line reports it. A negotiation-only certificate
+    // that does not match is withheld: certificate_required from this server.
+    use tls13lab::crypto::cert::pem_encode;
+    use tls13lab::trust_anchors::{from_ascii, CertificateProperties, PROPERTIES_PEM_LABEL};
+    let t = TempDir::new("client-trust-anchors");
+    assert_ok(&run(&["cert", "--out", &t.s("c"), "--seed", "7"]));
+    let chain = std::fs::read_to_string(t.path("c/chain.pem")).unwrap();
+    let with = |name: &str, props: &CertificateProperties| {
+        let pem = pem_encode(PROPERTIES_PEM_LABEL, &props.encode()) + &chain;
+        std::fs::write(t.path(name), pem).unwrap();
+        t.s(name)
+    };
+    let mut props = CertificateProperties::with_id(from_ascii("32473.5").unwrap());
+    let matching = with("matching.pem", &props);
+    props.trust_anchor_id = Some(from_ascii("32473.8").unwrap());
+    props.negotiation_only = true;
+    let other = with("other.pem", &props);
+    let server = ServerGuard::start(&[
+        "--require-client-cert",
+        "--client-ca",
+        &t.s("c/root.pem"),
+        "--client-trust-anchors",
+        "32473.5",
+    ]);
+    let client = |cert: &str| {
+        run(&[
+            "client",
+            &server.addr(),
+            "--insecure",
+            "--cert",
+            cert,
+            "--key",
+            &t.s("c/leaf.key"),
+        ])
+    };
+    assert_ok(&client(&matching));
+    let line = server.line_with("conn #1");
+    assert!(
+        line.contains("trust anchor matched") && line.ends_with("ok"),
+        "{line}"
+    );
+    let o = client(&other);
+    assert!(!o.status.success());
+    let line = server.line_with("conn #2");
+    assert!(line.contains("certificate_required"), "{line}");
+}

@@ -21,11 +21,11 @@ use crate::messages::handshake::{
 use crate::traffic::Traffic;
 
 use super::{
-    offers_post_handshake_auth, out_of_place, requested_compression, requested_schemes, unexpected,
-    CertificateRequested, Connected, Cx, EchStatus, ExpectCertificate, ExpectCertificateOrRequest,
-    ExpectCertificateVerify, ExpectEncryptedExtensions, ExpectFinished, ExpectServerHello,
-    ExpectServerHelloAfterRetry, Handshake, Offer, ServerAuth, ServerCertificate, ServerExtensions,
-    State,
+    offers_post_handshake_auth, out_of_place, requested_compression, requested_schemes,
+    requested_trust_anchors, unexpected, CertificateRequested, Connected, Cx, EchStatus,
+    ExpectCertificate, ExpectCertificateOrRequest, ExpectCertificateVerify,
+    ExpectEncryptedExtensions, ExpectFinished, ExpectServerHello, ExpectServerHelloAfterRetry,
+    Handshake, Offer, ServerAuth, ServerCertificate, ServerExtensions, State,
 };
 
 impl ExpectServerHello {
@@ -239,6 +239,7 @@ impl ExpectCertificateOrRequest {
                     request: CertificateRequested {
                         schemes,
                         compression: requested_compression(cr),
+                        trust_anchors: requested_trust_anchors(cx.config, cr)?,
                     },
                 })))
             }
@@ -573,24 +574,11 @@ impl Cx<'_> {
         // draft-ietf-tls-trust-anchor-ids §4.2: an empty trust_anchors in the first entry says
         // the path was chosen for an anchor we asked for; anywhere else, or with a body, it is
         // malformed.
-        let mut matched = false;
-        if let Some(t) = &config.trust_anchors {
-            for (i, entry) in c.entries.iter().enumerate() {
-                for e in entry.extensions.iter().filter(|e| e.typ() == t.code_point) {
-                    match e {
-                        Extension::Unknown { body, .. } if i == 0 && body.is_empty() => {
-                            matched = true
-                        }
-                        _ => {
-                            return Err(PeerMisbehaved::IllegalExtension(
-                                "trust_anchors in Certificate: non-empty or not in the first entry",
-                            )
-                            .into())
-                        }
-                    }
-                }
-            }
-        }
+        let matched = crate::trust_anchors::certificate_matched(
+            &c.entries,
+            config.trust_anchors_code_point(),
+            config.trust_anchors.is_some(),
+        )?;
         // The certificates move out of the decoded message.
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         if chain.is_empty() {
@@ -648,7 +636,16 @@ impl Cx<'_> {
     ) -> Result<Option<SignatureScheme>, Error> {
         // The certificate is sent from the configuration as it is (no copy of the chain).
         let config = self.config;
-        let Some(ck) = &config.client_cert else {
+        // draft-ietf-tls-trust-anchor-ids §4.2 for the client's certificate: a request's
+        // trust_anchors that our path's properties match is answered with the empty extension;
+        // a negotiation-only path goes out only when asked for.
+        let props = config.client_cert_properties.as_ref();
+        let matched = match (&request.trust_anchors, props) {
+            (Some(ids), Some(p)) => p.requested_by(ids),
+            _ => false,
+        };
+        let withheld = !matched && props.is_some_and(|p| p.negotiation_only);
+        let Some(ck) = config.client_cert.as_ref().filter(|_| !withheld) else {
             auth::send_certificate(self.conn, transcript, context, &[], &[], Compression::NONE);
             return Ok(None);
         };
@@ -663,7 +660,22 @@ impl Cx<'_> {
             theirs: &request.compression,
             cache: config.compressed_certificates.as_deref(),
         };
-        auth::send_certificate(self.conn, transcript, context, &ck.chain, &[], compression);
+        let marker = [Extension::Unknown {
+            typ: config.trust_anchors_code_point(),
+            body: Vec::new(),
+        }];
+        let first: &[Extension] = if matched { &marker } else { &[] };
+        if matched {
+            self.conn.ev.push(Event::TrustAnchorMatched);
+        }
+        auth::send_certificate(
+            self.conn,
+            transcript,
+            context,
+            &ck.chain,
+            first,
+            compression,
+        );
         auth::send_certificate_verify(self.conn, transcript, ck.key.as_ref(), scheme)?;
         Ok(Some(scheme))
     }

@@ -12,7 +12,8 @@ use crate::messages::handshake::{
 use crate::traffic::{receive_key_update, Traffic};
 
 use super::{
-    requested_compression, requested_schemes, unexpected, CertificateRequested, Connected, Cx,
+    requested_compression, requested_schemes, requested_trust_anchors, unexpected,
+    CertificateRequested, Connected, Cx,
 };
 
 impl Connected {
@@ -60,6 +61,7 @@ impl Cx<'_> {
         let request = CertificateRequested {
             schemes: requested_schemes(cr)?,
             compression: requested_compression(cr),
+            trust_anchors: requested_trust_anchors(self.config, cr)?,
         };
         if self.conn.write_closed {
             // After our close_notify nothing may be sent (§6.1): the request goes unanswered.

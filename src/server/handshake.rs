@@ -362,8 +362,8 @@ impl Cx<'_> {
     }
 }
 
-/// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, and
-/// compress_certificate when we decompress (RFC 8879 §3).
+/// Our CertificateRequest's extensions (§4.3.2): signature_algorithms, compress_certificate
+/// when we decompress (RFC 8879 §3), trust_anchors when configured (trust-anchor-ids §4.1).
 pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Extension> {
     let mut exts = vec![Extension::SignatureAlgorithms(
         config.signature_schemes.clone(),
@@ -373,7 +373,30 @@ pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Exten
             config.cert_compression.clone(),
         ));
     }
+    if let Some(ids) = &config.client_trust_anchors {
+        exts.push(Extension::Unknown {
+            typ: config.trust_anchors_code_point,
+            body: crate::trust_anchors::encode_list(ids),
+        });
+    }
     exts
+}
+
+/// Whether the client's Certificate says it matched our CertificateRequest's trust_anchors
+/// (reported as an event).
+pub(super) fn client_trust_anchor_matched(
+    cx: &mut Cx<'_>,
+    c: &crate::messages::handshake::CertificatePayload,
+) -> Result<(), Error> {
+    let config = cx.config;
+    if crate::trust_anchors::certificate_matched(
+        &c.entries,
+        config.trust_anchors_code_point,
+        config.client_trust_anchors.is_some(),
+    )? {
+        cx.conn.ev.push(crate::events::Event::TrustAnchorMatched);
+    }
+    Ok(())
 }
 
 impl ExpectEndOfEarlyData {
@@ -412,6 +435,7 @@ impl ExpectCertificate {
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
+        client_trust_anchor_matched(cx, &c)?;
         let ExpectCertificate { mut hs } = *self;
         hs.transcript.add(typ, &encoded);
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();

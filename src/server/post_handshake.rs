@@ -153,6 +153,7 @@ impl PostHandshakeAuth {
             mut transcript,
         } = self.pending.remove(i);
         transcript.add(typ, &encoded);
+        super::handshake::client_trust_anchor_matched(cx, &c)?;
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let certificates = chain.len();
         let step = if chain.is_empty() {
