@@ -424,6 +424,14 @@ pub struct HelloReport {
     pub bytes: Vec<u8>,
 }
 
+/// A KEM by its IANA name (`ML-KEM-768`).
+fn ser_kem<S: serde::Serializer>(k: &Option<Kem>, s: S) -> Result<S::Ok, S::Error> {
+    match k {
+        Some(k) => s.serialize_str(&k.id().to_string()),
+        None => s.serialize_none(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,13 +444,5 @@ mod tests {
         assert!(!is_grease(0x1a2a));
         assert!(!is_grease(0x0a0b));
         assert!(!is_grease(0x001d));
-    }
-}
-
-/// A KEM by its IANA name (`ML-KEM-768`).
-fn ser_kem<S: serde::Serializer>(k: &Option<Kem>, s: S) -> Result<S::Ok, S::Error> {
-    match k {
-        Some(k) => s.serialize_str(&k.id().to_string()),
-        None => s.serialize_none(),
     }
 }
