@@ -1527,6 +1527,16 @@ mod tests {
                 )));
             }
             assert_eq!(proof.signatures.is_empty(), landmark);
+            // The ledger's certificate line names the proof and the entry's extension.
+            assert!(text.contains(&format!(
+                "(MTCProof: {} inclusion proof hashes, {} cosignatures)",
+                proof.inclusion_proof.len(),
+                proof.signatures.len()
+            )));
+            assert!(
+                text.contains("; entry extensions 6 (trust_anchors)"),
+                "{text}"
+            );
             assert!(text.contains(&format!(
                 "CA {}, serial {}",
                 mtc.ca_id.to_ascii(),
