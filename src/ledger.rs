@@ -16,7 +16,9 @@ use crate::events::{
     Event, HandshakeEvent, Negotiated, Observer, RecordEvent,
 };
 use crate::messages::codec::{DecodeError, Reader};
-use crate::messages::enums::{CertificateCompressionAlgorithm, ContentType, HandshakeType};
+use crate::messages::enums::{
+    CertificateCompressionAlgorithm, ContentType, ExtensionType, HandshakeType,
+};
 
 /// One handshake message (or the part of it) inside a record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -87,6 +89,35 @@ pub struct CertificateEntrySizes {
     /// Where the certificate's bytes go (public key, signature, SCT list, other extensions);
     /// null if its DER does not parse.
     pub parts: Option<CertParts>,
+    /// The entry's extensions by name, e.g. `trust_anchors` (draft-ietf-tls-trust-anchor-ids
+    /// §4.1: empty, in the first entry, when the certificate matched a requested anchor).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extension_types: Vec<String>,
+    /// A Merkle Tree Certificate's MTCProof (its signatureValue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtc: Option<MtcProofSizes>,
+}
+
+/// What a Merkle Tree Certificate's signatureValue holds instead of a signature
+/// (draft-ietf-plants-merkle-tree-certs §6.2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MtcProofSizes {
+    /// Hashes in the inclusion proof (32 bytes each).
+    pub inclusion_hashes: usize,
+    /// Cosignatures: none in a landmark-relative certificate.
+    pub cosignatures: usize,
+}
+
+impl MtcProofSizes {
+    /// `None` unless `der` is an MTC whose proof decodes.
+    fn of(der: &[u8]) -> Option<Self> {
+        let c = crate::crypto::cert::mtc::parse_mtc(der).ok()?;
+        let p = crate::crypto::cert::mtc::MtcProof::decode(c.proof).ok()?;
+        Some(MtcProofSizes {
+            inclusion_hashes: p.inclusion_proof.len(),
+            cosignatures: p.signatures.len(),
+        })
+    }
 }
 
 impl CertificateMessage {
@@ -107,11 +138,20 @@ impl CertificateMessage {
         let mut entries = Vec::new();
         while !list.is_empty() {
             let der = list.sub_u24("cert_data")?.rest();
-            let extensions = 2 + list.sub_u16("extensions")?.remaining();
+            let mut exts = list.sub_u16("extensions")?;
+            let extensions = 2 + exts.remaining();
+            let mut extension_types = Vec::new();
+            while !exts.is_empty() {
+                let t = exts.u16("extension_type")?;
+                exts.sub_u16("extension_data")?;
+                extension_types.push(ExtensionType::from(t).to_string());
+            }
             entries.push(CertificateEntrySizes {
                 der: der.len(),
                 extensions,
                 parts: cert_parts(der).ok(),
+                extension_types,
+                mtc: MtcProofSizes::of(der),
             });
         }
         Ok(CertificateMessage {
@@ -131,11 +171,23 @@ impl CertificateMessage {
             self.entries.len()
         );
         for (i, e) in self.entries.iter().enumerate() {
+            let names = if e.extension_types.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", e.extension_types.join(", "))
+            };
+            // An MTC's "signature" is its MTCProof (draft-ietf-plants-merkle-tree-certs §6.2).
+            let proof = e.mtc.as_ref().map_or(String::new(), |m| {
+                format!(
+                    " (MTCProof: {} inclusion proof hashes, {} cosignatures)",
+                    m.inclusion_hashes, m.cosignatures
+                )
+            });
             match &e.parts {
                 Some(p) => {
                     let _ = write!(
                         s,
-                        "\n  #{i} der {} = public key info {} + signature {} + SCTs {} ({}) + other extensions {} + rest {}; entry extensions {}",
+                        "\n  #{i} der {} = public key info {} + signature {}{proof} + SCTs {} ({}) + other extensions {} + rest {}; entry extensions {}{names}",
                         e.der,
                         p.spki,
                         p.signature,
@@ -149,7 +201,7 @@ impl CertificateMessage {
                 None => {
                     let _ = write!(
                         s,
-                        "\n  #{i} der {} (not X.509 DER); entry extensions {}",
+                        "\n  #{i} der {} (not X.509 DER); entry extensions {}{names}",
                         e.der, e.extensions
                     );
                 }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use lab::explain::{self, Connection, InMemory, KeyTree};
 use lab::illustrate;
+use tls13lab::crypto::hpke::Kem;
 use tls13lab::events::Side;
 
 use super::common::Offer;
@@ -42,6 +43,12 @@ pub struct KeysArgs {
     /// step (RFC 9180), each Seal (nonce, AAD, payload) and the acceptance confirmation.
     #[arg(long, conflicts_with_all = ["rfc8448", "ledger"])]
     pub ech: bool,
+    /// The HPKE KEM of that ECH key: x25519 (DHKEM(X25519, HKDF-SHA256)), or the
+    /// post-quantum mlkem768 (ML-KEM-768, 0x0041) or xwing (X-Wing, 0x647a) of
+    /// draft-ietf-hpke-pq, whose enc is a 1088- or 1120-byte ciphertext.
+    #[arg(long, value_name = "KEM", default_value = "x25519", value_parser = ech_kem,
+          requires = "ech")]
+    pub ech_kem: Kem,
     /// The client sends no key share, so the server answers with a HelloRetryRequest (RFC 8446
     /// §4.1.4); with --ech, also its confirmation and the second Seal (sequence number 1).
     #[arg(long, conflicts_with_all = ["rfc8448", "ledger"])]
@@ -125,8 +132,18 @@ fn in_memory_run(a: &KeysArgs) -> Result<InMemory, String> {
     run.key_update = a.key_update;
     run.post_handshake_auth = a.post_handshake_auth;
     run.ech = a.ech;
+    run.ech_kem = a.ech_kem;
     run.hello_retry = a.hrr;
     Ok(run)
+}
+
+fn ech_kem(s: &str) -> Result<Kem, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "x25519" => Ok(Kem::X25519HkdfSha256),
+        "mlkem768" | "ml-kem-768" => Ok(Kem::MlKem768),
+        "xwing" | "x-wing" => Ok(Kem::XWing),
+        _ => Err(format!("expected x25519, mlkem768 or xwing, got '{s}'")),
+    }
 }
 
 fn connection(s: &str) -> Result<Connection, String> {

@@ -4948,3 +4948,50 @@ fn clienthellos_page_matches_the_captures() {
         "docs/clienthellos.md is stale: TLS13LAB_WRITE_DOCS=1 cargo test --release --workspace --test instruments clienthellos"
     );
 }
+
+/// A post-quantum ECH config (draft-ietf-hpke-pq) through the CLI: `keys --ech --ech-kem`
+/// explains the KEM's Encap with its enc, and `hello --ech-config` names the config's KEM
+/// with what its enc adds over DHKEM(X25519)'s.
+#[test]
+fn keys_and_hello_show_a_post_quantum_ech_kem() {
+    use tls13lab::crypto::hpke::Kem;
+    let dir = temp_dir("pq-ech");
+    for (arg, suite, kem) in [
+        ("mlkem768", "0x41,1,1", Kem::MlKem768),
+        ("xwing", "0x647a,1,1", Kem::XWing),
+    ] {
+        let name = kem.id().to_string();
+        let out = tls13lab(&["keys", "--ech", "--ech-kem", arg, "--no-export"]);
+        for want in [
+            format!("Encap / Decap: {name}, a KEM"),
+            format!("    enc      {} bytes\n", kem.enc_len()),
+            format!("enc, {} bytes\n", kem.enc_len()),
+            "ECH accepted".to_string(),
+        ] {
+            assert!(out.contains(&want), "{arg}: missing {want:?} in\n{out}");
+        }
+        let pem = dir.join(format!("{arg}.pem"));
+        let pem = pem.to_str().unwrap();
+        tls13lab(&[
+            "ech",
+            "keygen",
+            "--public-name",
+            "public.example",
+            "--suite",
+            suite,
+            "--seed",
+            "1",
+            "--out",
+            pem,
+        ]);
+        let out = tls13lab(&["hello", "--ech-config", pem]);
+        let base = Kem::X25519HkdfSha256.enc_len();
+        let want = format!(
+            "KEM                     {name}: enc {} bytes, {} more than DHKEM(X25519)'s {base}",
+            kem.enc_len(),
+            kem.enc_len() - base
+        );
+        assert!(out.contains(&want), "missing {want:?} in\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,6 +56,10 @@ pub struct Message {
     /// A ServerHello's (or HelloRetryRequest's) JA4S.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_fingerprints: Option<ServerFingerprints>,
+    /// What its newer parts carry, one line each: `trust_anchors` lists with their IDs in
+    /// ASCII, each Merkle Tree Certificate's MTCProof byte by byte ([`message_details`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
     /// The bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,
@@ -306,6 +310,7 @@ pub fn dissect_with(
                     valid: HandshakeMessage::decode(&m.bytes, DecodeContext::default()).is_ok(),
                     client_fingerprints: client,
                     server_fingerprints: server,
+                    details: message_details(&m.bytes, DecodeContext::default()),
                     bytes: m.bytes.clone(),
                 });
             }
@@ -403,6 +408,7 @@ pub fn dissect_with(
                 server_fingerprints: (plain && m.typ == HandshakeType::ServerHello)
                     .then(|| fingerprint::server_hello(&m.bytes).ok())
                     .flatten(),
+                details: message_details(&m.bytes, DecodeContext { hash_len }),
                 bytes: m.bytes.clone(),
             });
         }
@@ -637,6 +643,147 @@ fn check_finished(
     out
 }
 
+/// What a handshake message's newer parts carry, one line each, every byte counted:
+///
+/// - a `trust_anchors` extension (draft-ietf-tls-trust-anchor-ids §4.1): in a ClientHello or
+///   CertificateRequest the RequestedTrustAnchorList, in EncryptedExtensions the
+///   AvailableTrustAnchorList, each ID in its ASCII form (§3); in a CertificateEntry, empty;
+/// - a Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs §6.2): the serial's log
+///   and index, the issuer's CA ID, and its signatureValue split into the MTCProof's fields,
+///   each cosignature with its cosigner ID.
+///
+/// Nothing for a message that does not decode.
+pub fn message_details(bytes: &[u8], ctx: DecodeContext) -> Vec<String> {
+    let Ok(m) = HandshakeMessage::decode(bytes, ctx) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    details_in(&m.layout(), bytes, m.typ(), &mut out);
+    out
+}
+
+fn details_in(
+    spans: &[tls13lab::messages::layout::Span],
+    bytes: &[u8],
+    typ: HandshakeType,
+    out: &mut Vec<String>,
+) {
+    let mut entry = 0;
+    for s in spans {
+        let body = |name: &str| {
+            s.children
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| bytes.get(c.offset..c.end()))
+        };
+        if s.name == ExtensionType::TrustAnchors.to_string()
+            || s.name
+                .starts_with(&format!("{} (", ExtensionType::TrustAnchors))
+        {
+            out.push(trust_anchors_line(
+                typ,
+                body("extension_data").unwrap_or(&[]),
+            ));
+        } else if s.name == "cert_data" {
+            if let Some(der) = body("data") {
+                out.extend(mtc_lines(entry, der));
+            }
+            entry += 1;
+        } else {
+            details_in(&s.children, bytes, typ, out);
+        }
+    }
+}
+
+/// One `trust_anchors` extension in words (draft-ietf-tls-trust-anchor-ids §4.1).
+fn trust_anchors_line(typ: HandshakeType, body: &[u8]) -> String {
+    use tls13lab::crypto::cert::mtc::TrustAnchorId;
+    let ascii =
+        |id: &Vec<u8>| TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii());
+    let list = |ids: Result<Vec<Vec<u8>>, _>| match ids {
+        Ok(ids) if ids.is_empty() => "empty".to_string(),
+        Ok(ids) => ids.iter().map(ascii).collect::<Vec<_>>().join(", "),
+        Err(e) => format!("does not decode: {e}"),
+    };
+    let n = body.len();
+    match typ {
+        HandshakeType::ClientHello | HandshakeType::CertificateRequest => format!(
+            "trust_anchors {n} B, RequestedTrustAnchorList: {}",
+            list(tls13lab::trust_anchors::decode_requested(body))
+        ),
+        HandshakeType::EncryptedExtensions => format!(
+            "trust_anchors {n} B, AvailableTrustAnchorList: {}",
+            list(tls13lab::trust_anchors::decode_available(body))
+        ),
+        _ if n == 0 => {
+            "trust_anchors (empty): this certificate matched a requested trust anchor".into()
+        }
+        _ => format!("trust_anchors {n} B: should be empty here (§4.1)"),
+    }
+}
+
+/// A Merkle Tree Certificate (the `entry`-th CertificateEntry's `der`) in words: nothing if
+/// it is not one. The sums add up to the signatureValue's bytes.
+fn mtc_lines(entry: usize, der: &[u8]) -> Vec<String> {
+    use tls13lab::crypto::cert::mtc::{parse_mtc, MtcProof, TrustAnchorId, HASH_SIZE};
+    let Ok(c) = parse_mtc(der) else {
+        return Vec::new();
+    };
+    let ascii =
+        |id: &[u8]| TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii());
+    let p = c.proof.len();
+    // The BIT STRING's contents: the unused-bits byte, then the MTCProof.
+    let header = match p + 1 {
+        n if n < 0x80 => 2,
+        n if n < 0x100 => 3,
+        n if n < 0x10000 => 4,
+        _ => 5,
+    };
+    let mut out = vec![format!(
+        "#{entry} Merkle Tree Certificate (id-alg-mtcProof), CA {}, serial {} = log {} index {}; {} bytes",
+        c.ca_id.to_ascii(),
+        c.serial,
+        c.serial >> 48,
+        c.serial & 0xffff_ffff_ffff,
+        der.len()
+    )];
+    out.push(format!(
+        "   signatureValue {} = tag, length {header} + unused bits 1 + MTCProof {p}",
+        header + 1 + p
+    ));
+    let Ok(m) = MtcProof::decode(c.proof) else {
+        out.push("   MTCProof does not decode".into());
+        return out;
+    };
+    let sigs: usize = m
+        .signatures
+        .iter()
+        .map(|s| 1 + s.cosigner_id.len() + 2 + s.signature.len())
+        .sum();
+    let hashes = m.inclusion_proof.len();
+    out.push(format!(
+        "   MTCProof {p} = extensions 2+{} + start 6 ({}) + end 6 ({}) + inclusion_proof 2+{} ({hashes} hash{} of {HASH_SIZE}) + signatures 2+{sigs} ({})",
+        m.extensions.len(),
+        m.start,
+        m.end,
+        hashes * HASH_SIZE,
+        if hashes == 1 { "" } else { "es" },
+        match m.signatures.len() {
+            0 => "none: landmark-relative".to_string(),
+            n => format!("{n}: standalone"),
+        }
+    ));
+    for s in &m.signatures {
+        out.push(format!(
+            "   cosigner {}: cosigner_id 1+{} + signature 2+{}",
+            ascii(s.cosigner_id),
+            s.cosigner_id.len(),
+            s.signature.len()
+        ));
+    }
+    out
+}
+
 /// One summary line: the label in the column `tls13lab client` prints.
 pub fn summary_line(label: &str, value: &str) -> String {
     format!("{label:<18} {value}\n")
@@ -794,6 +941,9 @@ pub fn render(d: &Dissection) -> String {
         }
         if let Some(f) = &m.server_fingerprints {
             let _ = writeln!(s, "      JA4S {}", f.ja4s);
+        }
+        for d in &m.details {
+            let _ = writeln!(s, "      {d}");
         }
     }
     if !d.app_data.is_empty() {
@@ -1278,6 +1428,122 @@ fn render_ech(s: &mut String, e: &EchView) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A captured MTC handshake: the trust anchor lists in ASCII and each proof's bytes, the
+    /// sums checked against the certificate the server sent.
+    #[test]
+    fn mtc_handshakes_show_trust_anchors_and_the_proof_byte_by_byte() {
+        use tls13lab::crypto::cert::mtc::{parse_mtc, MtcProof, TrustAnchorId};
+        for landmark in [false, true] {
+            let (events, _) = crate::illustrate::mtc_handshake(landmark);
+            let w = crate::pcap::pcapng(&events, Default::default(), 1460).unwrap();
+            let cap = crate::pcap::read_capture(&w.bytes).unwrap();
+            let c = &cap.connections[0];
+            let d = dissect(&c.c2s, &c.s2c, &cap.keylog, true);
+            let text = render(&d);
+            let ascii = |id: &[u8]| TrustAnchorId::from_binary(id).unwrap().to_ascii();
+            let (mut asked, mut offered) = (None, None);
+            for e in &events {
+                match e {
+                    Event::TrustAnchorsAvailable { ids } => offered = Some(ids.clone()),
+                    Event::Handshake(h) if h.typ == HandshakeType::ClientHello => {
+                        let m = HandshakeMessage::decode(&h.bytes, DecodeContext::default());
+                        if let Ok(HandshakePayload::ClientHello(ch)) = m.map(|m| m.payload) {
+                            asked = ch.extensions.iter().find_map(|x| match x {
+                                tls13lab::messages::extensions::Extension::Unknown {
+                                    typ: ExtensionType::TrustAnchors,
+                                    body,
+                                } => tls13lab::trust_anchors::decode_requested(body).ok(),
+                                _ => None,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let asked: Vec<String> = asked.unwrap().iter().map(|i| ascii(i)).collect();
+            let offered: Vec<String> = offered.unwrap().iter().map(|i| ascii(i)).collect();
+            assert!(
+                text.contains(&format!("RequestedTrustAnchorList: {}\n", asked.join(", "))),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "AvailableTrustAnchorList: {}\n",
+                    offered.join(", ")
+                )),
+                "{text}"
+            );
+            assert!(text.contains("trust_anchors (empty): this certificate matched"));
+            let cert = d
+                .messages
+                .iter()
+                .find(|m| m.typ == HandshakeType::Certificate)
+                .unwrap();
+            let der = match HandshakeMessage::decode(&cert.bytes, DecodeContext::default())
+                .unwrap()
+                .payload
+            {
+                HandshakePayload::Certificate(c) => c.entries[0].cert_data.clone(),
+                _ => unreachable!(),
+            };
+            let mtc = parse_mtc(&der).unwrap();
+            let proof = MtcProof::decode(mtc.proof).unwrap();
+            // Each line's parts add up to its total: the signatureValue's to the element, the
+            // MTCProof's to the proof.
+            let sums = |head: &str| {
+                let line = cert
+                    .details
+                    .iter()
+                    .find(|l| l.trim_start().starts_with(head))
+                    .unwrap();
+                let (total, parts) = line.trim_start()[head.len()..].split_once(" = ").unwrap();
+                let sum: usize = parts
+                    .split(" + ")
+                    .map(|part| {
+                        let n = part
+                            .split_whitespace()
+                            .find(|t| t.chars().all(|c| c.is_ascii_digit() || c == '+'))
+                            .unwrap();
+                        n.split('+')
+                            .map(|x| x.parse::<usize>().unwrap())
+                            .sum::<usize>()
+                    })
+                    .sum();
+                (total.parse::<usize>().unwrap(), sum, line.clone())
+            };
+            let (total, sum, line) = sums("MTCProof ");
+            assert_eq!((total, sum), (mtc.proof.len(), mtc.proof.len()), "{line}");
+            let (total, sum, _) = sums("signatureValue ");
+            assert_eq!(total, sum);
+            assert!(der.ends_with(mtc.proof) && total > mtc.proof.len());
+            assert!(line.contains(&format!("({} hash", proof.inclusion_proof.len())));
+            for s in &proof.signatures {
+                assert!(text.contains(&format!(
+                    "cosigner {}: cosigner_id 1+{} + signature 2+{}",
+                    ascii(s.cosigner_id),
+                    s.cosigner_id.len(),
+                    s.signature.len()
+                )));
+            }
+            assert_eq!(proof.signatures.is_empty(), landmark);
+            // The ledger's certificate line names the proof and the entry's extension.
+            assert!(text.contains(&format!(
+                "(MTCProof: {} inclusion proof hashes, {} cosignatures)",
+                proof.inclusion_proof.len(),
+                proof.signatures.len()
+            )));
+            assert!(
+                text.contains("; entry extensions 6 (trust_anchors)"),
+                "{text}"
+            );
+            assert!(text.contains(&format!(
+                "CA {}, serial {}",
+                mtc.ca_id.to_ascii(),
+                mtc.serial
+            )));
+        }
+    }
 
     #[test]
     fn printable_escapes() {

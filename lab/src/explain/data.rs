@@ -379,6 +379,9 @@ pub struct InMemory {
     /// ([`crate::ech::key`]), the client seals ClientHelloInner to its config, and the
     /// server accepts it.
     pub ech: bool,
+    /// The HPKE KEM of that ECH key: DHKEM(X25519) by default, or ML-KEM-768 / X-Wing
+    /// (draft-ietf-hpke-pq), whose `enc` is a 1088- / 1120-byte ciphertext.
+    pub ech_kem: tls13lab::crypto::hpke::Kem,
     /// The client sends no key share, so the server answers with a HelloRetryRequest naming
     /// its group (RFC 8446 §4.1.4, §4.2.8); with `ech`, the second ClientHelloOuter is sealed
     /// with the same HPKE context (RFC 9849 §6.1.5).
@@ -398,6 +401,7 @@ impl InMemory {
             key_update: false,
             post_handshake_auth: 0,
             ech: false,
+            ech_kem: tls13lab::crypto::hpke::Kem::X25519HkdfSha256,
             hello_retry: false,
         })
     }
@@ -453,7 +457,7 @@ pub fn in_memory(
         server.post_handshake_auth = tls13lab::config::ClientAuth::Required(vec![root]);
     }
     if o.ech {
-        let key = crate::ech::key(o.seed, 1)?;
+        let key = crate::ech::key_for(o.seed, 1, o.ech_kem)?;
         client.ech = EchMode::offer(key.list.clone());
         server.ech_keys = vec![key];
     }

@@ -331,7 +331,16 @@ impl EchView {
                     "public_name",
                     &String::from_utf8_lossy(&cc.public_name),
                 );
-                line(&mut out, "public_key", &hex(&k.public_key));
+                if k.public_key.len() > 64 {
+                    // A post-quantum KEM's key (ML-KEM-768: 1184 bytes, X-Wing: 1216).
+                    let n = k.public_key.len();
+                    line(&mut out, "public_key", &format!("{n} bytes"));
+                    for chunk in k.public_key.chunks(32) {
+                        line(&mut out, "", &hex(chunk));
+                    }
+                } else {
+                    line(&mut out, "public_key", &hex(&k.public_key));
+                }
                 line(
                     &mut out,
                     "maximum_name_length",
@@ -393,11 +402,12 @@ impl EchView {
                 },
             );
         }
-        let _ = writeln!(out, "enc");
         if s.enc.is_empty() {
+            let _ = writeln!(out, "enc");
             line(out, "value", "empty");
         } else {
-            line(out, "value", &hex(&s.enc));
+            let _ = writeln!(out, "enc, {} bytes", s.enc.len());
+            wrapped(out, "value", &s.enc);
         }
         if explain {
             line(
@@ -407,8 +417,9 @@ impl EchView {
                     "After a HelloRetryRequest enc is empty: the server reuses the context the \
                      first ClientHello set up (RFC 9849 §6.1.5, §7.1.1)."
                 } else {
-                    "The KEM's encapsulated key (pkE), which lets the server decapsulate the \
-                     shared secret (RFC 9180 §4.1, RFC 9849 §5)."
+                    "The KEM's encapsulated key, which lets the server decapsulate the shared \
+                     secret: DHKEM's ephemeral public key pkE, or a post-quantum KEM's \
+                     ciphertext (RFC 9180 §4.1, draft-ietf-hpke-pq, RFC 9849 §5)."
                 },
             );
         }
@@ -627,5 +638,69 @@ fn wrapped(out: &mut String, key: &str, bytes: &[u8]) {
     }
     if bytes.is_empty() {
         let _ = writeln!(out, "    {key:<8} empty");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{in_memory, InMemory, KeyTree};
+    use tls13lab::crypto::hpke::{HpkeOp, Kem};
+    use tls13lab::events::{hex, Event};
+
+    /// The KEM's step (draft-ietf-hpke-pq: Encap's or Decap's shared secret) of one side.
+    fn kem_step(events: &[Event]) -> tls13lab::crypto::hpke::HpkeStep {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::Hpke(s) if s.op == HpkeOp::Kem => Some(s.clone()),
+                _ => None,
+            })
+            .expect("a KEM step")
+    }
+
+    /// ECH with an ML-KEM-768 and an X-Wing config: the text shows the KEM's enc (its
+    /// ciphertext, Nenc bytes) and shared secret, and the key schedule over it, with the
+    /// seeded run's values; the payload opens with that key.
+    #[test]
+    fn post_quantum_ech_shows_the_kem_and_the_schedule_over_it() {
+        for kem in [Kem::MlKem768, Kem::XWing] {
+            let run = InMemory {
+                ech: true,
+                ech_kem: kem,
+                ..InMemory::demo(1).unwrap()
+            };
+            let (client, server) = in_memory(&run, None).unwrap();
+            assert!(tls13lab::events::ech_accepted(&client));
+            let tree = KeyTree::from_events("pq ech", &client);
+            let ech = tree.ech.as_ref().unwrap();
+            let text = tree.text(true);
+            let (c, s) = (kem_step(&client), kem_step(&server));
+            // Decap gives the server the client's Encap secret.
+            assert_eq!(c.output, s.output);
+            let enc = &c.inputs.iter().find(|(k, _)| *k == "enc").unwrap().1;
+            assert_eq!(enc.len(), kem.enc_len());
+            assert_eq!(&ech.seals[0].enc, enc);
+            assert!(ech.seals[0].opened.is_some(), "the payload opens");
+            let name = kem.id().to_string();
+            for needle in [
+                format!("Encap / Decap: {name}, a KEM"),
+                format!("    enc      {} bytes\n", enc.len()),
+                format!("    value    {}\n", hex(&c.output)),
+                format!("enc, {} bytes\n", enc.len()),
+                "draft-ietf-hpke-pq".to_string(),
+            ] {
+                assert!(text.contains(&needle), "{kem:?}: no {needle:?} in\n{text}");
+            }
+            // Every step of the schedule after the KEM's, with its value.
+            for st in client.iter().filter_map(|e| match e {
+                Event::Hpke(s) if s.op != HpkeOp::Kem => Some(s),
+                _ => None,
+            }) {
+                assert!(text.contains(&format!("{} = ", st.name)), "{}", st.name);
+                assert!(text.contains(&hex(&st.output)), "{}", st.name);
+            }
+            // The enc's bytes, a line at a time.
+            assert!(text.contains(&hex(&enc[enc.len() - 32..])));
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use tls13lab::crypto::hpke::{HpkeOp, HpkeStep, HpkeValue};
 use tls13lab::events::hex;
+use tls13lab::messages::enums::HpkeKemId;
 
 /// The steps as text: a header per phase (DeriveKeyPair, Encap/Decap, KeySchedule, Export), the
 /// suite_id whenever it changes, then each step's formula, its inputs that no earlier step made,
@@ -22,17 +23,33 @@ pub fn hpke_text(steps: &[HpkeStep], explain: bool) -> String {
             let _ = writeln!(out, "  suite_id = {}", suite_id_text(&s.suite_id));
             suite_id = Some(&s.suite_id);
         }
+        if s.op == HpkeOp::Kem && s.name == HpkeValue::SharedSecret {
+            let _ = writeln!(out, "\n{}", pq_phase(&s.suite_id));
+        }
         let earlier = &steps[..i];
         let _ = writeln!(out, "{} = {}", s.name, formula(s, earlier));
         for (k, v) in &s.inputs {
             // Inputs made by an earlier step are named in the formula; the rest are shown.
             if name_of(v, earlier).is_none() && !v.is_empty() && *k != "L" {
-                let _ = writeln!(out, "    {k:<8} {}", hex(v));
+                if v.len() > 64 {
+                    // A post-quantum enc (a ciphertext of a thousand bytes): its size, then
+                    // its bytes a line at a time.
+                    let _ = writeln!(out, "    {k:<8} {} bytes", v.len());
+                    for chunk in v.chunks(32) {
+                        let _ = writeln!(out, "    {:<8} {}", "", hex(chunk));
+                    }
+                } else {
+                    let _ = writeln!(out, "    {k:<8} {}", hex(v));
+                }
             }
         }
         let _ = writeln!(out, "    {:<8} {}", "value", hex(&s.output));
         if explain {
-            let _ = writeln!(out, "    {:<8} {}", "why", why(s.name));
+            let text = match s.op {
+                HpkeOp::Kem => why_pq(s.name),
+                _ => why(s.name),
+            };
+            let _ = writeln!(out, "    {:<8} {}", "why", text);
         }
     }
     out
@@ -49,6 +66,36 @@ fn phase(v: HpkeValue) -> Option<&'static str> {
         HpkeValue::ExportedValue => "Export(exporter_context, L) (RFC 9180 §5.3)",
         _ => return None,
     })
+}
+
+/// The heading of a post-quantum KEM's Encap / Decap (draft-ietf-hpke-pq), its suite_id
+/// `"KEM" ‖ kem_id` naming the KEM.
+fn pq_phase(suite_id: &[u8]) -> String {
+    let kem = suite_id
+        .get(3..5)
+        .map(|id| HpkeKemId::from(u16::from_be_bytes([id[0], id[1]])).to_string())
+        .unwrap_or_else(|| "?".into());
+    format!(
+        "Encap / Decap: {kem}, a KEM: enc is its ciphertext and its shared secret is HPKE's \
+         (draft-ietf-hpke-pq)"
+    )
+}
+
+/// [`why`] for a post-quantum KEM's step (draft-ietf-hpke-pq).
+fn why_pq(v: HpkeValue) -> &'static str {
+    match v {
+        HpkeValue::SharedSecret => {
+            "Encap(pkR) draws its randomness and returns the shared secret and enc, the KEM \
+             ciphertext (ML-KEM-768: 1088 bytes; X-Wing: 1120, the ML-KEM ciphertext and an \
+             X25519 share); Decap(enc, skR) gives the same 32 bytes. Unlike DHKEM there is no \
+             DH value and no ExtractAndExpand: the KeySchedule takes this secret as is \
+             (draft-ietf-hpke-pq)."
+        }
+        HpkeValue::Sk => {
+            "The private key from SHAKE256 over ikm (draft-ietf-hpke-pq's DeriveKeyPair)."
+        }
+        v => why(v),
+    }
 }
 
 /// `"KEM" ‖ 0x0020` or `"HPKE" ‖ 0x0020 ‖ 0x0001 ‖ 0x0001`.

@@ -326,6 +326,7 @@ fn captured_ech(hello: &tls13lab::messages::handshake::ClientHello) -> Option<Ec
         outer_sni: hello.host_name(),
         inner_sni: None,
         public_name: None,
+        kem: None,
         inner: None,
         grease_encoded_len: None,
     })

@@ -13,6 +13,7 @@ use crate::tcp::Link;
 use tls13lab::client::Client;
 use tls13lab::config::{EchMode, HelloPadding};
 use tls13lab::crypto::aead::suite_params;
+use tls13lab::crypto::cert::mtc::TrustAnchorId;
 use tls13lab::crypto::hpke::Aead;
 use tls13lab::crypto::kx;
 use tls13lab::crypto::random::{RandomSource, SeededRandom};
@@ -324,6 +325,7 @@ fn ech_view(
         outer_sni: outer.host_name(),
         inner_sni: None,
         public_name: None,
+        kem: None,
         inner: None,
         grease_encoded_len: None,
     };
@@ -379,6 +381,7 @@ fn ech_view(
     view.kind = EchKind::Config;
     view.inner_sni = inner.host_name();
     view.public_name = Some(chosen.public_name.clone());
+    view.kem = Some(chosen.suite.kem);
     view.inner = Some(EchInner {
         message_len: inner_msg.len(),
         extensions,
@@ -879,6 +882,24 @@ fn extension_detail(e: &Extension, body: usize) -> String {
             Ok(EchClientHello::Inner) => "inner (RFC 9849 §5)".into(),
             Err(_) => format!("{body} bytes, not an ECHClientHello"),
         },
+        // draft-ietf-tls-trust-anchor-ids §4.1: the IDs in their ASCII form (§3).
+        Extension::Unknown {
+            typ: ExtensionType::TrustAnchors,
+            body,
+        } => match tls13lab::trust_anchors::decode_requested(body) {
+            Ok(ids) if ids.is_empty() => "RequestedTrustAnchorList, empty".into(),
+            Ok(ids) => format!(
+                "RequestedTrustAnchorList: {}",
+                names(
+                    ids.iter()
+                        .map(|id| {
+                            TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii())
+                        })
+                        .collect()
+                )
+            ),
+            Err(_) => format!("{} bytes, not a RequestedTrustAnchorList", body.len()),
+        },
         Extension::Unknown { typ, body } if is_grease(typ.to_repr()) => {
             format!("RFC 8701, {} byte body", body.len())
         }
@@ -1040,5 +1061,61 @@ mod tests {
             at += it.len;
         }
         assert_eq!(at, r.message_len);
+    }
+
+    /// trust_anchors is named and its IDs shown in ASCII (draft-ietf-tls-trust-anchor-ids
+    /// §4.1); an ML-KEM-768 or X-Wing ECHConfig's enc is named by its KEM and set against
+    /// DHKEM(X25519)'s, the extension growing by the difference.
+    #[test]
+    fn trust_anchors_and_post_quantum_ech_configs_are_named() {
+        use tls13lab::config::TrustAnchorOffer;
+        use tls13lab::crypto::hpke::Kem;
+        let ids = ["32473.1", "32473.1.1.1.2"];
+        let mut spec = HelloSpec::new("ta");
+        spec.config.trust_anchors = Some(TrustAnchorOffer::new(
+            ids.iter()
+                .map(|a| TrustAnchorId::from_ascii(a).unwrap().as_bytes().to_vec())
+                .collect(),
+        ));
+        let r = report(&spec, &Framing::default(), Link::default()).unwrap();
+        let it = r.items.iter().find(|i| i.name == "trust_anchors").unwrap();
+        assert_eq!(it.code, Some(ExtensionType::TrustAnchors.to_repr()));
+        assert_eq!(
+            it.detail,
+            format!("RequestedTrustAnchorList: {}", ids.join(", "))
+        );
+        let text = super::super::render(&r, false);
+        assert!(text.contains(&it.detail));
+
+        let ech = |kem| {
+            let mut spec = HelloSpec::new("ech");
+            spec.config.server_name = Some(crate::ech::INNER_NAME.into());
+            spec.config.ech = EchMode::Config {
+                list: crate::ech::key_for(1, 1, kem).unwrap().list,
+                grease_fallback: false,
+            };
+            report(&spec, &Framing::default(), Link::default()).unwrap()
+        };
+        let classic = ech(Kem::X25519HkdfSha256);
+        let base = classic.ech.as_ref().unwrap();
+        for kem in [Kem::MlKem768, Kem::XWing] {
+            let r = ech(kem);
+            let e = r.ech.as_ref().unwrap();
+            assert_eq!(e.kem, Some(kem));
+            assert_eq!(e.enc_len, kem.enc_len());
+            assert_eq!(
+                e.extension_len - base.extension_len,
+                e.enc_len - base.enc_len
+            );
+            let text = super::super::render(&r, false);
+            let line = format!(
+                "KEM                     {}: enc {} bytes, {} more than DHKEM(X25519)'s {}",
+                kem.id(),
+                e.enc_len,
+                e.enc_len - base.enc_len,
+                base.enc_len
+            );
+            assert!(text.contains(&line), "no {line:?} in\n{text}");
+        }
     }
 }

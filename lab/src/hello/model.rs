@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::fingerprint::ClientFingerprints;
 use crate::tcp::Link;
 use tls13lab::config::{ClientConfig, HelloPadding};
+use tls13lab::crypto::hpke::Kem;
 use tls13lab::messages::enums::{CipherSuite, ProtocolVersion};
 use tls13lab::messages::handshake::{ClientHello, HandshakeMessage};
 use tls13lab::messages::layout::Span;
@@ -255,6 +256,10 @@ pub struct EchView {
     pub inner_sni: Option<String>,
     /// The config's public_name (real offers).
     pub public_name: Option<String>,
+    /// The config's HPKE KEM (real offers): DHKEM(X25519)'s enc is a 32-byte key, ML-KEM-768's
+    /// and X-Wing's a 1088- or 1120-byte ciphertext (draft-ietf-hpke-pq).
+    #[serde(serialize_with = "ser_kem", skip_serializing_if = "Option::is_none")]
+    pub kem: Option<Kem>,
     /// The inner hello (real offers).
     pub inner: Option<EchInner>,
     /// GREASE: the EncodedClientHelloInner length the payload pretends to seal (§6.2: a real
@@ -417,6 +422,14 @@ pub struct HelloReport {
     /// The message bytes.
     #[serde(skip)]
     pub bytes: Vec<u8>,
+}
+
+/// A KEM by its IANA name (`ML-KEM-768`).
+fn ser_kem<S: serde::Serializer>(k: &Option<Kem>, s: S) -> Result<S::Ok, S::Error> {
+    match k {
+        Some(k) => s.serialize_str(&k.id().to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::model::{is_grease, CaptureView, EchKind, EchView, HelloReport, Item, ItemKind};
 use crate::fingerprint::ClientFingerprints;
+use tls13lab::crypto::hpke::Kem;
 use tls13lab::events::hex;
 use tls13lab::messages::layout::Span;
 
@@ -231,6 +232,20 @@ fn render_ech(e: &EchView) -> String {
                 name(&e.public_name),
                 name(&e.inner_sni)
             );
+            if let Some(kem) = e.kem {
+                // What the config's KEM costs: enc against DHKEM(X25519)'s (draft-ietf-hpke-pq).
+                let base = Kem::X25519HkdfSha256.enc_len();
+                let more = match e.enc_len.checked_sub(base) {
+                    Some(0) | None => String::new(),
+                    Some(n) => format!(", {n} more than DHKEM(X25519)'s {base}"),
+                };
+                let _ = writeln!(
+                    s,
+                    "  KEM                     {}: enc {} bytes{more}",
+                    kem.id(),
+                    e.enc_len
+                );
+            }
             if let Some(i) = &e.inner {
                 let _ = writeln!(
                     s,

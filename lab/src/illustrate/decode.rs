@@ -4,11 +4,15 @@
 //! `x25519`); this adds the value of the scalar fields (code points by name, lengths and
 //! integers in decimal, names as text) and a link per message, extension and record part.
 
+use tls13lab::crypto::cert::mtc::TrustAnchorId;
 use tls13lab::messages::enums::{
     AlertDescription, AlertLevel, CipherSuite, ContentType, HandshakeType, HpkeAeadId, HpkeKdfId,
     NamedGroup, SignatureScheme,
 };
 use tls13lab::messages::handshake::HRR_RANDOM;
+
+/// The span of one ID in a `trust_anchors` list (draft-ietf-tls-trust-anchor-ids §4.1).
+pub const TRUST_ANCHOR_ID: &str = "TrustAnchorID";
 
 /// A link to a section of an RFC or draft: its label and address.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +36,14 @@ pub fn draft(name: &str) -> Cite {
     Cite {
         label: name.to_string(),
         href: format!("https://datatracker.ietf.org/doc/html/{name}"),
+    }
+}
+
+/// Section `sec` of an Internet-Draft.
+pub fn draft_section(name: &str, sec: &str) -> Cite {
+    Cite {
+        label: format!("{name} §{sec}"),
+        href: format!("https://datatracker.ietf.org/doc/html/{name}#section-{sec}"),
     }
 }
 
@@ -81,6 +93,7 @@ pub fn extension_cite(span_name: &str) -> Option<Cite> {
         "session_ticket" => rfc(5077, "3.2"),
         "status_request" => rfc(6066, "8"),
         "signed_certificate_timestamp" => rfc(6962, "3.3.1"),
+        "trust_anchors" => draft_section("draft-ietf-tls-trust-anchor-ids", "4.1"),
         _ => return None,
     })
 }
@@ -98,8 +111,12 @@ pub fn field_cite(name: &str) -> Option<Cite> {
     }
 }
 
-/// Where a part of an X.509 certificate is defined (RFC 5280 §4.1), by its span's name.
-pub fn x509_cite(name: &str) -> Option<Cite> {
+/// Where a part of an X.509 certificate is defined (RFC 5280 §4.1), by its span's name and its
+/// parent's; a Merkle Tree Certificate's MTCProof by draft-ietf-plants-merkle-tree-certs.
+pub fn x509_cite(name: &str, parent: &str) -> Option<Cite> {
+    if let Some(sec) = super::der::mtc_section(name, parent) {
+        return Some(draft_section("draft-ietf-plants-merkle-tree-certs", sec));
+    }
     let sec = match name {
         super::der::CERTIFICATE => "4.1",
         "tbsCertificate" => "4.1.1.1",
@@ -192,6 +209,11 @@ pub fn value(name: &str, parent: &str, msg: Option<HandshakeType>, bytes: &[u8])
         "description" => format!("{} ({n})", AlertDescription::from(n as u8)),
         "data" if matches!(parent, "name" | "protocol_name" | "host_name") => {
             format!("\"{}\"", ascii(bytes)?)
+        }
+        // draft-ietf-tls-trust-anchor-ids §3: shown in its ASCII form.
+        "id" if parent == TRUST_ANCHOR_ID => TrustAnchorId::from_binary(bytes)?.to_ascii(),
+        "length" if parent == TRUST_ANCHOR_ID || parent.ends_with("TrustAnchorList") => {
+            format!("{n}")
         }
         _ if bytes.len() == 2 && (parent.ends_with("versions")) => version(n),
         _ => return None,

@@ -5,6 +5,10 @@
 //! A constructed element becomes a span whose first child is its tag and length; a primitive
 //! element is one leaf, tag and length included, whose value [`describe`] puts in words.
 
+use tls13lab::crypto::cert::mtc::{
+    MtcProof, TrustAnchorId, HASH_SIZE, ID_ALG_MTC_PROOF, ID_PE_MTC_CERTIFICATION_AUTHORITY,
+    ID_RDNA_TRUST_ANCHOR_ID, MTC_PROOF_ALGORITHM,
+};
 use tls13lab::messages::layout::Span;
 
 /// The name of the span that holds a whole certificate; the page decodes the leaves under it
@@ -218,10 +222,165 @@ pub fn certificate(der: &[u8], base: usize) -> Option<Span> {
     let (s, stop) = w.constructed(CERTIFICATE, 0, der.len(), |a, b| {
         let (tbs, next) = w.tbs(a, b)?;
         let (alg, next) = w.algorithm("signatureAlgorithm", next, b)?;
-        let (sig, stop) = w.leaf("signatureValue", next, b)?;
+        // A Merkle Tree Certificate's signatureValue is an MTCProof, not a signature
+        // (draft-ietf-plants-merkle-tree-certs §6.2): split it when it decodes as one.
+        let mtc = der.get(alg.offset - base..next) == Some(MTC_PROOF_ALGORITHM);
+        let (sig, stop) = match mtc.then(|| w.mtc_signature_value(next, b)).flatten() {
+            Some(x) => x,
+            None => w.leaf("signatureValue", next, b)?,
+        };
         (stop == b).then_some(vec![tbs, alg, sig])
     })?;
     (stop == der.len()).then_some(s)
+}
+
+/// The span an MTCProof lies in; its fields cite draft-ietf-plants-merkle-tree-certs.
+pub const MTC_PROOF: &str = "MTCProof";
+
+/// The section of draft-ietf-plants-merkle-tree-certs that defines an MTCProof part named
+/// `name` under `parent` (its length prefixes and bytes have none of their own).
+pub fn mtc_section(name: &str, parent: &str) -> Option<&'static str> {
+    Some(match (name, parent) {
+        (MTC_PROOF, _) | ("extensions" | "start" | "end" | "signatures", MTC_PROOF) => "6.2",
+        ("SubtreeSignature", "signatures") => "6.2",
+        ("inclusion_proof", MTC_PROOF) => "4.3",
+        ("cosigner_id", "SubtreeSignature") => "5.3",
+        ("signature", "SubtreeSignature") => "5.3.1",
+        _ => return None,
+    })
+}
+
+impl Walk<'_> {
+    /// An MTC's signatureValue: the BIT STRING's header, its unused-bits byte (0: a whole
+    /// number of bytes, §7.2 step 2) and the MTCProof, every field of it a span. `None`
+    /// unless the bytes decode as one ([`MtcProof::decode`], which checks every length).
+    fn mtc_signature_value(&self, pos: usize, end: usize) -> Option<(Span, usize)> {
+        let (tag, hdr, len) = tlv(self.der, pos, end)?;
+        let stop = pos + hdr + len;
+        let proof = self.der.get(pos + hdr + 1..stop).filter(|_| tag == 0x03)?;
+        if self.der[pos + hdr] != 0 || MtcProof::decode(proof).is_err() {
+            return None;
+        }
+        let at = self.base + pos + hdr + 1;
+        let kids = vec![
+            span("tag, length", self.base + pos, hdr, Vec::new()),
+            span("unused bits", self.base + pos + hdr, 1, Vec::new()),
+            mtc_proof(proof, at)?,
+        ];
+        Some((
+            span("signatureValue", self.base + pos, hdr + len, kids),
+            stop,
+        ))
+    }
+}
+
+/// A u16-length-prefixed vector at `p[at..]` named `name`: its `length` and, when not empty,
+/// its body split by `body(start, len)`. Returns the span and where it ends.
+fn vec_span(
+    p: &[u8],
+    at: usize,
+    base: usize,
+    name: &str,
+    prefix: usize,
+    body: impl FnOnce(usize, usize) -> Option<Vec<Span>>,
+) -> Option<(Span, usize)> {
+    let n = p
+        .get(at..at + prefix)?
+        .iter()
+        .fold(0usize, |a, b| (a << 8) | usize::from(*b));
+    p.get(at + prefix..at + prefix + n)?;
+    let mut kids = vec![span("length", base + at, prefix, Vec::new())];
+    if n > 0 {
+        kids.extend(body(at + prefix, n)?);
+    }
+    Some((span(name, base + at, prefix + n, kids), at + prefix + n))
+}
+
+/// The MTCProof `p` (already decoded, so well formed) lying at `base`, field by field
+/// (§6.2): extensions, start, end, inclusion_proof (one span per 32-byte hash, §4.3),
+/// signatures (each SubtreeSignature's cosigner_id and signature, §5.3.1).
+fn mtc_proof(p: &[u8], base: usize) -> Option<Span> {
+    let leaf = |name: &str, at: usize, len: usize| span(name, base + at, len, Vec::new());
+    let mut kids = Vec::new();
+    let (s, at) = vec_span(p, 0, base, "extensions", 2, |a, n| {
+        Some(vec![leaf("data", a, n)])
+    })?;
+    kids.push(s);
+    kids.push(leaf("start", at, 6));
+    kids.push(leaf("end", at + 6, 6));
+    let (s, at) = vec_span(p, at + 12, base, "inclusion_proof", 2, |a, n| {
+        let count = n / HASH_SIZE;
+        Some(
+            (0..count)
+                .map(|i| {
+                    leaf(
+                        &format!("hash {} of {count}", i + 1),
+                        a + i * HASH_SIZE,
+                        HASH_SIZE,
+                    )
+                })
+                .collect(),
+        )
+    })?;
+    kids.push(s);
+    let (s, at) = vec_span(p, at, base, "signatures", 2, |mut a, n| {
+        let stop = a + n;
+        let mut sigs = Vec::new();
+        while a < stop {
+            let start = a;
+            let (id, next) = vec_span(p, a, base, "cosigner_id", 1, |x, m| {
+                Some(vec![leaf("id", x, m)])
+            })?;
+            let (sig, next) = vec_span(p, next, base, "signature", 2, |x, m| {
+                Some(vec![leaf("value", x, m)])
+            })?;
+            sigs.push(span(
+                "SubtreeSignature",
+                base + start,
+                next - start,
+                vec![id, sig],
+            ));
+            a = next;
+        }
+        (a == stop).then_some(sigs)
+    })?;
+    kids.push(s);
+    (at == p.len()).then(|| span(MTC_PROOF, base, p.len(), kids))
+}
+
+/// Whether a leaf named `name` under `parent` is a field of an MTC's signatureValue rather
+/// than a DER element (its value is [`mtc_value`]'s, never a DER reading of its bytes).
+pub fn is_mtc_leaf(name: &str, parent: &str) -> bool {
+    matches!(
+        parent,
+        MTC_PROOF
+            | "signatureValue"
+            | "extensions"
+            | "inclusion_proof"
+            | "signatures"
+            | "cosigner_id"
+            | "signature"
+    ) && (matches!(
+        name,
+        "length" | "data" | "value" | "start" | "end" | "unused bits" | "id"
+    ) || name.starts_with("hash "))
+}
+
+/// The value of an MTCProof leaf named `name` under `parent` in words: lengths, start and
+/// end in decimal (the inclusion proof's length also as a number of hashes), a cosigner ID in
+/// its ASCII form (draft-ietf-tls-trust-anchor-ids §3). `None` for hashes and signatures.
+pub fn mtc_value(name: &str, parent: &str, b: &[u8]) -> Option<String> {
+    let n = b.iter().fold(0u64, |a, x| (a << 8) | u64::from(*x));
+    Some(match (name, parent) {
+        ("unused bits", _) => format!("{n}"),
+        ("length", "inclusion_proof") => {
+            let h = n / HASH_SIZE as u64;
+            format!("{n} ({h} hash{})", if h == 1 { "" } else { "es" })
+        }
+        ("length", _) | ("start", _) | ("end", _) => format!("{n}"),
+        ("id", "cosigner_id") => TrustAnchorId::from_binary(b)?.to_ascii(),
+        _ => return None,
+    })
 }
 
 fn tag_name(tag: u8) -> &'static str {
@@ -309,6 +468,11 @@ pub fn oid_name(dotted: &str) -> Option<&'static str> {
         "1.3.6.1.5.5.7.3.1" => "serverAuth",
         "1.3.6.1.5.5.7.3.2" => "clientAuth",
         "1.3.6.1.4.1.11129.2.4.2" => "embeddedSCTList",
+        d if Some(d) == oid_text(ID_ALG_MTC_PROOF).as_deref() => "id-alg-mtcProof",
+        d if Some(d) == oid_text(ID_RDNA_TRUST_ANCHOR_ID).as_deref() => "id-rdna-trustAnchorID",
+        d if Some(d) == oid_text(ID_PE_MTC_CERTIFICATION_AUTHORITY).as_deref() => {
+            "id-pe-mtcCertificationAuthority"
+        }
         _ => return None,
     })
 }

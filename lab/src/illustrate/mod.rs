@@ -107,6 +107,64 @@ pub fn record_bytes(events: &[Event]) -> Result<Vec<check::RecordBytes>, String>
         .collect())
 }
 
+/// An in-memory handshake with a Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs):
+/// a 40-entry log whose entry 3 is the server's (P-256, localhost); the server holds the
+/// standalone certificate and the landmark-relative one, the client asks with `trust_anchors`
+/// for the landmark's ID (`landmark`) or the CA's. Both sides' events, secrets included.
+#[cfg(test)]
+pub(crate) fn mtc_handshake(landmark: bool) -> (Vec<Event>, Vec<Event>) {
+    use crate::mtc::{IssuanceLog, LogConfig, MtcRequest};
+    use std::sync::Arc;
+    use tls13lab::config::{CertifiedKey, TrustAnchorOffer};
+    use tls13lab::crypto::random::SeededRandom;
+    use tls13lab::crypto::sign::SigningKey;
+    use tls13lab::{ClientConfig, ServerConfig};
+    let now = crate::demo::NOW_MS / 1000;
+    let key = Arc::new(SigningKey::generate_p256(&mut SeededRandom::from_seed(
+        0x3c,
+    )));
+    let mut log = IssuanceLog::new(LogConfig::example(16), 11).unwrap();
+    let ours = MtcRequest {
+        spki_der: key.public_key_spki_der().unwrap(),
+        names: vec!["localhost".into()],
+        not_before: now - 86_400,
+        not_after: now + 7 * 86_400,
+    };
+    for batch in 0..8u64 {
+        if batch == 0 {
+            log.append_null(3);
+            log.append(&ours).unwrap();
+            log.append_null(1);
+        } else {
+            log.append_null(5);
+        }
+        log.checkpoint(now - 86_400 + batch * 60).unwrap();
+    }
+    let (relative, l) = log.landmark_relative(3).unwrap();
+    let ca = log.config().ca_id.clone();
+    let landmark_id = ca.landmark_id(log.config().log_number, l).unwrap();
+    let ck = |cert: Vec<u8>| CertifiedKey {
+        chain: vec![cert],
+        key: key.clone(),
+    };
+    let mut server = ServerConfig::new(ck(log.standalone(3).unwrap()));
+    server.more_certs = vec![ck(relative)];
+    let ids = [ca.as_bytes().to_vec(), landmark_id.as_bytes().to_vec()];
+    server.trust_anchor_ids = ids.iter().cloned().map(Some).collect();
+    server.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    let mut client = ClientConfig::new(Vec::new());
+    client.server_name = Some("localhost".into());
+    client.mtc = Some(Arc::new(log.relying_party(1).unwrap()));
+    client.trust_anchors = Some(TrustAnchorOffer::new(vec![
+        ids[usize::from(landmark)].clone()
+    ]));
+    client.observe = tls13lab::Observe::ALL_WITH_SECRETS;
+    let mut p =
+        crate::demo::Pair::new(Arc::new(client), Arc::new(server), 1, crate::demo::NOW_MS).unwrap();
+    p.handshake().and_then(|_| p.settle()).unwrap();
+    (p.client_events, p.server_events)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +390,92 @@ mod tests {
         assert!(leaves.iter().any(|l| l.len == 1312 + 5));
         assert!(leaves.iter().any(|l| l.len == 2420 + 5));
         assert!(html.contains("mldsa44"));
+    }
+
+    #[test]
+    fn mtc_pages_split_the_proof_and_the_trust_anchors_and_cover_every_byte() {
+        use tls13lab::crypto::cert::mtc::{parse_mtc, MtcProof, TrustAnchorId};
+        use tls13lab::messages::handshake::{HandshakeMessage, HandshakePayload};
+        for landmark in [false, true] {
+            let (events, _) = mtc_handshake(landmark);
+            let html = page("mtc", &events).unwrap();
+            check::check_coverage(&html, &record_bytes(&events).unwrap()).unwrap();
+            let fname = |f: &str| html.contains(&format!("<span class=\"fname\">{f}</span>"));
+            let val = |v: &str| html.contains(&format!("<span class=\"val\">{v}</span>"));
+            // The proof the server sent, read with the core's parser.
+            let cert = events
+                .iter()
+                .find_map(|e| match e {
+                    Event::Handshake(h)
+                        if h.typ == tls13lab::messages::HandshakeType::Certificate =>
+                    {
+                        match HandshakeMessage::decode(&h.bytes, Default::default())
+                            .ok()?
+                            .payload
+                        {
+                            HandshakePayload::Certificate(c) => {
+                                Some(c.entries[0].cert_data.clone())
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                })
+                .unwrap();
+            let mtc = parse_mtc(&cert).unwrap();
+            let proof = MtcProof::decode(mtc.proof).unwrap();
+            assert!(html.contains("id-alg-mtcProof (1.3.6.1.4.1.44363.47.0)"));
+            for f in ["MTCProof", "start", "end", "inclusion_proof", "signatures"] {
+                assert!(fname(f), "{f}");
+            }
+            assert!(val(&proof.start.to_string()) && val(&proof.end.to_string()));
+            let sigs: usize = proof
+                .signatures
+                .iter()
+                .map(|s| 3 + s.cosigner_id.len() + s.signature.len())
+                .sum();
+            assert!(val(&sigs.to_string()), "signatures length {sigs}");
+            let n = proof.inclusion_proof.len();
+            assert!(n > 0);
+            assert!(val(&format!("{} ({n} hashes)", n * 32)) || n == 1);
+            assert!(fname(&format!("hash {n} of {n}")));
+            // A standalone certificate carries cosignatures, a landmark-relative one none.
+            assert_eq!(proof.signatures.is_empty(), landmark);
+            for s in &proof.signatures {
+                let id = TrustAnchorId::from_binary(s.cosigner_id)
+                    .unwrap()
+                    .to_ascii();
+                assert!(val(&id), "{id}");
+            }
+            assert_eq!(
+                html.matches("<span class=\"fname\">SubtreeSignature</span>")
+                    .count(),
+                proof.signatures.len()
+            );
+            assert!(html.contains("draft-ietf-plants-merkle-tree-certs#section-6.2"));
+            // trust_anchors: named and cited in the ClientHello, EncryptedExtensions and the
+            // Certificate's entry; the lists' IDs in ASCII.
+            assert!(html.matches("<span class=\"fname\">trust_anchors").count() >= 3);
+            assert!(html.contains("draft-ietf-tls-trust-anchor-ids#section-4.1"));
+            for f in [
+                "RequestedTrustAnchorList",
+                "AvailableTrustAnchorList",
+                "TrustAnchorID",
+            ] {
+                assert!(fname(f), "{f}");
+            }
+            let ids = events
+                .iter()
+                .find_map(|e| match e {
+                    Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
+                    _ => None,
+                })
+                .unwrap();
+            for id in ids {
+                let ascii = TrustAnchorId::from_binary(&id).unwrap().to_ascii();
+                assert!(val(&ascii), "{ascii}");
+            }
+        }
     }
 
     /// Issue 27's large connection: an ML-DSA-87 root → leaf chain and 1 MiB of application

@@ -218,6 +218,7 @@ impl Illustrated {
                         HandshakeType::ClientHello => split_ech(&mut l, &h.bytes),
                         _ => {}
                     }
+                    split_trust_anchors(&mut l, &h.bytes, h.typ);
                     l
                 }),
             event: h.clone(),
@@ -517,6 +518,60 @@ fn split_ech(spans: &mut [Span], bytes: &[u8]) {
             split_ech(&mut s.children, bytes);
         }
     }
+}
+
+/// Splits a `trust_anchors` extension's list into its IDs (draft-ietf-tls-trust-anchor-ids
+/// §4.1): a RequestedTrustAnchorList in a ClientHello or CertificateRequest, an
+/// AvailableTrustAnchorList in EncryptedExtensions, each TrustAnchorID its length and bytes.
+/// The Certificate's is empty, and a list that does not decode stays whole.
+fn split_trust_anchors(spans: &mut [Span], bytes: &[u8], typ: HandshakeType) {
+    let list = match typ {
+        HandshakeType::ClientHello | HandshakeType::CertificateRequest => {
+            "RequestedTrustAnchorList"
+        }
+        HandshakeType::EncryptedExtensions => "AvailableTrustAnchorList",
+        _ => return,
+    };
+    for s in spans.iter_mut() {
+        if s.name.starts_with("trust_anchors") {
+            if let Some(data) = s
+                .children
+                .iter_mut()
+                .find(|c| c.name == "extension_data" && c.children.is_empty())
+            {
+                if let Some(kids) = trust_anchor_fields(bytes, data.offset, data.end()) {
+                    data.name = list.to_string();
+                    data.children = kids;
+                }
+            }
+        } else {
+            split_trust_anchors(&mut s.children, bytes, typ);
+        }
+    }
+}
+
+fn trust_anchor_fields(bytes: &[u8], start: usize, end: usize) -> Option<Vec<Span>> {
+    let leaf = |name: &str, offset: usize, len: usize| Span {
+        name: name.to_string(),
+        offset,
+        len,
+        children: Vec::new(),
+    };
+    let body = bytes.get(start..end)?;
+    // The core's decoder checks every length and that the IDs fill the list.
+    let ids = tls13lab::trust_anchors::decode_requested(body).ok()?;
+    let mut out = vec![leaf("length", start, 2)];
+    let mut at = start + 2;
+    for id in ids {
+        out.push(Span {
+            name: super::decode::TRUST_ANCHOR_ID.into(),
+            offset: at,
+            len: 1 + id.len(),
+            children: vec![leaf("length", at, 1), leaf("id", at + 1, id.len())],
+        });
+        at += 1 + id.len();
+    }
+    (at == end).then_some(out)
 }
 
 fn ech_fields(bytes: &[u8], start: usize, end: usize) -> Option<Vec<Span>> {

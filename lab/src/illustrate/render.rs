@@ -474,7 +474,7 @@ fn inner_hello(o: &mut String, ill: &Illustrated, r: &Record) {
 /// else the extension's or the field's section.
 fn span_cite(name: &str, parent: &str, der: bool) -> Option<Cite> {
     if der {
-        decode::x509_cite(name)
+        decode::x509_cite(name, parent)
     } else if parent == "extensions" {
         decode::extension_cite(name)
     } else {
@@ -493,6 +493,7 @@ fn span_value(
 ) -> Option<String> {
     match der {
         true if name == "tag, length" => None,
+        true if super::der::is_mtc_leaf(name, parent) => super::der::mtc_value(name, parent, bytes),
         true => super::der::value(name, bytes),
         false => decode::value(name, parent, Some(typ), bytes),
     }
