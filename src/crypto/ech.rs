@@ -2,7 +2,8 @@
 //! `openssl ech` writes and `s_server -ech_key` reads:
 //!
 //! ```text
-//! -----BEGIN PRIVATE KEY-----      PKCS#8 (RFC 5208): X25519 (RFC 8410) or P-256 (RFC 5915)
+//! -----BEGIN PRIVATE KEY-----      PKCS#8 (RFC 5208): X25519 (RFC 8410), P-256 (RFC 5915), or
+//!                                  the seed of ML-KEM-768/1024 or X-Wing (draft-ietf-hpke-pq)
 //! -----BEGIN ECHCONFIG-----        base64 of an ECHConfigList
 //! ```
 //!
@@ -58,7 +59,7 @@ pub struct EchKeyParams {
 /// Why an ECH key file could not be read or a key made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EchKeyError {
-    /// No (or more than one) `PRIVATE KEY` block, or one that is not PKCS#8 X25519 or P-256.
+    /// No (or more than one) `PRIVATE KEY` block, or one that is not PKCS#8 of a KEM we have.
     PrivateKey(&'static str),
     /// No `ECHCONFIG` block, or bad base64 in one.
     Pem(&'static str),
@@ -183,6 +184,12 @@ const MLKEM768_PKCS8_PREFIX: [u8; 22] = [
     0x30, 0x54, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
     0x04, 0x02, 0x04, 0x42, 0x80, 0x40,
 ];
+/// PKCS#8 for an ML-KEM-1024 key in seed form: the same with id-alg-ml-kem-1024,
+/// 2.16.840.1.101.3.4.4.3.
+const MLKEM1024_PKCS8_PREFIX: [u8; 22] = [
+    0x30, 0x54, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
+    0x04, 0x03, 0x04, 0x42, 0x80, 0x40,
+];
 /// PKCS#8 for an X-Wing key: its OID (1.3.6.1.4.1.62253.25722, draft-connolly-cfrg-xwing-kem)
 /// and the 32-byte seed as an OCTET STRING inside the privateKey OCTET STRING, as RFC 8410
 /// does for X25519.
@@ -197,6 +204,7 @@ fn private_key_to_pkcs8(key: &KeyPair) -> Vec<u8> {
     match key.kem() {
         Kem::X25519HkdfSha256 => [&X25519_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::MlKem768 => [&MLKEM768_PKCS8_PREFIX[..], key.private_key()].concat(),
+        Kem::MlKem1024 => [&MLKEM1024_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::XWing => [&XWING_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::P256HkdfSha256 => p256::SecretKey::from_slice(key.private_key())
             .ok()
@@ -211,6 +219,7 @@ fn private_key_from_pkcs8(der: &[u8]) -> Result<KeyPair, EchKeyError> {
     for (prefix, kem) in [
         (&X25519_PKCS8_PREFIX[..], Kem::X25519HkdfSha256),
         (&MLKEM768_PKCS8_PREFIX[..], Kem::MlKem768),
+        (&MLKEM1024_PKCS8_PREFIX[..], Kem::MlKem1024),
         (&XWING_PKCS8_PREFIX[..], Kem::XWing),
     ] {
         if let Some(sk) = der.strip_prefix(prefix) {
@@ -220,7 +229,7 @@ fn private_key_from_pkcs8(der: &[u8]) -> Result<KeyPair, EchKeyError> {
         }
     }
     let sk = p256::SecretKey::from_pkcs8_der(der).map_err(|_| {
-        EchKeyError::PrivateKey("not a PKCS#8 X25519, P-256, ML-KEM-768 or X-Wing key")
+        EchKeyError::PrivateKey("not a PKCS#8 X25519, P-256, ML-KEM-768, ML-KEM-1024 or X-Wing key")
     })?;
     KeyPair::from_private(Kem::P256HkdfSha256, &sk.to_bytes()).map_err(EchKeyError::Hpke)
 }
