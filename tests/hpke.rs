@@ -473,9 +473,10 @@ fn hpke_pq_draft_vectors() {
 
 /// The KEM half of every draft-ietf-hpke-pq vector whose KEM we implement, whatever its KDF and
 /// AEAD: DeriveKeyPair (skRm, pkRm), Encap with ikmE as the one draw (enc, shared_secret) and
-/// Decap (shared_secret). A post-quantum KEM's steps depend on the KEM alone (suite_id
-/// "KEM" || kem_id, no ExtractAndExpand), so a suite with our KDF and AEAD carries them. This is
-/// what checks ML-KEM-1024 against the draft: its two vectors use HKDF-SHA384 and SHAKE256.
+/// Decap (shared_secret). A KEM's steps depend on the KEM alone (suite_id "KEM" || kem_id; the
+/// DHKEMs' own HKDF-SHA256), so a suite with our KDF and AEAD carries them. This is what checks
+/// ML-KEM-1024 against the draft (its two vectors use HKDF-SHA384 and SHAKE256), and the
+/// DHKEM(P-256) and DHKEM(X25519) vectors the draft pairs with the SHAKE KDFs.
 #[test]
 fn hpke_pq_draft_vectors_kem_steps() {
     let text = std::fs::read_to_string(concat!(
@@ -528,6 +529,8 @@ fn hpke_pq_draft_vectors_kem_steps() {
     assert_eq!(
         checked,
         vec![
+            (0x0010, 0x10, 1),
+            (0x0020, 0x12, 3),
             (0x0041, 1, 1),
             (0x0042, 2, 2),
             (0x0042, 0x13, 1),
