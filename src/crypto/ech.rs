@@ -320,6 +320,44 @@ mod tests {
         );
     }
 
+    /// The post-quantum KEMs' keys (draft-ietf-hpke-pq) in their PKCS#8 seed forms: the file
+    /// reads back to the same key and config, and the key opens what is sealed to its config.
+    #[test]
+    fn post_quantum_keys_round_trip_through_pkcs8() {
+        for (kem, oid_tail, pk_len) in [
+            (Kem::MlKem768, &[0x04, 0x02][..], 1184),
+            (Kem::MlKem1024, &[0x04, 0x03][..], 1568),
+            (Kem::XWing, &[0xc8, 0x7a][..], 1216),
+        ] {
+            let params = EchKeyParams {
+                public_name: "public.example".into(),
+                kem,
+                suites: vec![HpkeSymmetricCipherSuite {
+                    kdf_id: HpkeKdfId::HkdfSha256,
+                    aead_id: HpkeAeadId::Aes256Gcm,
+                }],
+                config_id: Some(7),
+                maximum_name_length: 0,
+            };
+            let k = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(3)).unwrap();
+            let c = k.config.contents().unwrap();
+            assert_eq!(
+                (c.key_config.kem_id, c.key_config.public_key.len()),
+                (kem.id(), pk_len)
+            );
+            let der = private_key_to_pkcs8(&k.key);
+            assert!(der.ends_with(k.key.private_key()), "{kem:?}");
+            let oid_end = der.len() - kem.sk_len() - 4;
+            assert_eq!(&der[oid_end - 2..oid_end], oid_tail, "{kem:?}");
+            let back = EchKeyPair::from_pem(&k.to_pem()).unwrap();
+            assert_eq!(back.key.kem(), kem);
+            assert_eq!(back.key.private_key(), k.key.private_key());
+            assert_eq!(back.config, k.config);
+            assert_eq!(back.to_pem(), k.to_pem());
+            usable(&back, Aead::Aes256Gcm);
+        }
+    }
+
     #[test]
     fn a_key_without_its_config_is_refused() {
         let x_key = OPENSSL_X25519.split("-----BEGIN ECHCONFIG").next().unwrap();
