@@ -2685,6 +2685,72 @@ fn ech_between_our_client_and_server() {
     }
 }
 
+/// draft-ietf-hpke-pq: an ECHConfig with ML-KEM-1024 (0x0042) and AES-256-GCM, in memory:
+/// accepted, the inner name reached, and the outer hello larger than with an X25519 config of
+/// the same suite by exactly the larger enc (a 1568-byte ciphertext instead of a 32-byte key);
+/// the connection replays from its seed.
+#[test]
+fn ech_with_an_ml_kem_1024_config() {
+    use lab::ech;
+    use tls13lab::config::EchMode;
+    use tls13lab::crypto::ech::{EchKeyPair, EchKeyParams};
+    use tls13lab::crypto::hpke::Kem;
+    use tls13lab::events::{EchOutcome, EchStatus};
+    use tls13lab::messages::ech::HpkeSymmetricCipherSuite;
+    use tls13lab::messages::enums::{HpkeAeadId, HpkeKdfId, HpkeKemId};
+    let key = |kem| {
+        let params = EchKeyParams {
+            public_name: ech::PUBLIC_NAME.into(),
+            kem,
+            suites: vec![HpkeSymmetricCipherSuite {
+                kdf_id: HpkeKdfId::HkdfSha256,
+                aead_id: HpkeAeadId::Aes256Gcm,
+            }],
+            config_id: Some(5),
+            maximum_name_length: 32,
+        };
+        EchKeyPair::generate(&params, &mut SeededRandom::from_seed(5)).unwrap()
+    };
+    let connect = |k: EchKeyPair| {
+        let list = k.list.clone();
+        let (s, root) = ech::server(vec![k]).unwrap();
+        let (r, err) = ech::run(
+            "ECH",
+            ech::client(root, EchMode::offer(list)),
+            &Arc::new(s),
+            11,
+        )
+        .unwrap();
+        assert!(err.is_none(), "{err:?}");
+        r
+    };
+    let mlkem = key(Kem::MlKem1024);
+    let c = mlkem.config.contents().unwrap();
+    assert_eq!(
+        (c.key_config.kem_id, c.key_config.public_key.len()),
+        (HpkeKemId::MlKem1024, 1568)
+    );
+    let r = connect(mlkem.clone());
+    assert_eq!(r.end, "connected");
+    let e = r.ledger.ech.as_ref().expect("the client's ECH outcome");
+    assert_eq!(e.outcome, EchOutcome::Accepted);
+    assert_eq!(e.inner_sni.as_deref(), Some(ech::INNER_NAME));
+    let e = r.server_ledger.ech_server.as_ref().expect("the server's");
+    assert_eq!(
+        (e.status, e.aead, e.inner_sni.as_deref()),
+        (
+            EchStatus::Accepted,
+            Some(HpkeAeadId::Aes256Gcm),
+            Some(ech::INNER_NAME)
+        )
+    );
+    let x25519 = connect(key(Kem::X25519HkdfSha256));
+    assert_eq!(x25519.end, "connected");
+    assert_eq!(r.client_hello_len, x25519.client_hello_len + 1568 - 32);
+    let again = connect(mlkem);
+    assert_eq!(again.ledger.table(), r.ledger.table());
+}
+
 /// RFC 9849 §7.1: asked to, a server with ECH keys that opened nothing sends eight random bytes
 /// of encrypted_client_hello in its HelloRetryRequest, so the retry does not show the rejection
 /// (§10.10.4); a client with a stale config reads them as no confirmation (§6.1.4) and ends with

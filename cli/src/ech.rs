@@ -35,9 +35,9 @@ pub struct KeygenArgs {
     pub public_name: String,
     /// HPKE suite as KEM,KDF,AEAD code points (OpenSSL's `-suite` syntax, e.g. 0x20,1,1 or
     /// 0x10,1,3); repeat for more KDF/AEAD pairs, which must share the first one's KEM.
-    /// KEMs: 0x20 X25519, 0x10 P-256, and the post-quantum 0x41 ML-KEM-768 and 0x647a X-Wing
-    /// (draft-ietf-hpke-pq); KDF: 1 HKDF-SHA256; AEADs: 1 AES-128-GCM, 2 AES-256-GCM,
-    /// 3 ChaCha20Poly1305.
+    /// KEMs: 0x20 X25519, 0x10 P-256, and the post-quantum 0x41 ML-KEM-768, 0x42 ML-KEM-1024
+    /// and 0x647a X-Wing (draft-ietf-hpke-pq); KDF: 1 HKDF-SHA256; AEADs: 1 AES-128-GCM,
+    /// 2 AES-256-GCM, 3 ChaCha20Poly1305.
     #[arg(long, value_name = "KEM,KDF,AEAD", default_value = "0x20,1,1", value_parser = suite)]
     pub suite: Vec<(Kem, Kdf, Aead)>,
     /// ECHConfig.key_config.config_id (0-255); random by default, as OpenSSL's.

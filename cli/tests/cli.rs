@@ -1920,7 +1920,7 @@ fn simulate_takes_merkle_tree_certificates() {
 
 #[test]
 fn post_quantum_ech_over_tcp() {
-    // draft-ietf-hpke-pq: an ECH key with X-Wing (and one with ML-KEM-768) from `ech keygen`,
+    // draft-ietf-hpke-pq: an ECH key with X-Wing (and ML-KEM-768, ML-KEM-1024) from `ech keygen`,
     // our server holding it, our client offering its config over TCP: accepted, and both sides
     // say so; the config's public key is the KEM's.
     use tls13lab::crypto::ech::EchKeyPair;
@@ -1929,6 +1929,7 @@ fn post_quantum_ech_over_tcp() {
     for (suite, kem, pk_len) in [
         ("0x647a,1,3", HpkeKemId::MlKem768X25519, 1216),
         ("0x41,1,1", HpkeKemId::MlKem768, 1184),
+        ("0x42,1,2", HpkeKemId::MlKem1024, 1568),
     ] {
         let key = t.s(&format!("{suite}.pem"));
         let o = run(&[

@@ -41,8 +41,8 @@ pub fn key(seed: u64, config_id: u8) -> Result<EchKeyPair, Error> {
     key_for(seed, config_id, Kem::X25519HkdfSha256)
 }
 
-/// [`key`] with another HPKE KEM: ML-KEM-768 or X-Wing (draft-ietf-hpke-pq) for a ClientHello
-/// whose inner hello cannot be decrypted later by a quantum computer.
+/// [`key`] with another HPKE KEM: ML-KEM-768, ML-KEM-1024 or X-Wing (draft-ietf-hpke-pq) for a
+/// ClientHello whose inner hello cannot be decrypted later by a quantum computer.
 pub fn key_for(seed: u64, config_id: u8, kem: Kem) -> Result<EchKeyPair, Error> {
     let params = EchKeyParams {
         public_name: PUBLIC_NAME.into(),

@@ -2,7 +2,8 @@
 //! `openssl ech` writes and `s_server -ech_key` reads:
 //!
 //! ```text
-//! -----BEGIN PRIVATE KEY-----      PKCS#8 (RFC 5208): X25519 (RFC 8410) or P-256 (RFC 5915)
+//! -----BEGIN PRIVATE KEY-----      PKCS#8 (RFC 5208): X25519 (RFC 8410), P-256 (RFC 5915), or
+//!                                  the seed of ML-KEM-768/1024 or X-Wing (draft-ietf-hpke-pq)
 //! -----BEGIN ECHCONFIG-----        base64 of an ECHConfigList
 //! ```
 //!
@@ -58,7 +59,7 @@ pub struct EchKeyParams {
 /// Why an ECH key file could not be read or a key made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EchKeyError {
-    /// No (or more than one) `PRIVATE KEY` block, or one that is not PKCS#8 X25519 or P-256.
+    /// No (or more than one) `PRIVATE KEY` block, or one that is not PKCS#8 of a KEM we have.
     PrivateKey(&'static str),
     /// No `ECHCONFIG` block, or bad base64 in one.
     Pem(&'static str),
@@ -183,6 +184,12 @@ const MLKEM768_PKCS8_PREFIX: [u8; 22] = [
     0x30, 0x54, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
     0x04, 0x02, 0x04, 0x42, 0x80, 0x40,
 ];
+/// PKCS#8 for an ML-KEM-1024 key in seed form: the same with id-alg-ml-kem-1024,
+/// 2.16.840.1.101.3.4.4.3.
+const MLKEM1024_PKCS8_PREFIX: [u8; 22] = [
+    0x30, 0x54, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
+    0x04, 0x03, 0x04, 0x42, 0x80, 0x40,
+];
 /// PKCS#8 for an X-Wing key: its OID (1.3.6.1.4.1.62253.25722, draft-connolly-cfrg-xwing-kem)
 /// and the 32-byte seed as an OCTET STRING inside the privateKey OCTET STRING, as RFC 8410
 /// does for X25519.
@@ -197,6 +204,7 @@ fn private_key_to_pkcs8(key: &KeyPair) -> Vec<u8> {
     match key.kem() {
         Kem::X25519HkdfSha256 => [&X25519_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::MlKem768 => [&MLKEM768_PKCS8_PREFIX[..], key.private_key()].concat(),
+        Kem::MlKem1024 => [&MLKEM1024_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::XWing => [&XWING_PKCS8_PREFIX[..], key.private_key()].concat(),
         Kem::P256HkdfSha256 => p256::SecretKey::from_slice(key.private_key())
             .ok()
@@ -211,6 +219,7 @@ fn private_key_from_pkcs8(der: &[u8]) -> Result<KeyPair, EchKeyError> {
     for (prefix, kem) in [
         (&X25519_PKCS8_PREFIX[..], Kem::X25519HkdfSha256),
         (&MLKEM768_PKCS8_PREFIX[..], Kem::MlKem768),
+        (&MLKEM1024_PKCS8_PREFIX[..], Kem::MlKem1024),
         (&XWING_PKCS8_PREFIX[..], Kem::XWing),
     ] {
         if let Some(sk) = der.strip_prefix(prefix) {
@@ -220,7 +229,7 @@ fn private_key_from_pkcs8(der: &[u8]) -> Result<KeyPair, EchKeyError> {
         }
     }
     let sk = p256::SecretKey::from_pkcs8_der(der).map_err(|_| {
-        EchKeyError::PrivateKey("not a PKCS#8 X25519, P-256, ML-KEM-768 or X-Wing key")
+        EchKeyError::PrivateKey("not a PKCS#8 X25519, P-256, ML-KEM-768, ML-KEM-1024 or X-Wing key")
     })?;
     KeyPair::from_private(Kem::P256HkdfSha256, &sk.to_bytes()).map_err(EchKeyError::Hpke)
 }
@@ -309,6 +318,44 @@ mod tests {
             EchKeyPair::generate(&bad, &mut SeededRandom::from_seed(1)).unwrap_err(),
             EchKeyError::PublicName
         );
+    }
+
+    /// The post-quantum KEMs' keys (draft-ietf-hpke-pq) in their PKCS#8 seed forms: the file
+    /// reads back to the same key and config, and the key opens what is sealed to its config.
+    #[test]
+    fn post_quantum_keys_round_trip_through_pkcs8() {
+        for (kem, oid_tail, pk_len) in [
+            (Kem::MlKem768, &[0x04, 0x02][..], 1184),
+            (Kem::MlKem1024, &[0x04, 0x03][..], 1568),
+            (Kem::XWing, &[0xc8, 0x7a][..], 1216),
+        ] {
+            let params = EchKeyParams {
+                public_name: "public.example".into(),
+                kem,
+                suites: vec![HpkeSymmetricCipherSuite {
+                    kdf_id: HpkeKdfId::HkdfSha256,
+                    aead_id: HpkeAeadId::Aes256Gcm,
+                }],
+                config_id: Some(7),
+                maximum_name_length: 0,
+            };
+            let k = EchKeyPair::generate(&params, &mut SeededRandom::from_seed(3)).unwrap();
+            let c = k.config.contents().unwrap();
+            assert_eq!(
+                (c.key_config.kem_id, c.key_config.public_key.len()),
+                (kem.id(), pk_len)
+            );
+            let der = private_key_to_pkcs8(&k.key);
+            assert!(der.ends_with(k.key.private_key()), "{kem:?}");
+            let oid_end = der.len() - kem.sk_len() - 4;
+            assert_eq!(&der[oid_end - 2..oid_end], oid_tail, "{kem:?}");
+            let back = EchKeyPair::from_pem(&k.to_pem()).unwrap();
+            assert_eq!(back.key.kem(), kem);
+            assert_eq!(back.key.private_key(), k.key.private_key());
+            assert_eq!(back.config, k.config);
+            assert_eq!(back.to_pem(), k.to_pem());
+            usable(&back, Aead::Aes256Gcm);
+        }
     }
 
     #[test]

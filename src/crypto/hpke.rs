@@ -24,7 +24,7 @@
 //! vectors (which give ikmE) can be scripted.
 //!
 //! Implemented: KEMs DHKEM(X25519, HKDF-SHA256), DHKEM(P-256, HKDF-SHA256), and the
-//! post-quantum ML-KEM-768 and MLKEM768-X25519 (X-Wing) of draft-ietf-hpke-pq (their
+//! post-quantum ML-KEM-768, ML-KEM-1024 and MLKEM768-X25519 (X-Wing) of draft-ietf-hpke-pq (their
 //! DeriveKeyPair, Encap and Decap in `crypto/hpke_pq.rs`); KDF HKDF-SHA256;
 //! AEADs AES-128-GCM, AES-256-GCM, ChaCha20Poly1305 and Export-only. Only mode_base: ECH uses
 //! no PSK and no sender authentication (RFC 9849 §6.1).
@@ -57,6 +57,8 @@ pub enum Kem {
     P256HkdfSha256,
     /// ML-KEM-768 (draft-ietf-hpke-pq §3), 0x0041: Nsecret 32, Nenc 1088, Npk 1184, Nsk 64.
     MlKem768,
+    /// ML-KEM-1024 (draft-ietf-hpke-pq §3), 0x0042: Nsecret 32, Nenc 1568, Npk 1568, Nsk 64.
+    MlKem1024,
     /// MLKEM768-X25519, X-Wing (draft-ietf-hpke-pq §4), 0x647a: Nsecret 32, Nenc 1120,
     /// Npk 1216, Nsk 32.
     XWing,
@@ -64,7 +66,7 @@ pub enum Kem {
 
 impl Kem {
     /// How many KEMs there are ([`Kem::index`] is below it).
-    const COUNT: usize = 4;
+    const COUNT: usize = 5;
 
     /// A dense index, for tables kept per KEM.
     const fn index(self) -> usize {
@@ -73,6 +75,7 @@ impl Kem {
             Kem::P256HkdfSha256 => 1,
             Kem::MlKem768 => 2,
             Kem::XWing => 3,
+            Kem::MlKem1024 => 4,
         }
     }
 
@@ -80,6 +83,7 @@ impl Kem {
     fn pq(self) -> Option<PqKem> {
         match self {
             Kem::MlKem768 => Some(PqKem::MlKem768),
+            Kem::MlKem1024 => Some(PqKem::MlKem1024),
             Kem::XWing => Some(PqKem::XWing),
             Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 => None,
         }
@@ -91,6 +95,7 @@ impl Kem {
             HpkeKemId::DhkemX25519HkdfSha256 => Some(Kem::X25519HkdfSha256),
             HpkeKemId::DhkemP256HkdfSha256 => Some(Kem::P256HkdfSha256),
             HpkeKemId::MlKem768 => Some(Kem::MlKem768),
+            HpkeKemId::MlKem1024 => Some(Kem::MlKem1024),
             HpkeKemId::MlKem768X25519 => Some(Kem::XWing),
             _ => None,
         }
@@ -102,6 +107,7 @@ impl Kem {
             Kem::X25519HkdfSha256 => HpkeKemId::DhkemX25519HkdfSha256,
             Kem::P256HkdfSha256 => HpkeKemId::DhkemP256HkdfSha256,
             Kem::MlKem768 => HpkeKemId::MlKem768,
+            Kem::MlKem1024 => HpkeKemId::MlKem1024,
             Kem::XWing => HpkeKemId::MlKem768X25519,
         }
     }
@@ -112,6 +118,7 @@ impl Kem {
             Kem::X25519HkdfSha256 => 32,
             Kem::P256HkdfSha256 => 65,
             Kem::MlKem768 => PqKem::MlKem768.enc_len(),
+            Kem::MlKem1024 => PqKem::MlKem1024.enc_len(),
             Kem::XWing => PqKem::XWing.enc_len(),
         }
     }
@@ -121,6 +128,7 @@ impl Kem {
         match self {
             Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 => self.enc_len(),
             Kem::MlKem768 => PqKem::MlKem768.pk_len(),
+            Kem::MlKem1024 => PqKem::MlKem1024.pk_len(),
             Kem::XWing => PqKem::XWing.pk_len(),
         }
     }
@@ -129,6 +137,7 @@ impl Kem {
     pub const fn sk_len(self) -> usize {
         match self {
             Kem::MlKem768 => PqKem::MlKem768.sk_len(),
+            Kem::MlKem1024 => PqKem::MlKem1024.sk_len(),
             Kem::X25519HkdfSha256 | Kem::P256HkdfSha256 | Kem::XWing => 32,
         }
     }
@@ -1256,5 +1265,58 @@ mod tests {
         let dbg = format!("{steps:?} {k:?}");
         assert!(!dbg.contains(&to_hex(k.private_key())), "{dbg}");
         assert!(!dbg.contains("4242"), "{dbg}");
+    }
+
+    /// The ML-KEMs: round trips to a derived key (Nenc, Npk, Nsk as the draft lists them);
+    /// an encapsulation key with a coefficient not reduced mod q fails FIPS 203's modulus
+    /// check; a wrong-length enc or public key is refused; a flipped ciphertext byte decaps to
+    /// the implicit-rejection secret, so the record does not open.
+    #[test]
+    fn ml_kem_round_trips_and_checks_keys() {
+        for (kem, id, npk, nenc) in [
+            (Kem::MlKem768, 0x0041, 1184, 1088),
+            (Kem::MlKem1024, 0x0042, 1568, 1568),
+        ] {
+            assert_eq!(Kem::from_id(HpkeKemId::from(id)), Some(kem));
+            assert_eq!(kem.id().to_repr(), id);
+            assert_eq!((kem.pk_len(), kem.enc_len(), kem.sk_len()), (npk, nenc, 64));
+            let s = Suite {
+                kem,
+                kdf: Kdf::HkdfSha256,
+                aead: Aead::Aes256Gcm,
+            };
+            let r = kem.derive_key_pair(&[3; 64], &mut NoSink).unwrap();
+            assert_eq!(r.public_key().len(), npk);
+            let mut rng = SeededRandom::from_seed(5);
+            let (enc, mut tx) =
+                setup_base_s(s, r.public_key(), b"info", &mut rng, &mut NoSink).unwrap();
+            assert_eq!(enc.len(), nenc);
+            let mut rx = setup_base_r(s, &enc, &r, b"info", &mut NoSink).unwrap();
+            let ct = tx.seal(b"a", b"hi").unwrap();
+            assert_eq!(rx.open(b"a", &ct).unwrap(), b"hi", "{kem:?}");
+            // The first coefficient set to 4095 >= q = 3329.
+            let mut bad = r.public_key().to_vec();
+            bad[0] = 0xff;
+            bad[1] |= 0x0f;
+            assert!(
+                matches!(
+                    setup_base_s(s, &bad, b"", &mut rng, &mut NoSink),
+                    Err(HpkeError::Validation(KxError::InvalidPeerShare(_)))
+                ),
+                "{kem:?}"
+            );
+            assert!(matches!(
+                setup_base_s(s, &r.public_key()[1..], b"", &mut rng, &mut NoSink),
+                Err(HpkeError::Validation(_))
+            ));
+            assert!(matches!(
+                setup_base_r(s, &enc[1..], &r, b"info", &mut NoSink),
+                Err(HpkeError::Validation(_))
+            ));
+            let mut flipped = enc.clone();
+            flipped[7] ^= 0x20;
+            let mut rx = setup_base_r(s, &flipped, &r, b"info", &mut NoSink).unwrap();
+            assert_eq!(rx.open(b"a", &ct), Err(HpkeError::Open), "{kem:?}");
+        }
     }
 }

@@ -1,37 +1,46 @@
-//! HPKE's post-quantum KEMs (draft-ietf-hpke-pq): ML-KEM-768 (0x0041) and MLKEM768-X25519,
-//! X-Wing (0x647a). They are KEMs, not Diffie-Hellman groups: Encap's output is the shared
-//! secret itself (Nsecret 32, no ExtractAndExpand) and `enc` is a ciphertext, not a public key.
+//! HPKE's post-quantum KEMs (draft-ietf-hpke-pq): ML-KEM-768 (0x0041), ML-KEM-1024 (0x0042)
+//! and MLKEM768-X25519, X-Wing (0x647a). They are KEMs, not Diffie-Hellman groups: Encap's
+//! output is the shared secret itself (Nsecret 32, no ExtractAndExpand) and `enc` is a
+//! ciphertext, not a public key.
 //!
 //! ```text
 //! DeriveKeyPair(ikm)   dk = SHAKE256(ikm || "HPKE-v1" || suite_id || I2OSP(13, 2) ||
 //!                                    "DeriveKeyPair" || I2OSP(Nsk, 2))           §3, §4
-//!   ML-KEM-768         dk = d || z (64 bytes); ek from ML-KEM.KeyGen_internal(d, z)
+//!   ML-KEM-768/1024    dk = d || z (64 bytes); ek from ML-KEM.KeyGen_internal(d, z)
 //!   X-Wing             sk = 32 bytes; SHAKE256(sk, 96) = d || z || skX;
-//!                      pk = ek_M || X25519(skX, 9)
-//! Encap(pk)            ML-KEM-768: ML-KEM.Encaps(ek, m), m the 32 drawn bytes
+//!                      pk = ek_M || X25519(skX, 9)   (ML-KEM-768)
+//! Encap(pk)            ML-KEM: ML-KEM.Encaps(ek, m), m the 32 drawn bytes, after the
+//!                      FIPS 203 §7.2 modulus check on ek
 //!                      X-Wing: eseed (64 drawn bytes) = m || ekX; ctX = X25519(ekX, 9);
 //!                      ss = SHA3-256(ss_M || X25519(ekX, pkX) || ctX || pkX || "\.//^\")
+//!
+//!                      Npk    Nenc   Nsk
+//!   ML-KEM-768         1184   1088   64
+//!   ML-KEM-1024        1568   1568   64
+//!   X-Wing             1216   1120   32
 //! ```
 //!
-//! The ML-KEM here is always RustCrypto's `ml-kem` with its deterministic entry points: the
-//! encapsulation randomness comes from the injected `RandomSource` (one draw of 32 or 64
+//! The ML-KEM here is always RustCrypto's `ml-kem` with its deterministic entry points (one
+//! generic helper per step over the parameter set, so the two ML-KEMs and X-Wing share them):
+//! the encapsulation randomness comes from the injected `RandomSource` (one draw of 32 or 64
 //! bytes), so ECH with these KEMs replays from a seed and the draft's vectors (whose `ikmE`
-//! is that draw) can be scripted.
+//! is that draw) can be scripted. The seeds and shared secrets are erased on drop
+//! (`Zeroizing`; `ml-kem`'s decapsulation keys erase themselves).
 
 use ml_kem::kem::Decapsulate;
-use ml_kem::{EncapsulateDeterministic, EncodedSizeUser, KemCore, MlKem768, B32};
+use ml_kem::{EncapsulateDeterministic, EncodedSizeUser, KemCore, MlKem1024, MlKem768, B32};
 use sha3::digest::{ExtendableOutput, Update, XofReader};
 use sha3::{Digest, Sha3_256, Shake256};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use super::kx::{static_dh, KxError};
-
-type Ek = <MlKem768 as KemCore>::EncapsulationKey;
-type Dk = <MlKem768 as KemCore>::DecapsulationKey;
 
 /// ML-KEM-768's encapsulation key and ciphertext lengths (FIPS 203 Table 3).
 pub(crate) const MLKEM768_EK: usize = 1184;
 pub(crate) const MLKEM768_CT: usize = 1088;
+/// ML-KEM-1024's (FIPS 203 Table 3).
+pub(crate) const MLKEM1024_EK: usize = 1568;
+pub(crate) const MLKEM1024_CT: usize = 1568;
 /// X-Wing's combiner label (draft-connolly-cfrg-xwing-kem, "\.//^\").
 const XWING_LABEL: &[u8; 6] = b"\\.//^\\";
 
@@ -39,6 +48,7 @@ const XWING_LABEL: &[u8; 6] = b"\\.//^\\";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PqKem {
     MlKem768,
+    MlKem1024,
     XWing,
 }
 
@@ -58,11 +68,41 @@ pub(crate) fn labeled_derive(suite_id: &[u8], ikm: &[u8], len: usize) -> Zeroizi
     out
 }
 
-/// ML-KEM-768.KeyGen_internal(d, z): the decapsulation and encapsulation keys.
-fn keygen(d: &[u8], z: &[u8]) -> (Dk, Ek) {
-    let d = B32::try_from(d).expect("32 bytes");
-    let z = B32::try_from(z).expect("32 bytes");
-    MlKem768::generate_deterministic(&d, &z)
+/// ML-KEM.KeyGen_internal(d, z) of the parameter set `K`, from the 64 bytes d || z: the
+/// decapsulation key (erased on drop by `ml-kem`) and the encapsulation key.
+fn keygen<K: KemCore>(seeds: &[u8]) -> (K::DecapsulationKey, K::EncapsulationKey) {
+    let d = B32::try_from(&seeds[..32]).expect("32 bytes");
+    let z = B32::try_from(&seeds[32..64]).expect("32 bytes");
+    K::generate_deterministic(&d, &z)
+}
+
+/// ML-KEM.Encaps(ek, m) of `K` with the drawn m (32 bytes), after the modulus check:
+/// (shared secret, ciphertext).
+fn mlkem_encap<K: KemCore>(ek: &[u8], m: &[u8]) -> Result<(Zeroizing<[u8; 32]>, Vec<u8>), KxError> {
+    let ek = mlkem_ek::<K>(ek)?;
+    let m = B32::try_from(&m[..32]).expect("32 bytes");
+    let (ct, mut ss) = ek
+        .encapsulate_deterministic(&m)
+        .map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
+    let mut out = Zeroizing::new([0u8; 32]);
+    out.copy_from_slice(&ss);
+    ss.as_mut_slice().zeroize();
+    Ok((out, ct.to_vec()))
+}
+
+/// ML-KEM.Decaps of `K` with the key of the seeds d || z: the shared secret (the implicit
+/// rejection key for a wrong ciphertext of the right length).
+fn mlkem_decap<K: KemCore>(seeds: &[u8], ct: &[u8]) -> Result<Zeroizing<[u8; 32]>, KxError> {
+    let (dk, _) = keygen::<K>(seeds);
+    let ct = ml_kem::Ciphertext::<K>::try_from(ct)
+        .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext of the wrong length"))?;
+    let mut ss = dk
+        .decapsulate(&ct)
+        .map_err(|_| KxError::KemFailure("ML-KEM decapsulation"))?;
+    let mut out = Zeroizing::new([0u8; 32]);
+    out.copy_from_slice(&ss);
+    ss.as_mut_slice().zeroize();
+    Ok(out)
 }
 
 /// X-Wing's expanded key: the ML-KEM seeds and the X25519 private key.
@@ -78,7 +118,7 @@ impl PqKem {
     /// Nsk: the serialized private key (ML-KEM's 64-byte seed form; X-Wing's 32-byte seed).
     pub(crate) const fn sk_len(self) -> usize {
         match self {
-            PqKem::MlKem768 => 64,
+            PqKem::MlKem768 | PqKem::MlKem1024 => 64,
             PqKem::XWing => 32,
         }
     }
@@ -87,6 +127,7 @@ impl PqKem {
     pub(crate) const fn pk_len(self) -> usize {
         match self {
             PqKem::MlKem768 => MLKEM768_EK,
+            PqKem::MlKem1024 => MLKEM1024_EK,
             PqKem::XWing => MLKEM768_EK + 32,
         }
     }
@@ -95,6 +136,7 @@ impl PqKem {
     pub(crate) const fn enc_len(self) -> usize {
         match self {
             PqKem::MlKem768 => MLKEM768_CT,
+            PqKem::MlKem1024 => MLKEM1024_CT,
             PqKem::XWing => MLKEM768_CT + 32,
         }
     }
@@ -102,7 +144,7 @@ impl PqKem {
     /// Bytes Encap draws from the random source.
     pub(crate) const fn encap_random_len(self) -> usize {
         match self {
-            PqKem::MlKem768 => 32,
+            PqKem::MlKem768 | PqKem::MlKem1024 => 32,
             PqKem::XWing => 64,
         }
     }
@@ -110,10 +152,11 @@ impl PqKem {
     /// The public key of a serialized private key.
     pub(crate) fn public(self, sk: &[u8]) -> Vec<u8> {
         match self {
-            PqKem::MlKem768 => keygen(&sk[..32], &sk[32..64]).1.as_bytes().to_vec(),
+            PqKem::MlKem768 => keygen::<MlKem768>(sk).1.as_bytes().to_vec(),
+            PqKem::MlKem1024 => keygen::<MlKem1024>(sk).1.as_bytes().to_vec(),
             PqKem::XWing => {
                 let e = xwing_expand(sk);
-                let (_, ek) = keygen(&e[..32], &e[32..64]);
+                let (_, ek) = keygen::<MlKem768>(&e[..64]);
                 let x: Zeroizing<[u8; 32]> = Zeroizing::new(e[64..].try_into().expect("32 bytes"));
                 let mut pk = ek.as_bytes().to_vec();
                 pk.extend_from_slice(&static_dh::x25519_public(&x));
@@ -133,16 +176,11 @@ impl PqKem {
                 "HPKE public key of the wrong length",
             ));
         }
-        let ek = mlkem_ek(&pk[..MLKEM768_EK])?;
-        let m = B32::try_from(&random[..32]).expect("32 bytes");
-        let (ct, ss) = ek
-            .encapsulate_deterministic(&m)
-            .map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
-        let mut enc = ct.to_vec();
-        let ss_m: Zeroizing<[u8; 32]> = Zeroizing::new(ss.into());
         match self {
-            PqKem::MlKem768 => Ok((ss_m, enc)),
+            PqKem::MlKem768 => mlkem_encap::<MlKem768>(pk, random),
+            PqKem::MlKem1024 => mlkem_encap::<MlKem1024>(pk, random),
             PqKem::XWing => {
+                let (ss_m, mut enc) = mlkem_encap::<MlKem768>(&pk[..MLKEM768_EK], random)?;
                 let ek_x: Zeroizing<[u8; 32]> =
                     Zeroizing::new(random[32..64].try_into().expect("32 bytes"));
                 let ct_x = static_dh::x25519_public(&ek_x);
@@ -159,26 +197,15 @@ impl PqKem {
         if enc.len() != self.enc_len() {
             return Err(KxError::InvalidPeerShare("HPKE enc of the wrong length"));
         }
-        // The seeds d || z (and X-Wing's X25519 key) are erased on drop.
-        let (seeds, x) = match self {
-            PqKem::MlKem768 => (Zeroizing::new(sk[..64].to_vec()), None),
+        match self {
+            PqKem::MlKem768 => mlkem_decap::<MlKem768>(&sk[..64], enc),
+            PqKem::MlKem1024 => mlkem_decap::<MlKem1024>(&sk[..64], enc),
             PqKem::XWing => {
+                // The expanded seeds d || z and X25519 key are erased on drop.
                 let e = xwing_expand(sk);
-                let x: [u8; 32] = e[64..].try_into().expect("32 bytes");
-                (Zeroizing::new(e[..64].to_vec()), Some(Zeroizing::new(x)))
-            }
-        };
-        let (dk, _) = keygen(&seeds[..32], &seeds[32..64]);
-        let ct = ml_kem::Ciphertext::<MlKem768>::try_from(&enc[..MLKEM768_CT])
-            .map_err(|_| KxError::InvalidPeerShare("ML-KEM ciphertext of the wrong length"))?;
-        let ss_m: Zeroizing<[u8; 32]> = Zeroizing::new(
-            dk.decapsulate(&ct)
-                .map_err(|_| KxError::KemFailure("ML-KEM decapsulation"))?
-                .into(),
-        );
-        match x {
-            None => Ok(ss_m),
-            Some(sk_x) => {
+                let ss_m = mlkem_decap::<MlKem768>(&e[..64], &enc[..MLKEM768_CT])?;
+                let sk_x: Zeroizing<[u8; 32]> =
+                    Zeroizing::new(e[64..].try_into().expect("32 bytes"));
                 let ct_x = &enc[MLKEM768_CT..];
                 let ss_x = static_dh::x25519(&sk_x, ct_x)?;
                 let pk_x = static_dh::x25519_public(&sk_x);
@@ -188,12 +215,12 @@ impl PqKem {
     }
 }
 
-/// The encapsulation key, checked as FIPS 203 §7.2 requires (its coefficients reduced mod q:
-/// decoding and re-encoding gives the same bytes).
-fn mlkem_ek(bytes: &[u8]) -> Result<Ek, KxError> {
-    let encoded = ml_kem::Encoded::<Ek>::try_from(bytes)
+/// The encapsulation key of `K`, checked as FIPS 203 §7.2 requires (its coefficients reduced
+/// mod q: decoding and re-encoding gives the same bytes).
+fn mlkem_ek<K: KemCore>(bytes: &[u8]) -> Result<K::EncapsulationKey, KxError> {
+    let encoded = ml_kem::Encoded::<K::EncapsulationKey>::try_from(bytes)
         .map_err(|_| KxError::InvalidPeerShare("ML-KEM encapsulation key of the wrong length"))?;
-    let ek = Ek::from_bytes(&encoded);
+    let ek = K::EncapsulationKey::from_bytes(&encoded);
     if ek.as_bytes().as_slice() != bytes {
         return Err(KxError::InvalidPeerShare(
             "ML-KEM encapsulation key fails the modulus check",
