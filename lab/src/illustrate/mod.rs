@@ -129,6 +129,7 @@ pub(crate) fn mtc_handshake(landmark: bool) -> (Vec<Event>, Vec<Event>) {
         names: vec!["localhost".into()],
         not_before: now - 86_400,
         not_after: now + 7 * 86_400,
+        server_auth: true,
     };
     for batch in 0..8u64 {
         if batch == 0 {
@@ -150,7 +151,14 @@ pub(crate) fn mtc_handshake(landmark: bool) -> (Vec<Event>, Vec<Event>) {
     let mut server = ServerConfig::new(ck(log.standalone(3).unwrap()));
     server.more_certs = vec![ck(relative)];
     let ids = [ca.as_bytes().to_vec(), landmark_id.as_bytes().to_vec()];
-    server.trust_anchor_ids = ids.iter().cloned().map(Some).collect();
+    server.certificate_properties = ids
+        .iter()
+        .map(|id| {
+            Some(tls13lab::trust_anchors::CertificateProperties::with_id(
+                id.clone(),
+            ))
+        })
+        .collect();
     server.observe = tls13lab::Observe::ALL_WITH_SECRETS;
     let mut client = ClientConfig::new(Vec::new());
     client.server_name = Some("localhost".into());
