@@ -67,21 +67,23 @@ fn decode_list(body: &[u8], what: &'static str) -> Result<Vec<Vec<u8>>, DecodeEr
 
 /// Whether a received Certificate says its path matched a trust anchor we asked for (§4.2): an
 /// empty `trust_anchors` (at `code_point`) in the first entry. Anywhere else, or with a body,
-/// it is illegal_parameter; unasked (`asked` false), the extension is not ours to read and
-/// stays the caller's unknown extension.
-pub(crate) fn certificate_matched(
+/// it is illegal_parameter; when we did not ask (`asked` false) it is unsupported_extension
+/// (RFC 8446 §4.2: Certificate extensions answer the ClientHello or CertificateRequest).
+pub fn certificate_matched(
     entries: &[crate::messages::handshake::CertificateEntry],
     code_point: ExtensionType,
     asked: bool,
 ) -> Result<bool, crate::error::Error> {
     use crate::messages::extensions::Extension;
-    if !asked {
-        return Ok(false);
-    }
     let mut matched = false;
     for (i, entry) in entries.iter().enumerate() {
         for e in entry.extensions.iter().filter(|e| e.typ() == code_point) {
             match e {
+                _ if !asked => {
+                    return Err(
+                        crate::error::PeerMisbehaved::UnsolicitedExtension(code_point).into(),
+                    )
+                }
                 Extension::Unknown { body, .. } if i == 0 && body.is_empty() => matched = true,
                 _ => {
                     return Err(crate::error::PeerMisbehaved::IllegalExtension(
@@ -295,10 +297,12 @@ impl CertificateProperties {
     /// Whether a peer's RequestedTrustAnchorList asks for this path (§4.2): its ID is listed,
     /// or one of its group inclusions contains a listed ID.
     pub fn requested_by(&self, requested: &[Vec<u8>]) -> bool {
-        requested.iter().any(|r| {
-            self.trust_anchor_id.as_ref() == Some(r)
-                || self.group_inclusions.iter().any(|g| g.contains(r))
-        })
+        // §3.2: a path without a trust anchor ID does not take part, groups or not.
+        self.trust_anchor_id.is_some()
+            && requested.iter().any(|r| {
+                self.trust_anchor_id.as_ref() == Some(r)
+                    || self.group_inclusions.iter().any(|g| g.contains(r))
+            })
     }
 }
 

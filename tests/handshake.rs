@@ -3151,6 +3151,42 @@ mod trust_anchors {
     }
 
     #[test]
+    fn a_certificate_marker_must_be_asked_for_empty_and_first() {
+        // §4.2: the empty extension in the first entry only, and only when we asked.
+        use tls13lab::messages::handshake::CertificateEntry;
+        use tls13lab::trust_anchors::certificate_matched;
+        let cp = ExtensionType::TrustAnchors;
+        let marker = |body: Vec<u8>| Extension::Unknown { typ: cp, body };
+        let entry = |extensions| CertificateEntry {
+            cert_data: vec![0x30, 0],
+            extensions,
+        };
+        let first = [entry(vec![marker(vec![])]), entry(vec![])];
+        assert_eq!(certificate_matched(&first, cp, true), Ok(true));
+        assert_eq!(certificate_matched(&first[1..], cp, true), Ok(false));
+        let unasked = certificate_matched(&first, cp, false).unwrap_err();
+        assert_eq!(
+            unasked,
+            Error::Peer(PeerMisbehaved::UnsolicitedExtension(cp))
+        );
+        assert_eq!(
+            unasked.alert(),
+            Some(AlertDescription::UnsupportedExtension)
+        );
+        for bad in [
+            [entry(vec![marker(vec![0, 0])]), entry(vec![])],
+            [entry(vec![]), entry(vec![marker(vec![])])],
+        ] {
+            let e = certificate_matched(&bad, cp, true).unwrap_err();
+            assert!(
+                matches!(e, Error::Peer(PeerMisbehaved::IllegalExtension(_))),
+                "{e}"
+            );
+            assert_eq!(e.alert(), Some(AlertDescription::IllegalParameter));
+        }
+    }
+
+    #[test]
     fn a_malformed_list_is_decode_error() {
         let (s, root) = server();
         let mut c = client(root, None);

@@ -503,6 +503,127 @@ fn malformed_certificates_negative_serials_and_short_proofs() {
     assert_eq!(e.alert(), AlertDescription::BadCertificate);
 }
 
+/// A DER element: tag, definite length, contents.
+fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let n = content.len();
+    let mut out = vec![tag];
+    if n < 0x80 {
+        out.push(n as u8);
+    } else {
+        let bytes: Vec<u8> = n
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// `cert` with its extensions replaced by `exts` (Extension elements). Its proof no longer
+/// matches, which `check_server_usage` does not look at.
+fn with_extensions(cert: &[u8], exts: &[Vec<u8>]) -> Vec<u8> {
+    let m = parse_mtc(cert).unwrap();
+    // The lab writes [3] extensions last in the TBSCertificate: find it from the SPKI on.
+    let spki_end = m
+        .tbs
+        .windows(m.spki.len())
+        .position(|w| w == m.spki)
+        .unwrap()
+        + m.spki.len();
+    let (_, rest) = m.tbs.split_at(spki_end);
+    assert_eq!(rest[0], 0xa3);
+    let header = if m.tbs[1] & 0x80 != 0 {
+        2 + usize::from(m.tbs[1] & 0x7f)
+    } else {
+        2
+    };
+    let body = [
+        &m.tbs[header..spki_end],
+        &tlv(0xa3, &tlv(0x30, &exts.concat()))[..],
+    ]
+    .concat();
+    certificate(&tlv(0x30, &body), m.proof)
+}
+
+#[test]
+fn landmark_groups_cover_the_ca_and_earlier_landmarks() {
+    // §"Single-Log Landmark Groups": CA.2.N.L contains the CA ID and landmarks of log N up
+    // to L.
+    let g = id("32473.1.2.8.42");
+    for (other, covered) in [
+        ("32473.1", true),
+        ("32473.1.1.8.42", true),
+        ("32473.1.1.8.41", true),
+        ("32473.1.1.8.43", false),
+        ("32473.1.1.7.42", false),
+        ("32473.2", false),
+        ("32473.1.2.8.42", false),
+        ("32473.1.1.8", false),
+    ] {
+        assert_eq!(g.landmark_group_covers(&id(other)), covered, "{other}");
+    }
+    assert!(!id("32473.1").landmark_group_covers(&id("32473.1")));
+    assert!(!id("32473.1.1.8.42").landmark_group_covers(&id("32473.1")));
+}
+
+#[test]
+fn key_usage_is_read_strictly() {
+    // RFC 5280 §4.2, §4.2.1.3, §4.2.1.12 on an MTC leaf (the checks `verify_mtc` leaves to
+    // the caller and the TLS client makes).
+    let log = issued_log(7);
+    let cert = log.landmark_relative(8).unwrap().0;
+    let ext = |oid: &[u8], critical: Option<&[u8]>, value: &[u8]| {
+        let c = critical.map(|c| tlv(0x01, c)).unwrap_or_default();
+        tlv(0x30, &[tlv(0x06, oid), c, tlv(0x04, value)].concat())
+    };
+    let (eku, ku, san) = (
+        &[0x55, 0x1d, 0x25][..],
+        &[0x55, 0x1d, 0x0f][..],
+        &[0x55, 0x1d, 0x11][..],
+    );
+    let server_auth = tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01]);
+    let client_auth = tlv(0x06, &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02]);
+    let names = tlv(0x30, &tlv(0x82, b"a.example"));
+    let check = |exts: &[Vec<u8>]| check_server_usage(&with_extensions(&cert, exts));
+    let malformed = |r: Result<(), MtcError>| matches!(r, Err(MtcError::MalformedCertificate(_)));
+    // Accepted: serverAuth; digitalSignature (bit 0); a critical subjectAltName; no EKU at all.
+    assert_eq!(check(&[ext(eku, None, &tlv(0x30, &server_auth))]), Ok(()));
+    assert_eq!(
+        check(&[ext(ku, Some(&[0xff]), &tlv(0x03, &[7, 0x80]))]),
+        Ok(())
+    );
+    assert_eq!(check(&[ext(san, Some(&[0xff]), &names)]), Ok(()));
+    assert_eq!(check(&[]), Ok(()));
+    // Refused for the key's use: unsupported_certificate.
+    let e = check(&[ext(eku, None, &tlv(0x30, &client_auth))]).unwrap_err();
+    assert_eq!(
+        e,
+        MtcError::WrongUsage("extKeyUsage lacks id-kp-serverAuth")
+    );
+    assert_eq!(e.alert(), AlertDescription::UnsupportedCertificate);
+    let e = check(&[ext(ku, None, &tlv(0x03, &[5, 0x20]))]).unwrap_err();
+    assert_eq!(e, MtcError::WrongUsage("keyUsage lacks digitalSignature"));
+    // Malformed: bad_certificate.
+    for exts in [
+        vec![ext(ku, None, &tlv(0x03, &[]))], // no unused-bits byte
+        vec![ext(ku, None, &tlv(0x03, &[8, 0x80]))], // 8 unused bits
+        vec![ext(ku, None, &tlv(0x03, &[0, 0]))], // no bit set
+        vec![ext(eku, Some(&[0x01]), &tlv(0x30, &server_auth))], // TRUE is ff in DER
+        vec![ext(eku, Some(&[0x00]), &tlv(0x30, &server_auth))], // FALSE is omitted
+        vec![ext(eku, None, &[tlv(0x30, &server_auth), vec![0]].concat())], // trailing byte
+        vec![ext(eku, None, &tlv(0x30, &[]))], // an empty KeyPurposeId list
+        vec![ext(san, None, &names), ext(san, None, &names)], // twice
+        vec![ext(&[0x55, 0x1d, 0x1e], Some(&[0xff]), &tlv(0x30, &[]))], // critical, unknown
+    ] {
+        let r = check(&exts);
+        assert!(malformed(r.clone()), "{exts:02x?}: {r:?}");
+        assert_eq!(r.unwrap_err().alert(), AlertDescription::BadCertificate);
+    }
+}
+
 #[test]
 fn every_byte_of_a_certificate_matters() {
     // No single flipped bit anywhere in a landmark-relative certificate verifies, and none

@@ -130,7 +130,7 @@ fn run_mtc(a: &CertArgs) -> Result<(), Failure> {
         server_auth: true,
     };
     // Checkpoints are signed just after the validity starts (the log has no clock of its own).
-    let now = a.not_before + 3;
+    let now = a.not_before.saturating_add(3);
     let every = a.mtc_log_size;
     let issued = issue_for_tls(&req, a.mtc_log_size, every, every, a.seed, now)
         .map_err(|e| Failure::BadOption(e.to_string()))?;

@@ -115,8 +115,9 @@ pub struct ClientArgs {
     pub mtc: Option<PathBuf>,
     /// Send trust_anchors (draft-ietf-tls-trust-anchor-ids) with these trust anchor IDs, ASCII
     /// form, comma-separated (`32473.1,32473.1.2.1.2`; "" for an empty list). If the handshake
-    /// fails and the server's EncryptedExtensions listed an ID we trust (one of these, or a CA
-    /// or landmark of --mtc) that we did not ask for, connect again once asking for it (§4.3).
+    /// fails on a path we did not ask for and the server's EncryptedExtensions listed an ID
+    /// we can verify (a CA or a landmark of --mtc) that we did not send, connect again once
+    /// asking only for it (§4.3).
     #[arg(long, value_name = "LIST", value_parser = trust_anchor_list)]
     pub trust_anchors: Option<TrustAnchorList>,
     /// Do not connect again with a trust anchor the server listed (report the failure).
@@ -648,12 +649,19 @@ pub fn run(a: ClientArgs) -> Result<(), Failure> {
         a.no_trust_anchor_retry || (retry.is_some() && a.ech_retry),
     ) {
         // draft-ietf-tls-trust-anchor-ids §4.3: once, asking only for the first anchor in the
-        // server's order that we trust and did not ask for.
-        let ours = |id: &Vec<u8>| {
-            a.trust_anchors.as_ref().is_some_and(|t| t.0.contains(id))
-                || config.mtc.as_ref().is_some_and(|rp| rp.trusts_id(id))
+        // server's order that we can verify and did not ask for. (A failure on a path we asked
+        // for is not a selection failure: `available` is then None, see connect_once.)
+        let ours = |id: &Vec<u8>| config.mtc.as_ref().is_some_and(|rp| rp.trusts_id(id));
+        use tls13lab::crypto::cert::mtc::TrustAnchorId;
+        let asked = |id: &Vec<u8>| {
+            offer.ids.iter().any(|o| {
+                o == id
+                    || TrustAnchorId::from_binary(o)
+                        .zip(TrustAnchorId::from_binary(id))
+                        .is_some_and(|(g, i)| g.landmark_group_covers(&i))
+            })
         };
-        if let Some(id) = listed.iter().find(|id| ours(id) && !offer.ids.contains(id)) {
+        if let Some(id) = listed.iter().find(|id| ours(id) && !asked(id)) {
             emit(&format!(
                 "{:<18} the server has paths for {}: connecting again asking for {}\n",
                 "trust anchors",
@@ -756,10 +764,18 @@ fn connect_once(
         retry,
     );
 
-    *available = events.iter().find_map(|e| match e {
-        Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
-        _ => None,
-    });
+    // The server's list, for a retry: only when the path it sent was not the one we asked
+    // for (a failure on a matched path would fail again).
+    let matched = events
+        .iter()
+        .any(|e| matches!(e, Event::TrustAnchorMatched));
+    *available = events
+        .iter()
+        .find_map(|e| match e {
+            Event::TrustAnchorsAvailable { ids } => Some(ids.clone()),
+            _ => None,
+        })
+        .filter(|_| !matched);
     let l = ledger(&events, started);
     // The response: all the data the driver collected.
     let response = d.take_data();

@@ -697,9 +697,7 @@ fn details_in(
 
 /// One `trust_anchors` extension in words (draft-ietf-tls-trust-anchor-ids §4.1).
 fn trust_anchors_line(typ: HandshakeType, body: &[u8]) -> String {
-    use tls13lab::crypto::cert::mtc::TrustAnchorId;
-    let ascii =
-        |id: &Vec<u8>| TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii());
+    let ascii = |id: &Vec<u8>| tls13lab::trust_anchors::to_ascii(id);
     let list = |ids: Result<Vec<Vec<u8>>, _>| match ids {
         Ok(ids) if ids.is_empty() => "empty".to_string(),
         Ok(ids) => ids.iter().map(ascii).collect::<Vec<_>>().join(", "),
@@ -725,12 +723,11 @@ fn trust_anchors_line(typ: HandshakeType, body: &[u8]) -> String {
 /// A Merkle Tree Certificate (the `entry`-th CertificateEntry's `der`) in words: nothing if
 /// it is not one. The sums add up to the signatureValue's bytes.
 fn mtc_lines(entry: usize, der: &[u8]) -> Vec<String> {
-    use tls13lab::crypto::cert::mtc::{parse_mtc, MtcProof, TrustAnchorId, HASH_SIZE};
+    use tls13lab::crypto::cert::mtc::{parse_mtc, MtcProof, HASH_SIZE};
     let Ok(c) = parse_mtc(der) else {
         return Vec::new();
     };
-    let ascii =
-        |id: &[u8]| TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii());
+    let ascii = |id: &[u8]| tls13lab::trust_anchors::to_ascii(id);
     let p = c.proof.len();
     // The BIT STRING's contents: the unused-bits byte, then the MTCProof.
     let header = match p + 1 {
@@ -1516,7 +1513,18 @@ mod tests {
             assert_eq!((total, sum), (mtc.proof.len(), mtc.proof.len()), "{line}");
             let (total, sum, _) = sums("signatureValue ");
             assert_eq!(total, sum);
-            assert!(der.ends_with(mtc.proof) && total > mtc.proof.len());
+            // The BIT STRING element as DER writes it: tag, length octets, unused-bits byte,
+            // the proof; it ends the certificate.
+            let content = mtc.proof.len() + 1;
+            let length_octets = if content < 0x80 {
+                1
+            } else {
+                1 + (usize::BITS - content.leading_zeros()).div_ceil(8) as usize
+            };
+            let element = 1 + length_octets + content;
+            assert_eq!(total, element);
+            assert_eq!(der[der.len() - element], 0x03, "a BIT STRING");
+            assert!(der.ends_with(mtc.proof));
             assert!(line.contains(&format!("({} hash", proof.inclusion_proof.len())));
             for s in &proof.signatures {
                 assert!(text.contains(&format!(

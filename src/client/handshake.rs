@@ -574,10 +574,11 @@ impl Cx<'_> {
         // draft-ietf-tls-trust-anchor-ids §4.2: an empty trust_anchors in the first entry says
         // the path was chosen for an anchor we asked for; anywhere else, or with a body, it is
         // malformed.
+        let cp = config.trust_anchors_code_point();
         let matched = crate::trust_anchors::certificate_matched(
             &c.entries,
-            config.trust_anchors_code_point(),
-            config.trust_anchors.is_some(),
+            cp,
+            config.trust_anchors.is_some() || offered_extension(config, cp),
         )?;
         // The certificates move out of the decoded message.
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();

@@ -71,19 +71,24 @@ pub(crate) fn labeled_derive(suite_id: &[u8], ikm: &[u8], len: usize) -> Zeroizi
 /// ML-KEM.KeyGen_internal(d, z) of the parameter set `K`, from the 64 bytes d || z: the
 /// decapsulation key (erased on drop by `ml-kem`) and the encapsulation key.
 fn keygen<K: KemCore>(seeds: &[u8]) -> (K::DecapsulationKey, K::EncapsulationKey) {
-    let d = B32::try_from(&seeds[..32]).expect("32 bytes");
-    let z = B32::try_from(&seeds[32..64]).expect("32 bytes");
-    K::generate_deterministic(&d, &z)
+    let mut d = B32::try_from(&seeds[..32]).expect("32 bytes");
+    let mut z = B32::try_from(&seeds[32..64]).expect("32 bytes");
+    let keys = K::generate_deterministic(&d, &z);
+    // The seeds are the private key: the copies go as the caller's do.
+    d.as_mut_slice().zeroize();
+    z.as_mut_slice().zeroize();
+    keys
 }
 
 /// ML-KEM.Encaps(ek, m) of `K` with the drawn m (32 bytes), after the modulus check:
 /// (shared secret, ciphertext).
 fn mlkem_encap<K: KemCore>(ek: &[u8], m: &[u8]) -> Result<(Zeroizing<[u8; 32]>, Vec<u8>), KxError> {
     let ek = mlkem_ek::<K>(ek)?;
-    let m = B32::try_from(&m[..32]).expect("32 bytes");
-    let (ct, mut ss) = ek
-        .encapsulate_deterministic(&m)
-        .map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
+    let mut m = B32::try_from(&m[..32]).expect("32 bytes");
+    let encapsulated = ek.encapsulate_deterministic(&m);
+    // m and ek give the shared secret: erased as soon as it is used.
+    m.as_mut_slice().zeroize();
+    let (ct, mut ss) = encapsulated.map_err(|_| KxError::KemFailure("ML-KEM encapsulation"))?;
     let mut out = Zeroizing::new([0u8; 32]);
     out.copy_from_slice(&ss);
     ss.as_mut_slice().zeroize();

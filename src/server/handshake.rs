@@ -382,21 +382,17 @@ pub(super) fn certificate_request_extensions(config: &ServerConfig) -> Vec<Exten
     exts
 }
 
-/// Whether the client's Certificate says it matched our CertificateRequest's trust_anchors
-/// (reported as an event).
+/// Whether the client's Certificate says it matched our CertificateRequest's trust_anchors;
+/// reported once its chain validated, as the client reports the server's.
 pub(super) fn client_trust_anchor_matched(
-    cx: &mut Cx<'_>,
+    config: &ServerConfig,
     c: &crate::messages::handshake::CertificatePayload,
-) -> Result<(), Error> {
-    let config = cx.config;
-    if crate::trust_anchors::certificate_matched(
+) -> Result<bool, Error> {
+    crate::trust_anchors::certificate_matched(
         &c.entries,
         config.trust_anchors_code_point,
         config.client_trust_anchors.is_some(),
-    )? {
-        cx.conn.ev.push(crate::events::Event::TrustAnchorMatched);
-    }
-    Ok(())
+    )
 }
 
 impl ExpectEndOfEarlyData {
@@ -435,7 +431,7 @@ impl ExpectCertificate {
         if !c.context.is_empty() {
             return Err(PeerMisbehaved::IllegalExtension("certificate_request_context").into());
         }
-        client_trust_anchor_matched(cx, &c)?;
+        let matched = client_trust_anchor_matched(cx.config, &c)?;
         let ExpectCertificate { mut hs } = *self;
         hs.transcript.add(typ, &encoded);
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
@@ -459,6 +455,9 @@ impl ExpectCertificate {
             .into());
         };
         cx.verify_client_chain(&chain, roots)?;
+        if matched {
+            cx.conn.ev.push(crate::events::Event::TrustAnchorMatched);
+        }
         // The chain is not empty (above). Its end-entity certificate is all CertificateVerify
         // needs (§4.4.3); the rest has served.
         let leaf = ClientCertificate(chain.swap_remove(0));

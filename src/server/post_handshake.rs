@@ -153,7 +153,7 @@ impl PostHandshakeAuth {
             mut transcript,
         } = self.pending.remove(i);
         transcript.add(typ, &encoded);
-        super::handshake::client_trust_anchor_matched(cx, &c)?;
+        let matched = super::handshake::client_trust_anchor_matched(cx.config, &c)?;
         let mut chain: Vec<Vec<u8>> = c.entries.into_iter().map(|e| e.cert_data).collect();
         let certificates = chain.len();
         let step = if chain.is_empty() {
@@ -174,6 +174,9 @@ impl PostHandshakeAuth {
                 .into());
             };
             cx.verify_client_chain(&chain, roots)?;
+            if matched {
+                cx.conn.ev.push(crate::events::Event::TrustAnchorMatched);
+            }
             PhaStep::ExpectCertificateVerify(ClientCertificate(chain.swap_remove(0)))
         };
         self.answer = Some(PhaAnswer {

@@ -13,7 +13,6 @@ use crate::tcp::Link;
 use tls13lab::client::Client;
 use tls13lab::config::{EchMode, HelloPadding};
 use tls13lab::crypto::aead::suite_params;
-use tls13lab::crypto::cert::mtc::TrustAnchorId;
 use tls13lab::crypto::hpke::Aead;
 use tls13lab::crypto::kx;
 use tls13lab::crypto::random::{RandomSource, SeededRandom};
@@ -892,9 +891,7 @@ fn extension_detail(e: &Extension, body: usize) -> String {
                 "RequestedTrustAnchorList: {}",
                 names(
                     ids.iter()
-                        .map(|id| {
-                            TrustAnchorId::from_binary(id).map_or_else(|| hex(id), |t| t.to_ascii())
-                        })
+                        .map(|id| { tls13lab::trust_anchors::to_ascii(id) })
                         .collect()
                 )
             ),
@@ -1074,7 +1071,7 @@ mod tests {
         let mut spec = HelloSpec::new("ta");
         spec.config.trust_anchors = Some(TrustAnchorOffer::new(
             ids.iter()
-                .map(|a| TrustAnchorId::from_ascii(a).unwrap().as_bytes().to_vec())
+                .map(|a| tls13lab::trust_anchors::from_ascii(a).unwrap())
                 .collect(),
         ));
         let r = report(&spec, &Framing::default(), Link::default()).unwrap();

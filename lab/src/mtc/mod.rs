@@ -612,7 +612,7 @@ impl IssuanceLog {
     /// Certificates" in TLS): the CA ID, included in every landmark group of this log.
     pub fn standalone_properties(&self) -> Result<CertificateProperties, IssueError> {
         let mut p = CertificateProperties::with_id(self.config.ca_id.as_bytes().to_vec());
-        p.group_inclusions.push(self.groups(1, u64::MAX)?);
+        p.group_inclusions.push(self.groups(0, u64::MAX)?);
         Ok(p)
     }
 
@@ -626,7 +626,7 @@ impl IssuanceLog {
             .ca_id
             .landmark_id(self.config.log_number, l)
             .ok_or_else(|| err("landmark ID too long"))?;
-        let last = l.saturating_add(self.config.max_active_landmarks as u64 - 1);
+        let last = l.saturating_add((self.config.max_active_landmarks as u64).saturating_sub(1));
         Ok(CertificateProperties {
             trust_anchor_id: Some(id.as_bytes().to_vec()),
             group_inclusions: vec![self.groups(l, last)?],

@@ -435,6 +435,45 @@ impl TrustAnchorId {
         self.child(&[2, log_number, landmark])
     }
 
+    /// Whether landmark group `self` (CA, 2, log N, landmark L) contains `id` (§"Single-Log
+    /// Landmark Groups"): the CA ID, or a landmark CA.1.N.l with l <= L. The window's lower
+    /// end (`max_active_landmarks` back) is not known here, so an older landmark counts as
+    /// covered too: for deciding what a client already asked for, that is the safe side.
+    pub fn landmark_group_covers(&self, id: &TrustAnchorId) -> bool {
+        let g = self.components();
+        let i = id.components();
+        let Some(ca_len) = g.len().checked_sub(3).filter(|n| *n > 0) else {
+            return false;
+        };
+        if g[ca_len] != 2 {
+            return false;
+        }
+        let ca = &g[..ca_len];
+        i == ca
+            || (i.len() == g.len()
+                && &i[..ca_len] == ca
+                && i[ca_len] == 1
+                && i[ca_len + 1] == g[ca_len + 1]
+                && i[ca_len + 2] <= g[ca_len + 2])
+    }
+
+    /// The components of the relative OID (empty if it does not decode).
+    fn components(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut v: u64 = 0;
+        for &b in &self.0 {
+            if v >= 1 << 57 {
+                return Vec::new();
+            }
+            v = (v << 7) | u64::from(b & 0x7f);
+            if b & 0x80 == 0 {
+                out.push(v);
+                v = 0;
+            }
+        }
+        out
+    }
+
     /// `cosigner_name` / `log_origin` of a CosignedMessage: `oid/1.3.6.1.4.1.` and the ASCII.
     pub fn origin(&self) -> String {
         format!("oid/1.3.6.1.4.1.{}", self.to_ascii())
@@ -1508,6 +1547,9 @@ impl std::error::Error for MtcError {}
 const ID_CE_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
 const ID_CE_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x0f];
 const ID_KP_SERVER_AUTH: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
+/// Critical extensions a leaf may carry that the checks here and webpki's name check cover:
+/// subjectAltName 2.5.29.17 and basicConstraints 2.5.29.19 (keyUsage and extKeyUsage above).
+const KNOWN_CRITICAL: [&[u8]; 2] = [&[0x55, 0x1d, 0x11], &[0x55, 0x1d, 0x13]];
 
 /// Whether an MTC's key may authenticate a TLS server (RFC 5280 path validation that
 /// [`verify_mtc`] leaves to the caller, as webpki does for an X.509 leaf): an extKeyUsage, if
@@ -1523,19 +1565,36 @@ pub fn check_server_usage(der_: &[u8]) -> Result<(), MtcError> {
         if tag != 0xa3 {
             continue;
         }
-        let (mut exts, _, _) = der_expect(contents, 0x30).ok_or(bad("extensions"))?;
+        let (mut exts, _, after) = der_expect(contents, 0x30).ok_or(bad("extensions"))?;
+        if !after.is_empty() {
+            return Err(bad("bytes after extensions"));
+        }
+        let mut seen: Vec<&[u8]> = Vec::new();
         while !exts.is_empty() {
             let (ext, _, next) = der_expect(exts, 0x30).ok_or(bad("extension"))?;
             exts = next;
             let (oid, _, rest) = der_expect(ext, 0x06).ok_or(bad("extnID"))?;
-            // critical BOOLEAN DEFAULT FALSE
-            let rest = match der(rest) {
-                Some((0x01, _, _, r)) => r,
-                _ => rest,
+            // RFC 5280 §4.2: "A certificate MUST NOT include more than one instance of a
+            // particular extension."
+            if seen.contains(&oid) {
+                return Err(bad("an extension twice"));
+            }
+            seen.push(oid);
+            // critical BOOLEAN DEFAULT FALSE: DER writes TRUE as ff and omits FALSE.
+            let (critical, rest) = match der(rest) {
+                Some((0x01, [0xff], _, r)) => (true, r),
+                Some((0x01, _, _, _)) => return Err(bad("critical")),
+                _ => (false, rest),
             };
-            let (value, _, _) = der_expect(rest, 0x04).ok_or(bad("extnValue"))?;
+            let (value, _, after) = der_expect(rest, 0x04).ok_or(bad("extnValue"))?;
+            if !after.is_empty() {
+                return Err(bad("bytes after extnValue"));
+            }
             if oid == ID_CE_EXT_KEY_USAGE {
-                let (mut kps, _, _) = der_expect(value, 0x30).ok_or(bad("extKeyUsage"))?;
+                let (mut kps, _, after) = der_expect(value, 0x30).ok_or(bad("extKeyUsage"))?;
+                if !after.is_empty() || kps.is_empty() {
+                    return Err(bad("extKeyUsage"));
+                }
                 let mut server = false;
                 while !kps.is_empty() {
                     let (kp, _, next) = der_expect(kps, 0x06).ok_or(bad("KeyPurposeId"))?;
@@ -1546,11 +1605,25 @@ pub fn check_server_usage(der_: &[u8]) -> Result<(), MtcError> {
                     return Err(MtcError::WrongUsage("extKeyUsage lacks id-kp-serverAuth"));
                 }
             } else if oid == ID_CE_KEY_USAGE {
-                let (bits, _, _) = der_expect(value, 0x03).ok_or(bad("keyUsage"))?;
-                // The first content byte counts unused bits; digitalSignature is bit 0.
-                if bits.get(1).is_none_or(|b| b & 0x80 == 0) {
-                    return Err(MtcError::WrongUsage("keyUsage lacks digitalSignature"));
+                let (bits, _, after) = der_expect(value, 0x03).ok_or(bad("keyUsage"))?;
+                // The unused-bits count (at most 7) and at least one set bit (§4.2.1.3);
+                // digitalSignature is the first bit.
+                match bits {
+                    [unused, first, rest @ ..]
+                        if after.is_empty()
+                            && *unused <= 7
+                            && (*first != 0 || rest.iter().any(|b| *b != 0)) =>
+                    {
+                        if first & 0x80 == 0 {
+                            return Err(MtcError::WrongUsage("keyUsage lacks digitalSignature"));
+                        }
+                    }
+                    _ => return Err(bad("keyUsage")),
                 }
+            } else if critical && !KNOWN_CRITICAL.contains(&oid) {
+                // §4.2: a critical extension we do not process refuses the certificate, as
+                // webpki refuses an X.509 leaf.
+                return Err(bad("an unsupported critical extension"));
             }
         }
     }
