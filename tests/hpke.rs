@@ -376,6 +376,16 @@ fn interoperates_with_rustls_hpke_for_every_suite() {
     }
 }
 
+/// The draft-ietf-hpke-pq test vectors (tests/vectors/hpke-pq/test-vectors.json).
+fn pq_vectors() -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/hpke-pq/test-vectors.json"
+    ))
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 /// draft-ietf-hpke-pq's vectors (tests/vectors/hpke-pq/test-vectors.json, from the draft's
 /// repository): every one whose KEM, KDF and AEAD we implement (ML-KEM-768 and X-Wing with
 /// HKDF-SHA256) must pass: DeriveKeyPair, Encap with the vector's ikmE as the one random draw,
@@ -384,12 +394,7 @@ fn interoperates_with_rustls_hpke_for_every_suite() {
 /// SHAKE256) we lack; [`hpke_pq_draft_vectors_kem_steps`] checks their KEM.
 #[test]
 fn hpke_pq_draft_vectors() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/hpke-pq/test-vectors.json"
-    ))
-    .unwrap();
-    let vectors: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let vectors = pq_vectors();
     let h = |v: &serde_json::Value, k: &str| hex::decode(v[k].as_str().unwrap()).unwrap();
     let mut passed = Vec::new();
     for v in &vectors {
@@ -479,12 +484,7 @@ fn hpke_pq_draft_vectors() {
 /// DHKEM(P-256) and DHKEM(X25519) vectors the draft pairs with the SHAKE KDFs.
 #[test]
 fn hpke_pq_draft_vectors_kem_steps() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/hpke-pq/test-vectors.json"
-    ))
-    .unwrap();
-    let vectors: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let vectors = pq_vectors();
     let h = |v: &serde_json::Value, k: &str| hex::decode(v[k].as_str().unwrap()).unwrap();
     let mut checked = Vec::new();
     for v in &vectors {
